@@ -1,0 +1,112 @@
+//===- HetCollectiveOps.td - collectives over replicas -----*- tablegen -*-===//
+//
+// All collectives share one base class: an input, the group that takes part
+// (a stage's replicas or a device group), an algorithm and a compression
+// scheme. Attributes equal to their defaults are not printed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_DIALECT_HET_IR_HETCOLLECTIVEOPS_TD
+#define HET_DIALECT_HET_IR_HETCOLLECTIVEOPS_TD
+
+include "het/Dialect/Het/IR/HetDialect.td"
+include "het/Dialect/Het/IR/HetAttrs.td"
+include "het/Dialect/Het/IR/HetTypes.td"
+include "het/Dialect/Het/IR/HetInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+/// `extraArgs` follow the input and the group; `format` is the op-specific
+/// part of the assembly between the group and the options.
+class Het_CollectiveOp<string mnemonic, dag extraArgs, string format,
+                       list<Trait> traits = []>
+    : Het_Op<mnemonic, !listconcat([
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        Het_CollectiveOpInterface], traits)> {
+  let arguments = !con(
+      (ins AnyRankedTensor:$input, SymbolRefAttr:$group), extraArgs,
+      (ins DefaultValuedAttr<Het_CollectiveAlgorithmAttr,
+               "::mlir::het::CollectiveAlgorithm::Auto">:$algorithm,
+           DefaultValuedAttr<Het_CompressionKindAttr,
+               "::mlir::het::CompressionKind::None">:$compression,
+           OptionalAttr<F64Attr>:$topk_ratio));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $group " # format #
+      " custom<CollectiveOptions>($algorithm, $compression, $topk_ratio)"
+      " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
+    (ins Het_ReductionKindAttr:$reduction), "$reduction"> {
+  let summary = "reduce a tensor over a group; every member gets the result";
+  let description = [{
+    The gradient all-reduce of data parallelism. `algorithm` is one of
+    `auto` (default: hetccl picks by size and topology), `ring`, `tree`,
+    `halving_doubling`, `hierarchical` (reduce-scatter inside each vendor
+    group, all-reduce across, all-gather inside) and `ps` (sharded parameter
+    server). `compression` is `none` (default), `fp16`, `bf16`, `int8`
+    (per-chunk scales) or `topk(ratio)` (sparsification with error
+    feedback); `int8` and `topk` need a float tensor and `sum` or `avg`.
+    Over a group of one member it is its input.
+
+    ```mlir
+    %g = het.all_reduce %dw over @s1 sum algorithm hierarchical compression int8 : tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+    %h = het.all_reduce %dw over @lab::@a100 avg compression topk(0.01) : tensor<1024xf32> -> tensor<1024xf32>
+    ```
+  }];
+}
+
+def Het_ReduceScatterOp : Het_CollectiveOp<"reduce_scatter",
+    (ins Het_ReductionKindAttr:$reduction, Het_I64Attr:$axis),
+    "$reduction `axis` $axis"> {
+  let summary = "reduce over a group and leave each member one slice";
+  let description = [{
+    The input's `axis` dimension must divide by the group size `n`; the
+    result has that dimension divided by `n` (member `i` holds slice `i`).
+
+    ```mlir
+    %s = het.reduce_scatter %g over @s0 sum axis 0 : tensor<64x32xf32> -> tensor<16x32xf32>
+    ```
+  }];
+}
+
+def Het_AllGatherOp : Het_CollectiveOp<"all_gather", (ins Het_I64Attr:$axis),
+    "`axis` $axis"> {
+  let summary = "concatenate every member's tensor along an axis";
+  let description = [{
+    The result's `axis` dimension is the input's times the group size.
+
+    ```mlir
+    %a = het.all_gather %s over @s0 axis 0 : tensor<16x32xf32> -> tensor<64x32xf32>
+    ```
+  }];
+}
+
+def Het_BroadcastOp : Het_CollectiveOp<"broadcast", (ins Het_I64Attr:$root),
+    "`root` $root"> {
+  let summary = "every member gets the tensor of member `root`";
+  let description = [{
+    ```mlir
+    %w = het.broadcast %w0 over @s0 root 0 : tensor<64x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+}
+
+def Het_AllToAllOp : Het_CollectiveOp<"all_to_all",
+    (ins Het_I64Attr:$split_axis, Het_I64Attr:$concat_axis),
+    "`split` $split_axis `concat` $concat_axis"> {
+  let summary = "split along one axis, exchange, concatenate along another";
+  let description = [{
+    Member `i` sends slice `j` of its input (split along `split_axis` into
+    `n` parts) to member `j`, and concatenates what it receives along
+    `concat_axis`. Used by expert and sequence parallelism.
+
+    ```mlir
+    %t = het.all_to_all %x over @s0 split 0 concat 1 : tensor<8x16xf32> -> tensor<2x64xf32>
+    ```
+  }];
+}
+
+#endif // HET_DIALECT_HET_IR_HETCOLLECTIVEOPS_TD

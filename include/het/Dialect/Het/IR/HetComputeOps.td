@@ -1,0 +1,790 @@
+//===- HetComputeOps.td - forward, gradient and optimizer ops -*- tablegen -*-===//
+//
+// Compute ops work on builtin tensors with value semantics. Result shapes are
+// inferred wherever the operands determine them (builders then need no result
+// type); the printed form still shows the result type so that a reader never
+// has to work it out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_DIALECT_HET_IR_HETCOMPUTEOPS_TD
+#define HET_DIALECT_HET_IR_HETCOMPUTEOPS_TD
+
+include "het/Dialect/Het/IR/HetDialect.td"
+include "het/Dialect/Het/IR/HetAttrs.td"
+include "het/Dialect/Het/IR/HetTypes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+class Het_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : Het_Op<mnemonic, !listconcat([Pure], traits)>;
+
+/// An op whose result types come from `inferReturnTypes`, which must be
+/// defined in C++ (HetShapeInference.cpp) and is also what verifies shapes.
+class Het_InferredComputeOp<string mnemonic, list<Trait> traits = []>
+    : Het_ComputeOp<mnemonic, !listconcat([InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+class Het_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Het_ComputeOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+  let arguments = (ins Het_FloatTensor:$input);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Het_ReluOp : Het_UnaryElementwiseOp<"relu"> {
+  let summary = "rectified linear unit, max(x, 0)";
+  let description = [{
+    ```mlir
+    %y = het.relu %x : tensor<64x128xf32>
+    ```
+    `relu(relu(x))` folds to `relu(x)`.
+  }];
+  let hasFolder = 1;
+}
+
+def Het_GeluOp : Het_ComputeOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)` with the exact normal CDF (`approximate = none`, the
+    default) or the tanh approximation used by GPT-2 (`approximate = tanh`).
+
+    ```mlir
+    %y = het.gelu %x : tensor<4x16x256xf32>
+    %z = het.gelu %x {approximate = #het.gelu_approximation<tanh>} : tensor<4x16x256xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input,
+      DefaultValuedAttr<Het_GeluApproximationAttr,
+                        "::mlir::het::GeluApproximation::None">:$approximate);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class Het_BinaryElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Het_InferredComputeOp<mnemonic, traits> {
+  let arguments = (ins Het_FloatTensor:$lhs, Het_FloatTensor:$rhs);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::het::inferBroadcastType(loc, adaptor.getLhs().getType(),
+                                             adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Het_AddOp : Het_BinaryElementwiseOp<"add", [Commutative]> {
+  let summary = "element-wise sum with NumPy broadcasting";
+  let description = [{
+    Operands broadcast as in NumPy: shapes are aligned at the trailing
+    dimension and a dimension of size 1 stretches. Both operands must have the
+    same element type.
+
+    ```mlir
+    %y = het.add %x, %b : tensor<64x128xf32>, tensor<128xf32> -> tensor<64x128xf32>
+    ```
+  }];
+}
+
+def Het_SubOp : Het_BinaryElementwiseOp<"sub"> {
+  let summary = "element-wise difference with NumPy broadcasting";
+  let description = [{
+    ```mlir
+    %y = het.sub %a, %b : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+    ```
+  }];
+}
+
+def Het_MulOp : Het_BinaryElementwiseOp<"mul", [Commutative]> {
+  let summary = "element-wise product with NumPy broadcasting";
+  let description = [{
+    ```mlir
+    %y = het.mul %a, %s : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+def Het_MatmulOp : Het_InferredComputeOp<"matmul"> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs` is `[..., M, K]` and `rhs` is `[..., K, N]` (after the optional
+    transposes of their last two dimensions); the result is `[..., M, N]`.
+    Leading batch dimensions must be equal, or `rhs` may be a plain matrix
+    shared by every batch. This covers attention: `q @ k^T` is
+    `het.matmul %q, %k {transpose_rhs}`.
+
+    ```mlir
+    %s = het.matmul %q, %k {transpose_rhs}
+        : tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$lhs, Het_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Het_LinearOp : Het_InferredComputeOp<"linear"> {
+  let summary = "fully connected layer, y = act(x W^T + b)";
+  let description = [{
+    `input` is `[..., in]`, `weight` is `[out, in]` (PyTorch's layout) and the
+    optional `bias` is `[out]`; the result is `[..., out]`. `activation`
+    (default `none`) is set by `het-fuse` when it folds a following `relu` or
+    `gelu` into the layer.
+
+    ```mlir
+    %y = het.linear %x, %w, %b : tensor<64x784xf32>, tensor<256x784xf32>, tensor<256xf32> -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$weight,
+      Optional<Het_FloatTensor>:$bias,
+      DefaultValuedAttr<Het_ActivationAttr, "::mlir::het::Activation::None">:$activation);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Het_LinearGradOp : Het_InferredComputeOp<"linear_grad"> {
+  let summary = "gradients of het.linear with respect to input, weight and bias";
+  let description = [{
+    Given `grad_output` (`[..., out]`), the layer's `input` (`[..., in]`) and
+    `weight` (`[out, in]`), computes `grad_input = grad_output W`,
+    `grad_weight = grad_output^T input` (summed over all leading dimensions)
+    and `grad_bias = sum(grad_output)`.
+
+    ```mlir
+    %dx, %dw, %db = het.linear_grad %dy, %x, %w
+        : tensor<64x256xf32>, tensor<64x784xf32>, tensor<256x784xf32>
+       -> tensor<64x784xf32>, tensor<256x784xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+                       Het_FloatTensor:$weight);
+  let results = (outs Het_FloatTensor:$grad_input, Het_FloatTensor:$grad_weight,
+                      Het_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $weight attr-dict `:` type($grad_output) `,`
+    type($input) `,` type($weight) `->` type(results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def Het_Conv2dOp : Het_InferredComputeOp<"conv2d"> {
+  let summary = "2-D convolution, NCHW input and OIHW filter";
+  let description = [{
+    `input` is `[N, C, H, W]`, `filter` is `[O, C / groups, KH, KW]` and the
+    optional `bias` is `[O]`. `strides`, `padding` (symmetric, per spatial
+    dimension) and `dilation` have two entries each. The result is
+    `[N, O, (H + 2 ph - dh (KH - 1) - 1) / sh + 1, ...]`.
+
+    ```mlir
+    %y = het.conv2d %x, %w {padding = array<i64: 1, 1>}
+        : tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$filter,
+      Optional<Het_FloatTensor>:$bias,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+      DefaultValuedAttr<Het_I64Attr, "1">:$groups);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? attr-dict `:` type($input) `,` type($filter)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Het_Conv2dGradInputOp : Het_ComputeOp<"conv2d_grad_input"> {
+  let summary = "gradient of het.conv2d with respect to its input";
+  let description = [{
+    The result type is the forward input's type; it is checked by running
+    the forward shape rule on it and comparing with `grad_output`.
+
+    ```mlir
+    %dx = het.conv2d_grad_input %dy, %w {padding = array<i64: 1, 1>}
+        : tensor<8x16x32x32xf32>, tensor<16x3x3x3xf32> -> tensor<8x3x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$filter,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+      DefaultValuedAttr<Het_I64Attr, "1">:$groups);
+  let results = (outs Het_FloatTensor:$grad_input);
+  let assemblyFormat = [{
+    $grad_output `,` $filter attr-dict `:` type($grad_output) `,` type($filter)
+    `->` type($grad_input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Het_Conv2dGradFilterOp : Het_ComputeOp<"conv2d_grad_filter"> {
+  let summary = "gradient of het.conv2d with respect to its filter";
+  let description = [{
+    ```mlir
+    %dw = het.conv2d_grad_filter %dy, %x {padding = array<i64: 1, 1>}
+        : tensor<8x16x32x32xf32>, tensor<8x3x32x32xf32> -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+      DefaultValuedAttr<Het_I64Attr, "1">:$groups);
+  let results = (outs Het_FloatTensor:$grad_filter);
+  let assemblyFormat = [{
+    $grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)
+    `->` type($grad_filter)
+  }];
+  let hasVerifier = 1;
+}
+
+class Het_Pool2dOp<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+  let arguments = (ins Het_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+      DenseI64ArrayAttr:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Het_MaxPool2dOp : Het_Pool2dOp<"max_pool2d"> {
+  let summary = "2-D max pooling over NCHW";
+  let description = [{
+    Padding counts as minus infinity.
+
+    ```mlir
+    %y = het.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+        : tensor<8x16x32x32xf32> -> tensor<8x16x16x16xf32>
+    ```
+  }];
+}
+
+def Het_AvgPool2dOp : Het_Pool2dOp<"avg_pool2d"> {
+  let summary = "2-D average pooling over NCHW";
+  let description = [{
+    Padding is excluded from the average (PyTorch's
+    `count_include_pad=False`). A kernel as large as the image is global
+    average pooling.
+
+    ```mlir
+    %y = het.avg_pool2d %x {kernel = array<i64: 8, 8>, strides = array<i64: 8, 8>}
+        : tensor<8x64x8x8xf32> -> tensor<8x64x1x1xf32>
+    ```
+  }];
+}
+
+class Het_Pool2dGradOp<string mnemonic, list<Trait> traits = []>
+    : Het_ComputeOp<mnemonic, traits> {
+  let results = (outs Het_FloatTensor:$grad_input);
+  let hasVerifier = 1;
+}
+
+def Het_MaxPool2dGradOp : Het_Pool2dGradOp<"max_pool2d_grad"> {
+  let summary = "gradient of het.max_pool2d";
+  let description = [{
+    Routes each output gradient to the first maximum of its window in
+    `input`.
+
+    ```mlir
+    %dx = het.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+        : tensor<8x16x16x16xf32>, tensor<8x16x32x32xf32> -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+  let assemblyFormat = [{
+    $grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input)
+    `->` type($grad_input)
+  }];
+}
+
+def Het_AvgPool2dGradOp : Het_Pool2dGradOp<"avg_pool2d_grad"> {
+  let summary = "gradient of het.avg_pool2d";
+  let description = [{
+    ```mlir
+    %dx = het.avg_pool2d_grad %dy {kernel = array<i64: 8, 8>, strides = array<i64: 8, 8>}
+        : tensor<8x64x1x1xf32> -> tensor<8x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output,
+      DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
+  let assemblyFormat = [{
+    $grad_output attr-dict `:` type($grad_output) `->` type($grad_input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+class Het_BatchNormOpBase<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$scale,
+      Het_FloatTensor:$bias,
+      DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Het_FloatTensor:$output, Het_FloatTensor:$saved_mean,
+                      Het_FloatTensor:$saved_inv_std);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias attr-dict `:` type($input) `,` type($scale) `,`
+    type($bias) `->` type(results)
+  }];
+}
+
+def Het_BatchNormOp : Het_BatchNormOpBase<"batch_norm"> {
+  let summary = "batch normalization in training mode";
+  let description = [{
+    Normalizes `input` (`[N, C, ...]`) per channel with the statistics of the
+    batch, then scales and shifts by `scale` and `bias` (`[C]`). Returns the
+    batch mean and `1 / sqrt(var + epsilon)` (biased variance), which the
+    backward op needs.
+
+    ```mlir
+    %y, %mean, %inv_std = het.batch_norm %x, %gamma, %beta
+        : tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+       -> tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+}
+
+def Het_BatchNormReluOp : Het_BatchNormOpBase<"batch_norm_relu"> {
+  let summary = "batch normalization followed by relu, fused";
+  let description = [{
+    Made by `het-fuse` from a `het.batch_norm` whose only use is a
+    `het.relu`. Same operands and results as `het.batch_norm`; `output` is
+    after the relu.
+
+    ```mlir
+    %y, %mean, %inv_std = het.batch_norm_relu %x, %gamma, %beta
+        : tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+       -> tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+}
+
+def Het_BatchNormInferenceOp : Het_InferredComputeOp<"batch_norm_inference"> {
+  let summary = "batch normalization with given (running) statistics";
+  let description = [{
+    ```mlir
+    %y = het.batch_norm_inference %x, %gamma, %beta, %mean, %var
+        : tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>,
+          tensor<16xf32> -> tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$scale,
+      Het_FloatTensor:$bias, Het_FloatTensor:$mean, Het_FloatTensor:$variance,
+      DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Het_FloatTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
+    type($input) `,` type($scale) `,` type($bias) `,` type($mean) `,`
+    type($variance) `->` type($output)
+  }];
+}
+
+def Het_BatchNormGradOp : Het_InferredComputeOp<"batch_norm_grad"> {
+  let summary = "gradient of het.batch_norm (training mode)";
+  let description = [{
+    ```mlir
+    %dx, %dgamma, %dbeta = het.batch_norm_grad %dy, %x, %gamma, %mean, %inv_std
+        : tensor<8x16x32x32xf32>, tensor<8x16x32x32xf32>, tensor<16xf32>,
+          tensor<16xf32>, tensor<16xf32>
+       -> tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      Het_FloatTensor:$scale, Het_FloatTensor:$saved_mean,
+      Het_FloatTensor:$saved_inv_std);
+  let results = (outs Het_FloatTensor:$grad_input, Het_FloatTensor:$grad_scale,
+                      Het_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $scale `,` $saved_mean `,` $saved_inv_std
+    attr-dict `:` type($grad_output) `,` type($input) `,` type($scale) `,`
+    type($saved_mean) `,` type($saved_inv_std) `->` type(results)
+  }];
+}
+
+def Het_BatchNormReluGradOp : Het_InferredComputeOp<"batch_norm_relu_grad"> {
+  let summary = "gradient of het.batch_norm_relu, fused";
+  let description = [{
+    `output` is the forward result after the relu; its sign is the relu mask,
+    so the mask is never materialized.
+
+    ```mlir
+    %dx, %dgamma, %dbeta = het.batch_norm_relu_grad %dy, %y, %x, %gamma, %mean, %inv_std
+        : tensor<8x16x32x32xf32>, tensor<8x16x32x32xf32>, tensor<8x16x32x32xf32>,
+          tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+       -> tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$output,
+      Het_FloatTensor:$input, Het_FloatTensor:$scale,
+      Het_FloatTensor:$saved_mean, Het_FloatTensor:$saved_inv_std);
+  let results = (outs Het_FloatTensor:$grad_input, Het_FloatTensor:$grad_scale,
+                      Het_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $output `,` $input `,` $scale `,` $saved_mean `,`
+    $saved_inv_std attr-dict `:` type($grad_output) `,` type($output) `,`
+    type($input) `,` type($scale) `,` type($saved_mean) `,`
+    type($saved_inv_std) `->` type(results)
+  }];
+}
+
+def Het_LayerNormOp : Het_InferredComputeOp<"layer_norm"> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    Normalizes each row of `input` (`[..., D]`) and scales/shifts by
+    `scale` and `bias` (`[D]`). Also returns the per-row mean and reciprocal
+    standard deviation (`[...]`) for the backward op.
+
+    ```mlir
+    %y, %mean, %rstd = het.layer_norm %x, %g, %b
+        : tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+       -> tensor<4x16x64xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$scale,
+      Het_FloatTensor:$bias, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Het_FloatTensor:$output, Het_FloatTensor:$saved_mean,
+                      Het_FloatTensor:$saved_rstd);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias attr-dict `:` type($input) `,` type($scale) `,`
+    type($bias) `->` type(results)
+  }];
+}
+
+def Het_LayerNormGradOp : Het_InferredComputeOp<"layer_norm_grad"> {
+  let summary = "gradient of het.layer_norm";
+  let description = [{
+    ```mlir
+    %dx, %dg, %db = het.layer_norm_grad %dy, %x, %g, %mean, %rstd
+        : tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<64xf32>,
+          tensor<4x16xf32>, tensor<4x16xf32>
+       -> tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      Het_FloatTensor:$scale, Het_FloatTensor:$saved_mean,
+      Het_FloatTensor:$saved_rstd);
+  let results = (outs Het_FloatTensor:$grad_input, Het_FloatTensor:$grad_scale,
+                      Het_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $scale `,` $saved_mean `,` $saved_rstd
+    attr-dict `:` type($grad_output) `,` type($input) `,` type($scale) `,`
+    type($saved_mean) `,` type($saved_rstd) `->` type(results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, losses, embeddings
+//===----------------------------------------------------------------------===//
+
+def Het_SoftmaxOp : Het_ComputeOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax along one axis, optionally scaled and causally masked";
+  let description = [{
+    Computes `softmax(scale * x)` along `axis` (default: the last). With
+    `causal`, entries `[..., i, j]` with `j > i + (K - Q)` (a key after the
+    query, for `Q` queries and `K` keys in the last two dimensions) are
+    excluded, as in decoder self-attention; `causal` requires the last axis.
+    Scale and mask are part of the op because every attention kernel fuses
+    them (Megatron's `FusedScaleMaskSoftmax`).
+
+    ```mlir
+    %p = het.softmax %s {scale = 0.125 : f64, causal} : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input,
+      DefaultValuedAttr<Het_I64Attr, "-1">:$axis,
+      DefaultValuedAttr<F64Attr, "1.0">:$scale, UnitAttr:$causal);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Het_SoftmaxGradOp : Het_ComputeOp<"softmax_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of het.softmax from its output";
+  let description = [{
+    `grad_input = scale * y * (grad_output - sum(grad_output * y, axis))`
+    where `y` is the softmax output. Masked entries have `y = 0` and so get
+    no gradient.
+
+    ```mlir
+    %ds = het.softmax_grad %dp, %p {scale = 0.125 : f64} : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$output,
+      DefaultValuedAttr<Het_I64Attr, "-1">:$axis,
+      DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Het_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $output attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Het_CrossEntropyOp : Het_InferredComputeOp<"cross_entropy"> {
+  let summary = "mean softmax cross-entropy between logits and class labels";
+  let description = [{
+    `logits` is `[..., C]` and `labels` holds class indices `[...]`; the
+    result is the 0-d mean over all leading positions of
+    `logsumexp(logits) - logits[label]`.
+
+    ```mlir
+    %loss = het.cross_entropy %logits, %labels : tensor<64x10xf32>, tensor<64xi64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$logits, Het_IndexTensor:$labels);
+  let results = (outs 0DTensorOf<[F16, BF16, F32, F64]>:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($loss)
+  }];
+}
+
+def Het_CrossEntropyGradOp : Het_InferredComputeOp<"cross_entropy_grad"> {
+  let summary = "gradient of het.cross_entropy with respect to the logits";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * grad_loss / count`.
+
+    ```mlir
+    %dlogits = het.cross_entropy_grad %dloss, %logits, %labels
+        : tensor<f32>, tensor<64x10xf32>, tensor<64xi64> -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F16, BF16, F32, F64]>:$grad_loss,
+      Het_FloatTensor:$logits, Het_IndexTensor:$labels);
+  let results = (outs Het_FloatTensor:$grad_logits);
+  let assemblyFormat = [{
+    $grad_loss `,` $logits `,` $labels attr-dict `:` type($grad_loss) `,`
+    type($logits) `,` type($labels) `->` type($grad_logits)
+  }];
+}
+
+def Het_EmbeddingOp : Het_InferredComputeOp<"embedding"> {
+  let summary = "row lookup in an embedding table";
+  let description = [{
+    `table` is `[V, D]`, `indices` any shape `[...]` of i32/i64; the result
+    is `[..., D]`. An index outside `[0, V)` is a run-time error.
+
+    ```mlir
+    %e = het.embedding %table, %tokens : tensor<512x64xf32>, tensor<4x16xi64> -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$table, Het_IndexTensor:$indices);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Het_EmbeddingGradOp : Het_ComputeOp<"embedding_grad"> {
+  let summary = "gradient of het.embedding with respect to its table";
+  let description = [{
+    Scatter-adds each row of `grad_output` into the table row its index
+    names; the table's row count comes from the result type.
+
+    ```mlir
+    %dtable = het.embedding_grad %de, %tokens : tensor<4x16x64xf32>, tensor<4x16xi64> -> tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_IndexTensor:$indices);
+  let results = (outs Het_FloatTensor:$grad_table);
+  let assemblyFormat = [{
+    $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices)
+    `->` type($grad_table)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Activation gradients
+//===----------------------------------------------------------------------===//
+
+def Het_ReluGradOp : Het_ComputeOp<"relu_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of het.relu: grad_output where input > 0, else 0";
+  let description = [{
+    ```mlir
+    %dx = het.relu_grad %dy, %x : tensor<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input);
+  let results = (outs Het_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
+}
+
+def Het_GeluGradOp : Het_ComputeOp<"gelu_grad", [SameOperandsAndResultType]> {
+  let summary = "gradient of het.gelu";
+  let description = [{
+    ```mlir
+    %dx = het.gelu_grad %dy, %x : tensor<4x16x256xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      DefaultValuedAttr<Het_GeluApproximationAttr,
+                        "::mlir::het::GeluApproximation::None">:$approximate);
+  let results = (outs Het_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and layout
+//===----------------------------------------------------------------------===//
+
+class Het_ReduceOp<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+  let arguments = (ins Het_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Het_ReduceSumOp : Het_ReduceOp<"reduce_sum"> {
+  let summary = "sum over the given axes";
+  let description = [{
+    Axes must be distinct and in range (negative counts from the end).
+
+    ```mlir
+    %db = het.reduce_sum %dy {axes = array<i64: 0, 2, 3>} : tensor<8x16x32x32xf32> -> tensor<16xf32>
+    ```
+  }];
+}
+
+def Het_ReduceMeanOp : Het_ReduceOp<"reduce_mean"> {
+  let summary = "mean over the given axes";
+  let description = [{
+    ```mlir
+    %m = het.reduce_mean %x {axes = array<i64: 1>, keep_dims} : tensor<4x16x64xf32> -> tensor<4x1x64xf32>
+    ```
+  }];
+}
+
+def Het_SumToShapeOp : Het_ComputeOp<"sum_to_shape"> {
+  let summary = "sum away the dimensions that broadcasting added";
+  let description = [{
+    The inverse of NumPy broadcasting, used by the gradient of `het.add`:
+    the result type must broadcast to the input type, and every dimension
+    that was stretched is summed.
+
+    ```mlir
+    %db = het.sum_to_shape %dy : tensor<64x128xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Het_ReshapeOp : Het_ComputeOp<"reshape"> {
+  let summary = "same elements, new shape (row-major order)";
+  let description = [{
+    ```mlir
+    %y = het.reshape %x : tensor<4x16x64xf32> -> tensor<4x16x4x16xf32>
+    ```
+    A reshape to the same type folds away; two reshapes in a row become one.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Het_TransposeOp : Het_InferredComputeOp<"transpose"> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %y = het.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+        : tensor<4x16x4x16xf32> -> tensor<4x4x16x16xf32>
+    ```
+    The identity permutation folds away; two transposes compose into one.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def Het_SGDOp : Het_ComputeOp<"sgd", [AllTypesMatch<["param", "grad",
+    "momentum_buffer", "new_param", "new_momentum_buffer"]>]> {
+  let summary = "stochastic gradient descent step with momentum";
+  let description = [{
+    PyTorch's `torch.optim.SGD` rule, without dampening:
+    `g' = grad + weight_decay * param`,
+    `buf' = momentum * buf + g'`,
+    `param' = param - lr * (nesterov ? g' + momentum * buf' : buf')`.
+    With `momentum = 0` the buffer passes through unchanged.
+
+    ```mlir
+    %w1, %buf1 = het.sgd %w, %dw, %buf {lr = 0.1 : f64, momentum = 0.9 : f64}
+        : tensor<256x784xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$param, Het_FloatTensor:$grad,
+      Het_FloatTensor:$momentum_buffer, F64Attr:$lr,
+      DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay, UnitAttr:$nesterov);
+  let results = (outs Het_FloatTensor:$new_param,
+                      Het_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Het_AdamOp : Het_ComputeOp<"adam", [AllTypesMatch<["param", "grad",
+    "exp_avg", "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "Adam / AdamW step";
+  let description = [{
+    PyTorch's `torch.optim.Adam` rule (or `AdamW` with `decoupled`), with the
+    bias correction of step `step` (1-based, a 0-d integer tensor so one
+    compiled step function serves every iteration).
+
+    ```mlir
+    %w1, %m1, %v1 = het.adam %w, %dw, %m, %v, %step {lr = 1.0e-3 : f64}
+        : tensor<64x64xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$param, Het_FloatTensor:$grad,
+      Het_FloatTensor:$exp_avg, Het_FloatTensor:$exp_avg_sq,
+      Het_StepTensor:$step, F64Attr:$lr,
+      DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+      DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+      DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay, UnitAttr:$decoupled);
+  let results = (outs Het_FloatTensor:$new_param, Het_FloatTensor:$new_exp_avg,
+                      Het_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:`
+    type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // HET_DIALECT_HET_IR_HETCOMPUTEOPS_TD

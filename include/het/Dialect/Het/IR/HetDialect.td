@@ -1,0 +1,62 @@
+//===- HetDialect.td - the het dialect ---------------------*- tablegen -*-===//
+//
+// The dialect definition and the base class of every het op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_DIALECT_HET_IR_HETDIALECT_TD
+#define HET_DIALECT_HET_IR_HETDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Het_Dialect : Dialect {
+  let name = "het";
+  let cppNamespace = "::mlir::het";
+  let summary = "Training graphs with placement and collectives for heterogeneous clusters";
+  let description = [{
+    The `het` dialect represents one training job for a cluster that mixes
+    chips of several vendors (NVIDIA, AMD, Ascend-class NPUs, CPUs).
+
+    It has three families of operations, all on builtin `tensor` values with
+    value semantics (no op carries hidden state):
+
+    * **compute**: forward ops (`het.linear`, `het.conv2d`, `het.batch_norm`,
+      `het.softmax`, ...), their gradient ops (`het.linear_grad`, ...), fused
+      ops made by `het-fuse` (`het.batch_norm_relu`) and optimizer updates
+      (`het.sgd`, `het.adam`);
+    * **structure and placement**: `het.cluster` holds `het.device_group`s and
+      `het.link`s; `het.stage` is one pipeline stage bound to a device group,
+      with a replica count and a layer range; `het.send`/`het.recv` move
+      activations between stages; `het.transfer` changes device kind;
+    * **collectives**: `het.all_reduce`, `het.all_gather`,
+      `het.reduce_scatter`, `het.broadcast`, `het.all_to_all`, all derived
+      from one base class, with a reduction kind, an algorithm and a
+      compression scheme.
+
+    Two discardable attributes connect the model to the planner:
+    `het.layer = N` on an op assigns it to layer `N` (the unit of pipeline
+    partitioning) and `het.param` on a function argument marks a trainable
+    parameter.
+  }];
+
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+
+  let extraClassDeclaration = [{
+    /// Discardable attribute naming the layer an op belongs to.
+    static constexpr ::llvm::StringLiteral getLayerAttrName() {
+      return ::llvm::StringLiteral("het.layer");
+    }
+    /// Discardable unit attribute marking a trainable function argument.
+    static constexpr ::llvm::StringLiteral getParamAttrName() {
+      return ::llvm::StringLiteral("het.param");
+    }
+
+  }];
+}
+
+class Het_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Het_Dialect, mnemonic, traits>;
+
+#endif // HET_DIALECT_HET_IR_HETDIALECT_TD

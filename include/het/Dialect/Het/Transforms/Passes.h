@@ -1,0 +1,20 @@
+//===- Passes.h - passes on the het dialect ---------------------*- C++ -*-===//
+
+#ifndef HET_DIALECT_HET_TRANSFORMS_PASSES_H
+#define HET_DIALECT_HET_TRANSFORMS_PASSES_H
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::het {
+
+#define GEN_PASS_DECL
+#include "het/Dialect/Het/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "het/Dialect/Het/Transforms/Passes.h.inc"
+
+} // namespace mlir::het
+
+#endif // HET_DIALECT_HET_TRANSFORMS_PASSES_H

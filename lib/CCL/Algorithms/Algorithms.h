@@ -1,0 +1,64 @@
+// Collective algorithms over host memory. Each works on a list of member
+// ranks (all ranks, or a subset for the hierarchical algorithm's phases)
+// and on one buffer in place; the API layer (Api.cpp) copies user buffers
+// in and out and finishes Avg. Chunk k of a buffer of `count` elements split
+// among p members is [count*k/p, count*(k+1)/p).
+#pragma once
+
+#include "Comm.h"
+#include "Types/DataType.h"
+
+#include <vector>
+
+namespace hetccl {
+
+struct Members {
+  std::vector<int> ranks; // in algorithm order
+  int me = 0;             // my index in ranks
+  int size() const { return int(ranks.size()); }
+};
+Members allMembers(const hetcclComm* c);
+Members membersOf(const hetcclComm* c, const std::vector<int>& ranks);
+
+struct Elem {
+  hetcclDataType_t dt;
+  hetcclRedOp_t op;
+  size_t size;
+  ReduceFn fn;
+};
+Elem elemOf(hetcclDataType_t dt, hetcclRedOp_t op);
+
+inline size_t chunkBegin(size_t count, int k, int p) { return size_t((unsigned __int128)count * k / p); }
+
+// Algorithms/Ring.cpp
+void ringAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+// After: member i holds the reduced chunk i (other chunks are scratch).
+void ringReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+// Before: member i holds chunk i. After: every chunk everywhere.
+void ringAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t elemSize);
+// Pipelined chain from member `root`.
+void chainBroadcast(hetcclComm* c, const Members& m, char* buf, size_t bytes, int root);
+
+// Algorithms/Tree.cpp (binomial trees)
+void treeReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e, int root);
+void treeBroadcast(hetcclComm* c, const Members& m, char* buf, size_t bytes, int root);
+void treeAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+
+// Algorithms/HalvingDoubling.cpp
+void hdAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+// Power-of-two member counts only (callers fall back to ring otherwise).
+void hdReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+void hdAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t elemSize);
+
+// Algorithms/ParameterServer.cpp (sharded: member i serves chunk i)
+void psReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+void psAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t elemSize);
+void psAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
+
+// Algorithms/Hierarchical.cpp (groups by host and device kind)
+void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
+
+// Algorithms/Select.cpp: the cost table behind `auto`.
+hetcclAlgo_t pickAllReduce(const hetcclComm* c, size_t bytes);
+
+} // namespace hetccl

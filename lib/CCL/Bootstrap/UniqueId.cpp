@@ -1,0 +1,95 @@
+#include "Bootstrap/UniqueId.h"
+
+#include "Auth/Hmac.h"
+#include "Common/Error.h"
+#include "Net/Socket.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <openssl/sha.h>
+
+namespace hetccl {
+
+IdData decodeId(const hetcclUniqueId& id) {
+  IdData d;
+  memcpy(&d, id.internal, sizeof d);
+  if (d.magic != kIdMagic) fail(hetcclInvalidArgument, "unique id is not a hetccl id (bad magic)");
+  if (memchr(d.host, 0, sizeof d.host) == nullptr || d.port == 0)
+    fail(hetcclInvalidArgument, "unique id has a malformed root address");
+  return d;
+}
+
+hetcclUniqueId encodeId(const IdData& d) {
+  hetcclUniqueId id;
+  memset(&id, 0, sizeof id);
+  memcpy(id.internal, &d, sizeof d);
+  return id;
+}
+
+// The root address from the environment, if any: HETCCL_ROOT wins over the
+// torchrun pair MASTER_ADDR/MASTER_PORT.
+static bool rootFromEnv(SockAddr* out) {
+  const char* root = getenv("HETCCL_ROOT");
+  if (root && *root) {
+    *out = parseHostPort(root);
+    return true;
+  }
+  const char* addr = getenv("MASTER_ADDR");
+  const char* port = getenv("MASTER_PORT");
+  if (addr && *addr && port && *port) {
+    *out = parseHostPort(std::string(addr) + ":" + port);
+    return true;
+  }
+  return false;
+}
+
+static void setHost(IdData& d, const SockAddr& a) {
+  if (a.host.size() >= sizeof d.host) fail(hetcclInvalidArgument, "root address too long: " + a.host);
+  memset(d.host, 0, sizeof d.host);
+  memcpy(d.host, a.host.data(), a.host.size());
+  d.port = a.port;
+}
+
+void makeUniqueId(hetcclUniqueId* id) {
+  IdData d{};
+  d.magic = kIdMagic;
+  SockAddr root;
+  if (!rootFromEnv(&root)) {
+    // Loopback and a port the kernel says is free now; rank 0 binds it in
+    // hetcclCommInitRank (SO_REUSEADDR), as NCCL's bootstrap does.
+    root.host = "127.0.0.1";
+    SockAddr bound;
+    Fd probe = listenOn(root, &bound);
+    root.port = bound.port;
+  }
+  setHost(d, root);
+  randomBytes(d.token, sizeof d.token);
+  randomBytes(&d.jobId, sizeof d.jobId);
+  *id = encodeId(d);
+}
+
+void uniqueIdFromEnv(hetcclUniqueId* id) {
+  IdData d{};
+  d.magic = kIdMagic;
+  SockAddr root;
+  if (!rootFromEnv(&root))
+    fail(hetcclInvalidArgument, "set HETCCL_ROOT=host:port or MASTER_ADDR and MASTER_PORT to bootstrap from the environment");
+  setHost(d, root);
+  const char* token = getenv("HETCCL_TOKEN");
+  if (!token || !*token)
+    fail(hetcclInvalidArgument, "HETCCL_TOKEN is not set: every rank of a job needs the same secret job token");
+  if (strlen(token) < 16) fail(hetcclInvalidArgument, "HETCCL_TOKEN is too short (need at least 16 characters)");
+  // Key = SHA-256(token); job id = first 8 bytes of SHA-256(key | root), so
+  // all ranks derive the same values without talking.
+  SHA256(reinterpret_cast<const unsigned char*>(token), strlen(token), d.token);
+  unsigned char buf[32 + 24] = {};
+  memcpy(buf, d.token, 32);
+  memcpy(buf + 32, d.host, sizeof d.host);
+  memcpy(buf + 48, &d.port, 2);
+  unsigned char h[32];
+  SHA256(buf, sizeof buf, h);
+  memcpy(&d.jobId, h, 8);
+  *id = encodeId(d);
+}
+
+} // namespace hetccl

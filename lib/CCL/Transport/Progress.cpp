@@ -1,0 +1,224 @@
+#include "Transport/Progress.h"
+
+#include "Common/Clock.h"
+#include "Common/Error.h"
+
+#include <cstring>
+#include <poll.h>
+#include <sched.h>
+#include <string>
+#include <time.h>
+
+namespace hetccl {
+
+constexpr uint32_t kDataMagic = 0x48434454; // "HCDT"
+// Bound one copy so a large send does not starve the receive running
+// beside it in the same loop.
+constexpr size_t kMaxSlice = 512 << 10;
+
+static size_t padOf(size_t n) { return (16 - n % 16) % 16; }
+
+static void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+bool Fabric::advance(P2POp& op) {
+  Link& l = *links[op.peer];
+  bool moved = false;
+  if (op.send) {
+    if (op.phase == 0) {
+      if (op.pos == 0) {
+        uint32_t magic = kDataMagic, seq = sendSeq_[op.peer];
+        uint64_t len = op.bytes;
+        memcpy(op.hdr, &magic, 4);
+        memcpy(op.hdr + 4, &seq, 4);
+        memcpy(op.hdr + 8, &len, 8);
+      }
+      size_t w = l.trySend(op.hdr + op.pos, 16 - op.pos);
+      op.pos += w;
+      moved |= w > 0;
+      if (op.pos < 16) return moved;
+      op.phase = 1;
+      op.pos = 0;
+    }
+    while (op.phase == 1 && op.pos < op.bytes) {
+      size_t n = std::min(op.bytes - op.pos, kMaxSlice);
+      size_t w = l.trySend(op.buf + op.pos, n);
+      if (w == 0) return moved;
+      op.pos += w;
+      moved = true;
+      if (w < n) return moved;
+    }
+    if (op.phase == 1) {
+      op.phase = 2;
+      op.pos = 0;
+    }
+    static const char zeros[16] = {};
+    size_t pad = padOf(op.bytes);
+    if (op.pos < pad) {
+      size_t w = l.trySend(zeros, pad - op.pos);
+      op.pos += w;
+      moved |= w > 0;
+      if (op.pos < pad) return moved;
+    }
+    op.phase = 3;
+    ++sendSeq_[op.peer];
+    return true;
+  }
+
+  // Receive.
+  if (op.phase == 0) {
+    size_t r = l.tryRecv(op.hdr + op.pos, 16 - op.pos);
+    op.pos += r;
+    moved |= r > 0;
+    if (op.pos < 16) return moved;
+    uint32_t magic, seq;
+    uint64_t len;
+    memcpy(&magic, op.hdr, 4);
+    memcpy(&seq, op.hdr + 4, 4);
+    memcpy(&len, op.hdr + 8, 8);
+    if (magic != kDataMagic)
+      fail(hetcclRemoteError, "malformed data from rank " + std::to_string(op.peer) + " (bad frame magic)");
+    if (seq != recvSeq_[op.peer])
+      fail(hetcclRemoteError, "message " + std::to_string(seq) + " from rank " + std::to_string(op.peer) +
+                                  " arrived where message " + std::to_string(recvSeq_[op.peer]) +
+                                  " was expected (ranks called collectives in a different order?)");
+    if (len != op.bytes)
+      fail(hetcclInvalidUsage, "rank " + std::to_string(op.peer) + " sent " + std::to_string(len) +
+                                   " bytes where this rank expects " + std::to_string(op.bytes) +
+                                   " (mismatched counts, types or collectives across ranks?)");
+    op.phase = 1;
+    op.pos = 0;
+  }
+  while (op.phase == 1 && op.pos < op.bytes) {
+    if (op.reduce) {
+      size_t avail;
+      const char* src = l.peek(&avail);
+      size_t take = std::min(avail, op.bytes - op.pos);
+      take -= take % op.elem;
+      if (take == 0) return moved;
+      op.reduce(op.buf + op.pos, src, take / op.elem);
+      l.release(take);
+      op.pos += take;
+      moved = true;
+    } else {
+      size_t r = l.tryRecv(op.buf + op.pos, op.bytes - op.pos);
+      if (r == 0) return moved;
+      op.pos += r;
+      moved = true;
+    }
+  }
+  if (op.phase == 1) {
+    op.phase = 2;
+    op.pos = 0;
+  }
+  size_t pad = padOf(op.bytes);
+  if (op.pos < pad) {
+    char sink[16];
+    size_t r = l.tryRecv(sink, pad - op.pos);
+    op.pos += r;
+    moved |= r > 0;
+    if (op.pos < pad) return moved;
+  }
+  op.phase = 3;
+  ++recvSeq_[op.peer];
+  return true;
+}
+
+void Fabric::run(std::vector<P2POp>& ops) {
+  if (ops.empty()) return;
+  if (sendSeq_.size() != size_t(nranks)) {
+    sendSeq_.assign(nranks, 0);
+    recvSeq_.assign(nranks, 0);
+  }
+  for (const P2POp& op : ops) {
+    if (op.peer < 0 || op.peer >= nranks || op.peer == rank || !links[op.peer])
+      fail(hetcclInternalError, "no link to rank " + std::to_string(op.peer));
+  }
+  // Only the first pending op per (peer, direction) may progress, so that
+  // messages on one link are matched in order.
+  std::vector<char> busy(size_t(nranks) * 2);
+  const Deadline dl = Deadline::afterMs(timeoutMs);
+  size_t remaining = ops.size();
+  uint64_t idle = 0;
+  int64_t nextCheck = 0;
+  std::vector<pollfd> pfds;
+  while (remaining > 0) {
+    bool progress = false;
+    std::fill(busy.begin(), busy.end(), 0);
+    for (P2POp& op : ops) {
+      if (op.phase == 3) continue;
+      char& b = busy[size_t(op.peer) * 2 + (op.send ? 1 : 0)];
+      if (b) continue;
+      b = 1;
+      if (advance(op)) progress = true;
+      if (op.phase == 3) {
+        --remaining;
+        b = 0; // the next op on this link may start in the next pass
+      }
+    }
+    if (remaining == 0) break;
+    if (progress) {
+      idle = 0;
+      continue;
+    }
+    ++idle;
+    if (idle < 64) {
+      cpuRelax();
+      continue;
+    }
+    // Slow path: faults, then back off (yield, later sleep or poll).
+    if (abortFlag && abortFlag->load(std::memory_order_relaxed)) fail(hetcclAborted, "communicator aborted");
+    int64_t now = nowNs();
+    if (now >= dl.atNs) {
+      std::string what;
+      for (const P2POp& op : ops)
+        if (op.phase != 3) {
+          what = std::string(op.send ? "send to" : "receive from") + " rank " + std::to_string(op.peer) + " (" +
+                 std::to_string(op.bytes) + " bytes)";
+          break;
+        }
+      fail(hetcclTimeout, "timed out after " + std::to_string(timeoutMs) + " ms waiting on " + what);
+    }
+    if (now >= nextCheck) {
+      for (const P2POp& op : ops)
+        if (op.phase != 3) links[op.peer]->checkPeer();
+      nextCheck = now + 5 * 1000000;
+    }
+    bool allSockets = true;
+    pfds.clear();
+    for (const P2POp& op : ops) {
+      if (op.phase == 3) continue;
+      int fd = links[op.peer]->pollFd();
+      if (fd < 0) {
+        allSockets = false;
+        break;
+      }
+      pfds.push_back(pollfd{fd, short(op.send ? POLLOUT : POLLIN), 0});
+    }
+    if (allSockets && !pfds.empty()) {
+      ::poll(pfds.data(), pfds.size(), 5);
+    } else if (idle < 20000) {
+      sched_yield();
+    } else {
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+void Fabric::poisonAll() {
+  for (auto& l : links)
+    if (l) l->poison();
+}
+
+uint64_t Fabric::bytesSent() const {
+  uint64_t n = 0;
+  for (const auto& l : links)
+    if (l) n += l->bytesSent;
+  return n;
+}
+
+} // namespace hetccl

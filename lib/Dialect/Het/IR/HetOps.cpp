@@ -1,0 +1,175 @@
+//===- HetOps.cpp - op definitions and custom assembly ---------------------===//
+//
+// Holds the TableGen'd op definitions and the hand-written parts of the
+// assembly: the collective options and the stage header. Verifiers, shape
+// rules and folds live in their own files, one concern each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::het;
+
+//===----------------------------------------------------------------------===//
+// custom<CollectiveOptions>:
+//   (`algorithm` ALG)? (`compression` (KIND | `topk` `(` RATIO `)`))?
+// Defaults (auto, none) are not printed.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseCollectiveOptions(OpAsmParser &parser,
+                                          CollectiveAlgorithmAttr &algorithm,
+                                          CompressionKindAttr &compression,
+                                          FloatAttr &topkRatio) {
+  MLIRContext *ctx = parser.getContext();
+  if (succeeded(parser.parseOptionalKeyword("algorithm"))) {
+    StringRef name;
+    SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&name))
+      return failure();
+    std::optional<CollectiveAlgorithm> value = symbolizeCollectiveAlgorithm(name);
+    if (!value)
+      return parser.emitError(loc)
+             << "unknown collective algorithm '" << name
+             << "'; expected auto, ring, tree, halving_doubling, "
+                "hierarchical or ps";
+    algorithm = CollectiveAlgorithmAttr::get(ctx, *value);
+  }
+  if (succeeded(parser.parseOptionalKeyword("compression"))) {
+    StringRef name;
+    SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&name))
+      return failure();
+    std::optional<CompressionKind> value = symbolizeCompressionKind(name);
+    if (!value)
+      return parser.emitError(loc)
+             << "unknown compression '" << name
+             << "'; expected none, fp16, bf16, int8 or topk(RATIO)";
+    compression = CompressionKindAttr::get(ctx, *value);
+    if (*value == CompressionKind::TopK) {
+      double ratio;
+      if (parser.parseLParen() || parser.parseFloat(ratio) ||
+          parser.parseRParen())
+        return failure();
+      topkRatio = parser.getBuilder().getF64FloatAttr(ratio);
+    }
+  }
+  return success();
+}
+
+static void printCollectiveOptions(OpAsmPrinter &printer, Operation *,
+                                   CollectiveAlgorithmAttr algorithm,
+                                   CompressionKindAttr compression,
+                                   FloatAttr topkRatio) {
+  if (algorithm && algorithm.getValue() != CollectiveAlgorithm::Auto)
+    printer << "algorithm " << stringifyCollectiveAlgorithm(algorithm.getValue())
+            << " ";
+  if (compression && compression.getValue() != CompressionKind::None) {
+    printer << "compression "
+            << stringifyCompressionKind(compression.getValue());
+    if (topkRatio) {
+      printer << "(";
+      printer.printFloat(topkRatio.getValue());
+      printer << ")";
+    }
+    printer << " ";
+  } else if (topkRatio) {
+    // Invalid (the verifier rejects it) but printable, so that a broken op
+    // can still be dumped in a diagnostic.
+    printer << "compression none(";
+    printer.printFloat(topkRatio.getValue());
+    printer << ") ";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// StageOp assembly:
+//   het.stage @name on @cluster::@group replicas N layers [B, E)
+//       (%arg: type, ...) attributes {...} { body }
+//===----------------------------------------------------------------------===//
+
+void StageOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                    SymbolRefAttr deviceGroup, int64_t replicas,
+                    int64_t layerBegin, int64_t layerEnd,
+                    TypeRange argumentTypes) {
+  Properties &props = state.getOrAddProperties<Properties>();
+  props.sym_name = builder.getStringAttr(name);
+  props.device_group = deviceGroup;
+  props.replicas = builder.getI64IntegerAttr(replicas);
+  props.layer_begin = builder.getI64IntegerAttr(layerBegin);
+  props.layer_end = builder.getI64IntegerAttr(layerEnd);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Type type : argumentTypes)
+    block->addArgument(type, state.location);
+  ensureTerminator(*body, builder, state.location);
+}
+
+ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
+  Builder &builder = parser.getBuilder();
+  StringAttr name;
+  SymbolRefAttr group;
+  int64_t replicas, begin, end;
+  if (parser.parseSymbolName(name) || parser.parseKeyword("on") ||
+      parser.parseAttribute(group) || parser.parseKeyword("replicas") ||
+      parser.parseInteger(replicas) || parser.parseKeyword("layers") ||
+      parser.parseLSquare() || parser.parseInteger(begin) ||
+      parser.parseComma() || parser.parseInteger(end) || parser.parseRParen())
+    return failure();
+  Properties &props = result.getOrAddProperties<Properties>();
+  props.sym_name = name;
+  props.device_group = group;
+  props.replicas = builder.getI64IntegerAttr(replicas);
+  props.layer_begin = builder.getI64IntegerAttr(begin);
+  props.layer_end = builder.getI64IntegerAttr(end);
+
+  SmallVector<OpAsmParser::Argument> arguments;
+  if (parser.parseArgumentList(arguments, OpAsmParser::Delimiter::OptionalParen,
+                               /*allowType=*/true))
+    return failure();
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, arguments, /*enableNameShadowing=*/false))
+    return failure();
+  StageOp::ensureTerminator(*body, builder, result.location);
+  return success();
+}
+
+void StageOp::print(OpAsmPrinter &p) {
+  p << " ";
+  p.printSymbolName(getSymName());
+  p << " on " << getDeviceGroupAttr() << " replicas " << getReplicas()
+    << " layers [" << getLayerBegin() << ", " << getLayerEnd() << ")";
+  Block &block = getBodyBlock();
+  if (block.getNumArguments() != 0) {
+    p << " (";
+    llvm::interleaveComma(block.getArguments(), p, [&](BlockArgument arg) {
+      p.printRegionArgument(arg);
+    });
+    p << ")";
+  }
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {getSymNameAttrName(), getDeviceGroupAttrName(),
+                            getReplicasAttrName(), getLayerBeginAttrName(),
+                            getLayerEndAttrName()});
+  p << " ";
+  bool printTerminator = getYield() && getYield().getNumOperands() != 0;
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/printTerminator);
+}
+
+YieldOp StageOp::getYield() {
+  if (getBody().empty() || getBodyBlock().empty())
+    return nullptr;
+  return dyn_cast<YieldOp>(getBodyBlock().back());
+}
+
+#define GET_OP_CLASSES
+#include "het/Dialect/Het/IR/HetOps.cpp.inc"
+
+#include "het/Dialect/Het/IR/HetInterfaces.cpp.inc"

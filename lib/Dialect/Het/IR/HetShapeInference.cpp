@@ -1,0 +1,844 @@
+//===- HetShapeInference.cpp - shape rules of the compute ops -------------===//
+//
+// One shape rule per op, used both to infer result types (so builders need
+// none) and, through the InferTypeOpInterface check, to verify them. Ops whose
+// result cannot be inferred (gradients that need the forward input's shape)
+// verify by running the forward rule backwards. Dynamic dimensions (`?`) are
+// accepted and propagate; a mismatch is only reported between known sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+using Shape = SmallVector<int64_t, 4>;
+constexpr int64_t kDynamic = ShapedType::kDynamic;
+
+bool compatible(int64_t a, int64_t b) {
+  return a == b || a == kDynamic || b == kDynamic;
+}
+
+bool compatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (!compatible(x, y))
+      return false;
+  return true;
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string result = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      result += ", ";
+    result += shape[i] == kDynamic ? "?" : std::to_string(shape[i]);
+  }
+  return result + "]";
+}
+
+RankedTensorType ranked(Type type) { return cast<RankedTensorType>(type); }
+ArrayRef<int64_t> shapeOf(Value value) {
+  return ranked(value.getType()).getShape();
+}
+Type elementOf(Value value) { return ranked(value.getType()).getElementType(); }
+
+/// All values have the element type of the first one.
+LogicalResult sameElementType(std::optional<Location> loc, StringRef what,
+                              ValueRange values) {
+  Type first = elementOf(values.front());
+  for (Value value : values.drop_front())
+    if (elementOf(value) != first)
+      return emitOptionalError(loc, what, " must all have element type ", first,
+                               ", got ", elementOf(value));
+  return success();
+}
+
+/// Checks `value` is a vector of `size` elements (the per-channel shape).
+LogicalResult expectVector(std::optional<Location> loc, StringRef name,
+                           Value value, int64_t size, StringRef sizeName) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  if (shape.size() != 1 || !compatible(shape[0], size))
+    return emitOptionalError(loc, name, " must have shape [", sizeName, " = ",
+                             size == kDynamic ? "?" : std::to_string(size),
+                             "], got ", shapeString(shape));
+  return success();
+}
+
+RankedTensorType withShape(ArrayRef<int64_t> shape, Type element) {
+  return RankedTensorType::get(shape, element);
+}
+
+int64_t floorDivide(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/// Output size of a sliding window, or kDynamic for an unknown input.
+int64_t windowOutput(int64_t input, int64_t kernel, int64_t stride,
+                     int64_t pad, int64_t dilation) {
+  if (input == kDynamic || kernel == kDynamic)
+    return kDynamic;
+  return floorDivide(input + 2 * pad - dilation * (kernel - 1) - 1, stride) + 1;
+}
+
+LogicalResult checkPair(std::optional<Location> loc, StringRef name,
+                        ArrayRef<int64_t> values, int64_t minimum) {
+  if (values.size() != 2)
+    return emitOptionalError(loc, "'", name,
+                             "' must have 2 entries (height, width), got ",
+                             values.size());
+  for (int64_t v : values)
+    if (v < minimum)
+      return emitOptionalError(loc, "'", name, "' entries must be >= ",
+                               minimum, ", got ", v);
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Shared rules
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::het::inferBroadcastType(std::optional<Location> loc,
+                                            Type lhsType, Type rhsType,
+                                            SmallVectorImpl<Type> &types) {
+  auto lhs = ranked(lhsType), rhs = ranked(rhsType);
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operands must have the same element type, got ",
+                             lhs.getElementType(), " and ", rhs.getElementType());
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == 1)
+      result[i] = y;
+    else if (y == 1)
+      result[i] = x;
+    else if (x == kDynamic)
+      result[i] = y;
+    else if (y == kDynamic || x == y)
+      result[i] = x;
+    else
+      return emitOptionalError(
+          loc, "operands are not broadcast-compatible: ", shapeString(a),
+          " and ", shapeString(b), " differ in dimension ", i,
+          " of the result (", x, " vs ", y, ")");
+  }
+  types.push_back(withShape(result, lhs.getElementType()));
+  return success();
+}
+
+/// Forward shape of a convolution (also used to check its gradients).
+static FailureOr<Shape> conv2dShape(std::optional<Location> loc,
+                                    ArrayRef<int64_t> input,
+                                    ArrayRef<int64_t> filter,
+                                    ArrayRef<int64_t> strides,
+                                    ArrayRef<int64_t> padding,
+                                    ArrayRef<int64_t> dilation, int64_t groups) {
+  if (input.size() != 4)
+    return emitOptionalError(loc, "input must be 4-D [N, C, H, W], got rank ",
+                             input.size());
+  if (filter.size() != 4)
+    return emitOptionalError(
+        loc, "filter must be 4-D [O, C/groups, KH, KW], got rank ",
+        filter.size());
+  if (failed(checkPair(loc, "strides", strides, 1)) ||
+      failed(checkPair(loc, "padding", padding, 0)) ||
+      failed(checkPair(loc, "dilation", dilation, 1)))
+    return failure();
+  if (groups < 1)
+    return emitOptionalError(loc, "'groups' must be >= 1, got ", groups);
+  if (input[1] != kDynamic && input[1] % groups != 0)
+    return emitOptionalError(loc, "input channels (", input[1],
+                             ") must divide by groups (", groups, ")");
+  if (filter[0] != kDynamic && filter[0] % groups != 0)
+    return emitOptionalError(loc, "output channels (", filter[0],
+                             ") must divide by groups (", groups, ")");
+  if (input[1] != kDynamic && !compatible(filter[1], input[1] / groups))
+    return emitOptionalError(loc, "filter has ", filter[1],
+                             " input channels per group, but the input has ",
+                             input[1], " channels in ", groups, " group(s)");
+  Shape result = {input[0], filter[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    result[2 + i] = windowOutput(input[2 + i], filter[2 + i], strides[i],
+                                 padding[i], dilation[i]);
+    if (result[2 + i] != kDynamic && result[2 + i] < 1)
+      return emitOptionalError(loc, "the kernel ", shapeString(filter.drop_front(2)),
+                               " does not fit the padded input ",
+                               shapeString(input.drop_front(2)));
+  }
+  return result;
+}
+
+static FailureOr<Shape> pool2dShape(std::optional<Location> loc,
+                                    ArrayRef<int64_t> input,
+                                    ArrayRef<int64_t> kernel,
+                                    ArrayRef<int64_t> strides,
+                                    ArrayRef<int64_t> padding) {
+  if (input.size() != 4)
+    return emitOptionalError(loc, "input must be 4-D [N, C, H, W], got rank ",
+                             input.size());
+  if (failed(checkPair(loc, "kernel", kernel, 1)) ||
+      failed(checkPair(loc, "strides", strides, 1)) ||
+      failed(checkPair(loc, "padding", padding, 0)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (2 * padding[i] > kernel[i])
+      return emitOptionalError(loc, "padding ", padding[i],
+                               " is more than half the kernel size ", kernel[i],
+                               ", so a window could hold only padding");
+  Shape result = {input[0], input[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    result[2 + i] = windowOutput(input[2 + i], kernel[i], strides[i],
+                                 padding[i], 1);
+    if (result[2 + i] != kDynamic && result[2 + i] < 1)
+      return emitOptionalError(loc, "the window ", shapeString(kernel),
+                               " does not fit the padded input ",
+                               shapeString(input.drop_front(2)));
+  }
+  return result;
+}
+
+static LogicalResult checkEpsilon(std::optional<Location> loc, double eps) {
+  if (!(eps > 0.0) || !std::isfinite(eps))
+    return emitOptionalError(loc, "'epsilon' must be positive and finite, got ",
+                             eps);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, "matmul operands", adaptor.getOperands())))
+    return failure();
+  Shape lhs(shapeOf(adaptor.getLhs())), rhs(shapeOf(adaptor.getRhs()));
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitOptionalError(loc, "matmul operands must have rank >= 2, got ",
+                             shapeString(lhs), " and ", shapeString(rhs));
+  if (adaptor.getTransposeLhs())
+    std::swap(lhs[lhs.size() - 1], lhs[lhs.size() - 2]);
+  if (adaptor.getTransposeRhs())
+    std::swap(rhs[rhs.size() - 1], rhs[rhs.size() - 2]);
+  int64_t k1 = lhs.back(), k2 = rhs[rhs.size() - 2];
+  if (!compatible(k1, k2))
+    return emitOptionalError(loc, "contraction sizes differ: lhs has K = ", k1,
+                             ", rhs has K = ", k2, " (after transposes)");
+  ArrayRef<int64_t> lhsBatch = ArrayRef(lhs).drop_back(2);
+  ArrayRef<int64_t> rhsBatch = ArrayRef(rhs).drop_back(2);
+  if (!rhsBatch.empty() && !compatible(lhsBatch, rhsBatch))
+    return emitOptionalError(loc, "batch dimensions differ: ",
+                             shapeString(lhsBatch), " vs ",
+                             shapeString(rhsBatch),
+                             " (rhs may also be a plain matrix)");
+  Shape result(lhsBatch);
+  result.push_back(lhs[lhs.size() - 2]);
+  result.push_back(rhs.back());
+  types.push_back(withShape(result, elementOf(adaptor.getLhs())));
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, "linear operands", adaptor.getOperands())))
+    return failure();
+  ArrayRef<int64_t> input = shapeOf(adaptor.getInput());
+  ArrayRef<int64_t> weight = shapeOf(adaptor.getWeight());
+  if (input.empty())
+    return emitOptionalError(loc, "linear input must have rank >= 1");
+  if (weight.size() != 2)
+    return emitOptionalError(loc, "linear weight must be 2-D [out, in], got ",
+                             shapeString(weight));
+  if (!compatible(input.back(), weight[1]))
+    return emitOptionalError(loc, "input features (", input.back(),
+                             ") differ from the weight's in-features (",
+                             weight[1], ")");
+  if (adaptor.getBias() &&
+      failed(expectVector(loc, "bias", adaptor.getBias(), weight[0], "out")))
+    return failure();
+  Shape result(input.drop_back());
+  result.push_back(weight[0]);
+  types.push_back(withShape(result, elementOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult LinearGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, "linear_grad operands", adaptor.getOperands())))
+    return failure();
+  ArrayRef<int64_t> dy = shapeOf(adaptor.getGradOutput());
+  ArrayRef<int64_t> input = shapeOf(adaptor.getInput());
+  ArrayRef<int64_t> weight = shapeOf(adaptor.getWeight());
+  if (weight.size() != 2)
+    return emitOptionalError(loc, "linear weight must be 2-D [out, in], got ",
+                             shapeString(weight));
+  if (dy.empty() || input.size() != dy.size() ||
+      !compatible(dy.drop_back(), input.drop_back()))
+    return emitOptionalError(loc, "grad_output ", shapeString(dy),
+                             " and input ", shapeString(input),
+                             " must agree in all but the last dimension");
+  if (!compatible(dy.back(), weight[0]) || !compatible(input.back(), weight[1]))
+    return emitOptionalError(loc, "weight ", shapeString(weight),
+                             " does not map input features ", input.back(),
+                             " to output features ", dy.back());
+  Type element = elementOf(adaptor.getInput());
+  types.push_back(adaptor.getInput().getType());
+  types.push_back(adaptor.getWeight().getType());
+  types.push_back(withShape({weight[0]}, element));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (failed(sameElementType(loc, "conv2d operands", adaptor.getOperands())))
+    return failure();
+  FailureOr<Shape> shape = conv2dShape(
+      loc, shapeOf(adaptor.getInput()), shapeOf(adaptor.getFilter()),
+      adaptor.getStrides(), adaptor.getPadding(), adaptor.getDilation(),
+      adaptor.getGroups());
+  if (failed(shape))
+    return failure();
+  if (adaptor.getBias() &&
+      failed(expectVector(loc, "bias", adaptor.getBias(),
+                          shapeOf(adaptor.getFilter())[0], "O")))
+    return failure();
+  types.push_back(withShape(*shape, elementOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  if (failed(sameElementType(getLoc(), "conv2d_grad_input operands and result",
+                             {getGradOutput(), getFilter(), getGradInput()})))
+    return failure();
+  FailureOr<Shape> forward =
+      conv2dShape(getLoc(), shapeOf(getGradInput()), shapeOf(getFilter()),
+                  getStrides(), getPadding(), getDilation(), getGroups());
+  if (failed(forward))
+    return failure();
+  if (!compatible(*forward, shapeOf(getGradOutput())))
+    return emitOpError("grad_output ") << shapeString(shapeOf(getGradOutput()))
+           << " is not the forward output " << shapeString(*forward)
+           << " of an input " << shapeString(shapeOf(getGradInput()));
+  return success();
+}
+
+LogicalResult Conv2dGradFilterOp::verify() {
+  if (failed(sameElementType(getLoc(), "conv2d_grad_filter operands and result",
+                             {getGradOutput(), getInput(), getGradFilter()})))
+    return failure();
+  FailureOr<Shape> forward =
+      conv2dShape(getLoc(), shapeOf(getInput()), shapeOf(getGradFilter()),
+                  getStrides(), getPadding(), getDilation(), getGroups());
+  if (failed(forward))
+    return failure();
+  if (!compatible(*forward, shapeOf(getGradOutput())))
+    return emitOpError("grad_output ") << shapeString(shapeOf(getGradOutput()))
+           << " is not the forward output " << shapeString(*forward)
+           << " of a filter " << shapeString(shapeOf(getGradFilter()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  FailureOr<Shape> shape =
+      pool2dShape(loc, shapeOf(adaptor.getInput()), adaptor.getKernel(),
+                  adaptor.getStrides(), adaptor.getPadding());
+  if (failed(shape))
+    return failure();
+  types.push_back(withShape(*shape, elementOf(adaptor.getInput())));
+  return success();
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  FailureOr<Shape> shape =
+      pool2dShape(loc, shapeOf(adaptor.getInput()), adaptor.getKernel(),
+                  adaptor.getStrides(), adaptor.getPadding());
+  if (failed(shape))
+    return failure();
+  types.push_back(withShape(*shape, elementOf(adaptor.getInput())));
+  return success();
+}
+
+/// Pool gradients: the forward rule applied to the input shape must give
+/// the grad_output shape.
+static LogicalResult verifyPoolGrad(Operation *op, Value gradOutput,
+                                    Type inputType, ArrayRef<int64_t> kernel,
+                                    ArrayRef<int64_t> strides,
+                                    ArrayRef<int64_t> padding) {
+  auto input = ranked(inputType);
+  if (elementOf(gradOutput) != input.getElementType())
+    return op->emitOpError("grad_output and grad_input must have the same "
+                           "element type");
+  FailureOr<Shape> forward =
+      pool2dShape(op->getLoc(), input.getShape(), kernel, strides, padding);
+  if (failed(forward))
+    return failure();
+  if (!compatible(*forward, shapeOf(gradOutput)))
+    return op->emitOpError("grad_output ")
+           << shapeString(shapeOf(gradOutput)) << " is not the pooled shape "
+           << shapeString(*forward) << " of " << shapeString(input.getShape());
+  return success();
+}
+
+LogicalResult MaxPool2dGradOp::verify() {
+  if (getInput().getType() != getGradInput().getType())
+    return emitOpError("grad_input type ")
+           << getGradInput().getType() << " must equal the input type "
+           << getInput().getType();
+  return verifyPoolGrad(*this, getGradOutput(), getInput().getType(),
+                        getKernel(), getStrides(), getPadding());
+}
+
+LogicalResult AvgPool2dGradOp::verify() {
+  return verifyPoolGrad(*this, getGradOutput(), getGradInput().getType(),
+                        getKernel(), getStrides(), getPadding());
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Batch norm: input [N, C, ...] and per-channel vectors named in `vectors`.
+static FailureOr<int64_t>
+checkBatchNormOperands(std::optional<Location> loc, Value input,
+                       ArrayRef<std::pair<StringRef, Value>> vectors) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  if (shape.size() < 2)
+    return emitOptionalError(loc, "batch norm input must be [N, C, ...] with "
+                                  "rank >= 2, got ",
+                             shapeString(shape));
+  SmallVector<Value> all = {input};
+  for (auto &[name, value] : vectors) {
+    if (failed(expectVector(loc, name, value, shape[1], "C")))
+      return failure();
+    all.push_back(value);
+  }
+  if (failed(sameElementType(loc, "batch norm operands", all)))
+    return failure();
+  return shape[1];
+}
+
+static LogicalResult inferBatchNorm(std::optional<Location> loc, Value input,
+                                    Value scale, Value bias, double epsilon,
+                                    SmallVectorImpl<Type> &types) {
+  FailureOr<int64_t> channels =
+      checkBatchNormOperands(loc, input, {{"scale", scale}, {"bias", bias}});
+  if (failed(channels) || failed(checkEpsilon(loc, epsilon)))
+    return failure();
+  Type element = elementOf(input);
+  types.push_back(input.getType());
+  types.push_back(withShape({*channels}, element));
+  types.push_back(withShape({*channels}, element));
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferBatchNorm(loc, adaptor.getInput(), adaptor.getScale(),
+                        adaptor.getBias(), adaptor.getEpsilon().convertToDouble(),
+                        types);
+}
+
+LogicalResult BatchNormReluOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferBatchNorm(loc, adaptor.getInput(), adaptor.getScale(),
+                        adaptor.getBias(), adaptor.getEpsilon().convertToDouble(),
+                        types);
+}
+
+LogicalResult BatchNormInferenceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(checkBatchNormOperands(loc, adaptor.getInput(),
+                                    {{"scale", adaptor.getScale()},
+                                     {"bias", adaptor.getBias()},
+                                     {"mean", adaptor.getMean()},
+                                     {"variance", adaptor.getVariance()}})) ||
+      failed(checkEpsilon(loc, adaptor.getEpsilon().convertToDouble())))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+static LogicalResult inferBatchNormGrad(std::optional<Location> loc,
+                                        ArrayRef<std::pair<StringRef, Value>> sameAsInput,
+                                        Value input, Value scale, Value mean,
+                                        Value invStd,
+                                        SmallVectorImpl<Type> &types) {
+  for (auto &[name, value] : sameAsInput)
+    if (value.getType() != input.getType())
+      return emitOptionalError(loc, name, " type ", value.getType(),
+                               " must equal the input type ", input.getType());
+  FailureOr<int64_t> channels = checkBatchNormOperands(
+      loc, input,
+      {{"scale", scale}, {"saved_mean", mean}, {"saved_inv_std", invStd}});
+  if (failed(channels))
+    return failure();
+  types.push_back(input.getType());
+  types.push_back(scale.getType());
+  types.push_back(scale.getType());
+  return success();
+}
+
+LogicalResult BatchNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferBatchNormGrad(loc, {{"grad_output", adaptor.getGradOutput()}},
+                            adaptor.getInput(), adaptor.getScale(),
+                            adaptor.getSavedMean(), adaptor.getSavedInvStd(),
+                            types);
+}
+
+LogicalResult BatchNormReluGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferBatchNormGrad(loc,
+                            {{"grad_output", adaptor.getGradOutput()},
+                             {"output", adaptor.getOutput()}},
+                            adaptor.getInput(), adaptor.getScale(),
+                            adaptor.getSavedMean(), adaptor.getSavedInvStd(),
+                            types);
+}
+
+/// Layer norm statistics have the input's shape without its last dimension.
+static LogicalResult checkLayerNormOperands(std::optional<Location> loc,
+                                            Value input, Value scale,
+                                            ArrayRef<std::pair<StringRef, Value>> vectors,
+                                            ArrayRef<std::pair<StringRef, Value>> rows) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  if (shape.empty())
+    return emitOptionalError(loc, "layer norm input must have rank >= 1");
+  SmallVector<Value> all = {input, scale};
+  if (failed(expectVector(loc, "scale", scale, shape.back(), "D")))
+    return failure();
+  for (auto &[name, value] : vectors) {
+    if (failed(expectVector(loc, name, value, shape.back(), "D")))
+      return failure();
+    all.push_back(value);
+  }
+  for (auto &[name, value] : rows) {
+    if (!compatible(shapeOf(value), shape.drop_back()))
+      return emitOptionalError(loc, name, " must have the input's shape "
+                                          "without its last dimension, ",
+                               shapeString(shape.drop_back()), ", got ",
+                               shapeString(shapeOf(value)));
+    all.push_back(value);
+  }
+  return sameElementType(loc, "layer norm operands", all);
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (failed(checkLayerNormOperands(loc, adaptor.getInput(), adaptor.getScale(),
+                                    {{"bias", adaptor.getBias()}}, {})) ||
+      failed(checkEpsilon(loc, adaptor.getEpsilon().convertToDouble())))
+    return failure();
+  auto input = ranked(adaptor.getInput().getType());
+  auto stats = withShape(input.getShape().drop_back(), input.getElementType());
+  types.append({input, stats, stats});
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  if (adaptor.getGradOutput().getType() != adaptor.getInput().getType())
+    return emitOptionalError(loc, "grad_output type ",
+                             adaptor.getGradOutput().getType(),
+                             " must equal the input type ",
+                             adaptor.getInput().getType());
+  if (failed(checkLayerNormOperands(loc, adaptor.getInput(), adaptor.getScale(),
+                                    {},
+                                    {{"saved_mean", adaptor.getSavedMean()},
+                                     {"saved_rstd", adaptor.getSavedRstd()}})))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
+  types.push_back(adaptor.getScale().getType());
+  types.push_back(adaptor.getScale().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, losses, embeddings
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifySoftmaxAttrs(Operation *op, RankedTensorType type,
+                                        int64_t axis, double scale) {
+  int64_t rank = type.getRank();
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("axis ") << axis << " is out of range for rank "
+                                    << rank;
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return op->emitOpError("'scale' must be positive and finite, got ")
+           << scale;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto type = ranked(getInput().getType());
+  if (failed(verifySoftmaxAttrs(*this, type, getAxis(),
+                                getScale().convertToDouble())))
+    return failure();
+  if (getCausal()) {
+    if (type.getRank() < 2)
+      return emitOpError("causal softmax needs rank >= 2 ([..., queries, keys])");
+    if (getAxis() != -1 && getAxis() != type.getRank() - 1)
+      return emitOpError("causal softmax must normalize the last axis, got axis ")
+             << getAxis();
+  }
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifySoftmaxAttrs(*this, ranked(getOutput().getType()), getAxis(),
+                            getScale().convertToDouble());
+}
+
+static LogicalResult checkLabels(std::optional<Location> loc, Value logits,
+                                 Value labels) {
+  ArrayRef<int64_t> shape = shapeOf(logits);
+  if (shape.empty())
+    return emitOptionalError(loc, "logits must be [..., classes] with rank >= 1");
+  if (!compatible(shapeOf(labels), shape.drop_back()))
+    return emitOptionalError(loc, "labels must have the logits' shape without "
+                                  "the class dimension, ",
+                             shapeString(shape.drop_back()), ", got ",
+                             shapeString(shapeOf(labels)));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  if (failed(checkLabels(loc, adaptor.getLogits(), adaptor.getLabels())))
+    return failure();
+  types.push_back(withShape({}, elementOf(adaptor.getLogits())));
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(checkLabels(loc, adaptor.getLogits(), adaptor.getLabels())))
+    return failure();
+  if (elementOf(adaptor.getGradLoss()) != elementOf(adaptor.getLogits()))
+    return emitOptionalError(loc, "grad_loss and logits must have the same "
+                                  "element type");
+  types.push_back(adaptor.getLogits().getType());
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> table = shapeOf(adaptor.getTable());
+  if (table.size() != 2)
+    return emitOptionalError(loc, "embedding table must be 2-D [V, D], got ",
+                             shapeString(table));
+  Shape result(shapeOf(adaptor.getIndices()));
+  result.push_back(table[1]);
+  types.push_back(withShape(result, elementOf(adaptor.getTable())));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  ArrayRef<int64_t> table = shapeOf(getGradTable());
+  if (table.size() != 2)
+    return emitOpError("grad_table must be 2-D [V, D], got ")
+           << shapeString(table);
+  Shape expected(shapeOf(getIndices()));
+  expected.push_back(table[1]);
+  if (!compatible(shapeOf(getGradOutput()), expected))
+    return emitOpError("grad_output must be indices shape + [D] = ")
+           << shapeString(expected) << ", got "
+           << shapeString(shapeOf(getGradOutput()));
+  if (elementOf(getGradOutput()) != elementOf(getGradTable()))
+    return emitOpError("grad_output and grad_table must have the same element "
+                       "type");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and layout
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, Value input,
+                                 ArrayRef<int64_t> axes, bool keepDims,
+                                 SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t rank = shape.size();
+  if (axes.empty())
+    return emitOptionalError(loc, "'axes' must name at least one axis");
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               rank);
+    if (!seen.insert(axis < 0 ? axis + rank : axis).second)
+      return emitOptionalError(loc, "axis ", axis, " is named twice");
+  }
+  Shape result;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!seen.contains(i))
+      result.push_back(shape[i]);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  types.push_back(withShape(result, elementOf(input)));
+  return success();
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepDims(), types);
+}
+
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),
+                     adaptor.getKeepDims(), types);
+}
+
+LogicalResult SumToShapeOp::verify() {
+  auto input = ranked(getInput().getType());
+  auto result = ranked(getResult().getType());
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("result element type must equal the input's");
+  SmallVector<Type> broadcast;
+  if (result.getRank() > input.getRank() ||
+      failed(inferBroadcastType(std::nullopt, result, input, broadcast)) ||
+      !compatible(ranked(broadcast.front()).getShape(), input.getShape()))
+    return emitOpError("result ")
+           << shapeString(result.getShape())
+           << " does not broadcast to the input " << shapeString(input.getShape());
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto input = ranked(getInput().getType());
+  auto result = ranked(getResult().getType());
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("cannot change the element type from ")
+           << input.getElementType() << " to " << result.getElementType();
+  if (input.hasStaticShape() && result.hasStaticShape() &&
+      input.getNumElements() != result.getNumElements())
+    return emitOpError("element count changes from ")
+           << input.getNumElements() << " " << shapeString(input.getShape())
+           << " to " << result.getNumElements() << " "
+           << shapeString(result.getShape());
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> shape = shapeOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (perm.size() != shape.size())
+    return emitOptionalError(loc, "permutation has ", perm.size(),
+                             " entries but the input has rank ", shape.size());
+  SmallVector<bool> used(shape.size(), false);
+  Shape result;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(shape.size()) || used[p])
+      return emitOptionalError(loc, "permutation ", shapeString(perm),
+                               " is not a permutation of 0..",
+                               static_cast<int64_t>(shape.size()) - 1);
+    used[p] = true;
+    result.push_back(shape[p]);
+  }
+  types.push_back(withShape(result, elementOf(adaptor.getInput())));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkRange(Operation *op, StringRef name, double value,
+                                double low, bool lowInclusive, double high,
+                                bool highInclusive) {
+  bool ok = std::isfinite(value) &&
+            (lowInclusive ? value >= low : value > low) &&
+            (highInclusive ? value <= high : value < high);
+  if (ok)
+    return success();
+  auto diag = op->emitOpError("'") << name << "' must be in "
+                                   << (lowInclusive ? "[" : "(") << low << ", ";
+  if (std::isinf(high))
+    diag << "inf)";
+  else
+    diag << high << (highInclusive ? "]" : ")");
+  return diag << ", got " << value;
+}
+
+LogicalResult SGDOp::verify() {
+  const double inf = INFINITY;
+  if (failed(checkRange(*this, "lr", getLr().convertToDouble(), 0, true, inf, false)) ||
+      failed(checkRange(*this, "momentum", getMomentum().convertToDouble(), 0,
+                        true, 1, false)) ||
+      failed(checkRange(*this, "weight_decay",
+                        getWeightDecay().convertToDouble(), 0, true, inf, false)))
+    return failure();
+  if (getNesterov() && getMomentum().convertToDouble() == 0.0)
+    return emitOpError("nesterov needs a non-zero momentum");
+  return success();
+}
+
+LogicalResult AdamOp::verify() {
+  const double inf = INFINITY;
+  if (failed(checkRange(*this, "lr", getLr().convertToDouble(), 0, true, inf, false)) ||
+      failed(checkRange(*this, "beta1", getBeta1().convertToDouble(), 0, true, 1, false)) ||
+      failed(checkRange(*this, "beta2", getBeta2().convertToDouble(), 0, true, 1, false)) ||
+      failed(checkRange(*this, "epsilon", getEpsilon().convertToDouble(), 0,
+                        false, inf, false)) ||
+      failed(checkRange(*this, "weight_decay",
+                        getWeightDecay().convertToDouble(), 0, true, inf, false)))
+    return failure();
+  return success();
+}

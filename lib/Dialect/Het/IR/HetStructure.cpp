@@ -1,0 +1,170 @@
+//===- HetStructure.cpp - cluster, stage and point-to-point checks --------===//
+//
+// Verifiers for the placement ops. Anything that needs another op (a symbol)
+// is checked in verifySymbolUses, which MLIR runs once per symbol table with a
+// shared lookup cache, never in verify().
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::het;
+
+//===----------------------------------------------------------------------===//
+// ClusterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClusterOp::verifyRegions() {
+  bool hasGroup = false;
+  llvm::DenseSet<std::pair<StringAttr, StringAttr>> links;
+  for (Operation &op : getBodyBlock()) {
+    if (isa<DeviceGroupOp>(op)) {
+      hasGroup = true;
+      continue;
+    }
+    if (auto link = dyn_cast<LinkOp>(op)) {
+      StringAttr a = link.getLhsAttr().getAttr(), b = link.getRhsAttr().getAttr();
+      if (b.getValue() < a.getValue())
+        std::swap(a, b);
+      if (!links.insert({a, b}).second)
+        return link.emitOpError("duplicates the link between @")
+               << a.getValue() << " and @" << b.getValue()
+               << " (links are bidirectional)";
+      continue;
+    }
+    return op.emitOpError("cannot appear in a het.cluster, which holds only "
+                          "het.device_group and het.link");
+  }
+  if (!hasGroup)
+    return emitOpError("must contain at least one het.device_group");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceGroupOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DeviceGroupOp::verify() {
+  if (getCount() < 1)
+    return emitOpError("'count' must be >= 1, got ") << getCount();
+  double memory = getMemoryGib().convertToDouble();
+  if (!(memory > 0.0) || !std::isfinite(memory))
+    return emitOpError("'memory_gib' must be positive, got ") << memory;
+  if (getNodes() < 1)
+    return emitOpError("'nodes' must be >= 1, got ") << getNodes();
+  if (getCount() % getNodes() != 0)
+    return emitOpError("'count' (") << getCount()
+           << ") must divide evenly over 'nodes' (" << getNodes() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinkOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinkOp::verify() {
+  double bandwidth = getBandwidthGbps().convertToDouble();
+  double latency = getLatencyUs().convertToDouble();
+  if (!(bandwidth > 0.0) || !std::isfinite(bandwidth))
+    return emitOpError("'bandwidth_gbps' must be positive, got ") << bandwidth;
+  if (!(latency >= 0.0) || !std::isfinite(latency))
+    return emitOpError("'latency_us' must be non-negative, got ") << latency;
+  return success();
+}
+
+LogicalResult LinkOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto cluster = (*this)->getParentOfType<ClusterOp>();
+  for (FlatSymbolRefAttr end : {getLhsAttr(), getRhsAttr()})
+    if (!symbolTable.lookupSymbolIn<DeviceGroupOp>(cluster, end.getAttr()))
+      return emitOpError("names ") << end
+             << ", which is not a het.device_group of cluster @"
+             << cluster.getSymName();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StageOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageOp::verify() {
+  if (getReplicas() < 1)
+    return emitOpError("'replicas' must be >= 1, got ") << getReplicas();
+  if (getLayerBegin() < 0 || getLayerEnd() <= getLayerBegin())
+    return emitOpError("layer range [")
+           << getLayerBegin() << ", " << getLayerEnd()
+           << ") must be non-empty and start at >= 0";
+  return success();
+}
+
+LogicalResult StageOp::verifyRegions() {
+  int64_t begin = getLayerBegin(), end = getLayerEnd();
+  WalkResult result = getBody().walk([&](Operation *op) {
+    auto layer = op->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName());
+    if (!layer)
+      return WalkResult::advance();
+    if (layer.getInt() < begin || layer.getInt() >= end) {
+      op->emitOpError("belongs to layer ")
+          << layer.getInt() << ", outside the layer range [" << begin << ", "
+          << end << ") of stage @" << getSymName();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *target =
+      symbolTable.lookupNearestSymbolFrom(*this, getDeviceGroupAttr());
+  auto group = dyn_cast_or_null<DeviceGroupOp>(target);
+  if (!group)
+    return emitOpError("is placed on ")
+           << getDeviceGroupAttr()
+           << ", which is not a het.device_group (expected @cluster::@group)";
+  if (getReplicas() > group.getCount())
+    return emitOpError("has ") << getReplicas() << " replicas but device group "
+                               << getDeviceGroupAttr() << " has only "
+                               << group.getCount() << " devices";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SendOp / RecvOp
+//===----------------------------------------------------------------------===//
+
+/// Both ends of a point-to-point op must sit in a stage and name another one.
+static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr peer,
+                                int64_t channel,
+                                SymbolTableCollection *symbolTable) {
+  auto stage = op->getParentOfType<StageOp>();
+  if (!stage)
+    return op->emitOpError("must be inside a het.stage");
+  if (channel < 0)
+    return op->emitOpError("'channel' must be >= 0, got ") << channel;
+  if (!symbolTable)
+    return success();
+  if (peer.getValue() == stage.getSymName())
+    return op->emitOpError("names its own stage ") << peer
+           << "; send/recv connect two different stages";
+  if (!symbolTable->lookupNearestSymbolFrom<StageOp>(stage, peer.getAttr()))
+    return op->emitOpError("names ") << peer << ", which is not a het.stage";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getTargetAttr(), getChannel(), nullptr);
+}
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPeer(*this, getTargetAttr(), getChannel(), &symbolTable);
+}
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getSourceAttr(), getChannel(), nullptr);
+}
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyPeer(*this, getSourceAttr(), getChannel(), &symbolTable);
+}
