@@ -57,9 +57,9 @@ public:
   void checkPeer() override;
   void poison() override;
   const char* name() const override { return "shm"; }
+  struct Ring; // head/tail of one ring (defined in Shm.cpp)
 
 private:
-  struct Ring;
   int peer_, peerPid_, myRank_;
   ShmSegment* mine_;
   ShmSegment* theirs_;
