@@ -60,29 +60,46 @@ static ParseResult parseCollectiveOptions(OpAsmParser &parser,
   return success();
 }
 
+// The printers below start each item with a space and the format places them
+// after an empty literal, so absent options leave no double space.
 static void printCollectiveOptions(OpAsmPrinter &printer, Operation *,
                                    CollectiveAlgorithmAttr algorithm,
                                    CompressionKindAttr compression,
                                    FloatAttr topkRatio) {
   if (algorithm && algorithm.getValue() != CollectiveAlgorithm::Auto)
-    printer << "algorithm " << stringifyCollectiveAlgorithm(algorithm.getValue())
-            << " ";
-  if (compression && compression.getValue() != CompressionKind::None) {
-    printer << "compression "
+    printer << " algorithm "
+            << stringifyCollectiveAlgorithm(algorithm.getValue());
+  if (compression && compression.getValue() != CompressionKind::None)
+    printer << " compression "
             << stringifyCompressionKind(compression.getValue());
-    if (topkRatio) {
-      printer << "(";
-      printer.printFloat(topkRatio.getValue());
-      printer << ")";
-    }
-    printer << " ";
-  } else if (topkRatio) {
-    // Invalid (the verifier rejects it) but printable, so that a broken op
-    // can still be dumped in a diagnostic.
-    printer << "compression none(";
+  if (topkRatio) {
+    // Without topk compression the ratio is invalid (the verifier says so),
+    // but it is still printed so that a broken op dumps faithfully.
+    if (!compression || compression.getValue() == CompressionKind::None)
+      printer << " compression none";
+    printer << "(";
     printer.printFloat(topkRatio.getValue());
-    printer << ") ";
+    printer << ")";
   }
+}
+
+static ParseResult parseReduction(OpAsmParser &parser,
+                                  ReductionKindAttr &reduction) {
+  StringRef name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&name))
+    return failure();
+  std::optional<ReductionKind> value = symbolizeReductionKind(name);
+  if (!value)
+    return parser.emitError(loc) << "unknown reduction '" << name
+                                 << "'; expected sum, prod, min, max or avg";
+  reduction = ReductionKindAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printReduction(OpAsmPrinter &printer, Operation *,
+                           ReductionKindAttr reduction) {
+  printer << " " << stringifyReductionKind(reduction.getValue());
 }
 
 //===----------------------------------------------------------------------===//

@@ -23,7 +23,9 @@ def Het_ReductionKind : I32EnumAttr<"ReductionKind",
   let cppNamespace = "::mlir::het";
 }
 def Het_ReductionKindAttr
-    : EnumAttr<Het_Dialect, Het_ReductionKind, "reduction">;
+    : EnumAttr<Het_Dialect, Het_ReductionKind, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Het_CollectiveAlgorithm : I32EnumAttr<"CollectiveAlgorithm",
     "algorithm a collective runs with", [
@@ -38,7 +40,9 @@ def Het_CollectiveAlgorithm : I32EnumAttr<"CollectiveAlgorithm",
   let cppNamespace = "::mlir::het";
 }
 def Het_CollectiveAlgorithmAttr
-    : EnumAttr<Het_Dialect, Het_CollectiveAlgorithm, "algorithm">;
+    : EnumAttr<Het_Dialect, Het_CollectiveAlgorithm, "algorithm"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Het_CompressionKind : I32EnumAttr<"CompressionKind",
     "how a collective compresses the data it moves", [
@@ -52,7 +56,9 @@ def Het_CompressionKind : I32EnumAttr<"CompressionKind",
   let cppNamespace = "::mlir::het";
 }
 def Het_CompressionKindAttr
-    : EnumAttr<Het_Dialect, Het_CompressionKind, "compression">;
+    : EnumAttr<Het_Dialect, Het_CompressionKind, "compression"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Het_DeviceVendor : I32EnumAttr<"DeviceVendor",
     "vendor (and so software stack) of a device", [
@@ -77,7 +83,9 @@ def Het_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::het";
 }
 def Het_GeluApproximationAttr
-    : EnumAttr<Het_Dialect, Het_GeluApproximation, "gelu_approximation">;
+    : EnumAttr<Het_Dialect, Het_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Het_Activation : I32EnumAttr<"Activation",
     "activation applied by a fused op after its main computation", [
@@ -88,7 +96,9 @@ def Het_Activation : I32EnumAttr<"Activation",
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::het";
 }
-def Het_ActivationAttr : EnumAttr<Het_Dialect, Het_Activation, "activation">;
+def Het_ActivationAttr : EnumAttr<Het_Dialect, Het_Activation, "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 
 //===----------------------------------------------------------------------===//
 // Attributes

@@ -32,14 +32,14 @@ class Het_CollectiveOp<string mnemonic, dag extraArgs, string format,
            OptionalAttr<F64Attr>:$topk_ratio));
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `over` $group " # format #
-      " custom<CollectiveOptions>($algorithm, $compression, $topk_ratio)"
+      " `` custom<CollectiveOptions>($algorithm, $compression, $topk_ratio)"
       " attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 
 def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
-    (ins Het_ReductionKindAttr:$reduction), "$reduction"> {
+    (ins Het_ReductionKindAttr:$reduction), "`` custom<Reduction>($reduction)"> {
   let summary = "reduce a tensor over a group; every member gets the result";
   let description = [{
     The gradient all-reduce of data parallelism. `algorithm` is one of
@@ -60,7 +60,7 @@ def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
 
 def Het_ReduceScatterOp : Het_CollectiveOp<"reduce_scatter",
     (ins Het_ReductionKindAttr:$reduction, Het_I64Attr:$axis),
-    "$reduction `axis` $axis"> {
+    "`` custom<Reduction>($reduction) `axis` $axis"> {
   let summary = "reduce over a group and leave each member one slice";
   let description = [{
     The input's `axis` dimension must divide by the group size `n`; the
