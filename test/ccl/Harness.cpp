@@ -15,7 +15,7 @@ double nowSec() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec) {
+std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec, const std::vector<int>& mayHang) {
   hetcclUniqueId id;
   if (hetcclGetUniqueId(&id) != hetcclSuccess) {
     fprintf(stderr, "hetcclGetUniqueId failed: %s\n", hetcclGetLastError(nullptr));
@@ -55,6 +55,19 @@ std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec) {
           if (WIFSIGNALED(st)) out[r].signal = WTERMSIG(st);
         }
       continue;
+    }
+    int others = 0;
+    for (int r = 0; r < nranks; ++r) {
+      bool hang = false;
+      for (int h : mayHang) hang |= h == r;
+      if (!done[r] && !hang) ++others;
+    }
+    if (others == 0 && !mayHang.empty()) {
+      for (int r : mayHang)
+        if (r < nranks && !done[r]) {
+          kill(pids[r], SIGKILL);
+          kill(pids[r], SIGCONT);
+        }
     }
     if (nowSec() > deadline) {
       for (int r = 0; r < nranks; ++r)

@@ -23,7 +23,10 @@ using RankFn = std::function<int(int rank, int nranks, const hetcclUniqueId& id)
 
 // Forks nranks children running fn; waits at most timeoutSec (then kills
 // them). The optional setup runs in each child before fn (e.g. setenv).
-std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec = 120);
+// Ranks listed in mayHang (e.g. a SIGSTOPped one) are killed once all the
+// other ranks have exited.
+std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec = 120,
+                               const std::vector<int>& mayHang = {});
 
 // True when every rank exited with status 0; prints what went wrong.
 bool allOk(const std::vector<RankExit>& r);
