@@ -49,7 +49,7 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == getParamAttrName())
     return op->emitError() << "'" << getParamAttrName()
                            << "' marks function arguments, not operations";
-  return op->emitError() << "unknown het attribute '" << attr.getName() << "'";
+  return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
 }
 
 LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
@@ -58,7 +58,7 @@ LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (attr.getName() != getParamAttrName())
     return op->emitError() << "unknown het argument attribute '"
-                           << attr.getName() << "' on argument #" << argIndex;
+                           << attr.getName().getValue() << "' on argument #" << argIndex;
   if (!isa<UnitAttr>(attr.getValue()))
     return op->emitError() << "'" << getParamAttrName()
                            << "' is a unit attribute (no value), got "

@@ -15,6 +15,7 @@
 #include "llvm/ADT/SmallSet.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::het;
@@ -808,13 +809,20 @@ static LogicalResult checkRange(Operation *op, StringRef name, double value,
             (highInclusive ? value <= high : value < high);
   if (ok)
     return success();
+  // %g prints bounds as people write them (0, 1, 0.001).
+  auto number = [](double v) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), "%g", v);
+    return std::string(buffer);
+  };
   auto diag = op->emitOpError("'") << name << "' must be in "
-                                   << (lowInclusive ? "[" : "(") << low << ", ";
+                                   << (lowInclusive ? "[" : "(") << number(low)
+                                   << ", ";
   if (std::isinf(high))
     diag << "inf)";
   else
-    diag << high << (highInclusive ? "]" : ")");
-  return diag << ", got " << value;
+    diag << number(high) << (highInclusive ? "]" : ")");
+  return diag << ", got " << number(value);
 }
 
 LogicalResult SGDOp::verify() {
