@@ -4,6 +4,7 @@
 // and no send/receive pattern can deadlock on a full buffer.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,6 +30,9 @@ public:
   // Best effort: make the peer's waits fail fast because we are failing.
   virtual void poison() = 0;
   virtual const char* name() const = 0;
+  // The futex word this rank sleeps on while waiting for this link (shm),
+  // or nullptr (sockets are waited on with poll()).
+  virtual std::atomic<uint32_t>* doorbell() { return nullptr; }
 
   uint64_t bytesSent = 0; // every byte written into the transport
 };

@@ -2,7 +2,11 @@
 
 #include "Common/Clock.h"
 #include "Common/Error.h"
+#include "Transport/Shm.h"
 
+#include <cstddef>
+
+#include <cstdlib>
 #include <cstring>
 #include <poll.h>
 #include <sched.h>
@@ -15,6 +19,16 @@ constexpr uint32_t kDataMagic = 0x48434454; // "HCDT"
 // Bound one copy so a large send does not starve the receive running
 // beside it in the same loop.
 constexpr size_t kMaxSlice = 512 << 10;
+
+// HETCCL_SHM_SLEEP=0 keeps idle ranks spinning/yielding instead of
+// sleeping on the doorbell (lower latency when every rank has its own core).
+static bool shmSleep() {
+  static const bool on = [] {
+    const char* v = getenv("HETCCL_SHM_SLEEP");
+    return !(v && strcmp(v, "0") == 0);
+  }();
+  return on;
+}
 
 static size_t padOf(size_t n) { return (16 - n % 16) % 16; }
 
@@ -188,18 +202,44 @@ void Fabric::run(std::vector<P2POp>& ops) {
       nextCheck = now + 5 * 1000000;
     }
     bool allSockets = true;
+    std::atomic<uint32_t>* bell = nullptr; // set when every pending op is on shm
+    bool allShm = true;
     pfds.clear();
     for (const P2POp& op : ops) {
       if (op.phase == 3) continue;
       int fd = links[op.peer]->pollFd();
       if (fd < 0) {
         allSockets = false;
-        break;
+        bell = links[op.peer]->doorbell();
+      } else {
+        allShm = false;
+        pfds.push_back(pollfd{fd, short(op.send ? POLLOUT : POLLIN), 0});
       }
-      pfds.push_back(pollfd{fd, short(op.send ? POLLOUT : POLLIN), 0});
     }
     if (allSockets && !pfds.empty()) {
       ::poll(pfds.data(), pfds.size(), 5);
+    } else if (allShm && bell && idle >= 128 && shmSleep()) {
+      // Announce we sleep, look once more (a peer that rang before the
+      // announcement left its data visible), then sleep until rung.
+      ShmSegHeader* h = reinterpret_cast<ShmSegHeader*>(reinterpret_cast<char*>(bell) - offsetof(ShmSegHeader, doorbell));
+      h->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t seen = bell->load(std::memory_order_seq_cst);
+      bool moved = false;
+      std::fill(busy.begin(), busy.end(), 0);
+      for (P2POp& op : ops) {
+        if (op.phase == 3) continue;
+        char& b = busy[size_t(op.peer) * 2 + (op.send ? 1 : 0)];
+        if (b) continue;
+        b = 1;
+        if (advance(op)) moved = true;
+        if (op.phase == 3) {
+          --remaining;
+          b = 0;
+        }
+      }
+      if (!moved) doorbellWait(bell, seen, 1000);
+      h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      if (moved) idle = 0;
     } else if (idle < 20000) {
       sched_yield();
     } else {

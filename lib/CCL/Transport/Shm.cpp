@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <climits>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +54,8 @@ std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int owne
   }
   ShmSegHeader* h = s->header();
   new (&h->errorRank) std::atomic<int32_t>(0);
+  new (&h->doorbell) std::atomic<uint32_t>(0);
+  new (&h->sleepers) std::atomic<uint32_t>(0);
   h->ownerRank = ownerRank;
   h->nslots = nslots;
   h->ringBytes = ringBytes;
@@ -115,9 +120,26 @@ size_t ShmLink::trySend(const void* p, size_t n) {
   size_t first = take < cap_ - off ? take : size_t(cap_ - off);
   memcpy(outData_ + off, p, first);
   if (take > first) memcpy(outData_, static_cast<const char*>(p) + first, take - first);
-  out_->head.store(head + take, std::memory_order_release);
+  out_->head.store(head + take, std::memory_order_seq_cst);
   bytesSent += take;
+  ring();
   return take;
+}
+
+// Wakes the peer if it sleeps: it may wait for the data we just wrote or
+// the space we just freed.
+void ShmLink::ring() {
+  ShmSegHeader* h = theirs_->header();
+  h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+  if (h->sleepers.load(std::memory_order_seq_cst) > 0)
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&h->doorbell), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+std::atomic<uint32_t>* ShmLink::doorbell() { return &mine_->header()->doorbell; }
+
+void doorbellWait(std::atomic<uint32_t>* bell, uint32_t seen, int64_t timeoutUs) {
+  timespec ts{time_t(timeoutUs / 1000000), long(timeoutUs % 1000000) * 1000};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(bell), FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 
 const char* ShmLink::peek(size_t* avail) {
@@ -131,7 +153,8 @@ const char* ShmLink::peek(size_t* avail) {
 }
 
 void ShmLink::release(size_t n) {
-  in_->tail.store(in_->tail.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  in_->tail.store(in_->tail.load(std::memory_order_relaxed) + n, std::memory_order_seq_cst);
+  ring();
 }
 
 size_t ShmLink::tryRecv(void* p, size_t n) {
@@ -175,6 +198,7 @@ void ShmLink::checkPeer() {
 void ShmLink::poison() {
   int32_t zero = 0;
   theirs_->header()->errorRank.compare_exchange_strong(zero, myRank_ + 1);
+  ring();
 }
 
 } // namespace hetccl

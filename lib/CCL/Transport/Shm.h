@@ -22,6 +22,11 @@ namespace hetccl {
 struct ShmSegHeader {
   uint64_t magic;
   std::atomic<int32_t> errorRank; // rank+1 of a local peer that failed, 0 if none
+  // Doorbell: peers bump it after writing into one of our rings or freeing
+  // space in a ring we write to; an idle owner sleeps on it (futex) rather
+  // than spinning, which matters when ranks outnumber cores.
+  std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleepers;
   int32_t ownerRank;
   uint32_t nslots;
   uint64_t ringBytes;
@@ -57,9 +62,11 @@ public:
   void checkPeer() override;
   void poison() override;
   const char* name() const override { return "shm"; }
+  std::atomic<uint32_t>* doorbell() override;
   struct Ring; // head/tail of one ring (defined in Shm.cpp)
 
 private:
+  void ring();
   int peer_, peerPid_, myRank_;
   ShmSegment* mine_;
   ShmSegment* theirs_;
@@ -69,6 +76,9 @@ private:
   char* outData_;
   uint64_t cap_;
 };
+
+// Sleeps on a doorbell until it moves from `seen` or timeoutUs passes.
+void doorbellWait(std::atomic<uint32_t>* bell, uint32_t seen, int64_t timeoutUs);
 
 // True if pid has exited or is a zombie.
 bool processGone(int pid);

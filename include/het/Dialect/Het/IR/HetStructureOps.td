@@ -173,7 +173,7 @@ def Het_RecvOp : Het_Op<"recv", [DeclareOpInterfaceMethods<SymbolUserOpInterface
   let hasVerifier = 1;
 }
 
-def Het_TransferOp : Het_Op<"transfer", [SameOperandsAndResultType]> {
+def Het_TransferOp : Het_Op<"transfer", [Pure, SameOperandsAndResultType]> {
   let summary = "move a tensor from one kind of device to another";
   let description = [{
     Where a tensor crosses vendors (for example an NVIDIA stage hands

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Feeds het-opt mechanically damaged copies of the example programs.
+
+Each case takes one example and applies one damage: truncation, a deleted,
+duplicated or swapped token, a changed number, or a replaced identifier or
+keyword. het-opt must then either accept the program (some damage leaves it
+valid) or reject it with an `error:` diagnostic and a non-zero exit. A signal
+(crash), a hang (timeout), `LLVM ERROR`, an assertion or a stack dump is a
+failure. Cases are reproducible from the seed; a failure prints the damaged
+input's path so it can be replayed by hand.
+"""
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+TOKEN = re.compile(r'"[^"\n]*"|%[\w.#]+|@[\w.]+|#[\w.]+|[A-Za-z_][\w.]*|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\S')
+NUMBERS = ["0", "-1", "1", "3", "7", "65536", "-9223372036854775808",
+           "99999999999999999999", "1.5", "-0.0", "1e308", "nan"]
+WORDS = ["het.relu", "het.stage", "het.cluster", "tensor<4xf32>", "tensor<?x?xf32>",
+         "tensor<*xf32>", "f64", "i1", "sum", "ring", "topk", "over", "to", "from",
+         "replicas", "layers", "@s0", "@nowhere", "%arg0", "#het.device<cpu, \"\">",
+         "het.layer", "{", "}", "(", ")", "[", "]", "<", ">", ":", ",", "->"]
+BAD = ("LLVM ERROR", "Assertion", "Stack dump", "PLEASE submit a bug report")
+
+
+def damage(text, rng):
+    tokens = [(m.start(), m.end()) for m in TOKEN.finditer(text)]
+    kind = rng.choice(["truncate", "delete", "duplicate", "swap", "number", "replace"])
+    if kind == "truncate":
+        cut = rng.randrange(len(text))
+        return kind, text[:cut]
+    s, e = rng.choice(tokens)
+    if kind == "delete":
+        return kind, text[:s] + text[e:]
+    if kind == "duplicate":
+        return kind, text[:e] + " " + text[s:e] + text[e:]
+    if kind == "swap":
+        s2, e2 = rng.choice(tokens)
+        (a, b), (c, d) = sorted([(s, e), (s2, e2)])
+        if b > c:
+            return kind, text
+        return kind, text[:a] + text[c:d] + text[b:c] + text[a:b] + text[d:]
+    if kind == "number":
+        nums = [(a, b) for a, b in tokens if re.fullmatch(r"-?\d[\d.e+-]*", text[a:b])]
+        if nums:
+            s, e = rng.choice(nums)
+        return kind, text[:s] + rng.choice(NUMBERS) + text[e:]
+    return kind, text[:s] + rng.choice(WORDS) + text[e:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--het-opt", required=True)
+    ap.add_argument("--cases", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--keep", help="directory for damaged inputs (default: temporary)")
+    ap.add_argument("inputs", nargs="+")
+    args = ap.parse_args()
+
+    rng = random.Random(args.seed)
+    sources = [(p, open(p).read()) for p in args.inputs]
+    workdir = args.keep or tempfile.mkdtemp(prefix="het-damage-")
+    os.makedirs(workdir, exist_ok=True)
+    accepted = rejected = 0
+    failures = []
+    for i in range(args.cases):
+        path, text = sources[i % len(sources)]
+        kind, damaged = damage(text, rng)
+        case = os.path.join(workdir, f"case{i:04d}-{kind}.mlir")
+        with open(case, "w") as f:
+            f.write(damaged)
+        try:
+            r = subprocess.run([args.het_opt, case, "-o", os.devnull],
+                               capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            failures.append((case, "timeout (hang)"))
+            continue
+        out = r.stdout + r.stderr
+        if r.returncode < 0:
+            failures.append((case, f"killed by signal {-r.returncode}"))
+        elif any(b in out for b in BAD):
+            failures.append((case, "internal error: " + next(b for b in BAD if b in out)))
+        elif r.returncode != 0 and "error:" not in out:
+            failures.append((case, f"exit {r.returncode} without a diagnostic"))
+        elif r.returncode == 0:
+            accepted += 1
+            os.remove(case)
+        else:
+            rejected += 1
+            os.remove(case)
+    print(f"damaged inputs: {args.cases} cases, {rejected} rejected with a diagnostic, "
+          f"{accepted} still valid, {len(failures)} failures")
+    for case, why in failures:
+        print(f"FAIL {case}: {why}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
