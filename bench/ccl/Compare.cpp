@@ -1,0 +1,181 @@
+// hetccl-compare: in one run, all-reduce bus bandwidth of hetccl (shm,
+// `auto` algorithm) vs OpenMPI's MPI_Allreduce (shared memory, via mpirun)
+// vs Gloo's ring all-reduce (TCP on loopback), at 2 and 4 ranks, 4 KiB to
+// 64 MiB, next to the memcpy bound (one core copying the buffer). Prints a
+// Markdown table (docs/hetccl.md quotes it).
+//
+//   hetccl-compare [-np 2,4]
+#include "Sizes.h"
+
+#include "het-c/hetccl.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using Results = std::map<size_t, double>; // bytes -> seconds
+
+std::string selfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+Results parse(const std::string& path) {
+  Results r;
+  std::ifstream f(path);
+  std::string tag;
+  size_t bytes;
+  double sec;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    if (is >> tag >> bytes >> sec && tag == "RESULT") r[bytes] = sec;
+  }
+  return r;
+}
+
+Results runHetccl(int n) {
+  hetcclUniqueId id;
+  if (hetcclGetUniqueId(&id) != hetcclSuccess) return {};
+  std::string out = "/tmp/hetccl-compare-" + std::to_string(getpid()) + ".txt";
+  fflush(stdout);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t p = fork();
+    if (p == 0) {
+      hetcclComm_t comm;
+      if (hetcclCommInitRank(&comm, n, id, r, nullptr) != hetcclSuccess) _exit(1);
+      FILE* f = r == 0 ? fopen(out.c_str(), "w") : nullptr;
+      for (size_t bytes : cclbench::sizes()) {
+        size_t count = bytes / 4;
+        std::vector<float> a(count, 1.0f), b(count);
+        int iters = cclbench::itersFor(bytes);
+        for (int i = 0; i < iters / 10 + 1; ++i)
+          if (hetcclAllReduce(a.data(), b.data(), count, hetcclFloat32, hetcclSum, comm) != hetcclSuccess) _exit(2);
+        hetcclBarrier(comm);
+        double t0 = cclbench::now();
+        for (int i = 0; i < iters; ++i)
+          if (hetcclAllReduce(a.data(), b.data(), count, hetcclFloat32, hetcclSum, comm) != hetcclSuccess) _exit(2);
+        double t = (cclbench::now() - t0) / iters;
+        hetcclAllReduce(&t, &t, 1, hetcclFloat64, hetcclMax, comm);
+        if (b[0] != float(n)) _exit(3);
+        if (f) cclbench::report(f, bytes, t);
+      }
+      if (f) fclose(f);
+      hetcclCommDestroy(comm);
+      _exit(0);
+    }
+    pids.push_back(p);
+  }
+  for (pid_t p : pids) waitpid(p, nullptr, 0);
+  Results r = parse(out);
+  unlink(out.c_str());
+  return r;
+}
+
+Results runMpi(int n) {
+  std::string worker = selfDir() + "/hetccl-compare-mpi";
+  if (access(worker.c_str(), X_OK) != 0) return {};
+  std::string out = "/tmp/hetccl-compare-mpi-" + std::to_string(getpid()) + ".txt";
+  std::string cmd = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np " +
+                    std::to_string(n) + " " + worker + " > " + out + " 2>/dev/null";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "mpirun failed: %s\n", cmd.c_str());
+  Results r = parse(out);
+  unlink(out.c_str());
+  return r;
+}
+
+Results runGloo(int n) {
+  std::string worker = selfDir() + "/hetccl-compare-gloo";
+  if (access(worker.c_str(), X_OK) != 0) return {};
+  std::string dir = "/tmp/hetccl-compare-gloo-" + std::to_string(getpid());
+  std::string out = dir + ".txt";
+  if (system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) != 0) return {};
+  fflush(stdout);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t p = fork();
+    if (p == 0) {
+      if (r == 0 && !freopen(out.c_str(), "w", stdout)) _exit(1);
+      if (r != 0 && !freopen("/dev/null", "w", stdout)) _exit(1);
+      execl(worker.c_str(), worker.c_str(), std::to_string(r).c_str(), std::to_string(n).c_str(), dir.c_str(),
+            (char*)nullptr);
+      _exit(127);
+    }
+    pids.push_back(p);
+  }
+  for (pid_t p : pids) waitpid(p, nullptr, 0);
+  Results r = parse(out);
+  unlink(out.c_str());
+  if (system(("rm -rf " + dir).c_str()) != 0) {
+  }
+  return r;
+}
+
+double memcpyGBs(size_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes);
+  int iters = cclbench::itersFor(bytes);
+  memcpy(b.data(), a.data(), bytes);
+  double t0 = cclbench::now();
+  for (int i = 0; i < iters; ++i) {
+    memcpy(b.data(), a.data(), bytes);
+    asm volatile("" ::"r"(b.data()) : "memory");
+  }
+  return double(bytes) * iters / (cclbench::now() - t0) / 1e9;
+}
+
+std::string human(size_t b) {
+  if (b >= (1 << 20)) return std::to_string(b >> 20) + " MiB";
+  return std::to_string(b >> 10) + " KiB";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> nps = {2, 4};
+  if (argc == 3 && strcmp(argv[1], "-np") == 0) {
+    nps.clear();
+    std::stringstream ss(argv[2]);
+    std::string t;
+    while (std::getline(ss, t, ',')) nps.push_back(atoi(t.c_str()));
+  }
+  for (int n : nps) {
+    Results h = runHetccl(n), m = runMpi(n), g = runGloo(n);
+    double f = 2.0 * (n - 1) / n;
+    printf("\n### %d ranks (all-reduce, f32 sum, busbw in GB/s)\n\n", n);
+    printf("| size | hetccl | OpenMPI (vader) | Gloo ring (TCP) | memcpy bound | hetccl/MPI | hetccl/Gloo |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t bytes : cclbench::sizes()) {
+      auto bw = [&](const Results& r) { return r.count(bytes) ? f * bytes / r.at(bytes) / 1e9 : 0.0; };
+      double hb = bw(h), mb = bw(m), gb = bw(g);
+      auto cell = [](double v) {
+        char b[32];
+        if (v <= 0) return std::string("n/a");
+        snprintf(b, sizeof b, "%.3f", v);
+        return std::string(b);
+      };
+      auto ratio = [](double a, double b) {
+        char s[32];
+        if (a <= 0 || b <= 0) return std::string("n/a");
+        snprintf(s, sizeof s, "%.2fx", a / b);
+        return std::string(s);
+      };
+      printf("| %s | %s | %s | %s | %s | %s | %s |\n", human(bytes).c_str(), cell(hb).c_str(), cell(mb).c_str(),
+             cell(gb).c_str(), cell(memcpyGBs(bytes)).c_str(), ratio(hb, mb).c_str(), ratio(hb, gb).c_str());
+      fflush(stdout);
+    }
+  }
+  return 0;
+}

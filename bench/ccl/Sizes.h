@@ -1,0 +1,33 @@
+// Shared by the three benchmark workers so they time the same thing: sizes
+// 4 KiB .. 64 MiB (x4), iterations scaled so each size moves ~256 MiB, and
+// the time of an all-reduce is the slowest rank's average.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <ctime>
+#include <vector>
+
+namespace cclbench {
+
+inline std::vector<size_t> sizes(size_t lo = 4 << 10, size_t hi = 64 << 20) {
+  std::vector<size_t> v;
+  for (size_t s = lo; s <= hi; s *= 4) v.push_back(s);
+  return v;
+}
+
+inline int itersFor(size_t bytes) {
+  size_t n = (size_t(256) << 20) / bytes;
+  return int(n < 5 ? 5 : n > 200 ? 200 : n);
+}
+
+inline double now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Result line the driver parses: "RESULT <bytes> <seconds per all-reduce>".
+inline void report(FILE* f, size_t bytes, double sec) { fprintf(f, "RESULT %zu %.9f\n", bytes, sec); }
+
+} // namespace cclbench
