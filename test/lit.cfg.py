@@ -13,6 +13,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.het_obj_root, "test")
 
 config.substitutions.append(("%het_src_root", config.het_src_root))
+config.substitutions.append(("%het_obj_root", config.het_obj_root))
 config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()

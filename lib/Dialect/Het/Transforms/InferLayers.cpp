@@ -19,7 +19,7 @@ struct InferLayersPass : mlir::het::impl::HetInferLayersBase<InferLayersPass> {
     if (defaultLayer < 0) {
       emitError(getOperation().getLoc())
           << "het-infer-layers: default-layer must be >= 0, got "
-          << defaultLayer;
+          << static_cast<int64_t>(defaultLayer);
       return signalPassFailure();
     }
     StringRef name = HetDialect::getLayerAttrName();
