@@ -9,6 +9,7 @@
 
 #include "het-c/hetccl.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -128,12 +129,16 @@ double memcpyGBs(size_t bytes) {
   std::vector<char> a(bytes, 1), b(bytes);
   int iters = cclbench::itersFor(bytes);
   memcpy(b.data(), a.data(), bytes);
-  double t0 = cclbench::now();
-  for (int i = 0; i < iters; ++i) {
-    memcpy(b.data(), a.data(), bytes);
-    asm volatile("" ::"r"(b.data()) : "memory");
+  double bestT = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    double t0 = cclbench::now();
+    for (int i = 0; i < iters; ++i) {
+      memcpy(b.data(), a.data(), bytes);
+      asm volatile("" ::"r"(b.data()) : "memory");
+    }
+    bestT = std::min(bestT, cclbench::now() - t0);
   }
-  return double(bytes) * iters / (cclbench::now() - t0) / 1e9;
+  return double(bytes) * iters / bestT / 1e9;
 }
 
 std::string human(size_t b) {
@@ -145,14 +150,30 @@ std::string human(size_t b) {
 
 int main(int argc, char** argv) {
   std::vector<int> nps = {2, 4};
-  if (argc == 3 && strcmp(argv[1], "-np") == 0) {
-    nps.clear();
-    std::stringstream ss(argv[2]);
-    std::string t;
-    while (std::getline(ss, t, ',')) nps.push_back(atoi(t.c_str()));
+  int rounds = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "-np") == 0) {
+      nps.clear();
+      std::stringstream ss(argv[i + 1]);
+      std::string t;
+      while (std::getline(ss, t, ',')) nps.push_back(atoi(t.c_str()));
+    } else if (strcmp(argv[i], "-r") == 0) {
+      rounds = std::max(1, atoi(argv[i + 1]));
+    }
   }
+  printf("# best of %d interleaved rounds per library (the host is shared; the best round is the least disturbed)\n",
+         rounds);
   for (int n : nps) {
-    Results h = runHetccl(n), m = runMpi(n), g = runGloo(n);
+    Results h, m, g;
+    auto best = [](Results& acc, const Results& r) {
+      for (auto& [b, t] : r)
+        if (!acc.count(b) || t < acc[b]) acc[b] = t;
+    };
+    for (int k = 0; k < rounds; ++k) {
+      best(h, runHetccl(n));
+      best(m, runMpi(n));
+      best(g, runGloo(n));
+    }
     double f = 2.0 * (n - 1) / n;
     printf("\n### %d ranks (all-reduce, f32 sum, busbw in GB/s)\n\n", n);
     printf("| size | hetccl | OpenMPI (vader) | Gloo ring (TCP) | memcpy bound | hetccl/MPI | hetccl/Gloo |\n");
