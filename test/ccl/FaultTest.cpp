@@ -333,3 +333,69 @@ TEST(Errors, MismatchedCountsAcrossRanksAreReportedNotCorrupted) {
 }
 
 } // namespace
+
+namespace {
+
+// No GPU here. Selecting a device kind must end in a clean error that
+// names what is missing: hetcclUnavailable naming the runtime library when
+// it is not installed, or a device error from the runtime / NCCL when the
+// libraries are installed but there is no device (this machine has the
+// CUDA 13 runtime and NCCL but no GPU, so the dlopen, symbol binding, NCCL
+// id exchange and staging paths run up to the first call that needs a GPU).
+bool deviceErrorOk(hetcclResult_t res, const char* msg, hetcclDeviceKind_t k) {
+  if (res == hetcclUnavailable) return strstr(msg, k == hetcclDeviceCuda ? "libcudart" : "libamdhip64") != nullptr;
+  if (res == hetcclUnhandledCudaError)
+    return strstr(msg, "nccl") != nullptr || strstr(msg, "cuda") != nullptr || strstr(msg, "hip") != nullptr;
+  return false;
+}
+
+TEST(Devices, CudaAndHipWithoutAGpuFailCleanly) {
+  auto r = runRanks(1, [](int rank, int n, const hetcclUniqueId& id) {
+    for (hetcclDeviceKind_t k : {hetcclDeviceCuda, hetcclDeviceHip}) {
+      hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
+      cfg.deviceKind = k;
+      cfg.timeoutMs = 5000;
+      hetcclComm_t comm;
+      hetcclResult_t res = hetcclCommInitRank(&comm, n, id, rank, &cfg);
+      const char* msg = hetcclGetLastError(nullptr);
+      printf("device kind %d init: %s: %s\n", int(k), hetcclGetErrorString(res), msg);
+      if (res == hetcclSuccess) { // runtime present, vendor library absent: staging path
+        float x = 1;
+        res = hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm);
+        msg = hetcclGetLastError(comm);
+        printf("device kind %d all-reduce: %s: %s\n", int(k), hetcclGetErrorString(res), msg);
+        hetcclCommAbort(comm);
+      }
+      RCHECK(deviceErrorOk(res, msg, k), "got %s: %s", hetcclGetErrorString(res), msg);
+    }
+    return 0;
+  });
+  EXPECT_TRUE(allOk(r));
+}
+
+// A CUDA rank and a CPU rank in one communicator: no vendor library
+// (mixed kinds), so the CUDA rank stages through host memory with
+// cudaMemcpy, which fails without a GPU; both ranks must get an error.
+TEST(Devices, MixedCudaAndCpuRanksStageThroughHostAndFailCleanly) {
+  auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
+    hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
+    cfg.deviceKind = rank == 0 ? hetcclDeviceCuda : hetcclDeviceCpu;
+    cfg.timeoutMs = 5000;
+    hetcclComm_t comm;
+    hetcclResult_t res = hetcclCommInitRank(&comm, n, id, rank, &cfg);
+    if (res != hetcclSuccess) { // no runtime installed at all
+      printf("mixed: rank %d init: %s: %s\n", rank, hetcclGetErrorString(res), hetcclGetLastError(nullptr));
+      return rank == 0 && deviceErrorOk(res, hetcclGetLastError(nullptr), hetcclDeviceCuda) ? 0 : (rank == 1 ? 0 : 1);
+    }
+    float x = 1;
+    res = hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm);
+    printf("mixed: rank %d all-reduce: %s: %s\n", rank, hetcclGetErrorString(res), hetcclGetLastError(comm));
+    RCHECK(res != hetcclSuccess, "all-reduce of a host pointer declared as CUDA memory succeeded without a GPU");
+    if (rank == 0) RCHECK(deviceErrorOk(res, hetcclGetLastError(comm), hetcclDeviceCuda), "wrong error");
+    hetcclCommAbort(comm);
+    return 0;
+  }, 60);
+  EXPECT_TRUE(allOk(r));
+}
+
+} // namespace
