@@ -82,11 +82,18 @@ FailureOr<int64_t> groupSizeOrError(Operation *op, SymbolRefAttr group,
   return size;
 }
 
-LogicalResult checkAxis(Operation *op, StringRef name, int64_t axis,
-                        int64_t rank) {
-  if (axis < 0 || axis >= rank)
-    return op->emitOpError("'") << name << "' " << axis
-                                << " is out of range for rank " << rank;
+/// Shape-changing collectives keep the rank, and their axes must exist.
+LogicalResult checkRankAndAxes(Operation *op, Value input, Value result,
+                               ArrayRef<std::pair<StringRef, int64_t>> axes) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  int64_t resultRank = cast<RankedTensorType>(result.getType()).getRank();
+  if (rank != resultRank)
+    return op->emitOpError("result rank ")
+           << resultRank << " differs from the input rank " << rank;
+  for (auto [name, axis] : axes)
+    if (axis < 0 || axis >= rank)
+      return op->emitOpError("'") << name << "' " << axis
+                                  << " is out of range for rank " << rank;
   return success();
 }
 
@@ -139,12 +146,8 @@ void AllReduceOp::getCanonicalizationPatterns(RewritePatternSet &results,
 //===----------------------------------------------------------------------===//
 
 LogicalResult ReduceScatterOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto out = cast<RankedTensorType>(getResult().getType());
-  if (in.getRank() != out.getRank())
-    return emitOpError("result rank ") << out.getRank()
-           << " differs from the input rank " << in.getRank();
-  if (failed(checkAxis(*this, "axis", getAxis(), in.getRank())))
+  if (failed(checkRankAndAxes(*this, getInput(), getResult(),
+                              {{"axis", getAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
                                 ratioOf(getTopkRatio()), getReduction());
@@ -188,12 +191,8 @@ void ReduceScatterOp::getCanonicalizationPatterns(RewritePatternSet &results,
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllGatherOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto out = cast<RankedTensorType>(getResult().getType());
-  if (in.getRank() != out.getRank())
-    return emitOpError("result rank ") << out.getRank()
-           << " differs from the input rank " << in.getRank();
-  if (failed(checkAxis(*this, "axis", getAxis(), in.getRank())))
+  if (failed(checkRankAndAxes(*this, getInput(), getResult(),
+                              {{"axis", getAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
                                 ratioOf(getTopkRatio()), std::nullopt);
@@ -259,13 +258,9 @@ void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results,
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllToAllOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto out = cast<RankedTensorType>(getResult().getType());
-  if (in.getRank() != out.getRank())
-    return emitOpError("result rank ") << out.getRank()
-           << " differs from the input rank " << in.getRank();
-  if (failed(checkAxis(*this, "split_axis", getSplitAxis(), in.getRank())) ||
-      failed(checkAxis(*this, "concat_axis", getConcatAxis(), in.getRank())))
+  if (failed(checkRankAndAxes(*this, getInput(), getResult(),
+                              {{"split_axis", getSplitAxis()},
+                               {"concat_axis", getConcatAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
                                 ratioOf(getTopkRatio()), std::nullopt);

@@ -363,30 +363,33 @@ LogicalResult Conv2dGradFilterOp::verify() {
   return success();
 }
 
+static LogicalResult inferPool2d(std::optional<Location> loc, Value input,
+                                 ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> padding,
+                                 SmallVectorImpl<Type> &types) {
+  FailureOr<Shape> shape =
+      pool2dShape(loc, shapeOf(input), kernel, strides, padding);
+  if (failed(shape))
+    return failure();
+  types.push_back(withShape(*shape, elementOf(input)));
+  return success();
+}
+
 LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  FailureOr<Shape> shape =
-      pool2dShape(loc, shapeOf(adaptor.getInput()), adaptor.getKernel(),
-                  adaptor.getStrides(), adaptor.getPadding());
-  if (failed(shape))
-    return failure();
-  types.push_back(withShape(*shape, elementOf(adaptor.getInput())));
-  return success();
+  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(), types);
 }
 
 LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  FailureOr<Shape> shape =
-      pool2dShape(loc, shapeOf(adaptor.getInput()), adaptor.getKernel(),
-                  adaptor.getStrides(), adaptor.getPadding());
-  if (failed(shape))
-    return failure();
-  types.push_back(withShape(*shape, elementOf(adaptor.getInput())));
-  return success();
+  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(), types);
 }
 
 /// Pool gradients: the forward rule applied to the input shape must give
