@@ -12,7 +12,7 @@ APT_PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
   # libraries
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev
-  libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
+  libssl-dev libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
   # tests
   python3 python3-venv iproute2
 )
