@@ -159,20 +159,25 @@ void Fabric::run(std::vector<P2POp>& ops) {
   uint64_t idle = 0;
   int64_t nextCheck = 0;
   std::vector<pollfd> pfds;
-  while (remaining > 0) {
-    bool progress = false;
+  // One pass: advance the first unfinished op of every link and direction.
+  auto advanceAll = [&]() {
+    bool moved = false;
     std::fill(busy.begin(), busy.end(), 0);
     for (P2POp& op : ops) {
       if (op.phase == 3) continue;
       char& b = busy[size_t(op.peer) * 2 + (op.send ? 1 : 0)];
       if (b) continue;
       b = 1;
-      if (advance(op)) progress = true;
+      if (advance(op)) moved = true;
       if (op.phase == 3) {
         --remaining;
         b = 0; // the next op on this link may start in the next pass
       }
     }
+    return moved;
+  };
+  while (remaining > 0) {
+    bool progress = advanceAll();
     if (remaining == 0) break;
     if (progress) {
       idle = 0;
@@ -224,19 +229,7 @@ void Fabric::run(std::vector<P2POp>& ops) {
       ShmSegHeader* h = reinterpret_cast<ShmSegHeader*>(reinterpret_cast<char*>(bell) - offsetof(ShmSegHeader, doorbell));
       h->sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t seen = bell->load(std::memory_order_seq_cst);
-      bool moved = false;
-      std::fill(busy.begin(), busy.end(), 0);
-      for (P2POp& op : ops) {
-        if (op.phase == 3) continue;
-        char& b = busy[size_t(op.peer) * 2 + (op.send ? 1 : 0)];
-        if (b) continue;
-        b = 1;
-        if (advance(op)) moved = true;
-        if (op.phase == 3) {
-          --remaining;
-          b = 0;
-        }
-      }
+      bool moved = advanceAll();
       if (!moved) doorbellWait(bell, seen, 1000);
       h->sleepers.fetch_sub(1, std::memory_order_seq_cst);
       if (moved) idle = 0;

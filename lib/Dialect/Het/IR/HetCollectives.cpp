@@ -97,8 +97,6 @@ LogicalResult checkRankAndAxes(Operation *op, Value input, Value result,
   return success();
 }
 
-std::optional<APFloat> ratioOf(std::optional<APFloat> ratio) { return ratio; }
-
 /// A collective over a single member returns its own input unchanged: the
 /// reduction of one value is that value (avg divides by 1), a gather or
 /// scatter of one part is the whole.
@@ -129,7 +127,7 @@ LogicalResult AllReduceOp::verify() {
     return emitOpError("result type ") << getResult().getType()
            << " must equal the input type " << getInput().getType();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
-                                ratioOf(getTopkRatio()), getReduction());
+                                getTopkRatio(), getReduction());
 }
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -150,7 +148,7 @@ LogicalResult ReduceScatterOp::verify() {
                               {{"axis", getAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
-                                ratioOf(getTopkRatio()), getReduction());
+                                getTopkRatio(), getReduction());
 }
 
 LogicalResult
@@ -195,7 +193,7 @@ LogicalResult AllGatherOp::verify() {
                               {{"axis", getAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
-                                ratioOf(getTopkRatio()), std::nullopt);
+                                getTopkRatio(), std::nullopt);
 }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -234,7 +232,7 @@ LogicalResult BroadcastOp::verify() {
   if (getRoot() < 0)
     return emitOpError("'root' must be >= 0, got ") << getRoot();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
-                                ratioOf(getTopkRatio()), std::nullopt);
+                                getTopkRatio(), std::nullopt);
 }
 
 LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -263,7 +261,7 @@ LogicalResult AllToAllOp::verify() {
                                {"concat_axis", getConcatAxis()}})))
     return failure();
   return verifyCollectiveCommon(*this, getInput(), getResult(), getCompression(),
-                                ratioOf(getTopkRatio()), std::nullopt);
+                                getTopkRatio(), std::nullopt);
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

@@ -20,34 +20,43 @@ using namespace mlir::het;
 // Defaults (auto, none) are not printed.
 //===----------------------------------------------------------------------===//
 
+/// Parses a bare keyword naming a value of an enum, with an error that lists
+/// the accepted spellings.
+template <typename EnumT>
+static ParseResult
+parseEnumKeyword(OpAsmParser &parser,
+                 std::optional<EnumT> (*symbolize)(StringRef), StringRef what,
+                 StringRef expected, std::optional<EnumT> &value) {
+  StringRef name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&name))
+    return failure();
+  value = symbolize(name);
+  if (!value)
+    return parser.emitError(loc) << "unknown " << what << " '" << name
+                                 << "'; expected " << expected;
+  return success();
+}
+
 static ParseResult parseCollectiveOptions(OpAsmParser &parser,
                                           CollectiveAlgorithmAttr &algorithm,
                                           CompressionKindAttr &compression,
                                           FloatAttr &topkRatio) {
   MLIRContext *ctx = parser.getContext();
   if (succeeded(parser.parseOptionalKeyword("algorithm"))) {
-    StringRef name;
-    SMLoc loc = parser.getCurrentLocation();
-    if (parser.parseKeyword(&name))
+    std::optional<CollectiveAlgorithm> value;
+    if (parseEnumKeyword(parser, symbolizeCollectiveAlgorithm,
+                         "collective algorithm",
+                         "auto, ring, tree, halving_doubling, hierarchical or ps",
+                         value))
       return failure();
-    std::optional<CollectiveAlgorithm> value = symbolizeCollectiveAlgorithm(name);
-    if (!value)
-      return parser.emitError(loc)
-             << "unknown collective algorithm '" << name
-             << "'; expected auto, ring, tree, halving_doubling, "
-                "hierarchical or ps";
     algorithm = CollectiveAlgorithmAttr::get(ctx, *value);
   }
   if (succeeded(parser.parseOptionalKeyword("compression"))) {
-    StringRef name;
-    SMLoc loc = parser.getCurrentLocation();
-    if (parser.parseKeyword(&name))
+    std::optional<CompressionKind> value;
+    if (parseEnumKeyword(parser, symbolizeCompressionKind, "compression",
+                         "none, fp16, bf16, int8 or topk(RATIO)", value))
       return failure();
-    std::optional<CompressionKind> value = symbolizeCompressionKind(name);
-    if (!value)
-      return parser.emitError(loc)
-             << "unknown compression '" << name
-             << "'; expected none, fp16, bf16, int8 or topk(RATIO)";
     compression = CompressionKindAttr::get(ctx, *value);
     if (*value == CompressionKind::TopK) {
       double ratio;
@@ -85,14 +94,10 @@ static void printCollectiveOptions(OpAsmPrinter &printer, Operation *,
 
 static ParseResult parseReduction(OpAsmParser &parser,
                                   ReductionKindAttr &reduction) {
-  StringRef name;
-  SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseKeyword(&name))
+  std::optional<ReductionKind> value;
+  if (parseEnumKeyword(parser, symbolizeReductionKind, "reduction",
+                       "sum, prod, min, max or avg", value))
     return failure();
-  std::optional<ReductionKind> value = symbolizeReductionKind(name);
-  if (!value)
-    return parser.emitError(loc) << "unknown reduction '" << name
-                                 << "'; expected sum, prod, min, max or avg";
   reduction = ReductionKindAttr::get(parser.getContext(), *value);
   return success();
 }

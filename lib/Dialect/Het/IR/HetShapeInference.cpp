@@ -331,65 +331,51 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult Conv2dGradInputOp::verify() {
-  if (failed(sameElementType(getLoc(), "conv2d_grad_input operands and result",
-                             {getGradOutput(), getFilter(), getGradInput()})))
+/// Convolution gradients: the forward rule applied to the (input, filter)
+/// pair, one of which is the op's result, must reproduce grad_output.
+/// `role` names the result in the message ("an input", "a filter").
+template <typename OpTy>
+static LogicalResult verifyConv2dGrad(OpTy op, Value input, Value filter,
+                                      Value result, StringRef role) {
+  std::string what = (op->getName().stripDialect() + " operands and result").str();
+  if (failed(sameElementType(op.getLoc(), what,
+                             {op.getGradOutput(), input, filter})))
     return failure();
   FailureOr<Shape> forward =
-      conv2dShape(getLoc(), shapeOf(getGradInput()), shapeOf(getFilter()),
-                  getStrides(), getPadding(), getDilation(), getGroups());
+      conv2dShape(op.getLoc(), shapeOf(input), shapeOf(filter),
+                  op.getStrides(), op.getPadding(), op.getDilation(),
+                  op.getGroups());
   if (failed(forward))
     return failure();
-  if (!compatible(*forward, shapeOf(getGradOutput())))
-    return emitOpError("grad_output ") << shapeString(shapeOf(getGradOutput()))
-           << " is not the forward output " << shapeString(*forward)
-           << " of an input " << shapeString(shapeOf(getGradInput()));
+  if (!compatible(*forward, shapeOf(op.getGradOutput())))
+    return op.emitOpError("grad_output ")
+           << shapeString(shapeOf(op.getGradOutput()))
+           << " is not the forward output " << shapeString(*forward) << " of "
+           << role << " " << shapeString(shapeOf(result));
   return success();
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  return verifyConv2dGrad(*this, getGradInput(), getFilter(), getGradInput(),
+                          "an input");
 }
 
 LogicalResult Conv2dGradFilterOp::verify() {
-  if (failed(sameElementType(getLoc(), "conv2d_grad_filter operands and result",
-                             {getGradOutput(), getInput(), getGradFilter()})))
-    return failure();
-  FailureOr<Shape> forward =
-      conv2dShape(getLoc(), shapeOf(getInput()), shapeOf(getGradFilter()),
-                  getStrides(), getPadding(), getDilation(), getGroups());
-  if (failed(forward))
-    return failure();
-  if (!compatible(*forward, shapeOf(getGradOutput())))
-    return emitOpError("grad_output ") << shapeString(shapeOf(getGradOutput()))
-           << " is not the forward output " << shapeString(*forward)
-           << " of a filter " << shapeString(shapeOf(getGradFilter()));
-  return success();
+  return verifyConv2dGrad(*this, getInput(), getGradFilter(), getGradFilter(),
+                          "a filter");
 }
 
-static LogicalResult inferPool2d(std::optional<Location> loc, Value input,
-                                 ArrayRef<int64_t> kernel,
-                                 ArrayRef<int64_t> strides,
-                                 ArrayRef<int64_t> padding,
-                                 SmallVectorImpl<Type> &types) {
+LogicalResult mlir::het::inferPool2dType(std::optional<Location> loc,
+                                         Value input, ArrayRef<int64_t> kernel,
+                                         ArrayRef<int64_t> strides,
+                                         ArrayRef<int64_t> padding,
+                                         SmallVectorImpl<Type> &types) {
   FailureOr<Shape> shape =
       pool2dShape(loc, shapeOf(input), kernel, strides, padding);
   if (failed(shape))
     return failure();
   types.push_back(withShape(*shape, elementOf(input)));
   return success();
-}
-
-LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
-                     adaptor.getStrides(), adaptor.getPadding(), types);
-}
-
-LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
-                     adaptor.getStrides(), adaptor.getPadding(), types);
 }
 
 /// Pool gradients: the forward rule applied to the input shape must give
@@ -451,9 +437,10 @@ checkBatchNormOperands(std::optional<Location> loc, Value input,
   return shape[1];
 }
 
-static LogicalResult inferBatchNorm(std::optional<Location> loc, Value input,
-                                    Value scale, Value bias, double epsilon,
-                                    SmallVectorImpl<Type> &types) {
+LogicalResult mlir::het::inferBatchNormTypes(std::optional<Location> loc,
+                                             Value input, Value scale,
+                                             Value bias, double epsilon,
+                                             SmallVectorImpl<Type> &types) {
   FailureOr<int64_t> channels =
       checkBatchNormOperands(loc, input, {{"scale", scale}, {"bias", bias}});
   if (failed(channels) || failed(checkEpsilon(loc, epsilon)))
@@ -463,24 +450,6 @@ static LogicalResult inferBatchNorm(std::optional<Location> loc, Value input,
   types.push_back(withShape({*channels}, element));
   types.push_back(withShape({*channels}, element));
   return success();
-}
-
-LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  return inferBatchNorm(loc, adaptor.getInput(), adaptor.getScale(),
-                        adaptor.getBias(), adaptor.getEpsilon().convertToDouble(),
-                        types);
-}
-
-LogicalResult BatchNormReluOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &types) {
-  return inferBatchNorm(loc, adaptor.getInput(), adaptor.getScale(),
-                        adaptor.getBias(), adaptor.getEpsilon().convertToDouble(),
-                        types);
 }
 
 LogicalResult BatchNormInferenceOp::inferReturnTypes(

@@ -268,6 +268,15 @@ class Het_Pool2dOp<string mnemonic> : Het_InferredComputeOp<mnemonic> {
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)
   }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::het::inferPool2dType(loc, adaptor.getInput(),
+                                          adaptor.getKernel(), adaptor.getStrides(),
+                                          adaptor.getPadding(), types);
+    }
+  }];
 }
 
 def Het_MaxPool2dOp : Het_Pool2dOp<"max_pool2d"> {
@@ -351,6 +360,15 @@ class Het_BatchNormOpBase<string mnemonic> : Het_InferredComputeOp<mnemonic> {
   let assemblyFormat = [{
     $input `,` $scale `,` $bias attr-dict `:` type($input) `,` type($scale) `,`
     type($bias) `->` type(results)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::het::inferBatchNormTypes(
+          loc, adaptor.getInput(), adaptor.getScale(), adaptor.getBias(),
+          adaptor.getEpsilon().convertToDouble(), types);
+    }
   }];
 }
 

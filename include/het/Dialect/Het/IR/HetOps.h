@@ -26,6 +26,18 @@ FailureOr<int64_t> resolveGroupSize(Operation *op, SymbolRefAttr group,
 LogicalResult inferBroadcastType(std::optional<Location> loc, Type lhs,
                                  Type rhs, SmallVectorImpl<Type> &types);
 
+/// Shape rule shared by het.batch_norm and het.batch_norm_relu.
+LogicalResult inferBatchNormTypes(std::optional<Location> loc, Value input,
+                                  Value scale, Value bias, double epsilon,
+                                  SmallVectorImpl<Type> &types);
+
+/// Shape rule shared by het.max_pool2d and het.avg_pool2d.
+LogicalResult inferPool2dType(std::optional<Location> loc, Value input,
+                              ArrayRef<int64_t> kernel,
+                              ArrayRef<int64_t> strides,
+                              ArrayRef<int64_t> padding,
+                              SmallVectorImpl<Type> &types);
+
 } // namespace mlir::het
 
 #include "het/Dialect/Het/IR/HetInterfaces.h.inc"
