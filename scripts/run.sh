@@ -25,7 +25,9 @@ echo "het: verified the 2-stage placement of the same model on a mixed NVIDIA+AM
      "$stages stages, $collectives gradient collectives -> $out/partitioned.mlir"
 if [ -x "$here/build/bin/hetccl-bench" ]; then
   echo "het: hetccl all-reduce across 2 local ranks (sum, f32):"
-  "$here/build/bin/hetccl-bench" -np 2 -b 1K -e 1M -f 32 -n 5 -w 1 2>&1 | tail -n 6 || true
+  "$here/build/bin/hetccl-bench" -np 2 -b 1K -e 1M -f 32 -n 5 -w 1 > "$out/hetccl.txt" 2>&1 \
+    || { cat "$out/hetccl.txt"; echo "het: hetccl-bench failed" >&2; exit 1; }
+  tail -n 6 "$out/hetccl.txt"
 fi
 echo "het: not yet done: differentiation, planning, code generation and training" \
      "(they land with het-autodiff, het-plan, het-compile and het-run)"
