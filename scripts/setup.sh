@@ -11,7 +11,7 @@ APT_PACKAGES=(
   # LLVM/MLIR 19 (Debian 12 packages); lit's FileCheck/not/count live in llvm-19-tools
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
   # libraries
-  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev libzip-dev
   libssl-dev libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
   # tests
   python3 python3-venv iproute2

@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
 
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
   mlir::het::registerHetPasses();
+  mlir::het::registerHetTrainingPipeline();
 
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "het " << HET_VERSION << " (built on MLIR " << HET_MLIR_VERSION

@@ -90,7 +90,7 @@ het.cluster @lab {
   het.device_group @gpu kind #het.device<nvidia, "sm_80"> count 4 memory_gib 80.0
 }
 het.stage @s0 on @lab::@gpu replicas 1 layers [0, 1) (%x: tensor<4xf32>) {
-  // expected-error @+2 {{'het.yield' op expects parent op 'het.stage'}}
+  // expected-error @+2 {{'het.yield' op expects parent op to be one of 'het.stage, het.elementwise'}}
   %0 = scf.execute_region -> tensor<4xf32> {
     het.yield %x : tensor<4xf32>
   }

@@ -1,7 +1,8 @@
 //===- HetDialect.cpp - dialect registration and attribute checks ---------===//
 //
 // Registers ops and attributes, and verifies the dialect's discardable
-// attributes (`het.layer`, `het.param`) wherever they appear.
+// attributes (`het.layer`, `het.param`, `het.name`, `het.state`) wherever they
+// appear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,15 +53,29 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
   return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
 }
 
+/// `het.name` must be a non-empty string; shared by arguments and results.
+static LogicalResult verifyNameAttribute(Operation *op, NamedAttribute attr,
+                                         StringRef what, unsigned index) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << HetDialect::getNameAttrName()
+                           << "' must be a non-empty string, got "
+                           << attr.getValue() << " on " << what << " #" << index;
+  return success();
+}
+
 LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,
                                                    unsigned argIndex,
                                                    NamedAttribute attr) {
-  if (attr.getName() != getParamAttrName())
+  if (attr.getName() == getNameAttrName())
+    return verifyNameAttribute(op, attr, "argument", argIndex);
+  if (attr.getName() != getParamAttrName() && attr.getName() != getStateAttrName())
     return op->emitError() << "unknown het argument attribute '"
                            << attr.getName().getValue() << "' on argument #" << argIndex;
+  StringRef attrName = attr.getName().getValue();
   if (!isa<UnitAttr>(attr.getValue()))
-    return op->emitError() << "'" << getParamAttrName()
+    return op->emitError() << "'" << attrName
                            << "' is a unit attribute (no value), got "
                            << attr.getValue() << " on argument #" << argIndex;
   Region &region = op->getRegion(regionIndex);
@@ -68,11 +83,25 @@ LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
     return success(); // a declaration: nothing to check the type against
   Type type = region.getArgument(argIndex).getType();
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !isa<FloatType>(tensor.getElementType()))
-    return op->emitError() << "'" << getParamAttrName()
-                           << "' argument #" << argIndex
+  // Optimizer state includes Adam's integer step counter.
+  bool typeOk = tensor && (isa<FloatType>(tensor.getElementType()) ||
+                           (attr.getName() == getStateAttrName() &&
+                            tensor.getElementType().isInteger(64)));
+  if (!typeOk)
+    return op->emitError() << "'" << attrName << "' argument #" << argIndex
                            << " must be a ranked float tensor, got " << type;
   return success();
+}
+
+LogicalResult HetDialect::verifyRegionResultAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  (void)regionIndex;
+  if (attr.getName() == getNameAttrName())
+    return verifyNameAttribute(op, attr, "result", resultIndex);
+  return op->emitError() << "unknown het result attribute '"
+                         << attr.getName().getValue() << "' on result #" << resultIndex;
 }
 
 LogicalResult

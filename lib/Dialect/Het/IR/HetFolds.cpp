@@ -20,6 +20,12 @@ OpFoldResult SumToShapeOp::fold(FoldAdaptor) {
   return {};
 }
 
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
 /// A reshape to the same type is a no-op; a reshape of a reshape only needs
 /// the first input (row-major order is preserved by both).
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {

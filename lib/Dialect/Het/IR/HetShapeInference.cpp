@@ -716,19 +716,31 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
                      adaptor.getKeepDims(), types);
 }
 
-LogicalResult SumToShapeOp::verify() {
-  auto input = ranked(getInput().getType());
-  auto result = ranked(getResult().getType());
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("result element type must equal the input's");
+/// Checks that `from` broadcasts (NumPy rules) to `to`: the shared rule of
+/// het.sum_to_shape (result -> input) and het.broadcast_to (input -> result).
+static LogicalResult verifyBroadcastsTo(Operation *op, Value fromValue,
+                                        StringRef fromName, Value toValue,
+                                        StringRef toName) {
+  auto from = ranked(fromValue.getType());
+  auto to = ranked(toValue.getType());
+  if (from.getElementType() != to.getElementType())
+    return op->emitOpError("result element type must equal the input's");
   SmallVector<Type> broadcast;
-  if (result.getRank() > input.getRank() ||
-      failed(inferBroadcastType(std::nullopt, result, input, broadcast)) ||
-      !compatible(ranked(broadcast.front()).getShape(), input.getShape()))
-    return emitOpError("result ")
-           << shapeString(result.getShape())
-           << " does not broadcast to the input " << shapeString(input.getShape());
+  if (from.getRank() > to.getRank() ||
+      failed(inferBroadcastType(std::nullopt, from, to, broadcast)) ||
+      !compatible(ranked(broadcast.front()).getShape(), to.getShape()))
+    return op->emitOpError() << fromName << " " << shapeString(from.getShape())
+                             << " does not broadcast to the " << toName << " "
+                             << shapeString(to.getShape());
   return success();
+}
+
+LogicalResult SumToShapeOp::verify() {
+  return verifyBroadcastsTo(*this, getResult(), "result", getInput(), "input");
+}
+
+LogicalResult BroadcastToOp::verify() {
+  return verifyBroadcastsTo(*this, getInput(), "input", getResult(), "result");
 }
 
 LogicalResult ReshapeOp::verify() {

@@ -13,6 +13,7 @@
 include "het/Dialect/Het/IR/HetDialect.td"
 include "het/Dialect/Het/IR/HetAttrs.td"
 include "het/Dialect/Het/IR/HetTypes.td"
+include "het/Dialect/Het/IR/HetInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -25,12 +26,15 @@ class Het_ComputeOp<string mnemonic, list<Trait> traits = []>
 class Het_InferredComputeOp<string mnemonic, list<Trait> traits = []>
     : Het_ComputeOp<mnemonic, !listconcat([InferTypeOpAdaptor], traits)>;
 
+/// Shorthand for ops whose gradient rule is defined in HetGradients.cpp.
+defvar Differentiable = DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Element-wise
 //===----------------------------------------------------------------------===//
 
 class Het_UnaryElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Het_ComputeOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+    : Het_ComputeOp<mnemonic, !listconcat([SameOperandsAndResultType, Differentiable], traits)> {
   let arguments = (ins Het_FloatTensor:$input);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -47,7 +51,7 @@ def Het_ReluOp : Het_UnaryElementwiseOp<"relu"> {
   let hasFolder = 1;
 }
 
-def Het_GeluOp : Het_ComputeOp<"gelu", [SameOperandsAndResultType]> {
+def Het_GeluOp : Het_ComputeOp<"gelu", [SameOperandsAndResultType, Differentiable]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` with the exact normal CDF (`approximate = none`, the
@@ -66,7 +70,7 @@ def Het_GeluOp : Het_ComputeOp<"gelu", [SameOperandsAndResultType]> {
 }
 
 class Het_BinaryElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Het_InferredComputeOp<mnemonic, traits> {
+    : Het_InferredComputeOp<mnemonic, !listconcat([Differentiable], traits)> {
   let arguments = (ins Het_FloatTensor:$lhs, Het_FloatTensor:$rhs);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = [{
@@ -113,11 +117,36 @@ def Het_MulOp : Het_BinaryElementwiseOp<"mul", [Commutative]> {
   }];
 }
 
+def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock]> {
+  let summary = "fused element-wise computation described by a scalar body";
+  let description = [{
+    Made by `het-fuse` from a chain of element-wise ops: one pass over the
+    data instead of one per op. The operands broadcast (NumPy rules) to the
+    result shape; the body receives one scalar per operand, computes with
+    `arith` and `math` ops on scalars, and yields the result element.
+
+    ```mlir
+    %y = het.elementwise %a, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32> {
+    ^bb0(%x: f32, %c: f32):
+      %s = arith.addf %x, %c : f32
+      %zero = arith.constant 0.0 : f32
+      %r = arith.maximumf %s, %zero : f32
+      het.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Het_FloatTensor>:$inputs);
+  let results = (outs Het_FloatTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result) $body";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Dense layers
 //===----------------------------------------------------------------------===//
 
-def Het_MatmulOp : Het_InferredComputeOp<"matmul"> {
+def Het_MatmulOp : Het_InferredComputeOp<"matmul", [Differentiable]> {
   let summary = "batched matrix product";
   let description = [{
     `lhs` is `[..., M, K]` and `rhs` is `[..., K, N]` (after the optional
@@ -139,7 +168,7 @@ def Het_MatmulOp : Het_InferredComputeOp<"matmul"> {
   }];
 }
 
-def Het_LinearOp : Het_InferredComputeOp<"linear"> {
+def Het_LinearOp : Het_InferredComputeOp<"linear", [Differentiable]> {
   let summary = "fully connected layer, y = act(x W^T + b)";
   let description = [{
     `input` is `[..., in]`, `weight` is `[out, in]` (PyTorch's layout) and the
@@ -189,7 +218,7 @@ def Het_LinearGradOp : Het_InferredComputeOp<"linear_grad"> {
 // Convolution and pooling (NCHW)
 //===----------------------------------------------------------------------===//
 
-def Het_Conv2dOp : Het_InferredComputeOp<"conv2d"> {
+def Het_Conv2dOp : Het_InferredComputeOp<"conv2d", [Differentiable]> {
   let summary = "2-D convolution, NCHW input and OIHW filter";
   let description = [{
     `input` is `[N, C, H, W]`, `filter` is `[O, C / groups, KH, KW]` and the
@@ -260,7 +289,7 @@ def Het_Conv2dGradFilterOp : Het_ComputeOp<"conv2d_grad_filter"> {
   let hasVerifier = 1;
 }
 
-class Het_Pool2dOp<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+class Het_Pool2dOp<string mnemonic> : Het_InferredComputeOp<mnemonic, [Differentiable]> {
   let arguments = (ins Het_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
       DenseI64ArrayAttr:$strides,
       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding);
@@ -351,7 +380,7 @@ def Het_AvgPool2dGradOp : Het_Pool2dGradOp<"avg_pool2d_grad"> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-class Het_BatchNormOpBase<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+class Het_BatchNormOpBase<string mnemonic> : Het_InferredComputeOp<mnemonic, [Differentiable]> {
   let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$scale,
       Het_FloatTensor:$bias,
       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
@@ -471,7 +500,7 @@ def Het_BatchNormReluGradOp : Het_InferredComputeOp<"batch_norm_relu_grad"> {
   }];
 }
 
-def Het_LayerNormOp : Het_InferredComputeOp<"layer_norm"> {
+def Het_LayerNormOp : Het_InferredComputeOp<"layer_norm", [Differentiable]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     Normalizes each row of `input` (`[..., D]`) and scales/shifts by
@@ -520,7 +549,7 @@ def Het_LayerNormGradOp : Het_InferredComputeOp<"layer_norm_grad"> {
 // Softmax, losses, embeddings
 //===----------------------------------------------------------------------===//
 
-def Het_SoftmaxOp : Het_ComputeOp<"softmax", [SameOperandsAndResultType]> {
+def Het_SoftmaxOp : Het_ComputeOp<"softmax", [SameOperandsAndResultType, Differentiable]> {
   let summary = "softmax along one axis, optionally scaled and causally masked";
   let description = [{
     Computes `softmax(scale * x)` along `axis` (default: the last). With
@@ -561,7 +590,7 @@ def Het_SoftmaxGradOp : Het_ComputeOp<"softmax_grad", [SameOperandsAndResultType
   let hasVerifier = 1;
 }
 
-def Het_CrossEntropyOp : Het_InferredComputeOp<"cross_entropy"> {
+def Het_CrossEntropyOp : Het_InferredComputeOp<"cross_entropy", [Differentiable]> {
   let summary = "mean softmax cross-entropy between logits and class labels";
   let description = [{
     `logits` is `[..., C]` and `labels` holds class indices `[...]`; the
@@ -598,7 +627,7 @@ def Het_CrossEntropyGradOp : Het_InferredComputeOp<"cross_entropy_grad"> {
   }];
 }
 
-def Het_EmbeddingOp : Het_InferredComputeOp<"embedding"> {
+def Het_EmbeddingOp : Het_InferredComputeOp<"embedding", [Differentiable]> {
   let summary = "row lookup in an embedding table";
   let description = [{
     `table` is `[V, D]`, `indices` any shape `[...]` of i32/i64; the result
@@ -668,7 +697,7 @@ def Het_GeluGradOp : Het_ComputeOp<"gelu_grad", [SameOperandsAndResultType]> {
 // Reductions and layout
 //===----------------------------------------------------------------------===//
 
-class Het_ReduceOp<string mnemonic> : Het_InferredComputeOp<mnemonic> {
+class Het_ReduceOp<string mnemonic> : Het_InferredComputeOp<mnemonic, [Differentiable]> {
   let arguments = (ins Het_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keep_dims);
   let results = (outs Het_FloatTensor:$result);
@@ -695,7 +724,7 @@ def Het_ReduceMeanOp : Het_ReduceOp<"reduce_mean"> {
   }];
 }
 
-def Het_SumToShapeOp : Het_ComputeOp<"sum_to_shape"> {
+def Het_SumToShapeOp : Het_ComputeOp<"sum_to_shape", [Differentiable]> {
   let summary = "sum away the dimensions that broadcasting added";
   let description = [{
     The inverse of NumPy broadcasting, used by the gradient of `het.add`:
@@ -713,7 +742,24 @@ def Het_SumToShapeOp : Het_ComputeOp<"sum_to_shape"> {
   let hasFolder = 1;
 }
 
-def Het_ReshapeOp : Het_ComputeOp<"reshape"> {
+def Het_BroadcastToOp : Het_ComputeOp<"broadcast_to", [Differentiable]> {
+  let summary = "stretch a tensor to a larger shape by NumPy broadcasting";
+  let description = [{
+    The inverse of `het.sum_to_shape` and the gradient of reductions: the
+    input type must broadcast to the result type.
+
+    ```mlir
+    %y = het.broadcast_to %x : tensor<16xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Het_ReshapeOp : Het_ComputeOp<"reshape", [Differentiable]> {
   let summary = "same elements, new shape (row-major order)";
   let description = [{
     ```mlir
@@ -728,7 +774,7 @@ def Het_ReshapeOp : Het_ComputeOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def Het_TransposeOp : Het_InferredComputeOp<"transpose"> {
+def Het_TransposeOp : Het_InferredComputeOp<"transpose", [Differentiable]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`.

@@ -36,12 +36,14 @@ def Het_Dialect : Dialect {
     Two discardable attributes connect the model to the planner:
     `het.layer = N` on an op assigns it to layer `N` (the unit of pipeline
     partitioning) and `het.param` on a function argument marks a trainable
-    parameter.
+    parameter. `het.name = "..."` names a function argument or result (the
+    key runners use in `.npz` files) and `het.state` marks optimizer state.
   }];
 
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 
   let extraClassDeclaration = [{
     /// Discardable attribute naming the layer an op belongs to.
@@ -51,6 +53,18 @@ def Het_Dialect : Dialect {
     /// Discardable unit attribute marking a trainable function argument.
     static constexpr ::llvm::StringLiteral getParamAttrName() {
       return ::llvm::StringLiteral("het.param");
+    }
+    /// Discardable string attribute naming a function argument or result,
+    /// e.g. a PyTorch parameter name. Runners (het-eval, compiled steps) use
+    /// it as the key in .npz files and to feed a training step's updated
+    /// parameters back into the next step.
+    static constexpr ::llvm::StringLiteral getNameAttrName() {
+      return ::llvm::StringLiteral("het.name");
+    }
+    /// Discardable unit attribute marking an optimizer-state argument
+    /// (momentum, Adam moments, step); runners start it at zero.
+    static constexpr ::llvm::StringLiteral getStateAttrName() {
+      return ::llvm::StringLiteral("het.state");
     }
 
   }];

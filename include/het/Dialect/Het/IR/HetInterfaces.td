@@ -28,4 +28,28 @@ def Het_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   ];
 }
 
+def Het_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::mlir::het";
+  let description = [{
+    An op that knows its own reverse-mode gradient rule. `het-autodiff` walks
+    a function backwards and asks each op on the path from a parameter to
+    the loss for the gradients of its operands, given the gradients of its
+    results. The rule lives with the op (HetGradients.cpp), not in a switch
+    inside the pass, so a new op brings its rule with it.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+      Builds, at the builder's insertion point, the gradients of this op's
+      operands from `resultGradients` (one entry per result; a null Value
+      means no gradient flows into that result). Fills `operandGradients`
+      with one entry per operand, null where the operand has no gradient
+      (integer operands such as labels, or results nothing depends on).
+      Fails with a diagnostic on this op when the rule does not apply.
+    }], "::mlir::LogicalResult", "buildGradients",
+    (ins "::mlir::OpBuilder &":$builder,
+         "::mlir::ArrayRef<::mlir::Value>":$resultGradients,
+         "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGradients)>
+  ];
+}
+
 #endif // HET_DIALECT_HET_IR_HETINTERFACES_TD

@@ -130,8 +130,8 @@ def Het_StageOp : Het_Op<"stage", [Symbol, IsolatedFromAbove,
 }
 
 def Het_YieldOp : Het_Op<"yield", [Pure, Terminator, ReturnLike,
-    HasParent<"StageOp">]> {
-  let summary = "the outputs of a stage";
+    ParentOneOf<["StageOp", "ElementwiseOp"]>]> {
+  let summary = "the outputs of a stage, or the element a fused body computes";
   let description = [{
     ```mlir
     het.yield %w1, %loss : tensor<64x64xf32>, tensor<f32>

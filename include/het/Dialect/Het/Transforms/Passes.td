@@ -31,4 +31,84 @@ def HetInferLayers : Pass<"het-infer-layers", "func::FuncOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
+  let summary = "build the training step of a model: gradients and optimizer update";
+  let description = [{
+    For every function that returns a scalar loss and has `het.param`
+    arguments (or only `function` when given), adds `@<name>_train_step`:
+    the forward computation, reverse-mode gradients of the loss with respect
+    to every parameter, and the optimizer update. The original function is
+    left untouched for inference.
+
+    The step takes the original arguments followed by the optimizer state
+    (`het.state` arguments named `<param>.momentum_buffer`, or
+    `<param>.exp_avg`, `<param>.exp_avg_sq` and `adam.step`) and returns the
+    loss (named `loss`), then each updated parameter and state under the
+    name of the argument it replaces, so a runner feeds results back by name
+    (`het-eval --steps`). With `optimizer=none` it returns the loss and the
+    gradients (`<param>.grad`) instead.
+
+    Each op's gradient rule comes from `DifferentiableOpInterface`; an op on
+    the path from a parameter to the loss without one is an error naming it.
+    Backward ops inherit the `het.layer` of their forward op, and updates the
+    layer of the parameter's first use, so the partitioner keeps them
+    together.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"\"",
+           "only differentiate this function (default: every function with het.param arguments)">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd | adam | none (gradients only)">,
+    Option<"learningRate", "learning-rate", "double", "0.01", "learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD with Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "L2 penalty (SGD, Adam) or decoupled decay (AdamW)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam first-moment decay">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam second-moment decay">,
+    Option<"epsilon", "epsilon", "double", "1.0e-8", "Adam denominator term">,
+    Option<"decoupled", "decoupled", "bool", "false", "AdamW: decoupled weight decay">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def HetFuse : Pass<"het-fuse", "func::FuncOp"> {
+  let summary = "fuse operators: BatchNorm+ReLU, linear+bias+activation, element-wise chains, conv+BN folding";
+  let description = [{
+    Rewrites a (forward or training) function so that fewer, larger kernels
+    run. Each fusion applies only where it is legal, i.e. where no other op
+    reads the intermediate value that would disappear:
+
+    * `bn-relu`: `het.batch_norm` whose output is only read by `het.relu`
+      becomes `het.batch_norm_relu`; in a training step the backward pair
+      `het.relu_grad` + `het.batch_norm_grad` becomes
+      `het.batch_norm_relu_grad`, which takes the relu mask from the saved
+      output instead of storing it.
+    * `linear-activation`: `het.linear` (or `het.matmul` by a plain weight,
+      plus a `het.add` of a bias) followed by `het.relu`/`het.gelu` becomes
+      one `het.linear` with `activation`.
+    * `elementwise`: a chain of element-wise ops (`add`, `sub`, `mul`,
+      `relu`, `gelu`, `relu_grad`) of the same result shape becomes one
+      `het.elementwise` with a scalar body.
+    * `conv-bn-fold` (inference): `het.conv2d` followed by
+      `het.batch_norm_inference` becomes one `het.conv2d` with bias whose
+      filter and bias are rescaled (computed in the IR, so the result stays
+      exact for any parameter values).
+
+    Every fusion can be switched off, e.g. `--het-fuse="elementwise=false"`.
+  }];
+  let options = [
+    Option<"bnRelu", "bn-relu", "bool", "true", "fuse batch_norm + relu (and their gradients)">,
+    Option<"linearActivation", "linear-activation", "bool", "true",
+           "fuse linear/matmul + bias + relu/gelu">,
+    Option<"elementwise", "elementwise", "bool", "true",
+           "fuse chains of element-wise ops into het.elementwise">,
+    Option<"convBnFold", "conv-bn-fold", "bool", "true",
+           "fold batch_norm_inference into the preceding conv2d">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // HET_DIALECT_HET_TRANSFORMS_PASSES_TD

@@ -1,0 +1,332 @@
+//===- HetGradients.cpp - reverse-mode gradient rule of every het op -------===//
+//
+// One `buildGradients` per differentiable op (DifferentiableOpInterface).
+// Each rule emits het ops only, so the backward pass is ordinary het IR that
+// every later pass (fusion, partitioning, lowering) and the reference
+// evaluator already understand. Results that carry saved statistics (batch
+// and layer norm) are for the backward op only: a gradient flowing into them
+// is rejected rather than silently dropped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Sums `grad` down to `target`'s shape when broadcasting stretched it.
+Value sumTo(OpBuilder &b, Location loc, Value grad, Type target) {
+  if (grad.getType() == target)
+    return grad;
+  return b.create<SumToShapeOp>(loc, target, grad);
+}
+
+/// A 0-d constant of `like`'s element type, broadcast by the consumer.
+Value scalarConstant(OpBuilder &b, Location loc, Value like, double value) {
+  auto element = cast<FloatType>(tensorType(like).getElementType());
+  auto type = RankedTensorType::get({}, element);
+  return b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+}
+
+Value scaled(OpBuilder &b, Location loc, Value value, double factor) {
+  return b.create<MulOp>(loc, value, scalarConstant(b, loc, value, factor));
+}
+
+/// Swaps the last two dimensions (the matrix transpose of a batched matrix).
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
+  int64_t rank = tensorType(value).getRank();
+  SmallVector<int64_t> permutation = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(permutation[rank - 1], permutation[rank - 2]);
+  return b.create<TransposeOp>(loc, value, b.getDenseI64ArrayAttr(permutation));
+}
+
+/// The gradient of a reduction: the result gradient brought back to the
+/// reduced dimensions (as size 1) and broadcast over them.
+Value unreduce(OpBuilder &b, Location loc, Value grad, RankedTensorType input,
+               ArrayRef<int64_t> axes, bool keepDims) {
+  if (!keepDims) {
+    SmallVector<int64_t> kept = llvm::to_vector(input.getShape());
+    for (int64_t axis : axes)
+      kept[axis < 0 ? axis + input.getRank() : axis] = 1;
+    grad = b.create<ReshapeOp>(
+        loc, RankedTensorType::get(kept, input.getElementType()), grad);
+  }
+  return b.create<BroadcastToOp>(loc, input, grad);
+}
+
+/// Fails on `op` when a gradient flows into one of its saved-statistics
+/// results (index >= 1), which no rule here accounts for.
+LogicalResult rejectStatisticsGradients(Operation *op,
+                                        ArrayRef<Value> resultGradients) {
+  for (unsigned i = 1; i < resultGradients.size(); ++i)
+    if (resultGradients[i])
+      return op->emitOpError("result #")
+             << i << " (saved statistics) is used on the path to the loss; "
+             << "only the normalized output is differentiable";
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<ReluGradOp>(getLoc(), getType(), dys[0], getInput()));
+  return success();
+}
+
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<GeluGradOp>(getLoc(), getType(), dys[0], getInput(),
+                                     getApproximateAttr()));
+  return success();
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(sumTo(b, getLoc(), dys[0], getLhs().getType()));
+  dxs.push_back(sumTo(b, getLoc(), dys[0], getRhs().getType()));
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(sumTo(b, getLoc(), dys[0], getLhs().getType()));
+  dxs.push_back(sumTo(b, getLoc(), scaled(b, getLoc(), dys[0], -1.0),
+                      getRhs().getType()));
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(sumTo(b, loc, b.create<MulOp>(loc, dys[0], getRhs()),
+                      getLhs().getType()));
+  dxs.push_back(sumTo(b, loc, b.create<MulOp>(loc, dys[0], getLhs()),
+                      getRhs().getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dense layers
+//===----------------------------------------------------------------------===//
+
+// With op(X) = X or X^T as the flags say, C = op(A) op(B) gives
+// d op(A) = dC op(B)^T and d op(B) = op(A)^T dC. Both are one matmul with
+// flipped flags; B stays the right operand so a plain-matrix B shared by a
+// batch keeps working, and its gradient is summed over the batch.
+LogicalResult MatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dC = dys[0];
+  bool tA = getTransposeLhs(), tB = getTransposeRhs();
+
+  Value dOpA = b.create<MatmulOp>(loc, dC, getRhs(), /*transpose_lhs=*/false,
+                                  /*transpose_rhs=*/!tB);
+  dxs.push_back(tA ? transposeLastTwo(b, loc, dOpA) : dOpA);
+
+  Value dOpB = b.create<MatmulOp>(loc, getLhs(), dC, /*transpose_lhs=*/!tA,
+                                  /*transpose_rhs=*/false);
+  int64_t batchRank = tensorType(dOpB).getRank() - tensorType(getRhs()).getRank();
+  if (batchRank > 0)
+    dOpB = b.create<ReduceSumOp>(
+        loc, dOpB,
+        b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, batchRank))),
+        /*keep_dims=*/false);
+  dxs.push_back(tB ? transposeLastTwo(b, loc, dOpB) : dOpB);
+  return success();
+}
+
+LogicalResult LinearOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  switch (getActivation()) {
+  case Activation::None:
+    break;
+  case Activation::ReLU:
+    // relu(z) > 0 exactly where z > 0, so the output is as good a mask as
+    // the pre-activation, which a fused layer never materializes.
+    dy = b.create<ReluGradOp>(loc, getType(), dy, getResult());
+    break;
+  case Activation::GELU: {
+    // GELU's derivative needs the pre-activation: recompute it.
+    Value preActivation =
+        b.create<LinearOp>(loc, getInput(), getWeight(), getBias(), Activation::None);
+    dy = b.create<GeluGradOp>(loc, getType(), dy, preActivation,
+                              GeluApproximation::None);
+    break;
+  }
+  }
+  auto grads = b.create<LinearGradOp>(loc, dy, getInput(), getWeight());
+  dxs.push_back(grads.getGradInput());
+  dxs.push_back(grads.getGradWeight());
+  if (getBias())
+    dxs.push_back(grads.getGradBias());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(b.create<Conv2dGradInputOp>(
+      loc, getInput().getType(), dys[0], getFilter(), getStridesAttr(),
+      getPaddingAttr(), getDilationAttr(), getGroupsAttr()));
+  dxs.push_back(b.create<Conv2dGradFilterOp>(
+      loc, getFilter().getType(), dys[0], getInput(), getStridesAttr(),
+      getPaddingAttr(), getDilationAttr(), getGroupsAttr()));
+  if (getBias())
+    dxs.push_back(b.create<ReduceSumOp>(loc, dys[0],
+                                        b.getDenseI64ArrayAttr({0, 2, 3}),
+                                        /*keep_dims=*/false));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<MaxPool2dGradOp>(getLoc(), getInput().getType(), dys[0],
+                                          getInput(), getKernelAttr(),
+                                          getStridesAttr(), getPaddingAttr()));
+  return success();
+}
+
+LogicalResult AvgPool2dOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<AvgPool2dGradOp>(getLoc(), getInput().getType(), dys[0],
+                                          getKernelAttr(), getStridesAttr(),
+                                          getPaddingAttr()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (failed(rejectStatisticsGradients(*this, dys)))
+    return failure();
+  auto grads = b.create<BatchNormGradOp>(getLoc(), dys[0], getInput(), getScale(),
+                                         getSavedMean(), getSavedInvStd());
+  dxs.append({grads.getGradInput(), grads.getGradScale(), grads.getGradBias()});
+  return success();
+}
+
+LogicalResult BatchNormReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                              SmallVectorImpl<Value> &dxs) {
+  if (failed(rejectStatisticsGradients(*this, dys)))
+    return failure();
+  auto grads = b.create<BatchNormReluGradOp>(getLoc(), dys[0], getOutput(),
+                                             getInput(), getScale(),
+                                             getSavedMean(), getSavedInvStd());
+  dxs.append({grads.getGradInput(), grads.getGradScale(), grads.getGradBias()});
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (failed(rejectStatisticsGradients(*this, dys)))
+    return failure();
+  auto grads = b.create<LayerNormGradOp>(getLoc(), dys[0], getInput(), getScale(),
+                                         getSavedMean(), getSavedRstd());
+  dxs.append({grads.getGradInput(), grads.getGradScale(), grads.getGradBias()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, losses, embeddings
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<SoftmaxGradOp>(getLoc(), getType(), dys[0], getResult(),
+                                        getAxisAttr(), getScaleAttr()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                             SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<CrossEntropyGradOp>(getLoc(), dys[0], getLogits(),
+                                             getLabels()));
+  dxs.push_back(Value()); // class labels are integers
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<EmbeddingGradOp>(getLoc(), getTable().getType(), dys[0],
+                                          getIndices()));
+  dxs.push_back(Value()); // token ids are integers
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and layout
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(unreduce(b, getLoc(), dys[0], tensorType(getInput()), getAxes(),
+                         getKeepDims()));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  RankedTensorType input = tensorType(getInput());
+  int64_t count = 1;
+  for (int64_t axis : getAxes()) {
+    int64_t size = input.getDimSize(axis < 0 ? axis + input.getRank() : axis);
+    if (ShapedType::isDynamic(size))
+      return emitOpError("gradient needs a static size for reduced axis ") << axis;
+    count *= size;
+  }
+  Value spread = unreduce(b, getLoc(), dys[0], input, getAxes(), getKeepDims());
+  dxs.push_back(scaled(b, getLoc(), spread, 1.0 / static_cast<double>(count)));
+  return success();
+}
+
+LogicalResult SumToShapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<BroadcastToOp>(getLoc(), getInput().getType(), dys[0]));
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                            SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(sumTo(b, getLoc(), dys[0], getInput().getType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<ReshapeOp>(getLoc(), getInput().getType(), dys[0]));
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  ArrayRef<int64_t> permutation = getPermutation();
+  SmallVector<int64_t> inverse(permutation.size());
+  for (auto [index, source] : llvm::enumerate(permutation))
+    inverse[source] = static_cast<int64_t>(index);
+  dxs.push_back(b.create<TransposeOp>(getLoc(), dys[0],
+                                      b.getDenseI64ArrayAttr(inverse)));
+  return success();
+}

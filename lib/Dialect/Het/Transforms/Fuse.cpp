@@ -1,0 +1,80 @@
+//===- Fuse.cpp - het-fuse and the training pipeline -----------------------===//
+//
+// Structural fusions (BN+ReLU, linear+activation, conv+BN) run first, to a
+// fixed point; element-wise chains only afterwards, because absorbing a relu
+// into a chain would hide the patterns the structural fusions look for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/Fusion.h"
+#include "het/Dialect/Het/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::het {
+#define GEN_PASS_DEF_HETFUSE
+#include "het/Dialect/Het/Transforms/Passes.h.inc"
+} // namespace mlir::het
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+struct FusePass : mlir::het::impl::HetFuseBase<FusePass> {
+  using HetFuseBase::HetFuseBase;
+
+  void runOnOperation() override {
+    RewritePatternSet structural(&getContext());
+    if (bnRelu)
+      populateBatchNormReluFusionPatterns(structural);
+    if (linearActivation)
+      populateLinearActivationFusionPatterns(structural);
+    if (convBnFold)
+      populateConvBatchNormFoldingPatterns(structural);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(structural))))
+      return signalPassFailure();
+    if (!elementwise)
+      return;
+    RewritePatternSet chains(&getContext());
+    populateElementwiseFusionPatterns(chains);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(chains))))
+      return signalPassFailure();
+  }
+};
+
+struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd | adam | none"),
+                                llvm::cl::init("sgd")};
+  Option<double> learningRate{*this, "learning-rate", llvm::cl::desc("learning rate"),
+                              llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<bool> fuse{*this, "fuse", llvm::cl::desc("run het-fuse"), llvm::cl::init(true)};
+};
+} // namespace
+
+void mlir::het::registerHetTrainingPipeline() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "het-training-pipeline",
+      "forward model -> fused training step: het-autodiff, canonicalize, het-fuse, "
+      "canonicalize, cse",
+      [](OpPassManager &pm, const TrainingPipelineOptions &options) {
+        HetAutodiffOptions autodiff;
+        autodiff.optimizer = options.optimizer;
+        autodiff.learningRate = options.learningRate;
+        autodiff.momentum = options.momentum;
+        autodiff.weightDecay = options.weightDecay;
+        pm.addPass(createHetAutodiff(autodiff));
+        pm.addPass(createCanonicalizerPass());
+        if (options.fuse)
+          pm.addNestedPass<func::FuncOp>(createHetFuse());
+        pm.addPass(createCanonicalizerPass());
+        pm.addPass(createCSEPass());
+      });
+}

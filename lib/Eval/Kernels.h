@@ -1,0 +1,140 @@
+//===- Kernels.h - reference kernels of the het compute ops --------*- C++ -*-===//
+//
+// One function per op semantics, free of MLIR so each is a plain loop nest
+// over Tensor<T>. Instantiated for float and double. Shapes have been checked
+// by the op verifiers; kernels only check what depends on values (an index
+// out of range), by throwing KernelError, which the evaluator reports on the
+// op that ran.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_EVAL_KERNELS_H
+#define HET_LIB_EVAL_KERNELS_H
+
+#include "Tensor.h"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+namespace het::eval {
+
+struct KernelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Element-wise (ElementwiseKernels.cpp) ------------------------------------
+enum class BinaryKind { Add, Sub, Mul };
+template <typename T>
+Tensor<T> binary(BinaryKind kind, const Tensor<T> &lhs, const Tensor<T> &rhs,
+                 const Shape &resultShape);
+template <typename T> Tensor<T> relu(const Tensor<T> &x);
+template <typename T> Tensor<T> reluGrad(const Tensor<T> &dy, const Tensor<T> &x);
+template <typename T> Tensor<T> gelu(const Tensor<T> &x, bool tanhApproximation);
+template <typename T>
+Tensor<T> geluGrad(const Tensor<T> &dy, const Tensor<T> &x, bool tanhApproximation);
+template <typename T> T geluScalar(T x, bool tanhApproximation);
+template <typename T> Tensor<T> broadcastTo(const Tensor<T> &x, const Shape &shape);
+template <typename T> Tensor<T> sumToShape(const Tensor<T> &x, const Shape &shape);
+
+// Dense layers (DenseKernels.cpp) ------------------------------------------
+template <typename T>
+Tensor<T> matmul(const Tensor<T> &lhs, const Tensor<T> &rhs, bool transposeLhs,
+                 bool transposeRhs);
+enum class ActivationKind { None, ReLU, GELU };
+template <typename T>
+Tensor<T> linear(const Tensor<T> &x, const Tensor<T> &w, const Tensor<T> *bias,
+                 ActivationKind activation);
+template <typename T>
+std::array<Tensor<T>, 3> linearGrad(const Tensor<T> &dy, const Tensor<T> &x,
+                                    const Tensor<T> &w);
+
+// Convolution and pooling (ConvKernels.cpp) --------------------------------
+struct ConvGeometry {
+  std::array<int64_t, 2> strides{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+};
+template <typename T>
+Tensor<T> conv2d(const Tensor<T> &x, const Tensor<T> &w, const Tensor<T> *bias,
+                 const ConvGeometry &g);
+template <typename T>
+Tensor<T> conv2dGradInput(const Tensor<T> &dy, const Tensor<T> &w,
+                          const Shape &inputShape, const ConvGeometry &g);
+template <typename T>
+Tensor<T> conv2dGradFilter(const Tensor<T> &dy, const Tensor<T> &x,
+                           const Shape &filterShape, const ConvGeometry &g);
+struct PoolGeometry {
+  std::array<int64_t, 2> kernel{1, 1}, strides{1, 1}, padding{0, 0};
+};
+template <typename T> Tensor<T> maxPool2d(const Tensor<T> &x, const PoolGeometry &g);
+template <typename T> Tensor<T> avgPool2d(const Tensor<T> &x, const PoolGeometry &g);
+template <typename T>
+Tensor<T> maxPool2dGrad(const Tensor<T> &dy, const Tensor<T> &x, const PoolGeometry &g);
+template <typename T>
+Tensor<T> avgPool2dGrad(const Tensor<T> &dy, const Shape &inputShape,
+                        const PoolGeometry &g);
+
+// Normalization (NormKernels.cpp) ------------------------------------------
+/// Training-mode batch norm: {output, batch mean, 1/sqrt(var + eps)}.
+template <typename T>
+std::array<Tensor<T>, 3> batchNorm(const Tensor<T> &x, const Tensor<T> &gamma,
+                                   const Tensor<T> &beta, double epsilon, bool relu);
+template <typename T>
+Tensor<T> batchNormInference(const Tensor<T> &x, const Tensor<T> &gamma,
+                             const Tensor<T> &beta, const Tensor<T> &mean,
+                             const Tensor<T> &variance, double epsilon);
+/// `reluOutput` (the fused op's output) masks `dy` when given.
+template <typename T>
+std::array<Tensor<T>, 3>
+batchNormGrad(const Tensor<T> &dy, const Tensor<T> *reluOutput, const Tensor<T> &x,
+              const Tensor<T> &gamma, const Tensor<T> &mean, const Tensor<T> &invStd);
+template <typename T>
+std::array<Tensor<T>, 3> layerNorm(const Tensor<T> &x, const Tensor<T> &gamma,
+                                   const Tensor<T> &beta, double epsilon);
+template <typename T>
+std::array<Tensor<T>, 3> layerNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
+                                       const Tensor<T> &gamma, const Tensor<T> &mean,
+                                       const Tensor<T> &rstd);
+
+// Softmax, losses, embeddings (LossKernels.cpp) -----------------------------
+template <typename T>
+Tensor<T> softmax(const Tensor<T> &x, int64_t axis, double scale, bool causal);
+template <typename T>
+Tensor<T> softmaxGrad(const Tensor<T> &dy, const Tensor<T> &y, int64_t axis, double scale);
+template <typename T>
+Tensor<T> crossEntropy(const Tensor<T> &logits, const Tensor<int64_t> &labels);
+template <typename T>
+Tensor<T> crossEntropyGrad(const Tensor<T> &dloss, const Tensor<T> &logits,
+                           const Tensor<int64_t> &labels);
+template <typename T>
+Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices);
+template <typename T>
+Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
+                        const Shape &tableShape);
+
+// Reductions and layout (LayoutKernels.cpp) ---------------------------------
+template <typename T>
+Tensor<T> reduceSum(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims,
+                    bool mean);
+template <typename T> Tensor<T> transpose(const Tensor<T> &x, const std::vector<int64_t> &perm);
+
+// Optimizers (OptimizerKernels.cpp) ------------------------------------------
+struct SgdOptions {
+  double lr = 0, momentum = 0, weightDecay = 0;
+  bool nesterov = false;
+};
+template <typename T>
+std::array<Tensor<T>, 2> sgd(const Tensor<T> &param, const Tensor<T> &grad,
+                             const Tensor<T> &buffer, const SgdOptions &o);
+struct AdamOptions {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, weightDecay = 0;
+  bool decoupled = false;
+};
+template <typename T>
+std::array<Tensor<T>, 3> adam(const Tensor<T> &param, const Tensor<T> &grad,
+                              const Tensor<T> &expAvg, const Tensor<T> &expAvgSq,
+                              int64_t step, const AdamOptions &o);
+
+} // namespace het::eval
+
+#endif // HET_LIB_EVAL_KERNELS_H
