@@ -19,5 +19,5 @@ config.substitutions.append(("%python", config.python_executable))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.het_tools_dir, config.llvm_tools_dir]
-tools = ["het-opt"]
+tools = ["het-opt", "het-eval"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,0 +1,268 @@
+// Gradient check of every differentiable het op: the loss weights each
+// output element by a random data tensor %r, so every output gradient is
+// distinct; het-autodiff's gradient of every parameter element is compared
+// with a five-point finite difference in 80-bit precision.
+// RUN: het-eval %s --check-gradients --samples 24 --tolerance 1e-6 | FileCheck %s
+
+// CHECK: gradcheck @relu: {{.*}} PASS
+func.func @relu(%x: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.relu %x : tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @gelu: {{.*}} PASS
+func.func @gelu(%x: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.gelu %x : tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @gelu_tanh: {{.*}} PASS
+func.func @gelu_tanh(%x: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.gelu %x {approximate = #het.gelu_approximation<tanh>} : tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @add_broadcast: {{.*}} PASS
+func.func @add_broadcast(%a: tensor<3x4xf64> {het.param}, %b: tensor<4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.add %a, %b : tensor<3x4xf64>, tensor<4xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @sub_broadcast: {{.*}} PASS
+func.func @sub_broadcast(%a: tensor<3x1xf64> {het.param}, %b: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.sub %a, %b : tensor<3x1xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @mul_broadcast: {{.*}} PASS
+func.func @mul_broadcast(%a: tensor<3x4xf64> {het.param}, %b: tensor<f64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.mul %a, %b : tensor<3x4xf64>, tensor<f64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_00: {{.*}} PASS
+func.func @matmul_00(%a: tensor<3x5xf64> {het.param}, %b: tensor<5x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %a, %b : tensor<3x5xf64>, tensor<5x4xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_01: {{.*}} PASS
+func.func @matmul_01(%a: tensor<3x5xf64> {het.param}, %b: tensor<4x5xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %a, %b {transpose_rhs} : tensor<3x5xf64>, tensor<4x5xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_10: {{.*}} PASS
+func.func @matmul_10(%a: tensor<5x3xf64> {het.param}, %b: tensor<5x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %a, %b {transpose_lhs} : tensor<5x3xf64>, tensor<5x4xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_11: {{.*}} PASS
+func.func @matmul_11(%a: tensor<5x3xf64> {het.param}, %b: tensor<4x5xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %a, %b {transpose_lhs, transpose_rhs} : tensor<5x3xf64>, tensor<4x5xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_batched_shared_rhs: {{.*}} PASS
+func.func @matmul_batched_shared_rhs(%a: tensor<2x3x5xf64> {het.param}, %b: tensor<4x5xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %a, %b {transpose_rhs} : tensor<2x3x5xf64>, tensor<4x5xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @matmul_attention: {{.*}} PASS
+func.func @matmul_attention(%q: tensor<2x3x5xf64> {het.param}, %k: tensor<2x4x5xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.matmul %q, %k {transpose_rhs} : tensor<2x3x5xf64>, tensor<2x4x5xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @linear_none: {{.*}} PASS
+func.func @linear_none(%x: tensor<2x3x5xf64> {het.param}, %w: tensor<4x5xf64> {het.param}, %b: tensor<4xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.linear %x, %w, %b : tensor<2x3x5xf64>, tensor<4x5xf64>, tensor<4xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @linear_relu: {{.*}} PASS
+func.func @linear_relu(%x: tensor<2x3x5xf64> {het.param}, %w: tensor<4x5xf64> {het.param}, %b: tensor<4xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.linear %x, %w, %b {activation = #het.activation<relu>} : tensor<2x3x5xf64>, tensor<4x5xf64>, tensor<4xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @linear_gelu: {{.*}} PASS
+func.func @linear_gelu(%x: tensor<2x3x5xf64> {het.param}, %w: tensor<4x5xf64> {het.param}, %b: tensor<4xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.linear %x, %w, %b {activation = #het.activation<gelu>} : tensor<2x3x5xf64>, tensor<4x5xf64>, tensor<4xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @linear_no_bias: {{.*}} PASS
+func.func @linear_no_bias(%x: tensor<3x5xf64> {het.param}, %w: tensor<4x5xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.linear %x, %w : tensor<3x5xf64>, tensor<4x5xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @conv2d: {{.*}} PASS
+func.func @conv2d(%x: tensor<2x4x7x6xf64> {het.param}, %k: tensor<6x2x3x2xf64> {het.param}, %b: tensor<6xf64> {het.param}, %r: tensor<2x6x4x6xf64>) -> tensor<f64> {
+  %y = het.conv2d %x, %k, %b {strides = array<i64: 2, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 2>, groups = 2 : i64} : tensor<2x4x7x6xf64>, tensor<6x2x3x2xf64>, tensor<6xf64> -> tensor<2x6x4x6xf64>
+  %weighted = het.mul %y, %r : tensor<2x6x4x6xf64>, tensor<2x6x4x6xf64> -> tensor<2x6x4x6xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<2x6x4x6xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @max_pool2d: {{.*}} PASS
+func.func @max_pool2d(%x: tensor<2x3x5x5xf64> {het.param}, %r: tensor<2x3x3x3xf64>) -> tensor<f64> {
+  %y = het.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x5x5xf64> -> tensor<2x3x3x3xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x3x3xf64>, tensor<2x3x3x3xf64> -> tensor<2x3x3x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<2x3x3x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @avg_pool2d: {{.*}} PASS
+func.func @avg_pool2d(%x: tensor<2x3x5x5xf64> {het.param}, %r: tensor<2x3x3x3xf64>) -> tensor<f64> {
+  %y = het.avg_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>} : tensor<2x3x5x5xf64> -> tensor<2x3x3x3xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x3x3xf64>, tensor<2x3x3x3xf64> -> tensor<2x3x3x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<2x3x3x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @batch_norm: {{.*}} PASS
+func.func @batch_norm(%x: tensor<4x3x2x2xf64> {het.param}, %g: tensor<3xf64> {het.param}, %b: tensor<3xf64> {het.param}, %r: tensor<4x3x2x2xf64>) -> tensor<f64> {
+  %y, %m, %s = het.batch_norm %x, %g, %b : tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64> -> tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>
+  %weighted = het.mul %y, %r : tensor<4x3x2x2xf64>, tensor<4x3x2x2xf64> -> tensor<4x3x2x2xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<4x3x2x2xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @batch_norm_relu: {{.*}} PASS
+func.func @batch_norm_relu(%x: tensor<4x3x2x2xf64> {het.param}, %g: tensor<3xf64> {het.param}, %b: tensor<3xf64> {het.param}, %r: tensor<4x3x2x2xf64>) -> tensor<f64> {
+  %y, %m, %s = het.batch_norm_relu %x, %g, %b : tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64> -> tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>
+  %weighted = het.mul %y, %r : tensor<4x3x2x2xf64>, tensor<4x3x2x2xf64> -> tensor<4x3x2x2xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<4x3x2x2xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @layer_norm: {{.*}} PASS
+func.func @layer_norm(%x: tensor<2x3x6xf64> {het.param}, %g: tensor<6xf64> {het.param}, %b: tensor<6xf64> {het.param}, %r: tensor<2x3x6xf64>) -> tensor<f64> {
+  %y, %m, %s = het.layer_norm %x, %g, %b : tensor<2x3x6xf64>, tensor<6xf64>, tensor<6xf64> -> tensor<2x3x6xf64>, tensor<2x3xf64>, tensor<2x3xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x6xf64>, tensor<2x3x6xf64> -> tensor<2x3x6xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x6xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @softmax_axis: {{.*}} PASS
+func.func @softmax_axis(%x: tensor<3x4x2xf64> {het.param}, %r: tensor<3x4x2xf64>) -> tensor<f64> {
+  %y = het.softmax %x {axis = 1 : i64, scale = 0.5 : f64} : tensor<3x4x2xf64>
+  %weighted = het.mul %y, %r : tensor<3x4x2xf64>, tensor<3x4x2xf64> -> tensor<3x4x2xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<3x4x2xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @softmax_causal: {{.*}} PASS
+func.func @softmax_causal(%x: tensor<2x4x4xf64> {het.param}, %r: tensor<2x4x4xf64>) -> tensor<f64> {
+  %y = het.softmax %x {causal, scale = 0.7 : f64} : tensor<2x4x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x4x4xf64>, tensor<2x4x4xf64> -> tensor<2x4x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x4x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @embedding: {{.*}} PASS
+func.func @embedding(%t: tensor<6x3xf64> {het.param}, %i: tensor<2x4xi64>, %r: tensor<2x4x3xf64>) -> tensor<f64> {
+  %y = het.embedding %t, %i : tensor<6x3xf64>, tensor<2x4xi64> -> tensor<2x4x3xf64>
+  %weighted = het.mul %y, %r : tensor<2x4x3xf64>, tensor<2x4x3xf64> -> tensor<2x4x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x4x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @reduce_sum: {{.*}} PASS
+func.func @reduce_sum(%x: tensor<2x3x4xf64> {het.param}, %r: tensor<2x4xf64>) -> tensor<f64> {
+  %y = het.reduce_sum %x {axes = array<i64: 1>} : tensor<2x3x4xf64> -> tensor<2x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x4xf64>, tensor<2x4xf64> -> tensor<2x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<2x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @reduce_mean_keep: {{.*}} PASS
+func.func @reduce_mean_keep(%x: tensor<2x3x4xf64> {het.param}, %r: tensor<1x3x1xf64>) -> tensor<f64> {
+  %y = het.reduce_mean %x {axes = array<i64: 0, -1>, keep_dims} : tensor<2x3x4xf64> -> tensor<1x3x1xf64>
+  %weighted = het.mul %y, %r : tensor<1x3x1xf64>, tensor<1x3x1xf64> -> tensor<1x3x1xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<1x3x1xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @sum_to_shape: {{.*}} PASS
+func.func @sum_to_shape(%x: tensor<2x3x4xf64> {het.param}, %r: tensor<3x1xf64>) -> tensor<f64> {
+  %y = het.sum_to_shape %x : tensor<2x3x4xf64> -> tensor<3x1xf64>
+  %weighted = het.mul %y, %r : tensor<3x1xf64>, tensor<3x1xf64> -> tensor<3x1xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x1xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @broadcast_to: {{.*}} PASS
+func.func @broadcast_to(%x: tensor<3x1xf64> {het.param}, %r: tensor<2x3x4xf64>) -> tensor<f64> {
+  %y = het.broadcast_to %x : tensor<3x1xf64> -> tensor<2x3x4xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x4xf64>, tensor<2x3x4xf64> -> tensor<2x3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @reshape: {{.*}} PASS
+func.func @reshape(%x: tensor<2x3x4xf64> {het.param}, %r: tensor<6x4xf64>) -> tensor<f64> {
+  %y = het.reshape %x : tensor<2x3x4xf64> -> tensor<6x4xf64>
+  %weighted = het.mul %y, %r : tensor<6x4xf64>, tensor<6x4xf64> -> tensor<6x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<6x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @transpose: {{.*}} PASS
+func.func @transpose(%x: tensor<2x3x4xf64> {het.param}, %r: tensor<4x2x3xf64>) -> tensor<f64> {
+  %y = het.transpose %x {permutation = array<i64: 2, 0, 1>} : tensor<2x3x4xf64> -> tensor<4x2x3xf64>
+  %weighted = het.mul %y, %r : tensor<4x2x3xf64>, tensor<4x2x3xf64> -> tensor<4x2x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<4x2x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @multi_use_accumulates: {{.*}} PASS
+func.func @multi_use_accumulates(%x: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %a = het.relu %x : tensor<3x4xf64>
+  %y = het.mul %a, %x : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @cross_entropy: {{.*}} PASS
+func.func @cross_entropy(%x: tensor<2x3x5xf64> {het.param}, %l: tensor<2x3xi64>) -> tensor<f64> {
+  %loss = het.cross_entropy %x, %l : tensor<2x3x5xf64>, tensor<2x3xi64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
