@@ -18,6 +18,8 @@ config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# Scripts that run het tools themselves find them on PATH.
+llvm_config.with_environment("PATH", config.het_tools_dir, append_path=True)
 tool_dirs = [config.het_tools_dir, config.llvm_tools_dir]
 tools = ["het-opt", "het-eval"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -24,11 +24,12 @@ Value vectorElementwise(PatternRewriter &rewriter, Location loc, ValueRange inpu
                         function_ref<Value(OpBuilder &, ArrayRef<Value>)> build) {
   auto type = cast<RankedTensorType>(inputs.front().getType());
   auto op = rewriter.create<ElementwiseOp>(loc, type, inputs);
+  // createBlock moves the insertion point into the body; the caller goes on
+  // after the op.
+  OpBuilder::InsertionGuard guard(rewriter);
   Block *body = rewriter.createBlock(&op.getBody());
   for (size_t i = 0; i < inputs.size(); ++i)
     body->addArgument(type.getElementType(), loc);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(body);
   SmallVector<Value> arguments(body->getArguments().begin(), body->getArguments().end());
   Value result = build(rewriter, arguments);
   rewriter.create<YieldOp>(loc, ValueRange{result});

@@ -117,7 +117,7 @@ def Het_MulOp : Het_BinaryElementwiseOp<"mul", [Commutative]> {
   }];
 }
 
-def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock]> {
+def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock, IsolatedFromAbove]> {
   let summary = "fused element-wise computation described by a scalar body";
   let description = [{
     Made by `het-fuse` from a chain of element-wise ops: one pass over the
