@@ -88,6 +88,17 @@ int fail(const llvm::Twine &message) {
 /// values when asked; a missing one is an error listing all missing names.
 FailureOr<std::vector<HostArray>> gatherArguments(func::FuncOp function,
                                                   std::map<std::string, HostArray> &given) {
+  // An input that matches nothing is most likely a misspelt name: say so
+  // before complaining about what is missing.
+  for (const auto &[key, array] : given) {
+    bool used = false;
+    for (unsigned i = 0; i < function.getNumArguments(); ++i)
+      used |= ::het::eval::argumentKey(function, i) == key;
+    if (!used) {
+      fail("input '" + key + "' matches no argument of @" + function.getSymName());
+      return failure();
+    }
+  }
   std::vector<HostArray> arguments;
   std::vector<std::string> missing;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
@@ -112,15 +123,6 @@ FailureOr<std::vector<HostArray>> gatherArguments(func::FuncOp function,
     fail("@" + function.getSymName() + " needs arguments that were not given: " + list +
          " (use --inputs, --input KEY=file.npy or --random-inputs SEED)");
     return failure();
-  }
-  for (const auto &[key, array] : given) {
-    bool used = false;
-    for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      used |= ::het::eval::argumentKey(function, i) == key;
-    if (!used) {
-      fail("input '" + key + "' matches no argument of @" + function.getSymName());
-      return failure();
-    }
   }
   return arguments;
 }
@@ -160,6 +162,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::het::HetDialect, func::FuncDialect, arith::ArithDialect,
                   math::MathDialect>();
   MLIRContext context(registry);
+  context.printOpOnDiagnostic(false); // the location says where; a dump of the function does not help
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
