@@ -55,6 +55,8 @@ def damage(text, rng):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--het-opt", required=True)
+    ap.add_argument("--het-eval", help="also run the training pipeline and one "
+                    "evaluated step on every program that still verifies")
     ap.add_argument("--cases", type=int, default=400)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--timeout", type=float, default=20.0)
@@ -68,33 +70,57 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     accepted = rejected = 0
     failures = []
+    def run(case, cmd):
+        """None when the command ran cleanly (exit 0), "rejected" when it
+        failed with a diagnostic, otherwise the failure."""
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout (hang): " + " ".join(cmd)
+        out = r.stdout + r.stderr
+        if r.returncode < 0:
+            return f"killed by signal {-r.returncode}: " + " ".join(cmd)
+        if any(b in out for b in BAD):
+            return "internal error: " + next(b for b in BAD if b in out) + " in " + " ".join(cmd)
+        if r.returncode != 0 and "error:" not in out:
+            return f"exit {r.returncode} without a diagnostic: " + " ".join(cmd)
+        return None if r.returncode == 0 else "rejected"
+
+    trained = 0
     for i in range(args.cases):
         path, text = sources[i % len(sources)]
         kind, damaged = damage(text, rng)
         case = os.path.join(workdir, f"case{i:04d}-{kind}.mlir")
         with open(case, "w") as f:
             f.write(damaged)
-        try:
-            r = subprocess.run([args.het_opt, case, "-o", os.devnull],
-                               capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            failures.append((case, "timeout (hang)"))
-            continue
-        out = r.stdout + r.stderr
-        if r.returncode < 0:
-            failures.append((case, f"killed by signal {-r.returncode}"))
-        elif any(b in out for b in BAD):
-            failures.append((case, "internal error: " + next(b for b in BAD if b in out)))
-        elif r.returncode != 0 and "error:" not in out:
-            failures.append((case, f"exit {r.returncode} without a diagnostic"))
-        elif r.returncode == 0:
-            accepted += 1
-            os.remove(case)
-        else:
+        verdict = run(case, [args.het_opt, case, "-o", os.devnull])
+        if verdict == "rejected":
             rejected += 1
             os.remove(case)
+            continue
+        if verdict is not None:
+            failures.append((case, verdict))
+            continue
+        accepted += 1
+        # A program that still verifies goes on through the training
+        # pipeline and one evaluated step: each may reject it, none may crash.
+        if args.het_eval:
+            step = case + ".step.mlir"
+            verdict = run(case, [args.het_opt, case, "--het-training-pipeline", "-o", step])
+            if verdict is None:
+                names = re.findall(r"func\.func @(\w+_train_step)\(", open(step).read())
+                for name in names[:1]:
+                    verdict = run(case, [args.het_eval, step, "--function", name,
+                                         "--random-inputs", "1"])
+                    trained += verdict is None
+            if verdict not in (None, "rejected"):
+                failures.append((case, verdict))
+                continue
+            if os.path.exists(step):
+                os.remove(step)
+        os.remove(case)
     print(f"damaged inputs: {args.cases} cases, {rejected} rejected with a diagnostic, "
-          f"{accepted} still valid, {len(failures)} failures")
+          f"{accepted} still valid ({trained} trained one step), {len(failures)} failures")
     for case, why in failures:
         print(f"FAIL {case}: {why}")
     return 1 if failures else 0
