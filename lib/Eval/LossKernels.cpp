@@ -108,6 +108,17 @@ Tensor<T> crossEntropyGrad(const Tensor<T> &dloss, const Tensor<T> &logits,
   return probabilities;
 }
 
+namespace {
+int64_t checkedRow(const Tensor<int64_t> &indices, int64_t position, int64_t rows) {
+  int64_t row = indices[position];
+  if (row < 0 || row >= rows)
+    throw KernelError("index " + std::to_string(row) + " at position " +
+                      std::to_string(position) + " is outside the table's [0, " +
+                      std::to_string(rows) + ")");
+  return row;
+}
+} // namespace
+
 template <typename T>
 Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices) {
   int64_t rows = table.dim(0), D = table.dim(1);
@@ -115,11 +126,7 @@ Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices) {
   shape.push_back(D);
   Tensor<T> out(shape);
   for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t row = indices[i];
-    if (row < 0 || row >= rows)
-      throw KernelError("index " + std::to_string(row) + " at position " +
-                        std::to_string(i) + " is outside the table's [0, " +
-                        std::to_string(rows) + ")");
+    int64_t row = checkedRow(indices, i, rows);
     for (int64_t d = 0; d < D; ++d)
       out[i * D + d] = table[row * D + d];
   }
@@ -132,11 +139,7 @@ Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
   int64_t rows = tableShape[0], D = tableShape[1];
   Tensor<T> dtable(tableShape, T(0));
   for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t row = indices[i];
-    if (row < 0 || row >= rows)
-      throw KernelError("index " + std::to_string(row) + " at position " +
-                        std::to_string(i) + " is outside the table's [0, " +
-                        std::to_string(rows) + ")");
+    int64_t row = checkedRow(indices, i, rows);
     for (int64_t d = 0; d < D; ++d)
       dtable[row * D + d] += dy[i * D + d];
   }

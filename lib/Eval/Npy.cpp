@@ -85,23 +85,14 @@ float halfToFloat(uint16_t half) {
   return sign ? -value : value;
 }
 
-template <typename Source>
-void readInto(const char *data, int64_t count, std::vector<HostFloat> &out) {
+/// Converts `count` little-endian `Source` values (unaligned) into `out`.
+template <typename Source, typename Target>
+void readInto(const char *data, int64_t count, std::vector<Target> &out) {
   out.resize(count);
   for (int64_t i = 0; i < count; ++i) {
     Source value;
     std::memcpy(&value, data + i * sizeof(Source), sizeof(Source));
-    out[i] = static_cast<HostFloat>(value);
-  }
-}
-
-template <typename Source>
-void readInto(const char *data, int64_t count, std::vector<int64_t> &out) {
-  out.resize(count);
-  for (int64_t i = 0; i < count; ++i) {
-    Source value;
-    std::memcpy(&value, data + i * sizeof(Source), sizeof(Source));
-    out[i] = static_cast<int64_t>(value);
+    out[i] = static_cast<Target>(value);
   }
 }
 

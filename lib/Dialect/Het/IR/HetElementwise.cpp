@@ -11,6 +11,22 @@
 using namespace mlir;
 using namespace mlir::het;
 
+void ElementwiseOp::build(
+    OpBuilder &builder, OperationState &state, Type resultType, ValueRange inputs,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> bodyBuilder) {
+  state.addOperands(inputs);
+  state.addTypes(resultType);
+  Block *body = new Block();
+  state.addRegion()->push_back(body);
+  for (Value input : inputs)
+    body->addArgument(cast<RankedTensorType>(input.getType()).getElementType(),
+                      state.location);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(body);
+  Value element = bodyBuilder(builder, state.location, body->getArguments());
+  builder.create<YieldOp>(state.location, ValueRange{element});
+}
+
 LogicalResult ElementwiseOp::verify() {
   auto resultType = cast<RankedTensorType>(getResult().getType());
   Block &body = getBody().front();

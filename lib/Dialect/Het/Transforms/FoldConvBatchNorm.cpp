@@ -21,19 +21,10 @@ namespace {
 
 /// A het.elementwise over same-shaped vectors whose body `build` writes.
 Value vectorElementwise(PatternRewriter &rewriter, Location loc, ValueRange inputs,
-                        function_ref<Value(OpBuilder &, ArrayRef<Value>)> build) {
-  auto type = cast<RankedTensorType>(inputs.front().getType());
-  auto op = rewriter.create<ElementwiseOp>(loc, type, inputs);
-  // createBlock moves the insertion point into the body; the caller goes on
-  // after the op.
-  OpBuilder::InsertionGuard guard(rewriter);
-  Block *body = rewriter.createBlock(&op.getBody());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    body->addArgument(type.getElementType(), loc);
-  SmallVector<Value> arguments(body->getArguments().begin(), body->getArguments().end());
-  Value result = build(rewriter, arguments);
-  rewriter.create<YieldOp>(loc, ValueRange{result});
-  return op.getResult();
+                        function_ref<Value(OpBuilder &, ValueRange)> build) {
+  return rewriter.create<ElementwiseOp>(
+      loc, inputs.front().getType(), inputs,
+      [&](OpBuilder &b, Location, ValueRange args) { return build(b, args); });
 }
 
 struct FoldConvBatchNorm : OpRewritePattern<BatchNormInferenceOp> {
@@ -55,7 +46,7 @@ struct FoldConvBatchNorm : OpRewritePattern<BatchNormInferenceOp> {
     // s = gamma * rsqrt(var + eps)
     Value scale = vectorElementwise(
         rewriter, loc, {bn.getScale(), bn.getVariance()},
-        [&](OpBuilder &b, ArrayRef<Value> a) -> Value {
+        [&](OpBuilder &b, ValueRange a) -> Value {
           Value eps = b.create<arith::ConstantOp>(loc, b.getFloatAttr(element, epsilon));
           Value root = b.create<math::RsqrtOp>(loc, b.create<arith::AddFOp>(loc, a[1], eps));
           return b.create<arith::MulFOp>(loc, a[0], root);
@@ -65,7 +56,7 @@ struct FoldConvBatchNorm : OpRewritePattern<BatchNormInferenceOp> {
     if (conv.getBias())
       biasInputs.push_back(conv.getBias());
     Value bias = vectorElementwise(
-        rewriter, loc, biasInputs, [&](OpBuilder &b, ArrayRef<Value> a) -> Value {
+        rewriter, loc, biasInputs, [&](OpBuilder &b, ValueRange a) -> Value {
           Value centered = a.size() == 4 ? Value(b.create<arith::SubFOp>(loc, a[3], a[1]))
                                          : Value(b.create<arith::NegFOp>(loc, a[1]));
           return b.create<arith::AddFOp>(loc, a[0],

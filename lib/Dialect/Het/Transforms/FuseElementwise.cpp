@@ -127,23 +127,19 @@ struct FuseElementwiseChain : RewritePattern {
       consumerArgs.push_back(index == producerSlot ? ~0u : slotOf(value));
 
     rewriter.setInsertionPoint(consumer);
-    auto fused = rewriter.create<ElementwiseOp>(consumer->getLoc(), resultType, inputs);
+    auto fused = rewriter.create<ElementwiseOp>(
+        consumer->getLoc(), resultType, inputs,
+        [&](OpBuilder &b, Location, ValueRange scalars) {
+          SmallVector<Value> args;
+          for (unsigned slot : producerArgs)
+            args.push_back(scalars[slot]);
+          Value produced = emitScalar(b, producer, args);
+          args.clear();
+          for (unsigned slot : consumerArgs)
+            args.push_back(slot == ~0u ? produced : scalars[slot]);
+          return emitScalar(b, consumer, args);
+        });
     fused->setDiscardableAttrs(consumer->getDiscardableAttrDictionary());
-    Block *body = rewriter.createBlock(&fused.getBody());
-    for (Value input : inputs)
-      body->addArgument(cast<RankedTensorType>(input.getType()).getElementType(),
-                        consumer->getLoc());
-    rewriter.setInsertionPointToStart(body);
-    SmallVector<Value> args;
-    for (unsigned slot : producerArgs)
-      args.push_back(body->getArgument(slot));
-    Value produced = emitScalar(rewriter, producer, args);
-    args.clear();
-    for (unsigned slot : consumerArgs)
-      args.push_back(slot == ~0u ? produced : body->getArgument(slot));
-    Value result = emitScalar(rewriter, consumer, args);
-    rewriter.create<YieldOp>(consumer->getLoc(), ValueRange{result});
-
     rewriter.replaceOp(consumer, fused.getResult());
     rewriter.eraseOp(producer);
     return success();

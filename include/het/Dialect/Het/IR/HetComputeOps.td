@@ -139,6 +139,12 @@ def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock, IsolatedFromA
   let results = (outs Het_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result) $body";
+  let builders = [
+    // Builds the body too: `bodyBuilder` gets one scalar per input and
+    // returns the result element, which the builder yields.
+    OpBuilder<(ins "::mlir::Type":$resultType, "::mlir::ValueRange":$inputs,
+      "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, ::mlir::Location, ::mlir::ValueRange)>":$bodyBuilder)>
+  ];
   let hasVerifier = 1;
 }
 
