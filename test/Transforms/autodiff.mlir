@@ -79,3 +79,11 @@ func.func @unnamed(%x: tensor<3xf32>, %w: tensor<3xf32> {het.param}, %unused: te
 func.func @no_params(%x: tensor<3xf32>) -> tensor<3xf32> {
   return %x : tensor<3xf32>
 }
+
+// A named loss result is fine: the step sets its own result names.
+// SGD-LABEL: func.func @named_loss_train_step(
+// SGD-SAME: -> (tensor<f32> {het.name = "loss"}, tensor<3xf32> {het.name = "arg0"})
+func.func @named_loss(%w: tensor<3xf32> {het.param}) -> (tensor<f32> {het.name = "loss"}) {
+  %loss = het.reduce_sum %w {axes = array<i64: 0>} : tensor<3xf32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

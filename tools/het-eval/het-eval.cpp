@@ -235,8 +235,11 @@ int main(int argc, char **argv) {
     results = std::move(*out);
     if (steps == 0)
       break;
+    // 9 significant digits round-trip a float, 17 a double.
     llvm::outs() << "step " << step << " loss "
-                 << llvm::format("%.9g", static_cast<double>(results[lossIndex].floats[0])) << "\n";
+                 << llvm::format(precision == ::het::eval::Precision::F32 ? "%.9g" : "%.17g",
+                                 static_cast<double>(results[lossIndex].floats[0]))
+                 << "\n";
     for (unsigned r = 0; r < results.size(); ++r) {
       std::string key = ::het::eval::resultKey(function, r);
       for (unsigned a = 0; a < function.getNumArguments(); ++a)

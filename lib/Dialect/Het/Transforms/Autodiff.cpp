@@ -253,6 +253,9 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
   SmallVector<Type> resultTypes;
   for (Value value : results)
     resultTypes.push_back(value.getType());
+  // The forward function's result attributes (e.g. a het.name on the loss)
+  // describe one result; the step's are set below.
+  step.removeResAttrsAttr();
   step.setFunctionType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
   for (auto [index, name] : llvm::enumerate(resultNames))
     step.setResultAttrs(index, b.getDictionaryAttr({nameAttr(name)}));
