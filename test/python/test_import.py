@@ -1,0 +1,183 @@
+"""Structure of the imported programs: no tools needed except where noted."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import het
+import models
+from conftest import need_tool
+
+
+def imported(name):
+    model, x, y = models.make(name)
+    return model, x, y, het.from_torch(model, x, loss="cross_entropy", target=y)
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_parameters_are_marked_and_named(name):
+    model, _, _, prog = imported(name)
+    names = [n for n, _ in model.named_parameters()]
+    assert list(prog.params) == names
+    for n, p in model.named_parameters():
+        assert re.search(r"\{het\.param, het\.name = \"" + re.escape(n) + r"\"\}", prog), n
+        np.testing.assert_array_equal(prog.params[n], p.detach().numpy())
+    assert '{het.name = "input"}' in prog and '{het.name = "target"}' in prog
+    assert '-> (tensor<f32> {het.name = "loss"})' in prog
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_every_op_has_a_layer(name):
+    _, _, _, prog = imported(name)
+    ops = [line for line in prog.splitlines() if re.match(r"\s+%.* = het\.", line)]
+    assert ops
+    for line in ops:
+        assert re.search(r"het\.layer = \d+ : i64", line), line
+    layers = [int(m) for m in re.findall(r"het\.layer = (\d+)", prog)]
+    assert layers == sorted(layers), "layer ids must not decrease along the program"
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_verifies_with_het_opt(name):
+    need_tool("het-opt")
+    _, _, _, prog = imported(name)
+    out = het.het_opt(prog)
+    assert "het.param" in out
+
+
+def test_gpt_layers_follow_blocks():
+    model, x, y, prog = imported("gpt")
+    # wte, wpe, blocks.0, blocks.1, ln_f, lm_head: one id each
+    assert prog.num_layers == 6
+    lines = prog.splitlines()
+
+    def layer_of(pattern):
+        return {int(re.search(r"het\.layer = (\d+)", l).group(1)) for l in lines if re.search(pattern, l)}
+
+    assert layer_of(r"het\.layer_norm %\w+, %p_blocks\.0\.ln_1") == {2}
+    assert layer_of(r"het\.layer_norm %\w+, %p_blocks\.1\.ln_1") == {3}
+    assert layer_of(r"het\.cross_entropy") == {5}
+
+
+def test_gpt_attention_is_causal_scaled_softmax():
+    _, _, _, prog = imported("gpt")
+    softmaxes = re.findall(r"het\.softmax .*", prog)
+    assert len(softmaxes) == 2
+    for s in softmaxes:
+        assert "causal" in s and "scale = 0.25 : f64" in s
+    # the positions (torch.arange) become a constant argument with its value exported
+    assert list(prog.constants) == ["const.0"]
+    np.testing.assert_array_equal(prog.constants["const.0"], np.arange(16))
+    assert "het.where" not in prog and "-inf" not in prog
+
+
+def test_linear_from_addmm_uses_pytorch_weight_layout():
+    _, _, _, prog = imported("mlp")
+    assert prog.count("het.linear") == 3
+    assert "het.transpose" not in prog and "het.matmul" not in prog
+    assert "tensor<128x64xf32>" in prog  # fc1.weight stays [out, in]
+
+
+def test_batch_norm_is_training_mode():
+    _, _, _, prog = imported("cnn")
+    assert prog.count("het.batch_norm ") == 3
+    assert "batch_norm_inference" not in prog
+    # running statistics are buffers, not parameters or arguments
+    assert "running_mean" not in prog and "num_batches_tracked" not in prog
+
+
+def test_resnet_structure():
+    model, _, _, prog = imported("resnet")
+    assert prog.count("het.conv2d") == 8 and prog.count("het.batch_norm ") == 8
+    assert "het.max_pool2d" in prog and "het.reduce_mean" in prog  # AdaptiveAvgPool2d((1, 1))
+    assert "strides = array<i64: 2, 2>" in prog
+    # residual additions
+    assert prog.count("het.add") == 3
+    # layer1.0, layer1.1 and layer2.0 are separate blocks
+    block_layers = {}
+    for line in prog.splitlines():
+        m = re.search(r"%p_(layer\d\.\d)\.", line)
+        if m and "het.conv2d" in line:
+            block_layers.setdefault(m.group(1), set()).add(
+                int(re.search(r"het\.layer = (\d+)", line).group(1)))
+    assert len(block_layers) == 3 and all(len(v) == 1 for v in block_layers.values())
+    assert len(set().union(*block_layers.values())) == 3
+
+
+def test_save_writes_mlir_and_npz(tmp_path):
+    _, _, _, prog = imported("mlp")
+    mlir_path, npz_path = prog.save(tmp_path / "mlp.mlir")
+    assert open(mlir_path).read() == prog
+    with np.load(npz_path) as data:
+        assert sorted(data.files) == sorted(prog.params)
+
+
+class Odd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        a, b = h.split(4, dim=1)
+        return torch.cat([b, a], 1).cumsum(1)
+
+
+def test_unsupported_ops_are_all_listed_with_source_lines():
+    with pytest.raises(het.HetImportError) as info:
+        het.from_torch(Odd(), torch.randn(4, 8), target=torch.randint(0, 8, (4,)))
+    text = str(info.value)
+    assert "4 PyTorch op(s) have no het mapping" in text
+    for op in ("sigmoid", "split_with_sizes", "cat", "cumsum"):
+        assert f"aten::{op}" in text
+    assert "test_import.py" in text and "h = torch.sigmoid(self.fc(x))" in text
+    assert len(info.value.unsupported) == 4
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(loss="hinge"), "unknown loss"),
+    (dict(target=None), "needs an example target"),
+    (dict(target=torch.randint(0, 10, (5,))), "target must be int64 class indices of shape [32]"),
+    (dict(target=torch.randn(32)), "target must be int64"),
+    (dict(function="bad name"), "invalid function name"),
+])
+def test_bad_arguments(kwargs, message):
+    model, x, y = models.make("mlp")
+    args = dict(loss="cross_entropy", target=y)
+    args.update(kwargs)
+    with pytest.raises(het.HetImportError, match=re.escape(message)):
+        het.from_torch(model, x, **args)
+
+
+def test_not_a_module():
+    with pytest.raises(het.HetImportError, match="expected a torch.nn.Module"):
+        het.from_torch(lambda x: x, torch.randn(2, 2), target=torch.zeros(2, dtype=torch.long))
+
+
+def test_untraceable_model():
+    class DataDependent(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x
+            return -x
+
+    with pytest.raises(het.HetImportError, match="torch.export could not capture the model"):
+        het.from_torch(DataDependent(), torch.randn(2, 3), target=torch.zeros(2, dtype=torch.long))
+
+
+def test_loss_none_and_mse():
+    class Reg(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    prog = het.from_torch(Reg(), torch.randn(3, 4), loss="mse", target=torch.randn(3, 2))
+    assert "het.reduce_mean" in prog and "het.sub" in prog
+    with pytest.raises(het.HetImportError, match="0-d loss"):
+        het.from_torch(Reg(), torch.randn(3, 4), loss="none")
