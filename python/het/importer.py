@@ -628,7 +628,50 @@ def _setup_handlers():
     reg([aten.sub.Tensor, aten.sub.Scalar], binary("sub"))
     reg([aten.mul.Tensor, aten.mul.Scalar], binary("mul"))
 
+    def fn(n, *targets):
+        return hasattr(n, "op") and n.op == "call_function" and n.target in targets
+
+    def decomposed_cross_entropy(node):
+        """F.cross_entropy(z, t) (mean, no weights) after decomposition:
+        sum(where(t != ii, -gather(log_softmax(z, 1), 1, t'), 0)) / sum(t != ii).
+        Returns (z, t) or None."""
+        num, den = node.args[0], node.args[1]
+        if not (fn(num, aten.sum.dim_IntList, aten.sum.default) and fn(den, aten._to_copy.default)):
+            return None
+        masked = num.args[0]
+        if not (fn(masked, aten.where.self) and fn(masked.args[1], aten.neg.default)):
+            return None
+        picked = masked.args[1].args[0]
+        if fn(picked, aten.squeeze.dims, aten.squeeze.dim):
+            picked = picked.args[0]
+        if not (fn(picked, aten.gather.default) and fn(picked.args[0], aten._log_softmax.default)):
+            return None
+        logsm = picked.args[0]
+        index = picked.args[2]
+        if fn(index, aten.unsqueeze.default):
+            index = index.args[0]
+        if not (fn(index, aten.where.self) and fn(index.args[0], aten.ne.Scalar)):
+            return None
+        target = index.args[1]
+        count = den.args[0]
+        if not (fn(count, aten.sum.dim_IntList, aten.sum.default) and fn(count.args[0], aten.ne.Scalar)
+                and count.args[0].args[0] is target and index.args[0].args[0] is target):
+            return None
+        logits = logsm.args[0]
+        if fn(logits, aten._to_copy.default) and \
+                logits.args[0].meta["val"].dtype == logits.meta["val"].dtype:
+            logits = logits.args[0]
+        if logsm.args[1] % len(logsm.meta["val"].shape) != len(logsm.meta["val"].shape) - 1:
+            return None
+        return logits, target
+
     def div(im, node):
+        ce = decomposed_cross_entropy(node)
+        if ce is not None:
+            # ignore_index is not modelled: het.cross_entropy needs every label in [0, C).
+            logits = im.tensor(ce[0])
+            labels = im.tensor(ce[1])
+            return im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
         rhs = node.args[1]
         if node.kwargs.get("rounding_mode") is not None:
             raise _Unsupported("div with a rounding mode")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import het
 import models
@@ -181,3 +182,42 @@ def test_loss_none_and_mse():
     assert "het.reduce_mean" in prog and "het.sub" in prog
     with pytest.raises(het.HetImportError, match="0-d loss"):
         het.from_torch(Reg(), torch.randn(3, 4), loss="none")
+
+
+class LanguageModelWithLoss(nn.Module):
+    """nanoGPT style: forward(idx, targets) computes F.cross_entropy itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.gpt = models.GPT()
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, idx, targets):
+        logits = self.drop(self.gpt(idx))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def test_cross_entropy_inside_the_model_is_recognised():
+    torch.manual_seed(0)
+    idx, tgt = torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
+    prog = het.from_torch(LanguageModelWithLoss(), (idx, tgt), loss="none")
+    assert prog.input_names == ["idx", "targets"]
+    assert prog.count("het.cross_entropy") == 1
+    assert '{het.name = "idx"}' in prog and '{het.name = "targets"}' in prog
+    for op in ("gather", "where", "neg"):
+        assert op not in prog
+
+
+def test_scalar_arithmetic_becomes_constant_arguments():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc((x * 0.5 - 1.0) / 4)
+
+    prog = het.from_torch(Scaled(), torch.randn(6, 8), loss="mse", target=torch.randn(6, 4))
+    assert sorted(prog.constants) == ["const.0", "const.1", "const.2"]
+    assert sorted(float(v) for v in prog.constants.values()) == [0.25, 0.5, 1.0]
+    assert prog.count("het.mul") == 3 and prog.count("het.sub") == 2
