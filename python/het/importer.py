@@ -14,7 +14,11 @@ Conventions (see docs/python.md):
   = its PyTorch name), then constants the graph needs as tensors (`het.name`
   "const.<n>", e.g. `torch.arange` positions) whose values are exported with
   the parameters;
-* one result, the 0-d loss, named "loss";
+* one result, the 0-d loss. It carries no `het.name`: het-autodiff (as of
+  this writing) keeps the forward's result attributes when it builds the
+  training step and then rejects the step; the step names its own results
+  ("loss" and the parameter names), and het-eval calls an unnamed forward
+  result "result0";
 * `het.layer` from the module hierarchy: one id per top-level child module
   (per element when that child is a ModuleList/Sequential, e.g. transformer
   blocks), in order of first use; ops outside any module take the largest
@@ -1089,7 +1093,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         attrs = ("het.param, " if a.param else "") + f"het.name = {mlir.string_attr(a.het_name)}"
         arg_text.append(f"{a.value.ref}: {a.value.type} {{{attrs}}}")
     header = f"func.func @{function}(\n    " + ",\n    ".join(arg_text) + \
-        f")\n    -> ({loss_v.type} {{het.name = \"loss\"}}) {{"
+        f")\n    -> {loss_v.type} {{"
     body = "\n".join(im.ctx.lines)
     source = getattr(type(module), "__qualname__", type(module).__name__)
     text = (f"// Imported from PyTorch ({source}) by het.from_torch; loss = {loss}.\n"
