@@ -39,7 +39,7 @@ def test_import_only_writes_mlir_params_and_data(tmp_path):
 
 @pytest.mark.parametrize("spec, shape, extra, lr", [
     ("cifar_net.py:Net", "16,3,32,32", [], "0.05"),
-    ("char_transformer.py:tiny", "8,32", ["--input-dtype", "int64"], "0.1"),
+    ("char_transformer.py:tiny", "8,32", ["--input-dtype", "int64"], "0.05"),
 ])
 def test_unseen_model_trains_through_the_cli(tmp_path, spec, shape, extra, lr):
     need_tool("het-opt")
