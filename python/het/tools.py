@@ -100,7 +100,8 @@ def autodiff(mlir, optimizer: str = "sgd", learning_rate: float = 0.1, output: O
     if optimizer != "none":
         opts.append(f"learning-rate={learning_rate!r}")
     for key, value in options.items():
-        opts.append(f"{key.replace('_', '-')}={value!r}")
+        text = str(value).lower() if isinstance(value, bool) else repr(value)
+        opts.append(f"{key.replace('_', '-')}={text}")
     return het_opt(mlir, ["--het-autodiff=" + " ".join(opts)], output=output)
 
 

@@ -74,3 +74,28 @@ def test_sgd_trace_matches_pytorch(name, het_eval, record_property):
     for pname, p in model.named_parameters():
         assert pname in result, pname
         np.testing.assert_allclose(result[pname], p.detach().numpy(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("name, optimizer, options, make_torch_opt", [
+    ("mlp", "sgd", dict(learning_rate=0.05, momentum=0.9, weight_decay=1e-4),
+     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-4)),
+    ("gpt", "adam", dict(learning_rate=1e-2),
+     lambda p: torch.optim.Adam(p, lr=1e-2)),
+])
+def test_other_optimizers_match_pytorch(name, optimizer, options, make_torch_opt, het_eval):
+    model, x, y = models.make(name)
+    prog = het.from_torch(model, x, loss="cross_entropy", target=y)
+    result = het.train(prog, feed(prog, x, y), steps=STEPS, optimizer=optimizer, **options)
+    opt = make_torch_opt(model.parameters())
+    model.train()
+    expected = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = torch_loss(model, x, y)
+        loss.backward()
+        opt.step()
+        expected.append(float(loss))
+    errs = [rel(a, b) for a, b in zip(result.losses, expected)]
+    print(f"{name} {optimizer}: max relative error over {STEPS} steps {max(errs):.3g}")
+    assert expected[-1] < expected[0]
+    assert max(errs) <= 1e-4
