@@ -353,12 +353,14 @@ class _Importer:
         elem = mlir.element_type(val.dtype)
         if kind == "input":
             return self.add_argument(info, val.shape, elem, info)
-        # parameter
-        param = self.state_dict[info] if info in self.state_dict else None
-        if param is None:
-            param = dict(self.module.named_parameters(remove_duplicate=False))[info]
-        self.params[info] = param.detach().cpu().numpy().copy()
-        arg = self.add_argument("p_" + info, val.shape, elem, info, param=True)
+        # parameter: a tied weight is named by its first name in
+        # named_parameters() (e.g. "embed.weight", not "head.weight").
+        everything = dict(self.module.named_parameters(remove_duplicate=False))
+        param = everything[info] if info in everything else self.state_dict[info]
+        canonical = {id(p): n for n, p in reversed(list(everything.items()))}
+        name = canonical.get(id(param), info)
+        self.params[name] = param.detach().cpu().numpy().copy()
+        arg = self.add_argument("p_" + name, val.shape, elem, name, param=True)
         return arg
 
     def _is_const(self, node) -> bool:

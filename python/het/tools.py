@@ -204,7 +204,7 @@ def to_torch(arrays: Dict[str, np.ndarray], module=None):
 
     tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
     if module is not None:
-        own = dict(module.named_parameters())
+        own = dict(module.named_parameters(remove_duplicate=False))
         with torch.no_grad():
             for name, t in tensors.items():
                 if name in own:

@@ -221,3 +221,23 @@ def test_scalar_arithmetic_becomes_constant_arguments():
     assert sorted(prog.constants) == ["const.0", "const.1", "const.2"]
     assert sorted(float(v) for v in prog.constants.values()) == [0.25, 0.5, 1.0]
     assert prog.count("het.mul") == 3 and prog.count("het.sub") == 2
+
+
+def test_tied_weights_are_one_parameter_under_the_first_name():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(16, 8)
+            self.head = nn.Linear(8, 16, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, idx):
+            return self.head(self.embed(idx))
+
+    model = Tied()
+    prog = het.from_torch(model, torch.randint(0, 16, (2, 4)), target=torch.randint(0, 16, (2, 4)))
+    assert list(prog.params) == ["embed.weight"]
+    assert prog.count("het.param") == 1
+    # results keyed by either name load back into the module
+    het.to_torch({"embed.weight": np.zeros((16, 8), np.float32)}, model)
+    assert float(model.head.weight.abs().sum()) == 0.0
