@@ -181,11 +181,13 @@ def run_compiled(mlir, inputs: Dict[str, np.ndarray], function: str, steps: int)
 
 
 def plan(model, cluster, extra_args: Sequence[str] = (), timeout: float = 600) -> dict:
-    """Runs `het-plan MODEL CLUSTER --json [extra]` and returns the parsed JSON
-    plan (stages, layer ranges, devices, times; see docs/planner)."""
+    """Runs `het-plan --cluster CLUSTER --model MODEL --json [extra]` (the
+    command line of issue 6) and returns the parsed JSON plan. `model` is MLIR
+    text or a path; extra_args e.g. ["--global-batch", "256", "--top", "3"]."""
     with tempfile.TemporaryDirectory(prefix="het-plan-") as tmp:
         model_path = _as_path(model, tmp, "model")
-        proc = run_tool("het-plan", [model_path, str(cluster), "--json"] + list(extra_args), timeout=timeout)
+        args = ["--cluster", str(cluster), "--model", model_path, "--json"] + list(extra_args)
+        proc = run_tool("het-plan", args, timeout=timeout)
     try:
         return json.loads(proc.stdout)
     except json.JSONDecodeError as e:

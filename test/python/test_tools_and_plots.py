@@ -46,7 +46,7 @@ def test_plan_wrapper_loads_json(tmp_path):
     # Skipped ONLY when het-plan has not been built (issue 6 adds it).
     if not het.has_tool("het-plan"):
         pytest.skip("het-plan is not built yet (issue 6)")
-    cluster = os.path.join(REPO, "examples", "clusters", "local.json")
+    cluster = os.path.join(REPO, "examples", "clusters", "mixed-node.json")
     plan = het.plan(os.path.join(REPO, "examples", "models", "mlp.mlir"), cluster)
     assert isinstance(plan, dict) and plan
 
