@@ -774,6 +774,22 @@ def _setup_handlers():
 
     reg([aten._softmax.default, aten.softmax.int], softmax)
 
+    def where(im, node):
+        # scaled_dot_product_attention's guard for rows where every key is
+        # masked: where(!any(s != -inf, -1), 0, softmax(s)). het.softmax's
+        # causal mask always keeps the diagonal (and an unmasked softmax keeps
+        # everything), so no row is fully masked and the guard is the softmax.
+        cond, fill, probs = node.args
+        if fn(probs, aten._softmax.default) and fn(fill, aten.full_like.default) and \
+                float(fill.args[1]) == 0.0 and fn(cond, aten.logical_not.default) and \
+                fn(cond.args[0], aten.any.dim) and fn(cond.args[0].args[0], aten.logical_not.default):
+            eq = cond.args[0].args[0].args[0]
+            if fn(eq, aten.eq.Scalar) and eq.args[0] is probs.args[0] and float(eq.args[1]) == float("-inf"):
+                return im.tensor(probs)
+        raise _Unsupported("where() outside the attention patterns het knows (het has no select op)")
+
+    reg([aten.where.self], where)
+
     # --- convolution, pooling --------------------------------------------------
     def convolution(im, node):
         x_arg, w_arg, b_arg, stride, padding, dilation, transposed, _out_pad, groups = node.args[:9]

@@ -89,9 +89,10 @@ class TinyResNet(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model, n_head, block_size):
+    def __init__(self, d_model, n_head, block_size, sdpa=False):
         super().__init__()
         self.n_head = n_head
+        self.sdpa = sdpa
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
@@ -105,18 +106,22 @@ class CausalSelfAttention(nn.Module):
         q = self.query(x).view(B, T, self.n_head, hs).transpose(1, 2)
         k = self.key(x).view(B, T, self.n_head, hs).transpose(1, 2)
         v = self.value(x).view(B, T, self.n_head, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.sdpa:  # nanoGPT's fast path
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.proj(y)
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, n_head, block_size):
+    def __init__(self, d_model, n_head, block_size, sdpa=False):
         super().__init__()
         self.ln_1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_head, block_size)
+        self.attn = CausalSelfAttention(d_model, n_head, block_size, sdpa)
         self.ln_2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(approximate="tanh"),
                                  nn.Linear(4 * d_model, d_model))
@@ -129,11 +134,11 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """A small GPT-2 style decoder (minGPT/nanoGPT layout)."""
 
-    def __init__(self, vocab=64, block_size=16, d_model=32, n_head=2, n_layer=2):
+    def __init__(self, vocab=64, block_size=16, d_model=32, n_head=2, n_layer=2, sdpa=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, d_model)
         self.wpe = nn.Embedding(block_size, d_model)
-        self.blocks = nn.ModuleList([Block(d_model, n_head, block_size) for _ in range(n_layer)])
+        self.blocks = nn.ModuleList([Block(d_model, n_head, block_size, sdpa) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab, bias=False)
 
@@ -158,7 +163,10 @@ def make(name, seed=0):
     if name == "gpt":
         model = GPT()
         return model, torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
+    if name == "gpt_sdpa":
+        model = GPT(sdpa=True)
+        return model, torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
     raise KeyError(name)
 
 
-MODELS = ("mlp", "cnn", "resnet", "gpt")
+MODELS = ("mlp", "cnn", "resnet", "gpt", "gpt_sdpa")
