@@ -93,14 +93,49 @@ def _events_from_stages(stages: Sequence[Mapping], micro_batches: int) -> List[d
     return events
 
 
+def _events_from_het_plan(plan: Mapping) -> List[dict]:
+    """A `het-plan/1` plan (het-plan --json): 1F1B from the predicted
+    per-micro-batch forward/backward times of each stage, then each stage's
+    gradient all-reduce and optimizer update. Times in seconds."""
+    predicted = plan.get("predicted") or {}
+    timing = predicted.get("stages") or []
+    stages = plan.get("stages") or []
+    if len(timing) != len(stages) or not stages:
+        raise HetError("a het-plan plan needs `stages` and `predicted.stages` of the same length")
+    merged = []
+    for s, t in zip(stages, timing):
+        layers = s.get("layers")
+        name = f"{s.get('name', '')} {s.get('group', '')}".strip()
+        if s.get("replicas", 1) != 1:
+            name += f" x{s['replicas']}"
+        merged.append({"name": name, "layers": layers, "forward": t.get("fwd_s"), "backward": t.get("bwd_s")})
+    events = _events_from_stages(merged, plan.get("micro_batches", 1))
+    for i, (stage, t) in enumerate(zip(merged, timing)):
+        lane = events[[e["lane"].startswith(stage["name"]) for e in events].index(True)]["lane"]
+        end = max(e["end"] for e in events if e["lane"] == lane)
+        for kind, key in (("allreduce", "sync_s"), ("optimizer", "update_s")):
+            length = float(t.get(key) or 0.0)
+            if length > 0:
+                events.append({"lane": lane, "start": end, "end": end + length, "kind": kind, "label": ""})
+                end += length
+    return events
+
+
 def plan_events(plan: Union[Mapping, Sequence[Mapping]]) -> List[dict]:
     """Events {lane, start, end, kind, label} of a plan.
 
-    Accepts a list of such events, a plan dict holding them under
+    Accepts het-plan's JSON (`{"plans": [...]}` draws the best plan, or one
+    `het-plan/1` plan), a list of events, a plan dict holding them under
     `timeline`/`events`/`schedule`, or a plan dict whose `stages` carry
     per-micro-batch `forward`/`backward` times (with `micro_batches`).
     """
     if isinstance(plan, Mapping):
+        if isinstance(plan.get("plans"), list):
+            if not plan["plans"]:
+                raise HetError("het-plan returned no plans")
+            return plan_events(plan["plans"][0])
+        if str(plan.get("format", "")).startswith("het-plan"):
+            return _events_from_het_plan(plan)
         for key in ("timeline", "events", "schedule"):
             if isinstance(plan.get(key), list):
                 return plan_events(plan[key])
@@ -124,9 +159,20 @@ def plan_events(plan: Union[Mapping, Sequence[Mapping]]) -> List[dict]:
     return events
 
 
-def plan_gantt(plan, path: str, title: str = "pipeline schedule (one iteration)", unit: str = "ms") -> str:
-    """Draws one iteration of a plan as a Gantt chart (one row per stage)."""
+def plan_gantt(plan, path: str, title: str = "pipeline schedule (one iteration)", unit: str = None) -> str:
+    """Draws one iteration of a plan as a Gantt chart (one row per stage).
+
+    `unit` labels the time axis; by default het-plan's seconds are shown in
+    s, ms or us, whichever reads best, and other plans' times are unlabelled."""
     events = plan_events(plan)
+    if unit is None:
+        is_het_plan = isinstance(plan, Mapping) and ("plans" in plan or
+                                                     str(plan.get("format", "")).startswith("het-plan"))
+        unit = "s" if is_het_plan else "time units"
+        if is_het_plan:
+            span = max(e["end"] for e in events)
+            scale, unit = (1e6, "us") if span < 1e-3 else (1e3, "ms") if span < 1 else (1.0, "s")
+            events = [dict(e, start=e["start"] * scale, end=e["end"] * scale) for e in events]
     plt = _pyplot()
     lanes = list(dict.fromkeys(e["lane"] for e in events))
     fig, ax = plt.subplots(figsize=(10, 0.6 * len(lanes) + 1.5))
@@ -145,7 +191,7 @@ def plan_gantt(plan, path: str, title: str = "pipeline schedule (one iteration)"
     from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color=_COLORS.get(k, "#C44E52"), label=k) for k in kinds],
-              loc="upper right", fontsize=8)
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -1,5 +1,6 @@
 """Tool discovery, the het-opt / het-plan wrappers, and the plotting helpers."""
 
+import json
 import os
 import stat
 
@@ -42,13 +43,30 @@ def test_het_opt_wrapper_round_trips_an_example():
     assert "het.linear" in out and "het.cross_entropy" in out
 
 
-def test_plan_wrapper_loads_json(tmp_path):
+def test_plan_wrapper_loads_json_and_draws_it(tmp_path):
     # Skipped ONLY when het-plan has not been built (issue 6 adds it).
     if not het.has_tool("het-plan"):
         pytest.skip("het-plan is not built yet (issue 6)")
     cluster = os.path.join(REPO, "examples", "clusters", "mixed-node.json")
     plan = het.plan(os.path.join(REPO, "examples", "models", "mlp.mlir"), cluster)
-    assert isinstance(plan, dict) and plan
+    assert isinstance(plan, dict) and plan["plans"]
+    path = plot.plan_gantt(plan, str(tmp_path / "plan.png"))
+    assert os.path.getsize(path) > 1000
+
+
+def test_plan_gantt_from_a_het_plan_json(tmp_path):
+    # A plan printed by `het-plan --json` (examples/models/mlp.mlir on
+    # examples/clusters/mixed-node.json), kept as test data.
+    with open(os.path.join(os.path.dirname(__file__), "data", "het_plan_mlp_mixed_node.json")) as f:
+        plan = json.load(f)
+    events = plot.plan_events(plan)
+    stages = plan["plans"][0]["stages"]
+    lanes = list(dict.fromkeys(e["lane"] for e in events))
+    assert len(lanes) == len(stages)
+    kinds = {e["kind"] for e in events}
+    assert {"forward", "backward", "allreduce"} <= kinds
+    path = plot.plan_gantt(plan, str(tmp_path / "plan.svg"))
+    assert "time (us)" in open(path).read() or "<svg" in open(path).read()
 
 
 def test_loss_curve_writes_an_image(tmp_path):
