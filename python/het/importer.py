@@ -282,14 +282,17 @@ class _Importer:
             t = torch.tensor(t, dtype=dtype)
         elif like is not None and like.elem in ("f32", "f64") and t.is_floating_point():
             t = t.to(torch.float64 if like.elem == "f64" else torch.float32)
+        # Keyed by the _Const object, which the dict keeps alive: a freed
+        # object's id could be reused by a different constant.
         key = id(c)
         if key not in self.const_args:
             name = f"const.{len(self.constants)}"
             arr = t.detach().cpu().numpy()
             self.constants[name] = arr
-            self.const_args[key] = self.add_argument(
-                "const" + str(len(self.constants) - 1), arr.shape, mlir.element_type(arr.dtype), name)
-        return self.const_args[key]
+            arg = self.add_argument("const" + str(len(self.constants) - 1), arr.shape,
+                                    mlir.element_type(arr.dtype), name)
+            self.const_args[key] = (c, arg)
+        return self.const_args[key][1]
 
     def tensor(self, arg, like: Optional[Value] = None) -> Value:
         """The het value of an fx argument (emitting it first if needed)."""

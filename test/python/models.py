@@ -166,7 +166,35 @@ def make(name, seed=0):
     if name == "gpt_sdpa":
         model = GPT(sdpa=True)
         return model, torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
+    if name == "zoo":
+        return LayerZoo(), torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
     raise KeyError(name)
 
 
-MODELS = ("mlp", "cnn", "resnet", "gpt", "gpt_sdpa")
+MODELS = ("mlp", "cnn", "resnet", "gpt", "gpt_sdpa", "zoo")
+
+
+class LayerZoo(nn.Module):
+    """Less common layer settings: grouped (depthwise) and dilated
+    convolutions, BatchNorm/LayerNorm without affine parameters, padded
+    average pooling that excludes the padding, exact GELU, scalar arithmetic,
+    nn.Flatten and a zero dropout."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8, bias=False)
+        self.pointwise = nn.Conv2d(8, 16, 1)
+        self.bn = nn.BatchNorm2d(16, affine=False)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+        self.flatten = nn.Flatten()
+        self.norm = nn.LayerNorm(16 * 4 * 4, elementwise_affine=False)
+        self.drop = nn.Dropout(0.0)
+        self.fc = nn.Linear(16 * 4 * 4, classes)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))
+        x = self.pointwise(self.depthwise(x))
+        x = self.pool(F.gelu(self.bn(x)))
+        x = self.norm(self.flatten(x))
+        return self.fc(self.drop(x * 2.0 - 0.5) / 3.0)

@@ -241,3 +241,14 @@ def test_tied_weights_are_one_parameter_under_the_first_name():
     # results keyed by either name load back into the module
     het.to_torch({"embed.weight": np.zeros((16, 8), np.float32)}, model)
     assert float(model.head.weight.abs().sum()) == 0.0
+
+
+def test_norms_without_affine_get_their_own_constants():
+    # Regression: constants were cached by id() of a temporary, so the
+    # LayerNorm's ones(256) could come back as the BatchNorm's ones(16).
+    _, _, _, prog = imported("zoo")
+    shapes = [prog.constants[f"const.{i}"].shape for i in range(4)]
+    assert shapes == [(16,), (16,), (256,), (256,)]
+    np.testing.assert_array_equal(prog.constants["const.0"], np.ones(16))
+    np.testing.assert_array_equal(prog.constants["const.1"], np.zeros(16))
+    assert "groups = 8 : i64" in prog and "dilation = array<i64: 2, 2>" in prog
