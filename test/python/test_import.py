@@ -252,3 +252,23 @@ def test_norms_without_affine_get_their_own_constants():
     np.testing.assert_array_equal(prog.constants["const.0"], np.ones(16))
     np.testing.assert_array_equal(prog.constants["const.1"], np.zeros(16))
     assert "groups = 8 : i64" in prog and "dilation = array<i64: 2, 2>" in prog
+
+
+def test_model_with_several_outputs():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y, y.relu()
+
+    with pytest.raises(het.HetImportError, match="must return one tensor"):
+        het.from_torch(Two(), torch.randn(2, 4), target=torch.zeros(2, dtype=torch.long))
+
+
+def test_example_inputs_must_be_tensors():
+    model, x, y = models.make("mlp")
+    with pytest.raises(het.HetImportError, match="example input 0 is a list"):
+        het.from_torch(model, ([1.0, 2.0],), target=y)

@@ -114,3 +114,29 @@ def test_plan_gantt_rejects_bad_plans(tmp_path, bad, message):
 def test_loss_curve_rejects_empty(tmp_path):
     with pytest.raises(het.HetError, match="no loss values"):
         plot.loss_curve([], str(tmp_path / "x.png"))
+
+
+def test_evaluate_names_the_missing_arguments():
+    need_tool("het-eval")
+    import numpy as np
+
+    with pytest.raises(het.HetToolError, match="needs arguments that were not given: target"):
+        het.evaluate(_named_mlp(), {"input": np.zeros((32, 64), np.float32)})
+
+
+def _named_mlp():
+    import models
+
+    model, x, y = models.make("mlp")
+    return het.from_torch(model, x, target=y)
+
+
+def test_compiled_runner_is_a_clear_error_until_het_compile_exists():
+    import numpy as np
+
+    prog = _named_mlp()
+    if het.has_tool("het-compile"):
+        pytest.skip("het-compile exists: wire het.tools.run_compiled to it")
+    need_tool("het-opt")
+    with pytest.raises(het.HetToolError, match="het-compile not found"):
+        het.train(prog, prog.initial_values(), steps=2, runner="compile")
