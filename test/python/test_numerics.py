@@ -99,3 +99,36 @@ def test_other_optimizers_match_pytorch(name, optimizer, options, make_torch_opt
     print(f"{name} {optimizer}: max relative error over {STEPS} steps {max(errs):.3g}")
     assert expected[-1] < expected[0]
     assert max(errs) <= 1e-4
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_float64_forward_and_trace_agree_to_rounding(name, het_eval):
+    """In float64 (model and evaluator) the only differences left are
+    rounding: the import is exact, not merely close."""
+    model, x, y = models.make(name)
+    model = model.double()
+    if x.is_floating_point():
+        x = x.double()
+    prog = het.from_torch(model, x, loss="cross_entropy", target=y)
+    assert "f32" not in prog
+    result = het.train(prog, feed(prog, x, y), steps=5, optimizer="sgd", learning_rate=LR, precision="f64")
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    model.train()
+    expected = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = torch_loss(model, x, y)
+        loss.backward()
+        opt.step()
+        expected.append(float(loss))
+    errs = [rel(a, b) for a, b in zip(result.losses, expected)]
+    # het-eval prints losses with 9 significant digits; the parameters come
+    # back at full precision.
+    assert max(errs) <= 1e-8
+    worst = 0.0
+    for pname, p in model.named_parameters():
+        want = p.detach().numpy()
+        got = result[pname]
+        worst = max(worst, float(np.max(np.abs(got - want) / (np.abs(want) + 1e-6))))
+    print(f"{name} f64: trace {max(errs):.3g}, parameters after 5 steps {worst:.3g}")
+    assert worst <= 1e-10
