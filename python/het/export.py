@@ -81,6 +81,8 @@ def _parser():
     p.add_argument("--train-steps", type=int, default=0, help="run N training steps with het-eval")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--fuse", action="store_true",
+                   help="train the fused step (het-opt --het-training-pipeline)")
     p.add_argument("--check", action="store_true", help="compare the loss trace with PyTorch")
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--plot", help="write the loss curve to this image file")
@@ -180,7 +182,7 @@ def main(argv=None) -> int:
             feed = prog.initial_values()
             feed.update(data)
             result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
-                                 optimizer=args.optimizer, learning_rate=args.lr)
+                                 optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse)
             for i, value in enumerate(result.losses):
                 print(f"step {i} loss {value:.8g}")
             if args.plot:

