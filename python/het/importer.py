@@ -957,6 +957,13 @@ def _setup_handlers():
 
     # --- embedding and losses --------------------------------------------------
     def embedding(im, node):
+        args = list(node.args) + [-1, False, False]
+        padding_idx, scale_grad_by_freq, sparse = args[2:5]
+        if padding_idx is not None and padding_idx >= 0:
+            # PyTorch never updates the padding row; het.embedding's gradient would.
+            raise _Unsupported(f"embedding with padding_idx={padding_idx} (its row gets no gradient in PyTorch)")
+        if scale_grad_by_freq or sparse:
+            raise _Unsupported("embedding with scale_grad_by_freq or sparse gradients")
         w = im.tensor(node.args[0])
         idx = im.tensor(node.args[1])
         return im.op(node, "embedding", [w, idx], {}, [im.shape_of(node)])
