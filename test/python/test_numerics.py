@@ -48,15 +48,9 @@ def test_forward_loss_matches_pytorch(name, het_eval, record_property):
 
 @pytest.mark.parametrize("fuse", [False, True], ids=["unfused", "fused"])
 @pytest.mark.parametrize("name", models.MODELS)
-def test_sgd_trace_matches_pytorch(name, fuse, het_eval, record_property, request):
+def test_sgd_trace_matches_pytorch(name, fuse, het_eval, record_property):
     """fused: the step after het-fuse (het-training-pipeline), the form code
     generation starts from."""
-    if fuse and name == "resnet":
-        # Reported, not hidden (shows as XFAIL): the residual add+relu becomes a
-        # het.elementwise whose scalar 0.0 the canonicalizer hoists out of the
-        # body, and het-eval rejects a function-level `arith.constant ... : f32`.
-        request.applymarker(pytest.mark.xfail(
-            reason="het-fuse/het-eval: hoisted scalar arith.constant in a fused step", strict=False))
     model, x, y = models.make(name)
     prog = het.from_torch(model, x, loss="cross_entropy", target=y)
     result = het.train(prog, feed(prog, x, y), steps=STEPS, optimizer="sgd", learning_rate=LR, fuse=fuse)
