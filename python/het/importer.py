@@ -28,7 +28,6 @@ Conventions (see docs/python.md):
 import operator
 import re
 import sys
-import traceback
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -137,7 +136,7 @@ class _Const:
 class _Ctx:
     lines: List[str] = field(default_factory=list)
     args: List[Argument] = field(default_factory=list)
-    errors: List[str] = field(default_factory=list)
+    errors: List[tuple] = field(default_factory=list)  # (graph position, message)
 
 
 class _Importer:
@@ -153,10 +152,9 @@ class _Importer:
         self.graph = ep.graph
         self.ctx = _Ctx()
         self.values: Dict[object, object] = {}  # fx node -> Value | _Const | tuple
-        self.const_args: Dict[int, Value] = {}
+        self.const_args: Dict[int, tuple] = {}  # id(_Const) -> (_Const, Value)
         self.constants: Dict[str, np.ndarray] = {}
         self.params: Dict[str, np.ndarray] = {}
-        self.param_args: Dict[str, Argument] = {}
         self.used_names = set()
         self.layers = {}
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
@@ -399,7 +397,6 @@ class _Importer:
     # --------------------------------------------------------------- mapping
     def call(self, node):
         target = node.target
-        aten = self.aten
         if target is operator.getitem:
             base = self.get(node.args[0])
             if isinstance(base, tuple):
@@ -425,8 +422,8 @@ class _Importer:
             return x
         return self.op(node, "reshape", [x], {}, [shape], hint=node.name)
 
-    def run(self, loss_output_node):
-        out_node = [n for n in self.graph.nodes if n.op == "output"][0]
+    def run(self):
+        """Emits everything the model's output depends on; returns (node, value)."""
         from torch.export.graph_signature import OutputKind
 
         user_outputs = [spec.arg.name for spec in self.ep.graph_signature.output_specs
@@ -443,15 +440,6 @@ class _Importer:
 
 # ------------------------------------------------------------------ handlers
 _HANDLERS = {}
-
-
-def _handles(*names):
-    def register(fn):
-        for name in names:
-            _HANDLERS[name] = fn
-        return fn
-
-    return register
 
 
 def _setup_handlers():
@@ -1061,7 +1049,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20000))
     try:
-        out_node, out = im.run(None)
+        out_node, out = im.run()
     finally:
         sys.setrecursionlimit(old_limit)
     if im.ctx.errors:

@@ -132,8 +132,6 @@ def _named_mlp():
 
 
 def test_compiled_runner_is_a_clear_error_until_het_compile_exists():
-    import numpy as np
-
     prog = _named_mlp()
     if het.has_tool("het-compile"):
         pytest.skip("het-compile exists: wire het.tools.run_compiled to it")
