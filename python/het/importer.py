@@ -364,6 +364,16 @@ class _Importer:
         arg = self.add_argument("p_" + name, val.shape, elem, name, param=True)
         return arg
 
+    def param_slice(self, node, name: str, begin: int, end: int) -> Value:
+        """A parameter argument holding rows [begin, end) of a parameter."""
+        everything = dict(self.module.named_parameters(remove_duplicate=False))
+        param = everything[name] if name in everything else self.state_dict[name]
+        key = f"{name}[{begin}:{end}]"
+        value = param.detach().cpu().numpy()[begin:end].copy()
+        self.params[key] = value
+        elem = mlir.element_type(param.dtype)
+        return self.add_argument(f"p_{name}_{begin}_{end}", value.shape, elem, key, param=True)
+
     def _is_const(self, node) -> bool:
         if node in self.values:
             return isinstance(self.values[node], _Const)
@@ -566,6 +576,58 @@ def _setup_handlers():
         bias = node.args[2] if len(node.args) > 2 else None
         ops = [x, w] + ([im.tensor(bias, like=x)] if bias is not None else [])
         return im.op(node, "linear", ops, {}, [im.shape_of(node)])
+
+    def only_user(n):
+        users = list(n.users)
+        return users[0] if len(users) == 1 else None
+
+    def param_placeholder(im, n):
+        return hasattr(n, "op") and n.op == "placeholder" and im.input_kind[n.name][0] == "param"
+
+    def split_linear(im, node):
+        """`linear(x).split(sizes, dim=-1)` (nanoGPT's fused q/k/v): one
+        het.linear per chunk on row slices of the weight and bias. het has no
+        slice op, so each slice is its own parameter, named
+        `<name>[<begin>:<end>]` (rows); het.to_torch writes them back into the
+        PyTorch parameter. The weight and bias must have no other use."""
+        src, dim = node.args[0], node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        rank = len(src.meta["val"].shape)
+        if dim % rank != rank - 1:
+            raise _Unsupported("split along a dimension other than the last (het has no slice op)")
+        view = None
+        if fn(src, aten.view.default, aten._unsafe_view.default, aten.reshape.default) and only_user(src):
+            view, src = src, src.args[0]
+            if view.meta["val"].shape[-1] != src.meta["val"].shape[-1]:
+                raise _Unsupported("split of a reshaped linear output")
+        if not (fn(src, aten.addmm.default, aten.mm.default) and only_user(src) is (view or node)):
+            raise _Unsupported("split of a computed tensor other than a linear layer's output "
+                               "(het has no slice op)")
+        bias = src.args[0] if src.target is aten.addmm.default else None
+        x_arg, wt = (src.args[1], src.args[2]) if bias is not None else (src.args[0], src.args[1])
+        w = transposed_matrix(im, wt)
+        if w is None or not param_placeholder(im, w) or (bias is not None and not param_placeholder(im, bias)):
+            raise _Unsupported("split of a product that is not a linear layer with parameters")
+        if len(w.users) != 1 or only_user(wt) is not src or (bias is not None and len(bias.users) != 1):
+            raise _Unsupported("split linear layer whose weight or bias is also used elsewhere")
+        x = im.tensor(x_arg)
+        w_name = im.input_kind[w.name][1]
+        b_name = im.input_kind[bias.name][1] if bias is not None else None
+        chunks = [tuple(v.shape) for v in node.meta["val"]]
+        results, begin = [], 0
+        for i, shape in enumerate(chunks):
+            end = begin + shape[-1]
+            ops = [x, im.param_slice(w, w_name, begin, end)]
+            if bias is not None:
+                ops.append(im.param_slice(bias, b_name, begin, end))
+            y = im.op(node, "linear", ops, {}, [tuple(x.shape[:-1]) + (end - begin,)],
+                      hint=f"{node.name}_{i}")
+            if view is not None:
+                y = im.reshape(node, y, shape)
+            results.append(y)
+            begin = end
+        return tuple(results)
+
+    reg([aten.split_with_sizes.default, aten.split.Tensor], split_linear)
 
     reg([aten.addmm.default], addmm)
     reg([aten.mm.default], mm)
@@ -1101,8 +1163,14 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
 
     input_rank = {n: i for i, n in enumerate(input_names)}
     param_rank = {n: i for i, (n, _) in enumerate(module.named_parameters(remove_duplicate=False))}
+
+    def param_order(name):
+        # "w[32:64]" (a row slice, see split_linear) sorts with w, by its first row
+        m = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", name)
+        return (param_rank.get(m.group(1), 0), int(m.group(2))) if m else (param_rank.get(name, 0), 0)
+
     args = sorted(im.ctx.args, key=lambda a: (arg_rank(a), input_rank.get(a.het_name, 0),
-                                              param_rank.get(a.het_name, 0),
+                                              param_order(a.het_name),
                                               int(a.het_name[6:]) if a.het_name.startswith("const.") else 0))
     arg_text = []
     for a in args:

@@ -205,9 +205,13 @@ def load_npz(path) -> Dict[str, np.ndarray]:
         return {k: data[k] for k in data.files}
 
 
+_ROW_SLICE = re.compile(r"(.*)\[(\d+):(\d+)\]")
+
+
 def to_torch(arrays: Dict[str, np.ndarray], module=None):
     """numpy results -> torch tensors; with a module, loads every array whose
-    name is one of its parameters into it (strict about shapes)."""
+    name is one of its parameters into it (strict about shapes). A name
+    `w[a:b]` (a parameter the importer split by rows) fills rows a..b of w."""
     import torch
 
     tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
@@ -215,9 +219,14 @@ def to_torch(arrays: Dict[str, np.ndarray], module=None):
         own = dict(module.named_parameters(remove_duplicate=False))
         with torch.no_grad():
             for name, t in tensors.items():
-                if name in own:
-                    if tuple(own[name].shape) != tuple(t.shape):
-                        raise ValueError(f"{name}: shape {tuple(t.shape)} does not match the module's "
-                                         f"{tuple(own[name].shape)}")
-                    own[name].copy_(t)
+                target = own.get(name)
+                m = _ROW_SLICE.fullmatch(name)
+                if target is None and m and m.group(1) in own:
+                    target = own[m.group(1)][int(m.group(2)):int(m.group(3))]
+                if target is None:
+                    continue
+                if tuple(target.shape) != tuple(t.shape):
+                    raise ValueError(f"{name}: shape {tuple(t.shape)} does not match the module's "
+                                     f"{tuple(target.shape)}")
+                target.copy_(t)
     return tensors

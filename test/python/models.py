@@ -168,10 +168,12 @@ def make(name, seed=0):
         return model, torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
     if name == "zoo":
         return LayerZoo(), torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    if name == "nanogpt":
+        return NanoGPT(), torch.randint(0, 64, (4, 16)), torch.randint(0, 64, (4, 16))
     raise KeyError(name)
 
 
-MODELS = ("mlp", "cnn", "resnet", "gpt", "gpt_sdpa", "zoo")
+MODELS = ("mlp", "cnn", "resnet", "gpt", "gpt_sdpa", "zoo", "nanogpt")
 
 
 class LayerZoo(nn.Module):
@@ -198,3 +200,66 @@ class LayerZoo(nn.Module):
         x = self.pool(F.gelu(self.bn(x)))
         x = self.norm(self.flatten(x))
         return self.fc(self.drop(x * 2.0 - 0.5) / 3.0)
+
+
+class NanoGPTAttention(nn.Module):
+    """nanoGPT's CausalSelfAttention: one fused q/k/v projection, split."""
+
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.n_head = n_head
+        self.n_embd = n_embd
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class NanoGPTBlock(nn.Module):
+    def __init__(self, n_embd, n_head):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = NanoGPTAttention(n_embd, n_head)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's layout: transformer ModuleDict, fused attention projection,
+    scaled_dot_product_attention, lm_head tied to the token embedding."""
+
+    def __init__(self, vocab=64, block_size=16, n_embd=32, n_head=2, n_layer=2):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, n_embd),
+            wpe=nn.Embedding(block_size, n_embd),
+            h=nn.ModuleList([NanoGPTBlock(n_embd, n_head) for _ in range(n_layer)]),
+            ln_f=nn.LayerNorm(n_embd),
+        ))
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # nanoGPT ties them this way round
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, mean=0.0, std=0.02)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))

@@ -22,10 +22,15 @@ def imported(name):
 def test_parameters_are_marked_and_named(name):
     model, _, _, prog = imported(name)
     names = [n for n, _ in model.named_parameters()]
-    assert list(prog.params) == names
-    for n, p in model.named_parameters():
-        assert re.search(r"\{het\.param, het\.name = \"" + re.escape(n) + r"\"\}", prog), n
-        np.testing.assert_array_equal(prog.params[n], p.detach().numpy())
+    # a parameter split by rows (nanoGPT's fused q/k/v) appears as w[a:b] slices
+    base = list(dict.fromkeys(re.sub(r"\[\d+:\d+\]$", "", k) for k in prog.params))
+    assert base == names
+    for key, value in prog.params.items():
+        assert re.search(r"\{het\.param, het\.name = \"" + re.escape(key) + r"\"\}", prog), key
+        m = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", key)
+        want = model.get_parameter(m.group(1))[int(m.group(2)):int(m.group(3))] if m else \
+            model.get_parameter(key)
+        np.testing.assert_array_equal(value, want.detach().numpy())
     assert '{het.name = "input"}' in prog and '{het.name = "target"}' in prog
     assert re.search(r"\) *\n *-> tensor<f32> \{", prog)
 
@@ -272,3 +277,26 @@ def test_example_inputs_must_be_tensors():
     model, x, y = models.make("mlp")
     with pytest.raises(het.HetImportError, match="example input 0 is a list"):
         het.from_torch(model, ([1.0, 2.0],), target=y)
+
+
+def test_split_linear_becomes_one_linear_per_row_slice():
+    model, x, y, prog = imported("nanogpt")
+    for block in range(2):
+        for begin in (0, 32, 64):
+            key = f"transformer.h.{block}.attn.c_attn.weight[{begin}:{begin + 32}]"
+            assert key in prog.params and prog.params[key].shape == (32, 32)
+    assert "split" not in prog.replace("%split", "%")  # no op named split remains
+
+
+def test_split_of_a_shared_linear_is_an_error():
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 16)
+
+        def forward(self, x):
+            a, b = self.qkv(x).split(8, dim=1)
+            return a * b + self.qkv.weight.sum()
+
+    with pytest.raises(het.HetImportError, match="split linear layer whose weight or bias is also used"):
+        het.from_torch(Shared(), torch.randn(4, 8), target=torch.randint(0, 8, (4,)))

@@ -3,6 +3,9 @@ trace (1e-4 relative) for every covered model, from the same initial
 parameters and data. The runner is the reference evaluator het-eval (the
 compiled executable replaces it once het-compile exists, issue 4)."""
 
+import copy
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -54,6 +57,7 @@ def test_sgd_trace_matches_pytorch(name, fuse, het_eval, record_property):
     model, x, y = models.make(name)
     prog = het.from_torch(model, x, loss="cross_entropy", target=y)
     result = het.train(prog, feed(prog, x, y), steps=STEPS, optimizer="sgd", learning_rate=LR, fuse=fuse)
+    start = copy.deepcopy(model)
 
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     model.train()
@@ -73,10 +77,15 @@ def test_sgd_trace_matches_pytorch(name, fuse, het_eval, record_property):
     assert len(result.losses) == STEPS
     assert expected[-1] < expected[0], "the reference must actually train"
     assert max(errs) <= 1e-4
-    # the final parameters come back under their PyTorch names
-    for pname, p in model.named_parameters():
-        assert pname in result, pname
-        np.testing.assert_allclose(result[pname], p.detach().numpy(), rtol=1e-3, atol=1e-4)
+    # the final parameters come back under their PyTorch names (row slices
+    # of split layers as "w[a:b]"): loaded into the untrained copy they
+    # equal PyTorch's trained parameters
+    het.to_torch(result, start)
+    for (pname, p), (_, q) in zip(model.named_parameters(), start.named_parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-3, atol=1e-4,
+                                   err_msg=pname)
+    loaded = {re.sub(r"\[\d+:\d+\]$", "", k) for k in result}
+    assert {n for n, _ in model.named_parameters()} <= loaded
 
 
 @pytest.mark.parametrize("name, optimizer, options, make_torch_opt", [
@@ -115,6 +124,7 @@ def test_float64_forward_and_trace_agree_to_rounding(name, het_eval):
     prog = het.from_torch(model, x, loss="cross_entropy", target=y)
     assert "f32" not in prog
     result = het.train(prog, feed(prog, x, y), steps=5, optimizer="sgd", learning_rate=LR, precision="f64")
+    start = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     model.train()
     expected = []
@@ -129,9 +139,11 @@ def test_float64_forward_and_trace_agree_to_rounding(name, het_eval):
     # back at full precision.
     assert max(errs) <= 1e-8
     worst = 0.0
-    for pname, p in model.named_parameters():
+    het.to_torch(result, start)
+    for (pname, p), (_, q) in zip(model.named_parameters(), start.named_parameters()):
         want = p.detach().numpy()
-        got = result[pname]
+        got = q.detach().numpy()
         worst = max(worst, float(np.max(np.abs(got - want) / (np.abs(want) + 1e-6))))
     print(f"{name} f64: trace {max(errs):.3g}, parameters after 5 steps {worst:.3g}")
+    assert {re.sub(r"\[\d+:\d+\]$", "", k) for k in result} >= {n for n, _ in model.named_parameters()}
     assert worst <= 1e-10
