@@ -30,11 +30,16 @@ else
   echo "setup: system packages present"
 fi
 
-# Python tools (lit, numpy) live in the project's own virtual environment so
+# Python tools (lit, numpy, pytest, torch) live in the project's own virtual environment so
 # the system interpreter is left alone.
 venv="$here/.venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
+# The het Python package (python/het), editable so the checkout is what runs.
+if ! "$venv/bin/python" -c 'import het, os, sys; sys.exit(os.path.realpath(het.__file__) != os.path.realpath(sys.argv[1]))' \
+    "$here/python/het/__init__.py" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$here/python"
+fi
 echo "setup: done"

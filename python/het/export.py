@@ -1,0 +1,208 @@
+"""Command line: import a PyTorch model file into het (and optionally train it).
+
+    python -m het.export path/model.py:factory --input-shape 64,3,32,32 \\
+        --loss cross_entropy -o out.mlir [--train-steps 20 --lr 0.1 [--check]]
+
+`factory` is any callable in the file (a class or a function) that returns
+the torch.nn.Module when called with no arguments. Writes
+
+    out.mlir        the forward graph with the loss, in the het dialect
+    out.npz         initial parameters (and constants), keyed by het.name
+    out.data.npz    the example batch ("input"/"target"), random with --seed
+
+With --train-steps N it also runs N optimizer steps on that batch
+(het-opt --het-autodiff, then the reference evaluator het-eval) and prints
+`step <i> loss <value>`; --check also trains the PyTorch model from the same
+start and fails unless the traces agree within --rtol. Exit status: 0 on
+success, 1 on an import/tool/check error, 2 on bad arguments.
+"""
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+from .errors import HetError
+
+
+def _load_factory(spec: str):
+    if ":" not in spec:
+        raise HetError(f"expected FILE.py:FACTORY or module:FACTORY, got {spec!r}")
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py") or os.sep in where:
+        if not os.path.isfile(where):
+            raise HetError(f"model file {where!r} does not exist")
+        mod_name = "_het_model_" + os.path.splitext(os.path.basename(where))[0]
+        loader_spec = importlib.util.spec_from_file_location(mod_name, where)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:
+            raise HetError(f"importing {where} failed: {type(e).__name__}: {e}") from e
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as e:
+            raise HetError(f"cannot import module {where!r}: {e}") from e
+    factory = getattr(module, name, None)
+    if factory is None or not callable(factory):
+        raise HetError(f"{where} has no callable {name!r}")
+    return factory
+
+
+def _shape(text: str):
+    try:
+        dims = tuple(int(d) for d in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape must be comma-separated integers, got {text!r}")
+    if not dims or any(d <= 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"shape dimensions must be positive, got {text!r}")
+    return dims
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m het.export", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="FILE.py:FACTORY (or module:FACTORY) returning a torch.nn.Module")
+    p.add_argument("--input-shape", type=_shape, action="append", required=True,
+                   help="shape of a forward argument, e.g. 64,3,32,32 (repeat for several)")
+    p.add_argument("--input-dtype", action="append", choices=["float32", "float64", "int64"],
+                   help="dtype of each input (default float32; int64 for token ids)")
+    p.add_argument("--input-high", type=int, default=None,
+                   help="int64 inputs are drawn from [0, HIGH) (default: the first Embedding's size)")
+    p.add_argument("--loss", choices=["cross_entropy", "mse", "none"], default="cross_entropy")
+    p.add_argument("-o", "--output", required=True, help="output .mlir path")
+    p.add_argument("--function", default="forward", help="name of the emitted func.func")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-steps", type=int, default=0, help="run N training steps with het-eval")
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--fuse", action="store_true",
+                   help="train the fused step (het-opt --het-training-pipeline)")
+    p.add_argument("--check", action="store_true", help="compare the loss trace with PyTorch")
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--plot", help="write the loss curve to this image file")
+    return p
+
+
+def _example_batch(torch, model, args):
+    gen = torch.Generator().manual_seed(args.seed)
+    dtypes = args.input_dtype or []
+    if len(dtypes) > len(args.input_shape):
+        raise HetError("more --input-dtype than --input-shape options")
+    high = args.input_high
+    if high is None:
+        emb = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+        high = emb[0].num_embeddings if emb else 2
+    inputs = []
+    for i, shape in enumerate(args.input_shape):
+        dtype = dtypes[i] if i < len(dtypes) else "float32"
+        if dtype == "int64":
+            inputs.append(torch.randint(0, high, shape, generator=gen))
+        else:
+            inputs.append(torch.randn(shape, generator=gen, dtype=getattr(torch, dtype)))
+    target = None
+    if args.loss != "none":
+        model.train()
+        with torch.no_grad():
+            try:
+                out = model(*inputs)
+            except Exception as e:
+                raise HetError(f"the model does not run on inputs of shape "
+                               f"{[list(s) for s in args.input_shape]}: {type(e).__name__}: {e}") from e
+        if not isinstance(out, torch.Tensor):
+            raise HetError(f"the model returns {type(out).__name__}, expected one tensor")
+        if args.loss == "cross_entropy":
+            if out.dim() < 1:
+                raise HetError("cross_entropy needs logits [..., C]; the model returns a scalar")
+            target = torch.randint(0, out.shape[-1], tuple(out.shape[:-1]), generator=gen)
+        else:
+            target = torch.randn(out.shape, generator=gen, dtype=out.dtype)
+    return inputs, target
+
+
+def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr):
+    import torch.nn.functional as F
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr) if optimizer == "sgd" else \
+        torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    trace = []
+    for _ in range(steps):
+        opt.zero_grad()
+        out = model(*inputs)
+        if loss == "cross_entropy":
+            value = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        elif loss == "mse":
+            value = F.mse_loss(out, target)
+        else:
+            value = out
+        value.backward()
+        opt.step()
+        trace.append(float(value))
+    return trace
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("het.export: error: torch is not installed (see docs/python.md)", file=sys.stderr)
+        return 1
+    from . import tools
+    from .importer import from_torch
+
+    try:
+        factory = _load_factory(args.model)
+        torch.manual_seed(args.seed)
+        try:
+            model = factory()
+        except Exception as e:
+            raise HetError(f"calling {args.model} failed: {type(e).__name__}: {e}") from e
+        if not isinstance(model, torch.nn.Module):
+            raise HetError(f"{args.model} returned {type(model).__name__}, not a torch.nn.Module")
+        inputs, target = _example_batch(torch, model, args)
+        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function)
+        out_dir = os.path.dirname(os.path.abspath(args.output))
+        os.makedirs(out_dir, exist_ok=True)
+        mlir_path, npz_path = prog.save(args.output)
+        data = {name: t.numpy() for name, t in zip(prog.input_names, list(inputs) + [target])}
+        data_path = os.path.splitext(args.output)[0] + ".data.npz"
+        np.savez(data_path, **data)
+        print(f"het.export: wrote {mlir_path} ({len(prog.params)} parameters, {prog.num_layers} layers), "
+              f"{npz_path}, {data_path}")
+
+        if args.train_steps > 0:
+            feed = prog.initial_values()
+            feed.update(data)
+            result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
+                                 optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse)
+            for i, value in enumerate(result.losses):
+                print(f"step {i} loss {value:.8g}")
+            if args.plot:
+                from .plot import loss_curve
+
+                loss_curve({"het": result.losses}, args.plot)
+            if args.check:
+                model.load_state_dict(initial)
+                ref = _torch_trace(torch, model, inputs, target, args.loss, args.train_steps,
+                                   args.optimizer, args.lr)
+                err = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(result.losses, ref))
+                print(f"pytorch trace: {' '.join(f'{v:.8g}' for v in ref)}")
+                print(f"max relative difference over {args.train_steps} steps: {err:.3g} (rtol {args.rtol:g})")
+                if not err <= args.rtol:
+                    raise HetError(f"het's loss trace differs from PyTorch's by {err:.3g} > {args.rtol:g}")
+    except HetError as e:
+        print(f"het.export: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1194 @@
+"""PyTorch -> het dialect importer.
+
+`from_torch` captures a module with `torch.export`, decomposes it to core
+ATen ops (`ExportedProgram.run_decompositions`) and maps those ops to het ops.
+Emission is demand-driven from the graph's output: an op is printed only when
+something that reaches the loss uses it, so ops that only update BatchNorm's
+running statistics, or transposes folded into `het.linear`, never appear.
+
+Conventions (see docs/python.md):
+
+* arguments: the data inputs (`het.name` "input", or the forward's argument
+  names when there are several), then "target" when a loss is added, then
+  every trainable parameter that the loss depends on (`het.param`, `het.name`
+  = its PyTorch name), then constants the graph needs as tensors (`het.name`
+  "const.<n>", e.g. `torch.arange` positions) whose values are exported with
+  the parameters;
+* one result, the 0-d loss. It carries no `het.name`: het-autodiff (as of
+  this writing) keeps the forward's result attributes when it builds the
+  training step and then rejects the step; the step names its own results
+  ("loss" and the parameter names), and het-eval calls an unnamed forward
+  result "result0";
+* `het.layer` from the module hierarchy: one id per top-level child module
+  (per element when that child is a ModuleList/Sequential, e.g. transformer
+  blocks), in order of first use; ops outside any module take the largest
+  layer of their operands.
+"""
+
+import operator
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import mlir
+from .errors import HetImportError
+
+LOSSES = ("cross_entropy", "mse", "none")
+
+
+@dataclass
+class Value:
+    """An SSA value of the emitted function."""
+
+    name: str  # without '%'
+    shape: tuple
+    elem: str  # MLIR element type
+
+    @property
+    def type(self) -> str:
+        return mlir.tensor_type(self.shape, self.elem)
+
+    @property
+    def ref(self) -> str:
+        return "%" + self.name
+
+
+@dataclass
+class Argument:
+    value: Value
+    het_name: str
+    param: bool = False
+
+
+class HetProgram(str):
+    """The MLIR text of an imported model (a `str`), with what runs it.
+
+    Attributes: `params` (het.name -> numpy array, the initial parameters),
+    `constants` (het.name -> numpy array), `input_names` (data inputs in
+    argument order, including "target"), `function` (the func name),
+    `num_layers`.
+    """
+
+    params: Dict[str, np.ndarray]
+    constants: Dict[str, np.ndarray]
+    input_names: List[str]
+    function: str
+    num_layers: int
+
+    def initial_values(self) -> Dict[str, np.ndarray]:
+        """Parameters and constants: what het-eval needs besides the data."""
+        out = dict(self.params)
+        out.update(self.constants)
+        return out
+
+    def save(self, mlir_path, npz_path=None):
+        """Writes the MLIR and, beside it (`.npz`), parameters and constants."""
+        import os
+
+        mlir_path = str(mlir_path)
+        if npz_path is None:
+            npz_path = os.path.splitext(mlir_path)[0] + ".npz"
+        with open(mlir_path, "w") as f:
+            f.write(str(self))
+        np.savez(npz_path, **self.initial_values())
+        return mlir_path, npz_path
+
+
+def _fqn_from_source(expr: str) -> str:
+    """`getattr(L['self'].blocks, '0').attn` -> `blocks.0.attn`."""
+    prev = None
+    while prev != expr:
+        prev = expr
+        expr = re.sub(r"getattr\(([^,()]*),\s*'([^']*)'\)", r"\1.\2", expr)
+    expr = re.sub(r"^L\['[^']*'\]", "", expr)
+    expr = re.sub(r"\._modules\['([^']*)'\]", r".\1", expr)
+    expr = re.sub(r"\[(\d+)\]", r".\1", expr)
+    expr = re.sub(r"\['([^']*)'\]", r".\1", expr)
+    return expr.strip(".")
+
+
+def _user_frame(node) -> str:
+    """`file:line: code` of the innermost user frame that produced a node."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', trace)
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
+    if not user:
+        return "<unknown source>"
+    path, line, func, code = user[-1]
+    return f"{path}:{line} ({func}): {code.strip()}"
+
+
+class _Unsupported(Exception):
+    """One op the importer cannot map; collected, then reported together."""
+
+
+@dataclass
+class _Const:
+    """A value computable at import time (no data or parameter reaches it)."""
+
+    value: object  # torch.Tensor or Python scalar
+
+
+@dataclass
+class _Ctx:
+    lines: List[str] = field(default_factory=list)
+    args: List[Argument] = field(default_factory=list)
+    errors: List[tuple] = field(default_factory=list)  # (graph position, message)
+
+
+class _Importer:
+    def __init__(self, ep, module, loss, function, input_names):
+        import torch
+
+        self.torch = torch
+        self.aten = torch.ops.aten
+        self.ep = ep
+        self.module = module
+        self.loss = loss
+        self.function = function
+        self.graph = ep.graph
+        self.ctx = _Ctx()
+        self.values: Dict[object, object] = {}  # fx node -> Value | _Const | tuple
+        self.const_args: Dict[int, tuple] = {}  # id(_Const) -> (_Const, Value)
+        self.constants: Dict[str, np.ndarray] = {}
+        self.params: Dict[str, np.ndarray] = {}
+        self.used_names = set()
+        self.layers = {}
+        self.order = {n: i for i, n in enumerate(self.graph.nodes)}
+        self._assign_layers()
+        self._classify_inputs(input_names)
+
+    # ----------------------------------------------------------------- setup
+    def _classify_inputs(self, input_names):
+        from torch.export.graph_signature import InputKind
+
+        sig = self.ep.graph_signature
+        self.input_kind = {}
+        state = self.ep.state_dict
+        consts = getattr(self.ep, "constants", {}) or {}
+        user = 0
+        for spec in sig.input_specs:
+            name = spec.arg.name
+            if spec.kind == InputKind.USER_INPUT:
+                self.input_kind[name] = ("input", input_names[user])
+                user += 1
+            elif spec.kind == InputKind.PARAMETER:
+                self.input_kind[name] = ("param", spec.target)
+            elif spec.kind == InputKind.BUFFER:
+                value = state[spec.target] if spec.target in state else consts[spec.target]
+                self.input_kind[name] = ("const", value)
+            elif spec.kind in (InputKind.CONSTANT_TENSOR, getattr(InputKind, "CUSTOM_OBJ", None)):
+                self.input_kind[name] = ("const", consts[spec.target])
+            else:
+                raise HetImportError(f"unsupported graph input kind {spec.kind} for {name}")
+        self.state_dict = state
+
+    def _unit_of(self, node) -> Optional[str]:
+        stack = node.meta.get("nn_module_stack") or {}
+        paths = []
+        for _key, entry in stack.items():
+            path = _fqn_from_source(entry[0]) if isinstance(entry, tuple) else ""
+            if path:
+                paths.append(path)
+        if not paths:
+            return None
+        parts = paths[-1].split(".")
+        unit = parts[0]
+        try:
+            child = self.module.get_submodule(unit)
+        except AttributeError:
+            return unit
+        nn = self.torch.nn
+        if isinstance(child, (nn.ModuleList, nn.Sequential, nn.ModuleDict)) and len(parts) > 1 \
+                and any(len(list(c.children())) for c in child.children()):
+            # A container of blocks (transformer layers, a ResNet stage):
+            # one layer per block, so the planner splits between blocks. A
+            # container of plain layers (conv, bn, relu) stays one unit.
+            unit = parts[0] + "." + parts[1]
+        return unit
+
+    def _assign_layers(self):
+        ids: Dict[str, int] = {}
+        for node in self.graph.nodes:
+            if node.op != "call_function":
+                continue
+            own = -1
+            unit = self._unit_of(node)
+            if unit is not None:
+                if unit not in ids:
+                    ids[unit] = len(ids)
+                own = ids[unit]
+            inherited = [self.layers.get(a, -1) for a in node.all_input_nodes]
+            self.layers[node] = max([own] + inherited)
+        self.num_units = max(len(ids), 1)
+
+    def layer(self, node) -> int:
+        return max(self.layers.get(node, 0), 0)
+
+    # ------------------------------------------------------------- emission
+    def fresh(self, hint: str) -> str:
+        base = mlir.ssa_name(hint)
+        name, i = base, 0
+        while name in self.used_names:
+            i += 1
+            name = f"{base}_{i}"
+        self.used_names.add(name)
+        return name
+
+    def emit(self, node, op_text: str, results: List[Value]):
+        """Appends `results = op_text` with the node's het.layer merged in."""
+        lhs = ", ".join(r.ref for r in results)
+        self.ctx.lines.append(f"    {lhs} = {op_text}")
+
+    def op(self, node, name: str, operands: List[Value], attrs: Dict[str, str],
+           result_shapes, result_elem=None, hint=None, type_style="in_out"):
+        """Prints one het op in its custom assembly form."""
+        attrs = dict(attrs)
+        attrs["het.layer"] = f"{self.layer(node)} : i64"
+        attr_text = "{" + ", ".join(f"{k} = {v}" if v is not None else k
+                                     for k, v in attrs.items()) + "}"
+        elem = result_elem or (operands[0].elem if operands else "f32")
+        hint = hint or node.name
+        results = [Value(self.fresh(hint if i == 0 else f"{hint}_{i}"), tuple(s), elem)
+                   for i, s in enumerate(result_shapes)]
+        ins = ", ".join(v.ref for v in operands)
+        if type_style == "same":  # `: type($input)`
+            types = operands[0].type
+        else:
+            in_types = ", ".join(v.type for v in operands)
+            out_types = ", ".join(r.type for r in results)
+            types = f"{in_types} -> {out_types}"
+        self.emit(node, f"het.{name} {ins} {attr_text} : {types}", results)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def add_argument(self, hint, shape, elem, het_name, param=False) -> Value:
+        v = Value(self.fresh(hint), tuple(shape), elem)
+        self.ctx.args.append(Argument(v, het_name, param))
+        return v
+
+    def const_value(self, c, like: Optional[Value] = None, node=None) -> Value:
+        """Materialises an import-time constant as a function argument."""
+        torch = self.torch
+        t = c.value
+        if not isinstance(t, torch.Tensor):
+            dtype = torch.float64 if like is None or like.elem == "f64" else torch.float32
+            if like is not None and like.elem.startswith("i"):
+                dtype = torch.int64
+            t = torch.tensor(t, dtype=dtype)
+        elif like is not None and like.elem in ("f32", "f64") and t.is_floating_point():
+            t = t.to(torch.float64 if like.elem == "f64" else torch.float32)
+        # Keyed by the _Const object, which the dict keeps alive: a freed
+        # object's id could be reused by a different constant.
+        key = id(c)
+        if key not in self.const_args:
+            name = f"const.{len(self.constants)}"
+            arr = t.detach().cpu().numpy()
+            self.constants[name] = arr
+            arg = self.add_argument("const" + str(len(self.constants) - 1), arr.shape,
+                                    mlir.element_type(arr.dtype), name)
+            self.const_args[key] = (c, arg)
+        return self.const_args[key][1]
+
+    def tensor(self, arg, like: Optional[Value] = None) -> Value:
+        """The het value of an fx argument (emitting it first if needed)."""
+        v = self.get(arg) if hasattr(arg, "op") else _Const(arg)
+        if isinstance(v, _Const):
+            return self.const_value(v, like)
+        if not isinstance(v, Value):
+            raise _Unsupported(f"{arg} is not a tensor")
+        return v
+
+    def get(self, node):
+        if node in self.values:
+            return self.values[node]
+        if node.op == "placeholder":
+            v = self.placeholder(node)
+        elif node.op == "call_function":
+            if self._is_const(node):
+                v = _Const(self._evaluate(node))
+            else:
+                try:
+                    v = self.call(node)
+                except _Unsupported as e:
+                    self.ctx.errors.append((self.order[node],
+                                            f"  {self._describe(node)}: {e}\n      at {_user_frame(node)}"))
+                    v = self._poison(node)
+                    self.values[node] = v
+                    # Keep walking upstream so that every unsupported op is reported.
+                    for a in node.all_input_nodes:
+                        self.get(a)
+        else:
+            raise HetImportError(f"unexpected fx node {node.op} {node.name}")
+        self.values[node] = v
+        return v
+
+    def _describe(self, node) -> str:
+        target = node.target
+        return getattr(target, "__name__", str(target)) if not hasattr(target, "_schema") \
+            else str(target).replace("aten.", "aten::", 1)
+
+    def _poison(self, node):
+        """A stand-in with the node's shape so the walk goes on to find more errors."""
+        val = node.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            return tuple(self._fake_value(node, x) for x in val)
+        return self._fake_value(node, val)
+
+    def _fake_value(self, node, val):
+        shape = tuple(getattr(val, "shape", ()))
+        dtype = getattr(val, "dtype", None)
+        try:
+            elem = mlir.element_type(dtype) if dtype is not None else "f32"
+        except ValueError:
+            elem = "f32"
+        return Value(self.fresh(node.name + "_unsupported"), shape, elem)
+
+    def placeholder(self, node):
+        kind, info = self.input_kind[node.name]
+        if kind == "const":
+            return _Const(info)
+        val = node.meta["val"]
+        elem = mlir.element_type(val.dtype)
+        if kind == "input":
+            return self.add_argument(info, val.shape, elem, info)
+        # parameter: a tied weight is named by its first name in
+        # named_parameters() (e.g. "embed.weight", not "head.weight").
+        everything = dict(self.module.named_parameters(remove_duplicate=False))
+        param = everything[info] if info in everything else self.state_dict[info]
+        canonical = {id(p): n for n, p in reversed(list(everything.items()))}
+        name = canonical.get(id(param), info)
+        self.params[name] = param.detach().cpu().numpy().copy()
+        arg = self.add_argument("p_" + name, val.shape, elem, name, param=True)
+        return arg
+
+    def param_slice(self, node, name: str, begin: int, end: int) -> Value:
+        """A parameter argument holding rows [begin, end) of a parameter."""
+        everything = dict(self.module.named_parameters(remove_duplicate=False))
+        param = everything[name] if name in everything else self.state_dict[name]
+        key = f"{name}[{begin}:{end}]"
+        value = param.detach().cpu().numpy()[begin:end].copy()
+        self.params[key] = value
+        elem = mlir.element_type(param.dtype)
+        return self.add_argument(f"p_{name}_{begin}_{end}", value.shape, elem, key, param=True)
+
+    def _is_const(self, node) -> bool:
+        if node in self.values:
+            return isinstance(self.values[node], _Const)
+        for a in node.all_input_nodes:
+            if a.op == "placeholder":
+                if self.input_kind[a.name][0] != "const":
+                    return False
+            elif not self._is_const(a):
+                return False
+        # random ops are not constants
+        name = str(node.target)
+        return "rand" not in name and "dropout" not in name
+
+    def _evaluate(self, node):
+        torch = self.torch
+
+        def conv(a):
+            if hasattr(a, "op"):
+                return self.get(a).value
+            if isinstance(a, (list, tuple)):
+                return type(a)(conv(x) for x in a)
+            return a
+
+        args = conv(node.args)
+        kwargs = {k: conv(v) for k, v in node.kwargs.items()}
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("cpu")
+        with torch.no_grad():
+            return node.target(*args, **kwargs)
+
+    # --------------------------------------------------------------- mapping
+    def call(self, node):
+        target = node.target
+        if target is operator.getitem:
+            base = self.get(node.args[0])
+            if isinstance(base, tuple):
+                item = base[node.args[1]]
+                if item is None:
+                    raise _Unsupported(f"result {node.args[1]} of {node.args[0].target} is not supported")
+                return item
+            raise _Unsupported("getitem on a tensor")
+        handler = _HANDLERS.get(target)
+        if handler is None:
+            raise _Unsupported("no het mapping")
+        return handler(self, node)
+
+    def shape_of(self, node):
+        return tuple(node.meta["val"].shape)
+
+    def elem_of(self, node):
+        return mlir.element_type(node.meta["val"].dtype)
+
+    def reshape(self, node, x: Value, shape) -> Value:
+        shape = tuple(int(s) for s in shape)
+        if tuple(x.shape) == shape:
+            return x
+        return self.op(node, "reshape", [x], {}, [shape], hint=node.name)
+
+    def run(self):
+        """Emits everything the model's output depends on; returns (node, value)."""
+        from torch.export.graph_signature import OutputKind
+
+        user_outputs = [spec.arg.name for spec in self.ep.graph_signature.output_specs
+                        if spec.kind == OutputKind.USER_OUTPUT]
+        by_name = {n.name: n for n in self.graph.nodes}
+        if len(user_outputs) != 1:
+            raise HetImportError(
+                f"the model must return one tensor (the logits, or the loss with loss='none'); "
+                f"it returns {len(user_outputs)} outputs")
+        result_node = by_name[user_outputs[0]]
+        result = self.get(result_node)
+        return result_node, result
+
+
+# ------------------------------------------------------------------ handlers
+_HANDLERS = {}
+
+
+def _setup_handlers():
+    if _HANDLERS:
+        return
+    import torch
+
+    aten = torch.ops.aten
+
+    def reg(ops, fn):
+        for op in ops:
+            if op is not None:
+                _HANDLERS[op] = fn
+
+    def ov(packet, name):
+        return getattr(packet, name, None)
+
+    # --- layout and identities ---------------------------------------------
+    def identity(im, node):
+        return im.get(node.args[0])
+
+    reg([aten.clone.default, aten.alias.default, aten.detach.default,
+         aten.lift_fresh_copy.default, ov(aten.contiguous, "default")], identity)
+
+    def to_copy(im, node):
+        x = im.tensor(node.args[0])
+        if im.elem_of(node) != x.elem:
+            raise _Unsupported(f"dtype conversion {x.elem} -> {im.elem_of(node)}")
+        return x
+
+    reg([aten._to_copy.default], to_copy)
+
+    def view(im, node):
+        x = im.tensor(node.args[0])
+        return im.reshape(node, x, im.shape_of(node))
+
+    reg([aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+         aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.default,
+         ov(aten.squeeze, "dims"), aten.flatten.using_ints], view)
+
+    def permute(im, node):
+        x = im.tensor(node.args[0])
+        perm = [d % len(x.shape) for d in node.args[1]]
+        if perm == list(range(len(perm))):
+            return x
+        return im.op(node, "transpose", [x], {"permutation": mlir.int_array(perm)},
+                     [im.shape_of(node)])
+
+    reg([aten.permute.default], permute)
+
+    def transpose_int(im, node):
+        x = im.tensor(node.args[0])
+        r = len(x.shape)
+        perm = list(range(r))
+        a, b = node.args[1] % r, node.args[2] % r
+        perm[a], perm[b] = perm[b], perm[a]
+        return im.op(node, "transpose", [x], {"permutation": mlir.int_array(perm)},
+                     [im.shape_of(node)])
+
+    reg([aten.transpose.int], transpose_int)
+
+    def t(im, node):
+        x = im.tensor(node.args[0])
+        if len(x.shape) < 2:
+            return x
+        return im.op(node, "transpose", [x], {"permutation": mlir.int_array([1, 0])},
+                     [im.shape_of(node)])
+
+    reg([aten.t.default], t)
+
+    def expand(im, node):
+        x = im.tensor(node.args[0])
+        shape = im.shape_of(node)
+        if tuple(x.shape) == shape:
+            return x
+        return im.op(node, "broadcast_to", [x], {}, [shape])
+
+    reg([aten.expand.default], expand)
+
+    def slice_(im, node):
+        x = im.tensor(node.args[0])
+        if tuple(x.shape) == im.shape_of(node):
+            return x
+        raise _Unsupported("slicing a computed tensor (het has no slice op)")
+
+    reg([aten.slice.Tensor], slice_)
+
+    # --- dense layers --------------------------------------------------------
+    def transposed_matrix(im, arg):
+        """If `arg` is `w.t()` / `w.permute(1, 0)` of a 2-D tensor, returns w's node."""
+        if hasattr(arg, "op") and arg.op == "call_function":
+            if arg.target is aten.t.default or (
+                    arg.target is aten.permute.default and list(arg.args[1]) == [1, 0]):
+                return arg.args[0]
+        return None
+
+    def linear_like(im, node, x_arg, w_arg, bias_arg):
+        w_node = transposed_matrix(im, w_arg)
+        x = im.tensor(x_arg)
+        if w_node is not None:
+            w = im.tensor(w_node)
+            operands = [x, w] + ([im.tensor(bias_arg, like=x)] if bias_arg is not None else [])
+            return im.op(node, "linear", operands, {}, [im.shape_of(node)])
+        w = im.tensor(w_arg, like=x)
+        y = im.op(node, "matmul", [x, w], {}, [im.shape_of(node)])
+        if bias_arg is not None:
+            b = im.tensor(bias_arg, like=x)
+            y = im.op(node, "add", [y, b], {}, [im.shape_of(node)], hint=node.name + "_bias")
+        return y
+
+    def addmm(im, node):
+        beta = node.kwargs.get("beta", 1)
+        alpha = node.kwargs.get("alpha", 1)
+        if beta != 1 or alpha != 1:
+            raise _Unsupported("addmm with beta/alpha other than 1")
+        return linear_like(im, node, node.args[1], node.args[2], node.args[0])
+
+    def mm(im, node):
+        return linear_like(im, node, node.args[0], node.args[1], None)
+
+    def linear(im, node):
+        x = im.tensor(node.args[0])
+        w = im.tensor(node.args[1])
+        bias = node.args[2] if len(node.args) > 2 else None
+        ops = [x, w] + ([im.tensor(bias, like=x)] if bias is not None else [])
+        return im.op(node, "linear", ops, {}, [im.shape_of(node)])
+
+    def only_user(n):
+        users = list(n.users)
+        return users[0] if len(users) == 1 else None
+
+    def param_placeholder(im, n):
+        return hasattr(n, "op") and n.op == "placeholder" and im.input_kind[n.name][0] == "param"
+
+    def split_linear(im, node):
+        """`linear(x).split(sizes, dim=-1)` (nanoGPT's fused q/k/v): one
+        het.linear per chunk on row slices of the weight and bias. het has no
+        slice op, so each slice is its own parameter, named
+        `<name>[<begin>:<end>]` (rows); het.to_torch writes them back into the
+        PyTorch parameter. The weight and bias must have no other use."""
+        src, dim = node.args[0], node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+        rank = len(src.meta["val"].shape)
+        if dim % rank != rank - 1:
+            raise _Unsupported("split along a dimension other than the last (het has no slice op)")
+        view = None
+        if fn(src, aten.view.default, aten._unsafe_view.default, aten.reshape.default) and only_user(src):
+            view, src = src, src.args[0]
+            if view.meta["val"].shape[-1] != src.meta["val"].shape[-1]:
+                raise _Unsupported("split of a reshaped linear output")
+        if not (fn(src, aten.addmm.default, aten.mm.default) and only_user(src) is (view or node)):
+            raise _Unsupported("split of a computed tensor other than a linear layer's output "
+                               "(het has no slice op)")
+        bias = src.args[0] if src.target is aten.addmm.default else None
+        x_arg, wt = (src.args[1], src.args[2]) if bias is not None else (src.args[0], src.args[1])
+        w = transposed_matrix(im, wt)
+        if w is None or not param_placeholder(im, w) or (bias is not None and not param_placeholder(im, bias)):
+            raise _Unsupported("split of a product that is not a linear layer with parameters")
+        if len(w.users) != 1 or only_user(wt) is not src or (bias is not None and len(bias.users) != 1):
+            raise _Unsupported("split linear layer whose weight or bias is also used elsewhere")
+        x = im.tensor(x_arg)
+        w_name = im.input_kind[w.name][1]
+        b_name = im.input_kind[bias.name][1] if bias is not None else None
+        chunks = [tuple(v.shape) for v in node.meta["val"]]
+        results, begin = [], 0
+        for i, shape in enumerate(chunks):
+            end = begin + shape[-1]
+            ops = [x, im.param_slice(w, w_name, begin, end)]
+            if bias is not None:
+                ops.append(im.param_slice(bias, b_name, begin, end))
+            y = im.op(node, "linear", ops, {}, [tuple(x.shape[:-1]) + (end - begin,)],
+                      hint=f"{node.name}_{i}")
+            if view is not None:
+                y = im.reshape(node, y, shape)
+            results.append(y)
+            begin = end
+        return tuple(results)
+
+    reg([aten.split_with_sizes.default, aten.split.Tensor], split_linear)
+
+    reg([aten.addmm.default], addmm)
+    reg([aten.mm.default], mm)
+    reg([aten.linear.default], linear)
+
+    def swaps_last_two(arg):
+        if hasattr(arg, "op") and arg.op == "call_function":
+            if arg.target is aten.permute.default:
+                perm = list(arg.args[1])
+                r = len(perm)
+                if r >= 2 and perm[:-2] == list(range(r - 2)) and perm[-2:] == [r - 1, r - 2]:
+                    return arg.args[0]
+            if arg.target is aten.transpose.int:
+                a = arg.args[1]
+                b = arg.args[2]
+                r = len(arg.meta["val"].shape)
+                if {a % r, b % r} == {r - 1, r - 2}:
+                    return arg.args[0]
+        return None
+
+    def bmm(im, node):
+        attrs = {}
+        lhs_arg, rhs_arg = node.args[0], node.args[1]
+        inner = swaps_last_two(rhs_arg)
+        if inner is not None:
+            rhs_arg, attrs["transpose_rhs"] = inner, None
+        inner = swaps_last_two(lhs_arg)
+        if inner is not None:
+            lhs_arg, attrs["transpose_lhs"] = inner, None
+        a = im.tensor(lhs_arg)
+        b = im.tensor(rhs_arg, like=a)
+        return im.op(node, "matmul", [a, b], attrs, [im.shape_of(node)])
+
+    reg([aten.bmm.default, aten.matmul.default], bmm)
+
+    # --- element-wise --------------------------------------------------------
+    def binary(name):
+        def handler(im, node):
+            lhs, rhs = node.args[0], node.args[1]
+            alpha = node.kwargs.get("alpha", 1)
+            if alpha != 1:
+                raise _Unsupported(f"{name} with alpha={alpha}")
+            if not hasattr(lhs, "op") or isinstance(im.get(lhs), _Const):
+                # constant on the left: keep the order (sub is not commutative)
+                b = im.tensor(rhs)
+                a = im.tensor(lhs, like=b)
+            else:
+                a = im.tensor(lhs)
+                b = im.tensor(rhs, like=a)
+            if a.elem != b.elem or not a.elem.startswith(("f", "b")):
+                raise _Unsupported(f"het.{name} needs two float tensors of one type, got {a.elem} and {b.elem}")
+            return im.op(node, name, [a, b], {}, [im.shape_of(node)])
+
+        return handler
+
+    reg([aten.add.Tensor, aten.add.Scalar], binary("add"))
+    reg([aten.sub.Tensor, aten.sub.Scalar], binary("sub"))
+    reg([aten.mul.Tensor, aten.mul.Scalar], binary("mul"))
+
+    def fn(n, *targets):
+        return hasattr(n, "op") and n.op == "call_function" and n.target in targets
+
+    def decomposed_cross_entropy(node):
+        """F.cross_entropy(z, t) (mean, no weights) after decomposition:
+        sum(where(t != ii, -gather(log_softmax(z, 1), 1, t'), 0)) / sum(t != ii).
+        Returns (z, t) or None."""
+        num, den = node.args[0], node.args[1]
+        if not (fn(num, aten.sum.dim_IntList, aten.sum.default) and fn(den, aten._to_copy.default)):
+            return None
+        masked = num.args[0]
+        if not (fn(masked, aten.where.self) and fn(masked.args[1], aten.neg.default)):
+            return None
+        picked = masked.args[1].args[0]
+        if fn(picked, aten.squeeze.dims, aten.squeeze.dim):
+            picked = picked.args[0]
+        if not (fn(picked, aten.gather.default) and fn(picked.args[0], aten._log_softmax.default)):
+            return None
+        logsm = picked.args[0]
+        index = picked.args[2]
+        if fn(index, aten.unsqueeze.default):
+            index = index.args[0]
+        if not (fn(index, aten.where.self) and fn(index.args[0], aten.ne.Scalar)):
+            return None
+        target = index.args[1]
+        count = den.args[0]
+        if not (fn(count, aten.sum.dim_IntList, aten.sum.default) and fn(count.args[0], aten.ne.Scalar)
+                and count.args[0].args[0] is target and index.args[0].args[0] is target):
+            return None
+        logits = logsm.args[0]
+        if fn(logits, aten._to_copy.default) and \
+                logits.args[0].meta["val"].dtype == logits.meta["val"].dtype:
+            logits = logits.args[0]
+        if logsm.args[1] % len(logsm.meta["val"].shape) != len(logsm.meta["val"].shape) - 1:
+            return None
+        return logits, target
+
+    def div(im, node):
+        ce = decomposed_cross_entropy(node)
+        if ce is not None:
+            # ignore_index is not modelled: het.cross_entropy needs every label in [0, C).
+            logits = im.tensor(ce[0])
+            labels = im.tensor(ce[1])
+            return im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
+        rhs = node.args[1]
+        if node.kwargs.get("rounding_mode") is not None:
+            raise _Unsupported("div with a rounding mode")
+        if hasattr(rhs, "op"):
+            c = im.get(rhs)
+            if not isinstance(c, _Const):
+                raise _Unsupported("division by a computed tensor (het has no div op)")
+            recip = _Const(1.0 / c.value)
+        else:
+            recip = _Const(1.0 / float(rhs))
+        a = im.tensor(node.args[0])
+        b = im.const_value(recip, like=a)
+        return im.op(node, "mul", [a, b], {}, [im.shape_of(node)])
+
+    reg([aten.div.Tensor, aten.div.Scalar], div)
+
+    def relu(im, node):
+        return im.op(node, "relu", [im.tensor(node.args[0])], {}, [im.shape_of(node)],
+                     type_style="same")
+
+    reg([aten.relu.default], relu)
+
+    def gelu(im, node):
+        approx = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
+        attrs = {}
+        if approx == "tanh":
+            attrs["approximate"] = "#het.gelu_approximation<tanh>"
+        elif approx != "none":
+            raise _Unsupported(f"gelu approximate={approx!r}")
+        return im.op(node, "gelu", [im.tensor(node.args[0])], attrs, [im.shape_of(node)],
+                     type_style="same")
+
+    reg([aten.gelu.default], gelu)
+
+    def dropout(im, node):
+        p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.5)
+        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+        if p != 0 and train:
+            raise _Unsupported(f"dropout with p={p} in training mode (random; het has no dropout op)")
+        x = im.tensor(node.args[0])
+        return (x, None) if node.target is aten.native_dropout.default else x
+
+    reg([aten.native_dropout.default, aten.dropout.default], dropout)
+
+    # --- softmax (with the attention patterns folded in) ---------------------
+    def causal_mask_kind(mask, q, k):
+        """'keep' if `mask` (bool, True = keep) is the causal pattern, else None."""
+        torch_ = torch
+        m = mask.to(torch_.bool)
+        while m.dim() > 2 and m.shape[0] == 1:
+            m = m[0]
+        if m.dim() != 2 or tuple(m.shape) != (q, k):
+            return False
+        i = torch_.arange(q).unsqueeze(1)
+        j = torch_.arange(k).unsqueeze(0)
+        keep = j <= i + (k - q)
+        return bool(torch_.equal(m, keep))
+
+    def softmax(im, node):
+        src, dim = node.args[0], node.args[1]
+        shape = im.shape_of(node)
+        rank = len(shape)
+        attrs = {}
+        causal = False
+        # masked_fill(mask == 0, -inf) lowers to where(cond, -inf, x)
+        if hasattr(src, "op") and src.target is aten.where.self:
+            cond, fill, other = src.args
+            c_cond = im.get(cond) if hasattr(cond, "op") else None
+            c_fill = im.get(fill) if hasattr(fill, "op") else _Const(fill)
+            if isinstance(c_cond, _Const) and isinstance(c_fill, _Const) and \
+                    float(c_fill.value) == float("-inf") and \
+                    causal_mask_kind(~c_cond.value.to(torch.bool), shape[-2], shape[-1]):
+                causal, src = True, other
+        # an additive mask of 0 / -inf (scaled_dot_product_attention's form)
+        elif hasattr(src, "op") and src.target is aten.add.Tensor and hasattr(src.args[1], "op"):
+            m = im.get(src.args[1])
+            if isinstance(m, _Const) and isinstance(m.value, torch.Tensor) and \
+                    causal_mask_kind(m.value == 0, shape[-2], shape[-1]) and \
+                    bool(torch.all((m.value == 0) | (m.value == float("-inf")))):
+                causal, src = True, src.args[0]
+        if causal:
+            if dim % rank != rank - 1:
+                raise _Unsupported("a causal softmax must be over the last axis")
+            attrs["causal"] = None
+        # scale: softmax(x * c)
+        if hasattr(src, "op") and src.target in (aten.mul.Tensor, aten.mul.Scalar) and \
+                not hasattr(src.args[1], "op") and len(src.users) == 1:
+            attrs["scale"] = mlir.float_attr(float(src.args[1]))
+            src = src.args[0]
+        if dim % rank != rank - 1:
+            attrs["axis"] = f"{dim % rank} : i64"
+        x = im.tensor(src)
+        return im.op(node, "softmax", [x], attrs, [shape], type_style="same")
+
+    reg([aten._softmax.default, aten.softmax.int], softmax)
+
+    def where(im, node):
+        # scaled_dot_product_attention's guard for rows where every key is
+        # masked: where(!any(s != -inf, -1), 0, softmax(s)). het.softmax's
+        # causal mask always keeps the diagonal (and an unmasked softmax keeps
+        # everything), so no row is fully masked and the guard is the softmax.
+        cond, fill, probs = node.args
+        if fn(probs, aten._softmax.default) and fn(fill, aten.full_like.default) and \
+                float(fill.args[1]) == 0.0 and fn(cond, aten.logical_not.default) and \
+                fn(cond.args[0], aten.any.dim) and fn(cond.args[0].args[0], aten.logical_not.default):
+            eq = cond.args[0].args[0].args[0]
+            if fn(eq, aten.eq.Scalar) and eq.args[0] is probs.args[0] and float(eq.args[1]) == float("-inf"):
+                return im.tensor(probs)
+        raise _Unsupported("where() outside the attention patterns het knows (het has no select op)")
+
+    reg([aten.where.self], where)
+
+    # --- convolution, pooling --------------------------------------------------
+    def convolution(im, node):
+        x_arg, w_arg, b_arg, stride, padding, dilation, transposed, _out_pad, groups = node.args[:9]
+        if transposed:
+            raise _Unsupported("transposed convolution")
+        if len(stride) != 2:
+            raise _Unsupported(f"{len(stride)}-d convolution (het.conv2d is 2-d)")
+        if isinstance(padding, str):
+            raise _Unsupported(f"padding={padding!r}")
+        x = im.tensor(x_arg)
+        ops = [x, im.tensor(w_arg)] + ([im.tensor(b_arg, like=x)] if b_arg is not None else [])
+        attrs = {}
+        if list(stride) != [1, 1]:
+            attrs["strides"] = mlir.int_array(stride)
+        if list(padding) != [0, 0]:
+            attrs["padding"] = mlir.int_array(padding)
+        if list(dilation) != [1, 1]:
+            attrs["dilation"] = mlir.int_array(dilation)
+        if groups != 1:
+            attrs["groups"] = f"{groups} : i64"
+        return im.op(node, "conv2d", ops, attrs, [im.shape_of(node)])
+
+    reg([aten.convolution.default], convolution)
+
+    def pool_attrs(kernel, stride, padding):
+        kernel = list(kernel) * (2 // len(kernel))
+        stride = list(stride or kernel) * (2 // len(stride or kernel))
+        padding = list(padding or [0, 0]) * (2 // len(padding or [0, 0]))
+        attrs = {"kernel": mlir.int_array(kernel), "strides": mlir.int_array(stride)}
+        if padding != [0, 0]:
+            attrs["padding"] = mlir.int_array(padding)
+        return attrs, padding
+
+    def max_pool(im, node):
+        args = list(node.args) + [None] * 6
+        x_arg, kernel, stride, padding, dilation, ceil = args[:6]
+        if dilation not in (None, [1, 1], [1], 1) or ceil:
+            raise _Unsupported("max pooling with dilation or ceil_mode")
+        attrs, _ = pool_attrs(kernel, stride, padding)
+        return im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [im.shape_of(node)])
+
+    def _shape0(node):
+        val = node.meta["val"]
+        return tuple((val[0] if isinstance(val, (tuple, list)) else val).shape)
+
+    def max_pool_with_indices(im, node):
+        args = list(node.args) + [None] * 6
+        x_arg, kernel, stride, padding, dilation, ceil = args[:6]
+        if dilation not in (None, [1, 1], [1], 1) or ceil:
+            raise _Unsupported("max pooling with dilation or ceil_mode")
+        attrs, _ = pool_attrs(kernel, stride, padding)
+        y = im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [_shape0(node)])
+        return (y, None)
+
+    reg([aten.max_pool2d_with_indices.default], max_pool_with_indices)
+    reg([aten.max_pool2d.default], max_pool)
+
+    def avg_pool(im, node):
+        args = list(node.args) + [None] * 7
+        x_arg, kernel, stride, padding, ceil, count_include_pad, divisor = args[:7]
+        if count_include_pad is None:
+            count_include_pad = True
+        attrs, pad = pool_attrs(kernel, stride, padding)
+        if ceil or divisor is not None:
+            raise _Unsupported("average pooling with ceil_mode or divisor_override")
+        if pad != [0, 0] and count_include_pad:
+            raise _Unsupported("average pooling with padding and count_include_pad=True "
+                               "(het.avg_pool2d excludes padding)")
+        return im.op(node, "avg_pool2d", [im.tensor(x_arg)], attrs, [im.shape_of(node)])
+
+    reg([aten.avg_pool2d.default], avg_pool)
+
+    def adaptive_avg_pool(im, node):
+        x = im.tensor(node.args[0])
+        out = list(node.args[1])
+        h, w = x.shape[-2:]
+        if any(o == 0 for o in out) or h % out[0] or w % out[1]:
+            raise _Unsupported(f"adaptive average pooling from {h}x{w} to {out} (sizes must divide)")
+        k = [h // out[0], w // out[1]]
+        attrs = {"kernel": mlir.int_array(k), "strides": mlir.int_array(k)}
+        return im.op(node, "avg_pool2d", [x], attrs, [im.shape_of(node)])
+
+    reg([aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default], adaptive_avg_pool)
+
+    def reduce(name):
+        def handler(im, node):
+            x = im.tensor(node.args[0])
+            dims = node.args[1] if len(node.args) > 1 else None
+            keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+            if node.kwargs.get("dtype") is not None:
+                raise _Unsupported("reduction with a dtype")
+            if dims is None or len(dims) == 0:
+                dims = list(range(len(x.shape)))
+            axes = sorted(d % len(x.shape) for d in dims)
+            attrs = {"axes": mlir.int_array(axes)}
+            if keep:
+                attrs["keep_dims"] = None
+            return im.op(node, name, [x], attrs, [im.shape_of(node)])
+
+        return handler
+
+    reg([aten.mean.dim, aten.mean.default], reduce("reduce_mean"))
+    reg([aten.sum.dim_IntList, aten.sum.default], reduce("reduce_sum"))
+
+    # --- normalisation --------------------------------------------------------
+    def batch_norm(im, node):
+        x_arg, w_arg, b_arg, rm, rv, training, _momentum, eps = node.args[:8]
+        x = im.tensor(x_arg)
+        c = x.shape[1]
+        ones = _Const(torch.ones(c))
+        zeros = _Const(torch.zeros(c))
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(ones, like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(zeros, like=x)
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        if not training:
+            raise _Unsupported("batch norm in eval mode inside a training graph")
+        y, mean, inv = im.op(node, "batch_norm", [x, w, b], attrs,
+                             [x.shape, (c,), (c,)], hint=node.name)
+        return (y, None, None, None, None)
+
+    reg([aten._native_batch_norm_legit_functional.default], batch_norm)
+
+    def batch_norm_no_stats(im, node):
+        # _native_batch_norm_legit(x, w, b, training, momentum, eps): affine, no running stats
+        x_arg, w_arg, b_arg, training, momentum, eps = node.args[:6]
+        x = im.tensor(x_arg)
+        c = x.shape[1]
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(_Const(torch.ones(c)), like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(_Const(torch.zeros(c)), like=x)
+        if not training:
+            raise _Unsupported("batch norm without statistics in eval mode")
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y, _m, _s = im.op(node, "batch_norm", [x, w, b], attrs, [x.shape, (c,), (c,)])
+        return (y, None, None)
+
+    reg([ov(aten._native_batch_norm_legit, "no_stats")], batch_norm_no_stats)
+
+    def batch_norm_inference(im, node):
+        x_arg, w_arg, b_arg, rm, rv, _momentum, eps = node.args[:7]
+        x = im.tensor(x_arg)
+        ops = [x, im.tensor(w_arg, like=x), im.tensor(b_arg, like=x),
+               im.tensor(rm, like=x), im.tensor(rv, like=x)]
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y = im.op(node, "batch_norm_inference", ops, attrs, [x.shape])
+        return (y, None, None)
+
+    reg([aten._native_batch_norm_legit_no_training.default], batch_norm_inference)
+
+    def layer_norm(im, node):
+        x_arg, normalized, w_arg, b_arg, eps = node.args[:5]
+        x = im.tensor(x_arg)
+        if len(normalized) != 1:
+            raise _Unsupported("layer norm over more than the last dimension")
+        d = x.shape[-1]
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(_Const(torch.ones(d)), like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(_Const(torch.zeros(d)), like=x)
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y, _m, _r = im.op(node, "layer_norm", [x, w, b], attrs, [x.shape, x.shape[:-1], x.shape[:-1]])
+        return (y, None, None)
+
+    reg([aten.native_layer_norm.default], layer_norm)
+
+    # --- embedding and losses --------------------------------------------------
+    def embedding(im, node):
+        args = list(node.args) + [-1, False, False]
+        padding_idx, scale_grad_by_freq, sparse = args[2:5]
+        if padding_idx is not None and padding_idx >= 0:
+            # PyTorch never updates the padding row; het.embedding's gradient would.
+            raise _Unsupported(f"embedding with padding_idx={padding_idx} (its row gets no gradient in PyTorch)")
+        if scale_grad_by_freq or sparse:
+            raise _Unsupported("embedding with scale_grad_by_freq or sparse gradients")
+        w = im.tensor(node.args[0])
+        idx = im.tensor(node.args[1])
+        return im.op(node, "embedding", [w, idx], {}, [im.shape_of(node)])
+
+    reg([aten.embedding.default], embedding)
+
+    def nll_loss(im, node):
+        # cross_entropy = nll_loss(log_softmax(x, dim=1 / -1), target)
+        src, target, weight, reduction, ignore_index = node.args[:5]
+        if weight is not None or reduction != 1:
+            raise _Unsupported("nll_loss with class weights or reduction other than 'mean'")
+        if not (hasattr(src, "op") and src.target is aten._log_softmax.default):
+            raise _Unsupported("nll_loss of something other than log_softmax")
+        logits = im.tensor(src.args[0])
+        if src.args[1] % len(logits.shape) != len(logits.shape) - 1:
+            raise _Unsupported("cross entropy over a class axis that is not the last")
+        labels = im.tensor(target)
+        loss = im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
+        return (loss, None)
+
+    reg([aten.nll_loss_forward.default], nll_loss)
+
+
+class _SimpleNode:
+    """Stand-in node used to attach a layer to ops the importer adds itself."""
+
+    def __init__(self, name, layer):
+        self.name = name
+        self.meta = {}
+        self._layer = layer
+
+
+def _prepare_module(module):
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise HetImportError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    return module
+
+
+def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
+               function: str = "forward", params_path=None, input_names=None) -> HetProgram:
+    """Imports a PyTorch module as a het training graph.
+
+    module          a torch.nn.Module; traced in training mode (BatchNorm uses
+                    batch statistics, as in a training step)
+    example_inputs  a tensor or tuple of tensors: the forward's arguments
+    loss            "cross_entropy" (the model returns logits [..., C]; target
+                    holds class indices [...]), "mse" (target has the output's
+                    shape), or "none" (the model itself returns the 0-d loss)
+    target          example target tensor; required unless loss == "none"
+    function        name of the emitted func.func
+    params_path     if given, writes parameters and constants there (.npz)
+    input_names     het.name of each data input (default "input", or the
+                    forward's argument names when there are several)
+
+    Returns a HetProgram (the MLIR text, with .params, .constants, .save()).
+    Raises HetImportError, listing every unsupported op with its source line.
+    """
+    import torch
+
+    _setup_handlers()
+    module = _prepare_module(module)
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    for i, x in enumerate(example_inputs):
+        if not isinstance(x, torch.Tensor):
+            raise HetImportError(f"example input {i} is a {type(x).__name__}, expected a torch.Tensor")
+    if loss not in LOSSES:
+        raise HetImportError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if loss != "none" and target is None:
+        raise HetImportError(f"loss={loss!r} needs an example target tensor")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", function):
+        raise HetImportError(f"invalid function name {function!r}")
+
+    was_training = module.training
+    module.train()
+    try:
+        try:
+            ep = torch.export.export(module, example_inputs)
+        except Exception as e:  # torch's own message says what it could not trace
+            raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
+        ep = ep.run_decompositions()
+    finally:
+        module.train(was_training)
+
+    user_specs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    if input_names is None:
+        input_names = ["input"] if len(user_specs) == 1 else [s.arg.name for s in user_specs]
+    if len(input_names) != len(user_specs):
+        raise HetImportError(f"{len(input_names)} input names for {len(user_specs)} inputs")
+
+    im = _Importer(ep, module, loss, function, list(input_names))
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        out_node, out = im.run()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if im.ctx.errors:
+        errors = [text for _, text in sorted(im.ctx.errors)]
+        raise HetImportError(
+            f"{len(errors)} PyTorch op(s) have no het mapping (nothing was dropped; "
+            f"rewrite these or extend het):\n" + "\n".join(errors),
+            unsupported=errors)
+    if isinstance(out, tuple) or isinstance(out, _Const):
+        raise HetImportError("the model's output is not a computed tensor")
+
+    layer = im.layer(out_node)
+    tail = _SimpleNode("loss", layer)
+    im.layers[tail] = layer
+    if loss == "cross_entropy":
+        if out.elem not in ("f32", "f64", "f16", "bf16") or len(out.shape) < 1:
+            raise HetImportError(f"cross_entropy needs float logits [..., C], the model returns {out.type}")
+        if tuple(target.shape) != tuple(out.shape[:-1]) or target.dtype not in (torch.int64, torch.int32):
+            raise HetImportError(
+                f"cross_entropy target must be int64 class indices of shape {list(out.shape[:-1])}, "
+                f"got {target.dtype} {list(target.shape)}")
+        labels = im.add_argument("target", target.shape, mlir.element_type(target.dtype), "target")
+        loss_v = im.op(tail, "cross_entropy", [out, labels], {}, [()], hint="loss")
+    elif loss == "mse":
+        if tuple(target.shape) != tuple(out.shape) or not target.is_floating_point():
+            raise HetImportError(f"mse target must be a float tensor of shape {list(out.shape)}, "
+                                 f"got {target.dtype} {list(target.shape)}")
+        tgt = im.add_argument("target", target.shape, out.elem, "target")
+        diff = im.op(tail, "sub", [out, tgt], {}, [out.shape], hint="diff")
+        sq = im.op(tail, "mul", [diff, diff], {}, [out.shape], hint="sq")
+        loss_v = im.op(tail, "reduce_mean", [sq], {"axes": mlir.int_array(range(len(out.shape)))},
+                       [()], hint="loss")
+    else:
+        if out.shape != ():
+            raise HetImportError(f"loss='none' needs the model to return a 0-d loss, it returns {out.type}")
+        loss_v = out
+
+    # Arguments: data inputs, target, parameters (module order), constants.
+    order = {"input": 0, "target": 1, "param": 2, "const": 3}
+
+    def arg_rank(a):
+        if a.param:
+            return order["param"]
+        if a.het_name == "target":
+            return order["target"]
+        if a.het_name.startswith("const."):
+            return order["const"]
+        return order["input"]
+
+    input_rank = {n: i for i, n in enumerate(input_names)}
+    param_rank = {n: i for i, (n, _) in enumerate(module.named_parameters(remove_duplicate=False))}
+
+    def param_order(name):
+        # "w[32:64]" (a row slice, see split_linear) sorts with w, by its first row
+        m = re.fullmatch(r"(.*)\[(\d+):(\d+)\]", name)
+        return (param_rank.get(m.group(1), 0), int(m.group(2))) if m else (param_rank.get(name, 0), 0)
+
+    args = sorted(im.ctx.args, key=lambda a: (arg_rank(a), input_rank.get(a.het_name, 0),
+                                              param_order(a.het_name),
+                                              int(a.het_name[6:]) if a.het_name.startswith("const.") else 0))
+    arg_text = []
+    for a in args:
+        attrs = ("het.param, " if a.param else "") + f"het.name = {mlir.string_attr(a.het_name)}"
+        arg_text.append(f"{a.value.ref}: {a.value.type} {{{attrs}}}")
+    header = f"func.func @{function}(\n    " + ",\n    ".join(arg_text) + \
+        f")\n    -> {loss_v.type} {{"
+    body = "\n".join(im.ctx.lines)
+    source = getattr(type(module), "__qualname__", type(module).__name__)
+    text = (f"// Imported from PyTorch ({source}) by het.from_torch; loss = {loss}.\n"
+            f"{header}\n{body}\n    return {loss_v.ref} : {loss_v.type}\n}}\n")
+
+    prog = HetProgram(text)
+    prog.params = {a.het_name: im.params[a.het_name] for a in args if a.param}
+    prog.constants = dict(im.constants)
+    prog.input_names = [a.het_name for a in args if not a.param and not a.het_name.startswith("const.")]
+    prog.function = function
+    prog.num_layers = max(im.layers.values(), default=0) + 1
+    if params_path is not None:
+        np.savez(params_path, **prog.initial_values())
+    return prog
