@@ -1,0 +1,208 @@
+//===- ModelFromIR.cpp - walk het ops by het.layer ------------------------===//
+#include "het/Plan/ModelFromIR.h"
+#include "het/Plan/Error.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace het::plan {
+
+static double elements(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  return double(shaped.getNumElements());
+}
+
+static double bytes(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  unsigned bits = shaped.getElementType().getIntOrFloatBitWidth();
+  return double(shaped.getNumElements()) * std::max(1u, bits / 8);
+}
+
+static double lastDim(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || shaped.getRank() == 0 || shaped.isDynamicDim(shaped.getRank() - 1))
+    return 0;
+  return double(shaped.getDimSize(shaped.getRank() - 1));
+}
+
+// Forward FLOPs of one op.
+static double forwardFlops(mlir::Operation *op) {
+  llvm::StringRef name = op->getName().getStringRef();
+  double out = op->getNumResults() ? elements(op->getResult(0).getType()) : 0;
+  if (name == "het.linear" && op->getNumOperands() >= 2)
+    // [.., K] x [N, K]^T: 2 K flops per output element.
+    return 2 * out * lastDim(op->getOperand(0).getType());
+  if (name == "het.matmul" && op->getNumOperands() >= 2) {
+    auto lhs = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
+    auto res = llvm::dyn_cast<mlir::ShapedType>(op->getResult(0).getType());
+    if (!lhs || !res || !lhs.hasStaticShape() || lhs.getRank() < 2)
+      return 0;
+    // K is the lhs dim not in the result's last-two dims: lhs[-1] unless the
+    // lhs is transposed, in which case lhs[-2]; use the one that makes
+    // M * K = numel(lhs)/batch consistent.
+    double k = lhs.getDimSize(lhs.getRank() - 1);
+    if (res.getRank() >= 2 && res.getDimSize(res.getRank() - 2) ==
+                                  lhs.getDimSize(lhs.getRank() - 1) &&
+        res.getDimSize(res.getRank() - 2) != lhs.getDimSize(lhs.getRank() - 2))
+      k = lhs.getDimSize(lhs.getRank() - 2);
+    return 2 * out * k;
+  }
+  if (name == "het.conv2d" && op->getNumOperands() >= 2) {
+    auto filter = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
+    if (!filter || !filter.hasStaticShape() || filter.getRank() != 4)
+      return 0;
+    return 2 * out * double(filter.getNumElements()) / filter.getDimSize(0);
+  }
+  if (name == "het.softmax" || name == "het.layer_norm" ||
+      name == "het.batch_norm" || name == "het.gelu" ||
+      name == "het.cross_entropy")
+    return 5 * std::max(out, elements(op->getOperand(0).getType()));
+  return out;
+}
+
+ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
+  mlir::func::FuncOp func;
+  module.walk([&](mlir::func::FuncOp f) {
+    if (func)
+      return;
+    bool layered = false;
+    f.walk([&](mlir::Operation *op) {
+      layered |= op->hasAttr(mlir::het::HetDialect::getLayerAttrName());
+    });
+    if (layered)
+      func = f;
+  });
+  if (!func)
+    fail(file, "", "no function with ops carrying het.layer (run "
+                   "het-opt --het-infer-layers first?)");
+
+  const auto layerName = mlir::het::HetDialect::getLayerAttrName();
+  const auto paramName = mlir::het::HetDialect::getParamAttrName();
+  auto layerOf = [&](mlir::Operation *op) -> long {
+    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(layerName))
+      return a.getInt();
+    return -1;
+  };
+
+  double batch = 0;
+  std::string dtype = "fp32";
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = llvm::dyn_cast<mlir::ShapedType>(func.getArgument(i).getType());
+    if (!type)
+      continue;
+    if (func.getArgAttr(i, paramName)) {
+      if (type.getElementType().isBF16())
+        dtype = "bf16";
+      else if (type.getElementType().isF16())
+        dtype = "fp16";
+      continue;
+    }
+    if (batch == 0 && type.getRank() >= 1 && !type.isDynamicDim(0))
+      batch = double(type.getDimSize(0));
+  }
+  if (batch <= 0)
+    batch = 1;
+
+  long maxLayer = -1;
+  func.walk([&](mlir::Operation *op) { maxLayer = std::max(maxLayer, layerOf(op)); });
+  ModelDesc m;
+  m.name = func.getName().str();
+  m.file = file;
+  m.dtype = dtype;
+  m.bytesPerElement = dtype == "fp32" ? 4 : 2;
+  m.batch = long(batch);
+  m.layers.resize(maxLayer + 1);
+  for (long l = 0; l <= maxLayer; ++l)
+    m.layers[l].name = "layer" + std::to_string(l);
+
+  // Parameters: at the first layer that uses them.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgAttr(i, paramName))
+      continue;
+    long first = -1;
+    for (mlir::Operation *user : func.getArgument(i).getUsers()) {
+      long l = layerOf(user);
+      if (l >= 0 && (first < 0 || l < first))
+        first = l;
+    }
+    if (first >= 0)
+      m.layers[first].params += elements(func.getArgument(i).getType());
+  }
+
+  func.walk([&](mlir::Operation *op) {
+    long l = layerOf(op);
+    if (l < 0)
+      return;
+    LayerDesc &d = m.layers[l];
+    double f = forwardFlops(op) / batch;
+    d.fwdFlops += f;
+    d.bwdFlops += 2 * f;
+    double io = 0, results = 0;
+    for (mlir::Value v : op->getOperands()) {
+      auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+      bool param = arg && arg.getOwner()->getParentOp() == func &&
+                   func.getArgAttr(arg.getArgNumber(), paramName);
+      if (!param)
+        io += bytes(v.getType());
+    }
+    for (mlir::Value r : op->getResults()) {
+      results += bytes(r.getType());
+      // Bytes crossing each boundary between this layer and its last user.
+      long last = l;
+      for (mlir::Operation *user : r.getUsers()) {
+        long ul = layerOf(user);
+        last = std::max(last, ul < 0 ? maxLayer + 1 : ul);
+      }
+      for (long b = l; b < std::min(last, maxLayer); ++b)
+        m.layers[b].outputBytes += bytes(r.getType()) / batch;
+    }
+    d.ioBytes += (io + results) / batch;
+    d.stashBytes += results / batch;
+  });
+  return m;
+}
+
+void registerModelDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::het::HetDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect>();
+}
+
+ModelDesc loadModelMlir(const std::string &path) {
+  mlir::DialectRegistry registry;
+  registerModelDialects(registry);
+  mlir::MLIRContext context(registry);
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+  if (!module)
+    fail(path, "", "cannot read the model: " +
+                       (diagnostics.empty() ? std::string("not valid IR")
+                                            : diagnostics));
+  return modelFromModule(*module, path);
+}
+
+} // namespace het::plan
