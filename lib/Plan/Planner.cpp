@@ -198,6 +198,33 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         s.options[i] = *pick;
       }
     }
+    // Never more stages than layers: drop the slowest groups (when groups
+    // may be left out), then take stages away from the largest counts.
+    auto rate = [&](int g) {
+      return cluster.groups[g].count() * cluster.groups[g].spec->flops(model.dtype);
+    };
+    while (options.allowSubsets && int(s.order.size()) > L) {
+      size_t slowest = 0;
+      for (size_t i = 1; i < s.order.size(); ++i)
+        if (rate(s.order[i]) < rate(s.order[slowest]))
+          slowest = i;
+      s.order.erase(s.order.begin() + slowest);
+      s.options.erase(s.options.begin() + slowest);
+    }
+    while (s.stageCount() > L) {
+      size_t largest = 0;
+      for (size_t i = 1; i < s.order.size(); ++i)
+        if (s.options[i].stages > s.options[largest].stages)
+          largest = i;
+      if (s.options[largest].stages == 1)
+        break;
+      const GroupOption *fewer = nullptr;
+      for (const auto &o : opts[s.order[largest]])
+        if (o.tp == s.options[largest].tp && o.stages < s.options[largest].stages &&
+            (!fewer || o.stages > fewer->stages))
+          fewer = &o;
+      s.options[largest] = *fewer;
+    }
     if (widen == 2)
       for (size_t i = 0; i < s.order.size(); ++i)
         for (const auto &o : opts[s.order[i]])
@@ -343,6 +370,9 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
   if (result.plans.empty()) {
     result.smallestShortfallBytes = shortfall.bytes;
     result.shortfallWhere = shortfall.where;
+    if (!std::isfinite(shortfall.bytes))
+      result.shortfallWhere = "no shape has at most one stage per layer (" +
+                              std::to_string(L) + " layers)";
   }
   result.seconds = secondsSince(t0);
   return result;

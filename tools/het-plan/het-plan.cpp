@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -210,9 +211,15 @@ int main(int argc, char **argv) {
                            planPipeline(cost, uniform)});
 
     }
+    // Single-vendor subsets; when every group has one vendor, single-kind.
     std::map<std::string, std::vector<int>> byVendor;
     for (size_t g = 0; g < cluster.groups.size(); ++g)
       byVendor[cluster.groups[g].spec->vendor].push_back(int(g));
+    if (byVendor.size() == 1) {
+      byVendor.clear();
+      for (size_t g = 0; g < cluster.groups.size(); ++g)
+        byVendor[cluster.groups[g].kind].push_back(int(g));
+    }
     std::vector<std::unique_ptr<Cluster>> subsets;
     std::vector<std::unique_ptr<CostModel>> subsetCosts;
     if (byVendor.size() > 1)
@@ -283,10 +290,13 @@ int main(int argc, char **argv) {
         std::cout << "profiles: " << profiles.size()
                   << " tables (measured times replace the roofline)\n";
       if (best.plans.empty()) {
-        std::cout << "does not fit: no plan fits in device memory; the "
-                     "smallest shortfall is "
-                  << formatBytes(best.smallestShortfallBytes) << " on "
-                  << best.shortfallWhere << "\n";
+        if (std::isfinite(best.smallestShortfallBytes))
+          std::cout << "does not fit: no plan fits in device memory; the "
+                       "smallest shortfall is "
+                    << formatBytes(best.smallestShortfallBytes) << " on "
+                    << best.shortfallWhere << "\n";
+        else
+          std::cout << "no plan: " << best.shortfallWhere << "\n";
       }
       for (size_t i = 0; i < best.plans.size(); ++i) {
         const auto &p = best.plans[i];
@@ -302,8 +312,16 @@ int main(int argc, char **argv) {
       for (const auto &b : baselines) {
         std::cout << "  " << b.label << ": ";
         if (b.result.plans.empty()) {
-          std::cout << "does not fit (short by "
-                    << formatBytes(b.result.smallestShortfallBytes) << ")\n";
+          if (std::isfinite(b.result.smallestShortfallBytes))
+            std::cout << "does not fit (short by "
+                      << formatBytes(b.result.smallestShortfallBytes) << ")\n";
+          else
+            std::cout << "impossible: " << b.result.shortfallWhere << "\n";
+          continue;
+        }
+        if (best.plans.empty()) {
+          std::cout << formatSeconds(b.result.plans.front().evaluation.iterationTime)
+                    << "\n";
           continue;
         }
         double t = b.result.plans.front().evaluation.iterationTime;
