@@ -117,12 +117,13 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     }
     for (int k = 0; k < 3; ++k) {
       auto alg = AllReduceAlgorithm(k);
+      // Two points of the line: 1 and 2 bytes on the wire.
       double one = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
                                  1 / gradBytes, alg);
       double two = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
                                  2 / gradBytes, alg);
-      st.syncB[k] = (two - one) / gradBytes;
-      st.syncA[k] = one - st.syncB[k] * gradBytes;
+      st.syncB[k] = two - one; // seconds per byte
+      st.syncA[k] = one - st.syncB[k];
     }
     st.capacity = cost.capacityBytes(ctx[j].group);
     st.stateBytes = cost.setup().stateBytesPerParam;
