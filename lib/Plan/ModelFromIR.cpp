@@ -50,6 +50,10 @@ static double forwardFlops(mlir::Operation *op) {
   if (name == "het.linear" && op->getNumOperands() >= 2)
     // [.., K] x [N, K]^T: 2 K flops per output element.
     return 2 * out * lastDim(op->getOperand(0).getType());
+  if (name == "het.linear_grad" && op->getNumResults() >= 1)
+    // Input and weight gradients: two products of the forward's size.
+    return 4 * elements(op->getOperand(0).getType()) *
+           lastDim(op->getResult(0).getType());
   if (name == "het.matmul" && op->getNumOperands() >= 2) {
     auto lhs = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
     auto res = llvm::dyn_cast<mlir::ShapedType>(op->getResult(0).getType());
@@ -121,6 +125,12 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
   if (batch <= 0)
     batch = 1;
 
+  auto isGradient = [](mlir::Operation *op) {
+    return op->getName().getStringRef().ends_with("_grad");
+  };
+  bool hasBackward = false;
+  func.walk([&](mlir::Operation *op) { hasBackward |= isGradient(op); });
+
   long maxLayer = -1;
   func.walk([&](mlir::Operation *op) { maxLayer = std::max(maxLayer, layerOf(op)); });
   ModelDesc m;
@@ -153,8 +163,15 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
       return;
     LayerDesc &d = m.layers[l];
     double f = forwardFlops(op) / batch;
+    // In a training step the backward is there to count; in a forward
+    // graph it costs about twice the forward.
+    if (isGradient(op)) {
+      d.bwdFlops += f;
+      return; // its activations are the forward's, already counted
+    }
     d.fwdFlops += f;
-    d.bwdFlops += 2 * f;
+    if (!hasBackward)
+      d.bwdFlops += 2 * f;
     double io = 0, results = 0;
     for (mlir::Value v : op->getOperands()) {
       auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);

@@ -149,18 +149,32 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     return cluster.groups[a].spec->memoryGib > cluster.groups[b].spec->memoryGib;
   });
   const ModelDesc &model = cost.model();
-  double totalRate = 0;
-  for (int g : byMemory)
-    totalRate += cluster.groups[g].count() *
-                 cluster.groups[g].spec->flops(model.dtype);
   const double paramsPerLayer = model.totalParams() / L;
   double stashPerLayer = 0;
   for (const auto &l : model.layers)
     stashPerLayer += l.stashBytes / L;
-  std::vector<Shape> starts;
-  for (int widen : {1, 2}) {
+  // 4 micro-batches per stage (a small bubble), or, when memory is tight,
+  // enough that every replica gets about one sample (the least activation
+  // memory held in flight).
+  bool oneSamplePerReplica = false;
+  auto startMicro = [&](const Shape &s) {
+    int fewest = 1 << 30;
+    for (const auto &o : s.options)
+      fewest = std::min(fewest, o.replicas);
+    long target = 4L * std::max(1, s.stageCount());
+    if (oneSamplePerReplica)
+      target = std::max<long>(target, options.globalBatch / std::max(1, fewest));
+    return closestMicro(int(std::min<long>(target, options.globalBatch)));
+  };
+  auto rate = [&](int g) {
+    return cluster.groups[g].count() * cluster.groups[g].spec->flops(model.dtype);
+  };
+  auto makeStart = [&](const std::vector<int> &groups, int widen) {
+    double totalRate = 0;
+    for (int g : groups)
+      totalRate += rate(g);
     Shape s;
-    for (int g : byMemory) {
+    for (int g : groups) {
       s.order.push_back(g);
       s.options.push_back(opts[g].back());
     }
@@ -168,7 +182,7 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     // set the activation memory, which sets the stage count.
     for (int round = 0; round < 2; ++round) {
       int S = std::max(1, s.stageCount());
-      s.microBatches = closestMicro(4 * S);
+      s.microBatches = startMicro(s);
       for (size_t i = 0; i < s.order.size(); ++i) {
         int g = s.order[i];
         int maxTp = 0;
@@ -200,9 +214,6 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     }
     // Never more stages than layers: drop the slowest groups (when groups
     // may be left out), then take stages away from the largest counts.
-    auto rate = [&](int g) {
-      return cluster.groups[g].count() * cluster.groups[g].spec->flops(model.dtype);
-    };
     while (options.allowSubsets && int(s.order.size()) > L) {
       size_t slowest = 0;
       for (size_t i = 1; i < s.order.size(); ++i)
@@ -232,10 +243,11 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
             s.options[i] = o;
             break;
           }
-    s.microBatches = closestMicro(4 * std::max(1, s.stageCount()));
-    starts.push_back(s);
-  }
-  for (Shape current : starts) {
+    s.microBatches = startMicro(s);
+    return s;
+  };
+
+  auto climb = [&](Shape current) {
     double currentScore = score(current, INFINITY);
     for (bool improved = true; improved;) {
       improved = false;
@@ -323,6 +335,28 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         improved = true;
       }
     }
+  };
+
+  // All groups first, then with smaller micro-batches; if that never fits,
+  // each group alone and the two
+  // fastest together (single-vendor plans often fit where mixed ones
+  // started out too big).
+  for (int widen : {1, 2})
+    climb(makeStart(byMemory, widen));
+  if (top.all().empty()) {
+    oneSamplePerReplica = true;
+    for (int widen : {1, 2})
+      climb(makeStart(byMemory, widen));
+  }
+  if (top.all().empty() && options.allowSubsets) {
+    std::vector<int> byRate = byMemory;
+    std::stable_sort(byRate.begin(), byRate.end(), [&](int a, int b) {
+      return rate(a) > rate(b);
+    });
+    for (int g : byRate)
+      climb(makeStart({g}, 1));
+    if (byRate.size() > 2)
+      climb(makeStart({byRate[0], byRate[1]}, 1));
   }
 }
 
