@@ -405,8 +405,11 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
     result.smallestShortfallBytes = shortfall.bytes;
     result.shortfallWhere = shortfall.where;
     if (!std::isfinite(shortfall.bytes))
-      result.shortfallWhere = "no shape has at most one stage per layer (" +
-                              std::to_string(L) + " layers)";
+      result.shortfallWhere =
+          "the search space is empty: every shape has more stages than the " +
+          std::to_string(L) +
+          " layers, or no tensor-parallel degree divides a group's devices "
+          "per node";
   }
   result.seconds = secondsSince(t0);
   return result;
