@@ -86,12 +86,14 @@ FailureOr<PartitionPlan> HetPartitionPass::loadPlan(ModuleOp module) {
     }
     auto catalog = ::het::plan::DeviceCatalog::loadDirectory(
         ::het::plan::DeviceCatalog::defaultDirectory());
-    ::het::plan::Cluster cluster = ::het::plan::loadCluster(clusterFile, catalog);
-    ::het::plan::ModelDesc model = ::het::plan::modelFromModule(module, "(input IR)");
+    ::het::plan::Cluster cluster =
+        ::het::plan::loadCluster(clusterFile, catalog);
+    ::het::plan::ModelDesc model =
+        ::het::plan::modelFromModule(module, "(input IR)");
     ::het::plan::CostModel cost(model, cluster, nullptr);
     ::het::plan::PlannerOptions options;
-    options.globalBatch = globalBatch > 0 ? globalBatch
-                                          : (model.batch > 0 ? model.batch : 1);
+    options.globalBatch =
+        globalBatch > 0 ? globalBatch : (model.batch > 0 ? model.batch : 1);
     options.topK = 1;
     ::het::plan::PlanResult result = ::het::plan::planPipeline(cost, options);
     if (result.plans.empty()) {
@@ -113,8 +115,8 @@ void HetPartitionPass::runOnOperation() {
   MLIRContext *ctx = &getContext();
   func::FuncOp func = findFunction(module);
   if (!func) {
-    module.emitError("het-partition: no function with het.layer ops") <<
-        (functionName.empty() ? "" : " named '" + functionName + "'");
+    module.emitError("het-partition: no function with het.layer ops")
+        << (functionName.empty() ? "" : " named '" + functionName + "'");
     return signalPassFailure();
   }
   FailureOr<PartitionPlan> loaded = loadPlan(module);
@@ -132,7 +134,8 @@ void HetPartitionPass::runOnOperation() {
     if (plan.stages[j].layerBegin != expected) {
       func.emitError() << "het-partition: plan stage " << j << " ('"
                        << plan.stages[j].name << "') starts at layer "
-                       << plan.stages[j].layerBegin << ", expected " << expected;
+                       << plan.stages[j].layerBegin << ", expected "
+                       << expected;
       return signalPassFailure();
     }
   }
@@ -176,12 +179,12 @@ void HetPartitionPass::runOnOperation() {
                          << "' has unknown vendor '" << g.vendor << "'";
       return signalPassFailure();
     }
-    inCluster.create<DeviceGroupOp>(
-        func.getLoc(), inCluster.getStringAttr(g.name),
-        DeviceKindAttr::get(ctx, *vendor, g.arch),
-        inCluster.getI64IntegerAttr(g.count),
-        inCluster.getF64FloatAttr(g.memoryGib),
-        inCluster.getI64IntegerAttr(g.nodes));
+    inCluster.create<DeviceGroupOp>(func.getLoc(),
+                                    inCluster.getStringAttr(g.name),
+                                    DeviceKindAttr::get(ctx, *vendor, g.arch),
+                                    inCluster.getI64IntegerAttr(g.count),
+                                    inCluster.getF64FloatAttr(g.memoryGib),
+                                    inCluster.getI64IntegerAttr(g.nodes));
   }
   for (const auto &l : plan.links)
     inCluster.create<LinkOp>(func.getLoc(), FlatSymbolRefAttr::get(ctx, l.a),
@@ -222,9 +225,7 @@ void HetPartitionPass::runOnOperation() {
       maps[j].map(func.getArgument(stageArgs[j][i]),
                   stages[j].getBodyBlock().getArgument(i));
   }
-  auto builderFor = [&](size_t j) {
-    return OpBuilder(stages[j].getYield());
-  };
+  auto builderFor = [&](size_t j) { return OpBuilder(stages[j].getYield()); };
 
   // Channels: one per tensor between an ordered pair of stages.
   std::map<std::pair<int, int>, long> nextChannel;
@@ -249,10 +250,10 @@ void HetPartitionPass::runOnOperation() {
       int from = stageOf[def];
       long channel = channelOf.lookup({v, j});
       OpBuilder ob = builderFor(j);
-      auto recv = ob.create<RecvOp>(
-          def->getLoc(), v.getType(),
-          FlatSymbolRefAttr::get(ctx, plan.stages[from].name),
-          ob.getI64IntegerAttr(channel));
+      auto recv =
+          ob.create<RecvOp>(def->getLoc(), v.getType(),
+                            FlatSymbolRefAttr::get(ctx, plan.stages[from].name),
+                            ob.getI64IntegerAttr(channel));
       maps[j].map(v, recv.getResult());
       return recv.getResult();
     }
@@ -280,8 +281,7 @@ void HetPartitionPass::runOnOperation() {
       for (int c : consumers) {
         long channel = nextChannel[{j, c}]++;
         channelOf[{result, c}] = channel;
-        ob.create<SendOp>(op.getLoc(),
-                          maps[j].lookup(result),
+        ob.create<SendOp>(op.getLoc(), maps[j].lookup(result),
                           FlatSymbolRefAttr::get(ctx, plan.stages[c].name),
                           ob.getI64IntegerAttr(channel));
       }
@@ -310,10 +310,10 @@ void HetPartitionPass::runOnOperation() {
         return signalPassFailure();
       }
       OpBuilder ob = builderFor(j);
-      v = ob.create<AllReduceOp>(
-          def->getLoc(), v.getType(), v,
-          SymbolRefAttr::get(ctx, plan.stages[j].name), ReductionKind::Avg,
-          *algorithm, CompressionKind::None, FloatAttr());
+      v = ob.create<AllReduceOp>(def->getLoc(), v.getType(), v,
+                                 SymbolRefAttr::get(ctx, plan.stages[j].name),
+                                 ReductionKind::Avg, *algorithm,
+                                 CompressionKind::None, FloatAttr());
     }
     yields[j].push_back(v);
   }

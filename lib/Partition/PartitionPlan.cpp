@@ -30,7 +30,8 @@ long count(const json &o, const std::string &key, const std::string &file,
   const json &v = need(o, key, file, at);
   if (!v.is_number_integer() || v.get<long>() < minimum)
     fail(file, at + "." + key,
-         "must be an integer >= " + std::to_string(minimum) + ", not " + v.dump());
+         "must be an integer >= " + std::to_string(minimum) + ", not " +
+             v.dump());
   return v;
 }
 double number(const json &o, const std::string &key, const std::string &file,
@@ -64,7 +65,9 @@ PartitionPlan readPartitionPlan(const std::string &path) {
     g.vendor = str(groups[i], "vendor", path, at);
     g.arch = str(groups[i], "arch", path, at);
     g.count = count(groups[i], "count", path, at, 1);
-    g.nodes = groups[i].contains("nodes") ? count(groups[i], "nodes", path, at, 1) : 1;
+    g.nodes = groups[i].contains("nodes")
+                  ? count(groups[i], "nodes", path, at, 1)
+                  : 1;
     g.memoryGib = number(groups[i], "memory_gib", path, at);
     p.groups.push_back(g);
   }
@@ -75,8 +78,8 @@ PartitionPlan readPartitionPlan(const std::string &path) {
     for (size_t i = 0; i < links.size(); ++i) {
       std::string at = "links[" + std::to_string(i) + "]";
       const json &between = need(links[i], "between", path, at);
-      if (!between.is_array() || between.size() != 2 || !between[0].is_string() ||
-          !between[1].is_string())
+      if (!between.is_array() || between.size() != 2 ||
+          !between[0].is_string() || !between[1].is_string())
         fail(path, at + ".between", "must be two group names");
       p.links.push_back({between[0], between[1],
                          number(links[i], "bandwidth_gbps", path, at),
@@ -94,8 +97,9 @@ PartitionPlan readPartitionPlan(const std::string &path) {
     s.group = str(stages[i], "group", path, at);
     s.replicas = count(stages[i], "replicas", path, at, 1);
     const json &layers = need(stages[i], "layers", path, at);
-    if (!layers.is_array() || layers.size() != 2 || !layers[0].is_number_integer() ||
-        !layers[1].is_number_integer() || layers[0].get<long>() < 0 ||
+    if (!layers.is_array() || layers.size() != 2 ||
+        !layers[0].is_number_integer() || !layers[1].is_number_integer() ||
+        layers[0].get<long>() < 0 ||
         layers[0].get<long>() >= layers[1].get<long>())
       fail(path, at + ".layers", "must be a non-empty range [begin, end)");
     s.layerBegin = layers[0];
@@ -106,8 +110,9 @@ PartitionPlan readPartitionPlan(const std::string &path) {
     for (const auto &g : p.groups)
       known |= g.name == s.group;
     if (!known)
-      fail(path, at + ".group", "names group '" + s.group +
-                                    "', which the plan's groups do not list");
+      fail(path, at + ".group",
+           "names group '" + s.group +
+               "', which the plan's groups do not list");
     p.stages.push_back(s);
   }
   return p;

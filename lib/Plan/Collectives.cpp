@@ -1,4 +1,5 @@
-//===- Collectives.cpp - alpha-beta cost formulas --------------------------===//
+//===- Collectives.cpp - alpha-beta cost formulas
+//--------------------------===//
 //
 // The textbook alpha-beta forms (Thakur, Rabenseifner and Gropp 2005): alpha
 // is the link latency, beta its bandwidth per device, n the message bytes.

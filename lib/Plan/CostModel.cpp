@@ -55,8 +55,8 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
       double weights = l.params * e / split;
       double acts = l.ioBytes * mbs / split;
       fwd = std::max(l.fwdFlops * mbs / split / flops, (weights + acts) / bw);
-      bwd = std::max(l.bwdFlops * mbs / split / flops,
-                     2 * (weights + acts) / bw);
+      bwd =
+          std::max(l.bwdFlops * mbs / split / flops, 2 * (weights + acts) / bw);
       update = l.params / split * training.optimizerBytesPerParam / bw;
       if (tp > 1 && l.tensorParallel && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.
@@ -197,8 +197,8 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     ctx.group = s.group;
     ctx.tp = s.tensorParallel;
     ctx.replicas = s.replicas;
-    ctx.mbs = microBatchPerReplica(plan.globalBatch, plan.microBatches,
-                                   s.replicas);
+    ctx.mbs =
+        microBatchPerReplica(plan.globalBatch, plan.microBatches, s.replicas);
     if (j > 0) {
       ctx.prevGroup = plan.stages[j - 1].group;
       ctx.prevReplicas = plan.stages[j - 1].replicas;

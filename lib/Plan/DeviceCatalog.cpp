@@ -83,25 +83,30 @@ void DeviceCatalog::loadFile(const std::string &path) {
     if (!peak.is_object() || peak.empty())
       fail(path, join(at, "peak_tflops"), "must be an object dtype -> TFLOP/s");
     for (auto it = peak.begin(); it != peak.end(); ++it)
-      s.peakTflops[it.key()] = positive(peak, it.key(), path,
-                                        join(at, "peak_tflops"), s.measured);
+      s.peakTflops[it.key()] =
+          positive(peak, it.key(), path, join(at, "peak_tflops"), s.measured);
     s.memoryGib = positive(d, "memory_gib", path, at, s.measured);
-    s.memoryBandwidthGBs = positive(d, "memory_bandwidth_gbs", path, at, s.measured);
+    s.memoryBandwidthGBs =
+        positive(d, "memory_bandwidth_gbs", path, at, s.measured);
     const json &link = field(d, "intra_node_link", path, at);
-    s.intraNodeLinkType = string(link, "type", path, join(at, "intra_node_link"));
+    s.intraNodeLinkType =
+        string(link, "type", path, join(at, "intra_node_link"));
     s.intraNodeLinkGBs =
         positive(link, "bandwidth_gbs", path, join(at, "intra_node_link"));
     if (d.contains("efficiency")) {
       const json &e = d["efficiency"];
-      s.computeEfficiency = numberOr(e, "compute", 0.5, path, join(at, "efficiency"));
-      s.memoryEfficiency = numberOr(e, "memory", 0.7, path, join(at, "efficiency"));
+      s.computeEfficiency =
+          numberOr(e, "compute", 0.5, path, join(at, "efficiency"));
+      s.memoryEfficiency =
+          numberOr(e, "memory", 0.7, path, join(at, "efficiency"));
       for (double f : {s.computeEfficiency, s.memoryEfficiency})
         if (f <= 0 || f > 1)
           fail(path, join(at, "efficiency"), "fractions must be in (0, 1]");
     }
     if (find(s.name))
-      fail(path, at, "device '" + s.name + "' is already defined in " +
-                         find(s.name)->file);
+      fail(path, at,
+           "device '" + s.name + "' is already defined in " +
+               find(s.name)->file);
     add(std::move(s));
   }
 }

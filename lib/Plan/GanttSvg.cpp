@@ -114,8 +114,9 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
   const double scale = end > 0 ? width / end : 1;
   std::ostringstream svg;
   double height = top + rowH * S + 40 + 22 * cost.cluster().groups.size() + 20;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << left + width + 20
-      << "\" height=\"" << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << left + width + 20 << "\" height=\"" << height
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<text x=\"10\" y=\"20\">one 1F1B iteration: " << S << " stages, " << m
       << " micro-batches, simulated " << fmt(end * 1e3) << " ms (predicted "
       << fmt(ev.iterationTime * 1e3)
@@ -128,13 +129,15 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
         << cost.cluster().groups[s.group].name << " [" << s.layerBegin << ","
         << s.layerEnd << ")</text>\n";
     svg << "<rect x=\"" << left << "\" y=\"" << y + 2 << "\" width=\"" << width
-        << "\" height=\"" << rowH - 4 << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
+        << "\" height=\"" << rowH - 4
+        << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
   }
   for (const Box &b : boxes) {
     const char *color = std::string(b.kind) == "F"   ? "#4e79a7"
                         : std::string(b.kind) == "B" ? "#59a14f"
                                                      : "#f28e2b";
-    double x = left + b.start * scale, w = std::max(0.5, (b.end - b.start) * scale);
+    double x = left + b.start * scale,
+           w = std::max(0.5, (b.end - b.start) * scale);
     svg << "<rect x=\"" << fmt(x) << "\" y=\"" << top + rowH * b.stage + 2
         << "\" width=\"" << fmt(w) << "\" height=\"" << rowH - 4 << "\" fill=\""
         << color << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << b.kind
@@ -148,8 +151,9 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
     perGroup[plan.stages[j].group].second += 1;
   }
   double y = top + rowH * S + 30;
-  svg << "<text x=\"5\" y=\"" << y << "\">utilization per device group (compute "
-                                      "time / iteration time)</text>\n";
+  svg << "<text x=\"5\" y=\"" << y
+      << "\">utilization per device group (compute "
+         "time / iteration time)</text>\n";
   for (const auto &[g, v] : perGroup) {
     y += 22;
     double u = end > 0 ? v.first / v.second / end : 0;

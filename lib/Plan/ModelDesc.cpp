@@ -24,13 +24,13 @@ static int bytesOf(const std::string &dtype, const std::string &file,
 }
 
 ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
-                       int heads, int seq, int vocab, const std::string &dtype) {
+                       int heads, int seq, int vocab,
+                       const std::string &dtype) {
   ModelDesc m;
   m.name = name;
   m.dtype = dtype;
   m.bytesPerElement = bytesOf(dtype, name, "dtype");
-  const double s = seq, h = hidden, a = heads, v = vocab,
-               e = m.bytesPerElement;
+  const double s = seq, h = hidden, a = heads, v = vocab, e = m.bytesPerElement;
   // Korthikanti et al. count 34*s*h + 5*a*s^2 bytes in 16-bit types.
   const double blockStash = (34 * s * h + 5 * a * s * s) * e / 2;
 
@@ -77,12 +77,11 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
   if (j.contains("gpt")) {
     const json &g = j["gpt"];
     std::string dtype = g.value("dtype", std::string("bf16"));
-    ModelDesc m = makeGptModel(
-        name, int(integer(g, "blocks", file, "gpt", 1)),
-        int(integer(g, "hidden", file, "gpt", 1)),
-        int(integer(g, "heads", file, "gpt", 1)),
-        int(integer(g, "seq", file, "gpt", 1)),
-        int(integer(g, "vocab", file, "gpt", 1)), dtype);
+    ModelDesc m = makeGptModel(name, int(integer(g, "blocks", file, "gpt", 1)),
+                               int(integer(g, "hidden", file, "gpt", 1)),
+                               int(integer(g, "heads", file, "gpt", 1)),
+                               int(integer(g, "seq", file, "gpt", 1)),
+                               int(integer(g, "vocab", file, "gpt", 1)), dtype);
     m.file = file;
     return m;
   }
@@ -98,8 +97,9 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
     LayerDesc d;
     d.name = l.value("name", "layer" + std::to_string(i));
     d.fwdFlops = positive(l, "fwd_flops", file, at, true);
-    d.bwdFlops = l.contains("bwd_flops") ? positive(l, "bwd_flops", file, at, true)
-                                         : 2 * d.fwdFlops;
+    d.bwdFlops = l.contains("bwd_flops")
+                     ? positive(l, "bwd_flops", file, at, true)
+                     : 2 * d.fwdFlops;
     d.params = positive(l, "params", file, at, true);
     d.ioBytes = positive(l, "io_bytes", file, at, true);
     d.outputBytes = positive(l, "output_bytes", file, at, true);

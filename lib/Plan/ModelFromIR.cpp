@@ -38,7 +38,8 @@ static double bytes(mlir::Type type) {
 
 static double lastDim(mlir::Type type) {
   auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
-  if (!shaped || shaped.getRank() == 0 || shaped.isDynamicDim(shaped.getRank() - 1))
+  if (!shaped || shaped.getRank() == 0 ||
+      shaped.isDynamicDim(shaped.getRank() - 1))
     return 0;
   return double(shaped.getDimSize(shaped.getRank() - 1));
 }
@@ -63,8 +64,9 @@ static double forwardFlops(mlir::Operation *op) {
     // lhs is transposed, in which case lhs[-2]; use the one that makes
     // M * K = numel(lhs)/batch consistent.
     double k = lhs.getDimSize(lhs.getRank() - 1);
-    if (res.getRank() >= 2 && res.getDimSize(res.getRank() - 2) ==
-                                  lhs.getDimSize(lhs.getRank() - 1) &&
+    if (res.getRank() >= 2 &&
+        res.getDimSize(res.getRank() - 2) ==
+            lhs.getDimSize(lhs.getRank() - 1) &&
         res.getDimSize(res.getRank() - 2) != lhs.getDimSize(lhs.getRank() - 2))
       k = lhs.getDimSize(lhs.getRank() - 2);
     return 2 * out * k;
@@ -95,8 +97,9 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
       func = f;
   });
   if (!func)
-    fail(file, "", "no function with ops carrying het.layer (run "
-                   "het-opt --het-infer-layers first?)");
+    fail(file, "",
+         "no function with ops carrying het.layer (run "
+         "het-opt --het-infer-layers first?)");
 
   const auto layerName = mlir::het::HetDialect::getLayerAttrName();
   const auto paramName = mlir::het::HetDialect::getParamAttrName();
@@ -132,7 +135,8 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
   func.walk([&](mlir::Operation *op) { hasBackward |= isGradient(op); });
 
   long maxLayer = -1;
-  func.walk([&](mlir::Operation *op) { maxLayer = std::max(maxLayer, layerOf(op)); });
+  func.walk(
+      [&](mlir::Operation *op) { maxLayer = std::max(maxLayer, layerOf(op)); });
   ModelDesc m;
   m.name = func.getName().str();
   m.file = file;
@@ -216,9 +220,9 @@ ModelDesc loadModelMlir(const std::string &path) {
   });
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
   if (!module)
-    fail(path, "", "cannot read the model: " +
-                       (diagnostics.empty() ? std::string("not valid IR")
-                                            : diagnostics));
+    fail(path, "",
+         "cannot read the model: " +
+             (diagnostics.empty() ? std::string("not valid IR") : diagnostics));
   return modelFromModule(*module, path);
 }
 

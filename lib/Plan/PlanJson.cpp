@@ -1,9 +1,9 @@
 //===- PlanJson.cpp - the plan file format (docs/planner.md) --------------===//
+#include "JsonUtil.h"
 #include "het/Plan/ClusterSpec.h"
 #include "het/Plan/CostModel.h"
 #include "het/Plan/ModelDesc.h"
 #include "het/Plan/Plan.h"
-#include "JsonUtil.h"
 
 namespace het::plan {
 using namespace json_util;
@@ -22,20 +22,21 @@ json planToJson(const Plan &plan, const Cluster &cluster,
                       {"memory_gib", g.spec->memoryGib}});
   for (size_t a = 0; a < cluster.groups.size(); ++a)
     for (size_t b = a; b < cluster.groups.size(); ++b)
-      links.push_back({{"between", {cluster.groups[a].name, cluster.groups[b].name}},
-                       {"bandwidth_gbps", cluster.links[a][b].bandwidthGbps},
-                       {"latency_us", cluster.links[a][b].latencyUs}});
+      links.push_back(
+          {{"between", {cluster.groups[a].name, cluster.groups[b].name}},
+           {"bandwidth_gbps", cluster.links[a][b].bandwidthGbps},
+           {"latency_us", cluster.links[a][b].latencyUs}});
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StagePlan &s = plan.stages[j];
-    stages.push_back(
-        {{"name", "s" + std::to_string(j)},
-         {"group", cluster.groups[s.group].name},
-         {"replicas", s.replicas},
-         {"tensor_parallel", s.tensorParallel},
-         {"layers", {s.layerBegin, s.layerEnd}},
-         {"micro_batch_size", CostModel::microBatchPerReplica(
-                                  plan.globalBatch, plan.microBatches, s.replicas)},
-         {"all_reduce", toString(s.allReduce)}});
+    stages.push_back({{"name", "s" + std::to_string(j)},
+                      {"group", cluster.groups[s.group].name},
+                      {"replicas", s.replicas},
+                      {"tensor_parallel", s.tensorParallel},
+                      {"layers", {s.layerBegin, s.layerEnd}},
+                      {"micro_batch_size",
+                       CostModel::microBatchPerReplica(
+                           plan.globalBatch, plan.microBatches, s.replicas)},
+                      {"all_reduce", toString(s.allReduce)}});
   }
   return {{"format", "het-plan/1"},
           {"cluster", cluster.name},

@@ -67,8 +67,9 @@ std::vector<int> microBatchChoices(const PlannerOptions &options) {
 
 // Calls `visit` for each ordered selection of groups (all of them, or every
 // non-empty subset when allowed).
-static void forEachOrder(int groups, bool subsets,
-                         const std::function<void(const std::vector<int> &)> &visit) {
+static void
+forEachOrder(int groups, bool subsets,
+             const std::function<void(const std::vector<int> &)> &visit) {
   for (unsigned mask = 1; mask < (1u << groups); ++mask) {
     if (!subsets && mask != (1u << groups) - 1)
       continue;

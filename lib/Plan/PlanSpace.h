@@ -21,8 +21,8 @@ struct GroupOption {
 };
 
 struct Shape {
-  std::vector<int> order;            // group indices, pipeline order
-  std::vector<GroupOption> options;  // per entry of `order`
+  std::vector<int> order;           // group indices, pipeline order
+  std::vector<GroupOption> options; // per entry of `order`
   int microBatches = 1;
   int stageCount() const;
   std::string key() const;

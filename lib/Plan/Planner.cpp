@@ -8,7 +8,6 @@
 #include <cmath>
 #include <map>
 
-
 namespace het::plan {
 using namespace space;
 
@@ -107,8 +106,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
   auto score = [&](const Shape &s, double current) {
     double cutoff = std::max(current, top.cutoff());
     auto it = seen.find(s.key());
-    if (it != seen.end() && (it->second.value < 1e29 ||
-                             it->second.cutoff >= cutoff))
+    if (it != seen.end() &&
+        (it->second.value < 1e29 || it->second.cutoff >= cutoff))
       return it->second.value;
     double value;
     if (s.stageCount() > L || s.order.empty()) {
@@ -146,7 +145,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     if (!opts[g].empty())
       byMemory.push_back(g);
   std::stable_sort(byMemory.begin(), byMemory.end(), [&](int a, int b) {
-    return cluster.groups[a].spec->memoryGib > cluster.groups[b].spec->memoryGib;
+    return cluster.groups[a].spec->memoryGib >
+           cluster.groups[b].spec->memoryGib;
   });
   const ModelDesc &model = cost.model();
   const double paramsPerLayer = model.totalParams() / L;
@@ -163,11 +163,13 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
       fewest = std::min(fewest, o.replicas);
     long target = 4L * std::max(1, s.stageCount());
     if (oneSamplePerReplica)
-      target = std::max<long>(target, options.globalBatch / std::max(1, fewest));
+      target =
+          std::max<long>(target, options.globalBatch / std::max(1, fewest));
     return closestMicro(int(std::min<long>(target, options.globalBatch)));
   };
   auto rate = [&](int g) {
-    return cluster.groups[g].count() * cluster.groups[g].spec->flops(model.dtype);
+    return cluster.groups[g].count() *
+           cluster.groups[g].spec->flops(model.dtype);
   };
   auto makeStart = [&](const std::vector<int> &groups, int widen) {
     double totalRate = 0;
@@ -199,8 +201,9 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
                                                     s.microBatches, o.replicas);
           double perStage = std::ceil(layers / o.stages);
           double memory =
-              perStage * (paramsPerLayer / o.tp * cost.setup().stateBytesPerParam +
-                          std::min(S, s.microBatches) * mbs * stashPerLayer / o.tp);
+              perStage *
+              (paramsPerLayer / o.tp * cost.setup().stateBytesPerParam +
+               std::min(S, s.microBatches) * mbs * stashPerLayer / o.tp);
           // Options come by ascending stage count: take the first that
           // fits (the last one if none does), never more stages than layers.
           if (pick && o.stages > layers)
@@ -231,7 +234,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         break;
       const GroupOption *fewer = nullptr;
       for (const auto &o : opts[s.order[largest]])
-        if (o.tp == s.options[largest].tp && o.stages < s.options[largest].stages &&
+        if (o.tp == s.options[largest].tp &&
+            o.stages < s.options[largest].stages &&
             (!fewer || o.stages > fewer->stages))
           fewer = &o;
       s.options[largest] = *fewer;
@@ -350,9 +354,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
   }
   if (top.all().empty() && options.allowSubsets) {
     std::vector<int> byRate = byMemory;
-    std::stable_sort(byRate.begin(), byRate.end(), [&](int a, int b) {
-      return rate(a) > rate(b);
-    });
+    std::stable_sort(byRate.begin(), byRate.end(),
+                     [&](int a, int b) { return rate(a) > rate(b); });
     for (int g : byRate)
       climb(makeStart({g}, 1));
     if (byRate.size() > 2)
@@ -378,8 +381,9 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
     forEachShape(cost.cluster(), options, L, [&](const Shape &s) {
       shapes.push_back({solver.lowerBound(s), s});
     });
-    std::stable_sort(shapes.begin(), shapes.end(),
-                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::stable_sort(
+        shapes.begin(), shapes.end(),
+        [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<const Shape *> infeasible;
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (shapes[i].first >= top.cutoff()) {
@@ -387,8 +391,8 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
         break;
       }
       ++result.shapesEvaluated;
-      SplitResult split = solver.solve(shapes[i].second, options.split,
-                                       top.cutoff());
+      SplitResult split =
+          solver.solve(shapes[i].second, options.split, top.cutoff());
       top.offer(shapes[i].second, split);
       if (!split.feasible)
         infeasible.push_back(&shapes[i].second);
@@ -415,7 +419,8 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
   return result;
 }
 
-PlanResult bruteForcePlan(const CostModel &cost, const PlannerOptions &options) {
+PlanResult bruteForcePlan(const CostModel &cost,
+                          const PlannerOptions &options) {
   auto t0 = std::chrono::steady_clock::now();
   PlanResult result;
   const int L = int(cost.model().layers.size());
@@ -434,8 +439,7 @@ PlanResult bruteForcePlan(const CostModel &cost, const PlannerOptions &options) 
     std::function<void(int)> place = [&](int j) {
       if (j == S) {
         for (int variant = 0; variant < 3; ++variant) {
-          std::vector<AllReduceAlgorithm> algs(
-              S, AllReduceAlgorithm(variant));
+          std::vector<AllReduceAlgorithm> algs(S, AllReduceAlgorithm(variant));
           Plan plan = makePlan(shape, bounds, algs, options.globalBatch);
           if (variant == 0) {
             // The cheapest algorithm per stage, as the planner picks it.
@@ -443,7 +447,8 @@ PlanResult bruteForcePlan(const CostModel &cost, const PlannerOptions &options) 
               double params = 0;
               int mbs = CostModel::microBatchPerReplica(
                   options.globalBatch, shape.microBatches, slots[s].replicas);
-              const LayerTable &t = cost.table(slots[s].group, slots[s].tp, mbs);
+              const LayerTable &t =
+                  cost.table(slots[s].group, slots[s].tp, mbs);
               params = t.range(t.params, bounds[s], bounds[s + 1]);
               plan.stages[s].allReduce = cost.bestAlgorithm(
                   slots[s].group, slots[s].tp, slots[s].replicas, params);

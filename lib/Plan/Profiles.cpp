@@ -1,7 +1,7 @@
 //===- Profiles.cpp - import Sailor, Metis and het per-layer profiles -----===//
 #include "het/Plan/Profiles.h"
-#include "het/Plan/DeviceCatalog.h"
 #include "JsonUtil.h"
+#include "het/Plan/DeviceCatalog.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,9 +38,10 @@ void ProfileSet::add(const std::string &device, int tp, int mbs,
   auto key = std::make_tuple(device, tp, mbs);
   auto it = tables.find(key);
   if (it != tables.end())
-    fail(file, "", "duplicates the profile of " + device + " (tp " +
-                       std::to_string(tp) + ", micro-batch " +
-                       std::to_string(mbs) + ") in " + it->second.file);
+    fail(file, "",
+         "duplicates the profile of " + device + " (tp " + std::to_string(tp) +
+             ", micro-batch " + std::to_string(mbs) + ") in " +
+             it->second.file);
   tables.emplace(key, std::move(table));
 }
 
@@ -71,9 +72,10 @@ void ProfileSet::loadFile(const std::string &path,
   json doc = readFile(path);
   if (doc.is_object() && doc.value("format", "") == "het-profile")
     return loadHet(path, catalog);
-  fail(path, "", "not a profile: expected Sailor's <gpu>/profile.json, "
-                 "Metis' DeviceType.<gpu>_tp<T>_bs<B>.json or "
-                 "{\"format\": \"het-profile\"}");
+  fail(path, "",
+       "not a profile: expected Sailor's <gpu>/profile.json, "
+       "Metis' DeviceType.<gpu>_tp<T>_bs<B>.json or "
+       "{\"format\": \"het-profile\"}");
 }
 
 // Sailor: {"<mbs>": {"<tp>": {"<layer>": [fwd_s, bwd_s, update_s]}}}.
@@ -101,8 +103,8 @@ void ProfileSet::loadSailor(const std::string &path, const std::string &gpu,
         char *end = nullptr;
         long idx = std::strtol(l.key().c_str(), &end, 10);
         if (l.key().empty() || *end || idx < 0 || idx >= long(t->size()))
-          fail(path, lat, "layer index must be in [0, " +
-                              std::to_string(t->size()) + ")");
+          fail(path, lat,
+               "layer index must be in [0, " + std::to_string(t->size()) + ")");
         if (!l->is_array() || l->size() != 3)
           fail(path, lat, "must be [fwd_seconds, bwd_seconds, update_seconds]");
         double v[3];
@@ -162,7 +164,8 @@ void ProfileSet::loadMetis(const std::string &path,
   ProfileTable table;
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layers[i].is_number() || layers[i].get<double>() < 0)
-      fail(path, "execution_time.layer_compute_total_ms[" + std::to_string(i) + "]",
+      fail(path,
+           "execution_time.layer_compute_total_ms[" + std::to_string(i) + "]",
            "must be a time in ms >= 0, not " + layers[i].dump());
     double total = layers[i].get<double>() * 1e-3;
     // Metis records forward + backward together; a backward pass costs

@@ -107,13 +107,13 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     st.sendPrev.assign(L + 1, 0);
     for (int l = 0; l <= L; ++l) {
       if (ctx[j].nextGroup >= 0)
-        st.sendNext[l] = cost.boundaryTime(l, ctx[j].samples, ctx[j].group,
-                                           ctx[j].replicas, ctx[j].nextGroup,
-                                           ctx[j].nextReplicas);
+        st.sendNext[l] =
+            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
+                              ctx[j].nextGroup, ctx[j].nextReplicas);
       if (ctx[j].prevGroup >= 0)
-        st.sendPrev[l] = cost.boundaryTime(l, ctx[j].samples, ctx[j].group,
-                                           ctx[j].replicas, ctx[j].prevGroup,
-                                           ctx[j].prevReplicas);
+        st.sendPrev[l] =
+            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
+                              ctx[j].prevGroup, ctx[j].prevReplicas);
     }
     for (int k = 0; k < 3; ++k) {
       auto alg = AllReduceAlgorithm(k);
@@ -154,12 +154,13 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         continue;
       for (int b = a + 1; b + remaining <= L; ++b) {
         double params = t.range(t.params, a, b);
-        double memory = params * st.stateBytes +
-                        st.stashFactor * t.range(t.stash, a, b);
+        double memory =
+            params * st.stateBytes + st.stashFactor * t.range(t.stash, a, b);
         // Memory only grows with the range: longer ranges cannot fit either.
         if (memory > st.capacity)
           break;
-        double time = t.range(t.compute, a, b) + st.sendNext[b] + st.sendPrev[a];
+        double time =
+            t.range(t.compute, a, b) + st.sendNext[b] + st.sendPrev[a];
         double sync = 0;
         if (params > 0) {
           double bytes = params * gradBytes;
@@ -178,8 +179,8 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
           // stage is at least the average: a partial plan whose bound
           // reaches the cutoff cannot end below it.
           double sumBound = n.sum + rest;
-          double bound = sumBound + (m - 1) * std::max(n.maxT, sumBound / S) +
-                         n.sync;
+          double bound =
+              sumBound + (m - 1) * std::max(n.maxT, sumBound / S) + n.sync;
           if (bound >= cutoff) {
             result.pruned = true;
             continue;
@@ -256,8 +257,8 @@ double SplitSolver::minShortfall(const Shape &shape, int &stage) const {
       if (!std::isfinite(worst[j][a]))
         continue;
       for (int b = a + 1; b + (S - j - 1) <= L; ++b) {
-        double mem = cost.memoryBytes(t, a, b, ctx[j].tp, ctx[j].mbs,
-                                      ctx[j].inFlight);
+        double mem =
+            cost.memoryBytes(t, a, b, ctx[j].tp, ctx[j].mbs, ctx[j].inFlight);
         double excess = std::max(0.0, mem - cost.capacityBytes(ctx[j].group));
         double w = std::max(worst[j][a], excess);
         if (w < worst[j + 1][b]) {

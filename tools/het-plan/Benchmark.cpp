@@ -13,8 +13,8 @@
 namespace het::plan {
 
 // The six kinds of examples/clusters/six-vendor-1024.json.
-static const char *kKinds[] = {"A100-80", "MI300X",  "Ascend-910B",
-                               "BI-V150", "C500",    "MTT-S4000"};
+static const char *kKinds[] = {"A100-80", "MI300X", "Ascend-910B",
+                               "BI-V150", "C500",   "MTT-S4000"};
 
 // `devices` accelerators, 8 per node, split evenly over `kinds` kinds, one
 // 400 Gb/s network.
@@ -27,12 +27,14 @@ static Cluster syntheticCluster(const DeviceCatalog &catalog, int devices,
     nodes.push_back(
         {{"name", group + "-node"},
          {"count", nodesPerKind},
-         {"devices", {{{"group", group}, {"kind", kKinds[k]}, {"count", perNode}}}}});
+         {"devices",
+          {{{"group", group}, {"kind", kKinds[k]}, {"count", perNode}}}}});
   }
   nlohmann::json spec = {
       {"name", "synthetic"},
       {"nodes", nodes},
-      {"network", {{"type", "roce"}, {"bandwidth_gbps", 400.0}, {"latency_us", 5.0}}}};
+      {"network",
+       {{"type", "roce"}, {"bandwidth_gbps", 400.0}, {"latency_us", 5.0}}}};
   return parseCluster(spec, "(benchmark)", catalog);
 }
 
@@ -67,11 +69,10 @@ void runBenchmark(std::ostream &os, const DeviceCatalog &catalog) {
         if (!r.plans.empty())
           std::snprintf(iteration, sizeof iteration, "%.2f s",
                         r.plans[0].evaluation.iterationTime);
-        std::snprintf(line, sizeof line,
-                      "%7zu %8d %6d %14.3g %9s %10ld %10.3f s %14s\n",
-                      model.layers.size(), cluster.deviceCount(), kinds,
-                      r.shapes, r.exact ? "yes" : "no", r.shapesEvaluated, t,
-                      iteration);
+        std::snprintf(
+            line, sizeof line, "%7zu %8d %6d %14.3g %9s %10ld %10.3f s %14s\n",
+            model.layers.size(), cluster.deviceCount(), kinds, r.shapes,
+            r.exact ? "yes" : "no", r.shapesEvaluated, t, iteration);
         os << line;
       }
 
@@ -100,8 +101,9 @@ void runBenchmark(std::ostream &os, const DeviceCatalog &catalog) {
                                     : slow.plans[0].evaluation.iterationTime;
       bool agree = (std::isinf(a) && std::isinf(b)) ||
                    std::fabs(a - b) <= 1e-9 * std::max(a, b);
-      std::snprintf(line, sizeof line, "%7d %6d %8d %10.4f s %10.4f s %8.1fx %7s\n",
-                    layers, kinds, cluster.deviceCount(), tf, ts, ts / tf,
+      std::snprintf(line, sizeof line,
+                    "%7d %6d %8d %10.4f s %10.4f s %8.1fx %7s\n", layers, kinds,
+                    cluster.deviceCount(), tf, ts, ts / tf,
                     agree ? "yes" : "NO");
       os << line;
     }

@@ -24,10 +24,11 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev) {
   const Cluster &c = cost.cluster();
   char line[512];
-  std::snprintf(line, sizeof line,
-                "  %-5s %-10s %-12s %5s %3s %8s %-11s %5s %12s %10s %10s %21s\n",
-                "stage", "group", "kind", "devs", "tp", "replicas", "layers",
-                "mbs", "fwd+bwd ms", "p2p ms", "sync ms", "memory / capacity");
+  std::snprintf(
+      line, sizeof line,
+      "  %-5s %-10s %-12s %5s %3s %8s %-11s %5s %12s %10s %10s %21s\n", "stage",
+      "group", "kind", "devs", "tp", "replicas", "layers", "mbs", "fwd+bwd ms",
+      "p2p ms", "sync ms", "memory / capacity");
   os << line;
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StagePlan &s = plan.stages[j];
@@ -46,14 +47,13 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                   j, g.name.c_str(), g.kind.c_str(),
                   s.replicas * s.tensorParallel, s.tensorParallel, s.replicas,
                   layers,
-                  CostModel::microBatchPerReplica(plan.globalBatch,
-                                                  plan.microBatches, s.replicas),
+                  CostModel::microBatchPerReplica(
+                      plan.globalBatch, plan.microBatches, s.replicas),
                   (sc.fwd + sc.bwd) * 1e3, sc.p2p * 1e3, sc.sync * 1e3, mem,
                   int(j) == ev.bottleneck ? "  <- bottleneck" : "");
     os << line;
   }
-  std::snprintf(line, sizeof line,
-                "  all-reduce per stage:");
+  std::snprintf(line, sizeof line, "  all-reduce per stage:");
   os << line;
   for (size_t j = 0; j < plan.stages.size(); ++j)
     os << " s" << j << "=" << toString(plan.stages[j].allReduce);

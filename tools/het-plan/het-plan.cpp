@@ -84,7 +84,8 @@ int main(int argc, char **argv) {
   bool asJson = false, benchmark = false, noSubsets = false;
   double exhaustiveLimit = 2e5;
   std::vector<int> tp = {1, 2, 4, 8};
-  app.add_option("--cluster", clusterPath, "cluster spec (JSON, see examples/clusters/README.md)");
+  app.add_option("--cluster", clusterPath,
+                 "cluster spec (JSON, see examples/clusters/README.md)");
   app.add_option("--model", modelPath,
                  "model: het IR (.mlir, ops tagged with het.layer) or a model "
                  "JSON ({\"gpt\": {...}} or {\"layers\": [...]})");
@@ -137,7 +138,8 @@ int main(int argc, char **argv) {
       return Ok;
     }
     if (clusterPath.empty() || modelPath.empty()) {
-      std::cerr << "het-plan: --cluster and --model are required (see --help)\n";
+      std::cerr
+          << "het-plan: --cluster and --model are required (see --help)\n";
       return InputError;
     }
     auto t0 = std::chrono::steady_clock::now();
@@ -209,7 +211,6 @@ int main(int argc, char **argv) {
       uniform.allowSubsets = false;
       baselines.push_back({"uniform layer split, all groups (Megatron-style)",
                            planPipeline(cost, uniform)});
-
     }
     // Single-vendor subsets; when every group has one vendor, single-kind.
     std::map<std::string, std::vector<int>> byVendor;
@@ -232,17 +233,17 @@ int main(int argc, char **argv) {
         std::string label = vendor + " only (";
         for (size_t i = 0; i < groups.size(); ++i)
           label += (i ? ", " : "") + cluster.groups[groups[i]].kind;
-        label += ", " + std::to_string(subsets.back()->deviceCount()) +
-                 " devices)";
+        label +=
+            ", " + std::to_string(subsets.back()->deviceCount()) + " devices)";
         baselines.push_back({label, planPipeline(*subsetCosts.back(), single)});
-
       }
-    double total = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - t0)
-                       .count();
+    double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
 
-    double bestTime =
-        best.plans.empty() ? INFINITY : best.plans.front().evaluation.iterationTime;
+    double bestTime = best.plans.empty()
+                          ? INFINITY
+                          : best.plans.front().evaluation.iterationTime;
     if (asJson) {
       json out;
       out["model"] = model.name;
@@ -256,9 +257,9 @@ int main(int argc, char **argv) {
         out["plans"].push_back(pj);
       }
       if (best.plans.empty())
-        out["does_not_fit"] = {{"smallest_shortfall_bytes",
-                                best.smallestShortfallBytes},
-                               {"where", best.shortfallWhere}};
+        out["does_not_fit"] = {
+            {"smallest_shortfall_bytes", best.smallestShortfallBytes},
+            {"where", best.shortfallWhere}};
       out["baselines"] = json::array();
       for (const auto &b : baselines) {
         json bj = {{"name", b.label}};
@@ -275,8 +276,8 @@ int main(int argc, char **argv) {
     } else {
       std::cout << "het-plan: model " << model.name << " ("
                 << model.layers.size() << " layers, "
-                << model.totalParams() / 1e9 << " B parameters, "
-                << model.dtype << "), cluster " << cluster.name << " ("
+                << model.totalParams() / 1e9 << " B parameters, " << model.dtype
+                << "), cluster " << cluster.name << " ("
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
@@ -320,7 +321,8 @@ int main(int argc, char **argv) {
           continue;
         }
         if (best.plans.empty()) {
-          std::cout << formatSeconds(b.result.plans.front().evaluation.iterationTime)
+          std::cout << formatSeconds(
+                           b.result.plans.front().evaluation.iterationTime)
                     << "\n";
           continue;
         }

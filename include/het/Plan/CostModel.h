@@ -40,9 +40,9 @@ struct LayerTable {
 };
 
 struct StageCost {
-  double fwd = 0, bwd = 0;       // per micro-batch (bwd includes TP comm)
-  double p2p = 0;                // sends charged to this stage per micro-batch
-  double sync = 0, update = 0;   // once per iteration
+  double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
+  double p2p = 0;              // sends charged to this stage per micro-batch
+  double sync = 0, update = 0; // once per iteration
   double memoryBytes = 0, capacityBytes = 0;
   double time() const { return fwd + bwd + p2p; }
 };

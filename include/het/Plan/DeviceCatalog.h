@@ -1,4 +1,5 @@
-//===- DeviceCatalog.h - public specs of the chips a cluster uses -*- C++ -*-===//
+//===- DeviceCatalog.h - public specs of the chips a cluster uses -*- C++
+//-*-===//
 #ifndef HET_PLAN_DEVICECATALOG_H
 #define HET_PLAN_DEVICECATALOG_H
 

@@ -14,9 +14,9 @@ struct LayerDesc {
   std::string name;
   double fwdFlops = 0, bwdFlops = 0; // per sample
   double params = 0;                 // trainable elements
-  double ioBytes = 0;        // activation bytes read + written, per sample
-  double outputBytes = 0;    // bytes sent to the next layer, per sample
-  double stashBytes = 0;     // activations kept for the backward, per sample
+  double ioBytes = 0;         // activation bytes read + written, per sample
+  double outputBytes = 0;     // bytes sent to the next layer, per sample
+  double stashBytes = 0;      // activations kept for the backward, per sample
   bool tensorParallel = true; // whether its matrices split over a TP group
 };
 

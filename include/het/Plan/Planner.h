@@ -33,9 +33,9 @@ struct PlannerOptions {
   int topK = 3;
   SplitPolicy split = SplitPolicy::Optimal;
   std::vector<int> tensorParallel = {1, 2, 4, 8};
-  int maxStagesPerGroup = 0; // 0: up to the number of layers
-  int maxMicroBatches = 0;   // 0: any divisor of the global batch
-  bool allowSubsets = true;  // may leave device groups unused
+  int maxStagesPerGroup = 0;    // 0: up to the number of layers
+  int maxMicroBatches = 0;      // 0: any divisor of the global batch
+  bool allowSubsets = true;     // may leave device groups unused
   double exhaustiveLimit = 2e5; // shapes; above it, local search
 };
 

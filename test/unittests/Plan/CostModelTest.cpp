@@ -28,9 +28,11 @@ TEST(Collectives, Ring) {
 
 TEST(Collectives, Tree) {
   // p = 4: depth 2, 2*2*(5 us + 80 ms).
-  EXPECT_NEAR(treeAllReduceTime(1e9, 4, link(100, 5)), 4 * (5e-6 + 0.08), 1e-12);
+  EXPECT_NEAR(treeAllReduceTime(1e9, 4, link(100, 5)), 4 * (5e-6 + 0.08),
+              1e-12);
   // p = 5 rounds the depth up to 3.
-  EXPECT_NEAR(treeAllReduceTime(1e9, 5, link(100, 5)), 6 * (5e-6 + 0.08), 1e-12);
+  EXPECT_NEAR(treeAllReduceTime(1e9, 5, link(100, 5)), 6 * (5e-6 + 0.08),
+              1e-12);
 }
 
 TEST(Collectives, Hierarchical) {
@@ -40,10 +42,12 @@ TEST(Collectives, Hierarchical) {
   double t = hierarchicalAllReduceTime(1e9, 8, 4, link(800, 1), link(100, 5));
   EXPECT_NEAR(t, 2 * (3e-6 + 0.0075) + (1e-5 + 0.02), 1e-12);
   // On one node it is a ring on the node's link.
-  EXPECT_DOUBLE_EQ(hierarchicalAllReduceTime(1e9, 4, 4, link(800, 1), link(100, 5)),
-                   ringAllReduceTime(1e9, 4, link(800, 1)));
+  EXPECT_DOUBLE_EQ(
+      hierarchicalAllReduceTime(1e9, 4, 4, link(800, 1), link(100, 5)),
+      ringAllReduceTime(1e9, 4, link(800, 1)));
   // Across nodes, ring and tree run at the slower network.
-  EXPECT_DOUBLE_EQ(allReduceTime(AllReduceAlgorithm::Ring, 1e9, 8, 4, link(800, 1), link(100, 5)),
+  EXPECT_DOUBLE_EQ(allReduceTime(AllReduceAlgorithm::Ring, 1e9, 8, 4,
+                                 link(800, 1), link(100, 5)),
                    ringAllReduceTime(1e9, 8, link(100, 5)));
 }
 
@@ -68,10 +72,15 @@ struct Fixture : ::testing::Test {
     catalog.add(d);
     nlohmann::json spec = {
         {"name", "c"},
-        {"nodes", {{{"name", "n"}, {"count", 1},
-                    {"devices", {{{"group", "g"}, {"kind", "round"}, {"count", 2}}}},
-                    {"links", {{{"between", {"g", "g"}}, {"type", "x"},
-                                {"bandwidth_gbps", 800.0}, {"latency_us", 1.0}}}}}}}};
+        {"nodes",
+         {{{"name", "n"},
+           {"count", 1},
+           {"devices", {{{"group", "g"}, {"kind", "round"}, {"count", 2}}}},
+           {"links",
+            {{{"between", {"g", "g"}},
+              {"type", "x"},
+              {"bandwidth_gbps", 800.0},
+              {"latency_us", 1.0}}}}}}}};
     cluster = parseCluster(spec, "c.json", catalog);
     model.name = "m";
     model.dtype = "fp32";
@@ -147,10 +156,12 @@ TEST_F(Fixture, InvalidPlansSayWhy) {
   plan.globalBatch = 8;
   plan.microBatches = 3;
   plan.stages = {{0, 1, 1, 0, 2, AllReduceAlgorithm::Ring}};
-  EXPECT_EQ(cost.evaluate(plan).problem, "micro_batches must divide the global batch");
+  EXPECT_EQ(cost.evaluate(plan).problem,
+            "micro_batches must divide the global batch");
   plan.microBatches = 2;
   plan.stages[0].replicas = 3;
-  EXPECT_NE(cost.evaluate(plan).problem.find("group 'g' has 2 devices but the plan uses 3"),
+  EXPECT_NE(cost.evaluate(plan).problem.find(
+                "group 'g' has 2 devices but the plan uses 3"),
             std::string::npos);
 }
 

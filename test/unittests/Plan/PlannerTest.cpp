@@ -13,7 +13,8 @@ using namespace het::plan;
 
 namespace {
 
-const char *kKinds[] = {"A100-80", "MI250X", "V100", "T4", "RTX-3090", "Ascend-910B"};
+const char *kKinds[] = {"A100-80", "MI250X",   "V100",
+                        "T4",      "RTX-3090", "Ascend-910B"};
 
 // A random instance: 1-3 groups of 1-4 devices on 1-2 nodes, 2-12 layers
 // with costs spread over orders of magnitude (some too big for some chips).
@@ -28,7 +29,9 @@ Instance randomInstance(unsigned seed) {
   auto uniform = [&](double lo, double hi) {
     return std::uniform_real_distribution<double>(lo, hi)(rng);
   };
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
   auto logUniform = [&](double lo, double hi) {
     return std::exp(uniform(std::log(lo), std::log(hi)));
   };
@@ -39,14 +42,17 @@ Instance randomInstance(unsigned seed) {
     std::string name = "g" + std::to_string(g);
     nodes.push_back({{"name", name + "-node"},
                      {"count", pick(1, 2)},
-                     {"devices", {{{"group", name}, {"kind", kKinds[pick(0, 5)]},
-                                   {"count", pick(1, 2)}}}}});
+                     {"devices",
+                      {{{"group", name},
+                        {"kind", kKinds[pick(0, 5)]},
+                        {"count", pick(1, 2)}}}}});
   }
   nlohmann::json spec = {{"name", "random"},
                          {"nodes", nodes},
-                         {"network", {{"type", "net"},
-                                      {"bandwidth_gbps", uniform(25, 400)},
-                                      {"latency_us", uniform(1, 20)}}}};
+                         {"network",
+                          {{"type", "net"},
+                           {"bandwidth_gbps", uniform(25, 400)},
+                           {"latency_us", uniform(1, 20)}}}};
   in.cluster = parseCluster(spec, "random.json", testCatalog());
   in.model.name = "random";
   in.model.dtype = pick(0, 1) ? "fp32" : "bf16";
@@ -86,8 +92,10 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
     PlanResult fast = planPipeline(cost, in.options);
     PlanResult slow = bruteForcePlan(cost, in.options);
     ASSERT_TRUE(fast.exact) << "seed " << seed;
-    double a = fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
-    double b = slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
+    double a =
+        fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
+    double b =
+        slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
     EXPECT_TRUE(same(a, b)) << "seed " << seed << ": planner " << a
                             << " s, brute force " << b << " s";
     agreed += same(a, b);
@@ -113,7 +121,8 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
   EXPECT_LT(infeasible, instances / 2);
   EXPECT_GT(nonUniform, 0);
   std::printf("planner == brute force on %d of %d instances (%d with no plan "
-              "that fits)\n", agreed, instances, infeasible);
+              "that fits)\n",
+              agreed, instances, infeasible);
 }
 
 TEST(Planner, UniformSplitAgreesWithBruteForce) {
@@ -123,15 +132,18 @@ TEST(Planner, UniformSplitAgreesWithBruteForce) {
     CostModel cost(in.model, in.cluster, nullptr);
     PlanResult fast = planPipeline(cost, in.options);
     PlanResult slow = bruteForcePlan(cost, in.options);
-    double a = fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
-    double b = slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
+    double a =
+        fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
+    double b =
+        slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
     EXPECT_TRUE(same(a, b)) << "seed " << seed;
   }
 }
 
 TEST(Planner, NonUniformSplitBeatsUniformOnUnevenLayers) {
   // Mixed node: A100-80 + MI250X, a model whose last layer is 8x the others.
-  Cluster cluster = loadCluster(sourcePath("examples/clusters/mixed-node.json"), testCatalog());
+  Cluster cluster = loadCluster(sourcePath("examples/clusters/mixed-node.json"),
+                                testCatalog());
   ModelDesc model;
   model.name = "uneven";
   for (int l = 0; l < 6; ++l) {
@@ -158,7 +170,8 @@ TEST(Planner, NonUniformSplitBeatsUniformOnUnevenLayers) {
 }
 
 TEST(Planner, DoesNotFitReportsTheSmallestShortfall) {
-  Cluster cluster = loadCluster(sourcePath("test/plan/Inputs/clusters/tiny.json"), testCatalog());
+  Cluster cluster = loadCluster(
+      sourcePath("test/plan/Inputs/clusters/tiny.json"), testCatalog());
   ModelDesc model = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
   CostModel cost(model, cluster, nullptr);
   PlannerOptions options;
@@ -172,7 +185,8 @@ TEST(Planner, DoesNotFitReportsTheSmallestShortfall) {
 }
 
 TEST(Planner, LargeSpacesUseLocalSearchAndStillFit) {
-  Cluster cluster = loadCluster(sourcePath("examples/clusters/six-vendor-1024.json"), testCatalog());
+  Cluster cluster = loadCluster(
+      sourcePath("examples/clusters/six-vendor-1024.json"), testCatalog());
   ModelDesc model = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
   CostModel cost(model, cluster, nullptr);
   PlannerOptions options;

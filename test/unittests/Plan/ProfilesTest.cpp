@@ -27,7 +27,8 @@ TEST(Profiles, SailorFilesLoadWithTheirNumbers) {
   std::vector<LayerTime> t;
   ASSERT_TRUE(p.lookup("A100-40", 1, 1, t));
   ASSERT_EQ(t.size(), 26u);
-  // OPT-350/A100-40/profile.json: "1" -> "1" -> "1": [0.002786, 0.005906, 0.002938].
+  // OPT-350/A100-40/profile.json: "1" -> "1" -> "1": [0.002786, 0.005906,
+  // 0.002938].
   EXPECT_DOUBLE_EQ(t[1].fwd, 0.002786);
   EXPECT_DOUBLE_EQ(t[1].bwd, 0.005906);
   EXPECT_DOUBLE_EQ(t[1].update, 0.002938);
@@ -48,12 +49,14 @@ TEST(Profiles, MetisFilesSplitForwardAndBackward) {
   std::vector<LayerTime> t;
   ASSERT_TRUE(p.lookup("RTX-3090", 1, 2, t)); // DeviceType.RTX3090_tp1_bs2
   ASSERT_EQ(t.size(), 26u);
-  EXPECT_NEAR(t[1].fwd + t[1].bwd, 32.636e-3, 1e-9); // layer_compute_total_ms[1]
+  EXPECT_NEAR(t[1].fwd + t[1].bwd, 32.636e-3,
+              1e-9); // layer_compute_total_ms[1]
   EXPECT_NEAR(t[1].bwd, 2 * t[1].fwd, 1e-12);
 }
 
 TEST(Profiles, MeasuredTimesReplaceTheRoofline) {
-  Cluster cluster = loadCluster(sourcePath("test/plan/Inputs/clusters/profiled.json"), testCatalog());
+  Cluster cluster = loadCluster(
+      sourcePath("test/plan/Inputs/clusters/profiled.json"), testCatalog());
   ModelDesc model = loadModelJson(sourcePath("examples/models/opt-350.json"));
   ProfileSet p;
   p.loadDirectory(sourcePath("data/profiles/sailor/OPT-350"), testCatalog());
@@ -65,11 +68,13 @@ TEST(Profiles, MeasuredTimesReplaceTheRoofline) {
 
 TEST(Profiles, BadProfilesNameFileAndField) {
   EXPECT_NE(errorLoading(sourcePath("test/plan/Inputs/profiles/bad-sailor"))
-                .find("bad-sailor/A100-40/profile.json: \"1\".\"1\".\"5\"[1]: must be a "
+                .find("bad-sailor/A100-40/profile.json: \"1\".\"1\".\"5\"[1]: "
+                      "must be a "
                       "time in seconds >= 0, not -0.5"),
             std::string::npos);
   EXPECT_NE(errorLoading(sourcePath("test/plan/Inputs/profiles/bad-metis"))
-                .find("DeviceType.A100_tp1_bs1.json: execution_time.layer_compute_total_ms: "
+                .find("DeviceType.A100_tp1_bs1.json: "
+                      "execution_time.layer_compute_total_ms: "
                       "has 26 entries but model.num_layers is 10"),
             std::string::npos);
   EXPECT_NE(errorLoading(sourcePath("test/plan/Inputs/profiles/missing"))

@@ -7,8 +7,9 @@
 #include <string>
 
 inline const het::plan::DeviceCatalog &testCatalog() {
-  static het::plan::DeviceCatalog catalog = het::plan::DeviceCatalog::loadDirectory(
-      std::string(HET_SOURCE_DIR) + "/data/devices");
+  static het::plan::DeviceCatalog catalog =
+      het::plan::DeviceCatalog::loadDirectory(std::string(HET_SOURCE_DIR) +
+                                              "/data/devices");
   return catalog;
 }
 
