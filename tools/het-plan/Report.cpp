@@ -20,6 +20,26 @@ std::string formatSeconds(double s) {
   return buf;
 }
 
+void printModel(std::ostream &os, const ModelDesc &model) {
+  char line[256];
+  os << "model " << model.name << ": " << model.layers.size() << " layers, "
+     << model.dtype << ", batch " << model.batch
+     << " (FLOPs and bytes per sample)\n";
+  std::snprintf(line, sizeof line,
+                "  %-5s %-12s %12s %12s %12s %12s %12s %12s\n", "layer", "name",
+                "fwd FLOPs", "bwd FLOPs", "params", "io B", "output B",
+                "stash B");
+  os << line;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerDesc &l = model.layers[i];
+    std::snprintf(line, sizeof line,
+                  "  %-5zu %-12s %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g\n",
+                  i, l.name.c_str(), l.fwdFlops, l.bwdFlops, l.params,
+                  l.ioBytes, l.outputBytes, l.stashBytes);
+    os << line;
+  }
+}
+
 void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev) {
   const Cluster &c = cost.cluster();

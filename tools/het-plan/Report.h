@@ -11,6 +11,8 @@ namespace het::plan {
 
 std::string formatBytes(double bytes);
 std::string formatSeconds(double seconds);
+/// The per-layer costs of a model.
+void printModel(std::ostream &os, const ModelDesc &model);
 /// The per-stage table of one plan.
 void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev);

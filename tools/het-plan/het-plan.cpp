@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
       evaluatePath, writePlanPath;
   long globalBatch = 0;
   int top = 3, maxMicro = 0, maxStages = 0;
-  bool asJson = false, benchmark = false, noSubsets = false;
+  bool asJson = false, benchmark = false, noSubsets = false, showModel = false;
   double exhaustiveLimit = 2e5;
   std::vector<int> tp = {1, 2, 4, 8};
   app.add_option("--cluster", clusterPath,
@@ -124,6 +124,9 @@ int main(int argc, char **argv) {
                  "above");
   app.add_flag("--no-subsets", noSubsets,
                "use every device group (never leave one idle)");
+  app.add_flag("--show-model", showModel,
+               "print the per-layer costs the planner uses (per sample: "
+               "FLOPs, bytes; parameters) and stop");
   app.add_flag("--benchmark", benchmark,
                "print the planner's scaling table (layers x devices x kinds "
                "-> planning time) and its speed against brute force");
@@ -147,6 +150,10 @@ int main(int argc, char **argv) {
     ModelDesc model = loadModel(modelPath);
     if (model.layers.empty())
       fail(modelPath, "", "the model has no layers");
+    if (showModel) {
+      printModel(std::cout, model);
+      return Ok;
+    }
     ProfileSet profiles;
     if (!profilesDir.empty()) {
       profiles.loadDirectory(profilesDir, catalog);
