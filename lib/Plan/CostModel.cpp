@@ -51,12 +51,26 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
       bwd = measured[i].bwd;
       update = measured[i].update;
     } else {
-      // Roofline: the slower of compute and memory traffic.
-      double weights = l.params * e / split;
-      double acts = l.ioBytes * mbs / split;
-      fwd = std::max(l.fwdFlops * mbs / split / flops, (weights + acts) / bw);
-      bwd =
-          std::max(l.bwdFlops * mbs / split / flops, 2 * (weights + acts) / bw);
+      // Roofline: the slower of compute and memory traffic, per op when the
+      // ops are known, else for the layer as a whole.
+      auto roofline = [&](double f, double acts, double weights) {
+        return std::max(f * mbs / split / flops,
+                        (weights + acts * mbs) / split / bw);
+      };
+      if (!l.fwdOps.empty()) {
+        fwd = bwd = 0;
+        for (const OpCost &op : l.fwdOps) {
+          fwd += roofline(op.flops, op.bytes, op.weightBytes);
+          if (l.bwdOps.empty())
+            bwd += roofline(2 * op.flops, 2 * op.bytes, 2 * op.weightBytes);
+        }
+        for (const OpCost &op : l.bwdOps)
+          bwd += roofline(op.flops, op.bytes, op.weightBytes);
+      } else {
+        double weights = l.params * e;
+        fwd = roofline(l.fwdFlops, l.ioBytes, weights);
+        bwd = roofline(l.bwdFlops, 2 * l.ioBytes, 2 * weights);
+      }
       update = l.params / split * training.optimizerBytesPerParam / bw;
       if (tp > 1 && l.tensorParallel && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.

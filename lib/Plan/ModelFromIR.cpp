@@ -169,21 +169,26 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
     double f = forwardFlops(op) / batch;
     // In a training step the backward is there to count; in a forward
     // graph it costs about twice the forward.
-    if (isGradient(op)) {
-      d.bwdFlops += f;
-      return; // its activations are the forward's, already counted
-    }
-    d.fwdFlops += f;
-    if (!hasBackward)
-      d.bwdFlops += 2 * f;
-    double io = 0, results = 0;
+    double io = 0, results = 0, weights = 0;
     for (mlir::Value v : op->getOperands()) {
       auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
       bool param = arg && arg.getOwner()->getParentOp() == func &&
                    func.getArgAttr(arg.getArgNumber(), paramName);
-      if (!param)
-        io += bytes(v.getType());
+      (param ? weights : io) += bytes(v.getType());
     }
+    for (mlir::Value r : op->getResults())
+      results += bytes(r.getType());
+    OpCost cost{f, (io + results) / batch, weights};
+    if (isGradient(op)) {
+      d.bwdFlops += f;
+      d.bwdOps.push_back(cost);
+      return; // its activations are the forward's, already counted
+    }
+    d.fwdFlops += f;
+    d.fwdOps.push_back(cost);
+    if (!hasBackward)
+      d.bwdFlops += 2 * f;
+    results = 0;
     for (mlir::Value r : op->getResults()) {
       results += bytes(r.getType());
       // Bytes crossing each boundary between this layer and its last user.

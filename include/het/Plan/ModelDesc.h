@@ -8,6 +8,12 @@
 
 namespace het::plan {
 
+/// One op's roofline inputs: FLOPs and activation bytes per sample, and the
+/// bytes of the parameters it reads.
+struct OpCost {
+  double flops = 0, bytes = 0, weightBytes = 0;
+};
+
 /// One layer (all ops with the same het.layer). FLOPs and activation bytes
 /// are per training sample, so they scale with the micro-batch size.
 struct LayerDesc {
@@ -18,6 +24,11 @@ struct LayerDesc {
   double outputBytes = 0;     // bytes sent to the next layer, per sample
   double stashBytes = 0;      // activations kept for the backward, per sample
   bool tensorParallel = true; // whether its matrices split over a TP group
+  /// When known (from IR), the layer's ops: the roofline is applied per op
+  /// (a memory-bound op next to a compute-bound one costs both), and
+  /// `fwdFlops`/`ioBytes` are their sums. `bwdOps` empty: the backward is
+  /// each forward op at twice the FLOPs and bytes.
+  std::vector<OpCost> fwdOps, bwdOps;
 };
 
 struct ModelDesc {

@@ -109,6 +109,19 @@ TEST_F(Fixture, RooflineLayerTime) {
   EXPECT_NEAR(t.range(t.update, 0, 1), 32e6 / 7e11, 1e-15);
 }
 
+TEST_F(Fixture, RooflineIsPerOpWhenOpsAreKnown) {
+  // Layer 0 as two ops: a product (1e12 FLOPs, 1e3 B) and an elementwise op
+  // (0 FLOPs, 7e8 B per sample). Per op, micro-batch 2: 2e12 / 5e13 = 40 ms
+  // plus 1.4e9 / 7e11 = 2 ms; the layer as a whole would hide the 2 ms.
+  model.layers[0].fwdOps = {{1e12, 1e3, 0}, {0, 7e8, 0}};
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 2);
+  EXPECT_NEAR(t.range(t.fwd, 0, 1), 0.04 + 0.002, 1e-9);
+  // Backward: each op at twice the FLOPs and bytes.
+  EXPECT_NEAR(t.range(t.compute, 0, 1) - t.range(t.fwd, 0, 1), 0.08 + 0.004,
+              1e-9);
+}
+
 TEST_F(Fixture, MemoryIsStatePlusInFlightActivations) {
   CostModel cost(model, cluster, nullptr);
   const LayerTable &t = cost.table(0, 1, 2);
