@@ -426,6 +426,7 @@ PlanResult bruteForcePlan(const CostModel &cost,
   const int L = int(cost.model().layers.size());
   TopK top(options.topK);
   result.shapes = countShapes(cost.cluster(), options, L);
+  double shortfall = INFINITY;
   forEachShape(cost.cluster(), options, L, [&](const Shape &shape) {
     ++result.shapesEvaluated;
     const int S = shape.stageCount();
@@ -455,6 +456,8 @@ PlanResult bruteForcePlan(const CostModel &cost,
             }
           }
           Evaluation ev = cost.evaluate(plan);
+          if (!ev.fits)
+            shortfall = std::min(shortfall, ev.worstShortfallBytes);
           if (ev.fits && ev.iterationTime < best.objective) {
             best.feasible = true;
             best.objective = ev.iterationTime;
@@ -484,6 +487,8 @@ PlanResult bruteForcePlan(const CostModel &cost,
     top.offer(shape, best);
   });
   finish(cost, options, top, result);
+  if (result.plans.empty())
+    result.smallestShortfallBytes = shortfall;
   result.seconds = secondsSince(t0);
   return result;
 }

@@ -59,7 +59,8 @@ struct PlanResult {
 PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options);
 
 /// The same space, every layer split enumerated and scored by
-/// CostModel::evaluate: the reference the planner is tested against.
+/// CostModel::evaluate: the reference the planner is tested against (its
+/// smallestShortfallBytes too, when nothing fits).
 PlanResult bruteForcePlan(const CostModel &cost, const PlannerOptions &options);
 
 } // namespace het::plan

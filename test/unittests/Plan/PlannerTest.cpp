@@ -100,6 +100,13 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
                             << " s, brute force " << b << " s";
     agreed += same(a, b);
     infeasible += fast.plans.empty();
+    // Nothing fits: both find the same smallest shortfall.
+    if (fast.plans.empty() && slow.plans.empty()) {
+      EXPECT_TRUE(
+          same(fast.smallestShortfallBytes, slow.smallestShortfallBytes))
+          << "seed " << seed << ": planner " << fast.smallestShortfallBytes
+          << " B short, brute force " << slow.smallestShortfallBytes << " B";
+    }
     // Every returned plan fits, is valid, and scores what the search said.
     for (const auto &p : fast.plans) {
       EXPECT_TRUE(p.evaluation.fits) << "seed " << seed;
@@ -123,6 +130,29 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
   std::printf("planner == brute force on %d of %d instances (%d with no plan "
               "that fits)\n",
               agreed, instances, infeasible);
+}
+
+TEST(Planner, SmallestShortfallAgreesWithBruteForce) {
+  // Layers 30x too big for most chips: most instances cannot fit.
+  int compared = 0;
+  for (unsigned seed = 200; seed < 230; ++seed) {
+    Instance in = randomInstance(seed);
+    for (auto &l : in.model.layers) {
+      l.params *= 30;
+      l.stashBytes *= 30;
+    }
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fast = planPipeline(cost, in.options);
+    PlanResult slow = bruteForcePlan(cost, in.options);
+    ASSERT_EQ(fast.plans.empty(), slow.plans.empty()) << "seed " << seed;
+    if (!fast.plans.empty())
+      continue;
+    ++compared;
+    EXPECT_TRUE(same(fast.smallestShortfallBytes, slow.smallestShortfallBytes))
+        << "seed " << seed << ": planner " << fast.smallestShortfallBytes
+        << " B, brute force " << slow.smallestShortfallBytes << " B";
+  }
+  EXPECT_GE(compared, 15);
 }
 
 TEST(Planner, UniformSplitAgreesWithBruteForce) {
