@@ -18,13 +18,6 @@
 namespace het::plan {
 
 namespace {
-struct Box {
-  int stage;
-  double start, end;
-  const char *kind; // "F", "B", "send", "sync"
-  int micro;
-};
-
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -32,7 +25,7 @@ std::string fmt(double v) {
 }
 } // namespace
 
-std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
+Timeline simulateIteration(const CostModel &cost, const Plan &plan,
                            const Evaluation &ev) {
   const int S = int(plan.stages.size());
   const int m = plan.microBatches;
@@ -99,16 +92,28 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
       }
     }
   }
-  double end = 0;
-  std::vector<double> busy(S, 0);
+  Timeline timeline;
+  timeline.busy.assign(S, 0);
   for (int j = 0; j < S; ++j) {
     double t = free[j];
     double sync = ev.stages[j].sync + ev.stages[j].update;
     if (sync > 0)
       boxes.push_back({j, t, t + sync, "sync", 0});
-    end = std::max(end, t + sync);
-    busy[j] = m * (F[j] + B[j]);
+    timeline.end = std::max(timeline.end, t + sync);
+    timeline.busy[j] = m * (F[j] + B[j]);
   }
+  timeline.boxes = std::move(boxes);
+  return timeline;
+}
+
+std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
+                           const Evaluation &ev) {
+  const int S = int(plan.stages.size());
+  const int m = plan.microBatches;
+  Timeline timeline = simulateIteration(cost, plan, ev);
+  const double end = timeline.end;
+  const std::vector<double> &busy = timeline.busy;
+  const std::vector<Box> &boxes = timeline.boxes;
 
   const double width = 1000, left = 150, rowH = 28, top = 40;
   const double scale = end > 0 ? width / end : 1;

@@ -3,6 +3,7 @@
 
 #include "het/Plan/Collectives.h"
 #include "het/Plan/CostModel.h"
+#include "het/Plan/GanttSvg.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,28 @@ TEST_F(Fixture, OneFOneBIterationTime) {
   // Stage 0 holds 2 micro-batches in flight, stage 1 one.
   EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 16 + 2 * 2 * 1e7);
   EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes, 1e6 * 16 + 1 * 2 * 1e7);
+}
+
+TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
+  // With equal stages and free sends, 1F1B's makespan is exactly
+  // (S - 1 + m)(F + B) plus the sync and optimizer after the last backward.
+  for (auto &l : model.layers)
+    l.outputBytes = 0;
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 4;
+  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Evaluation ev = cost.evaluate(plan);
+  Timeline t = simulateIteration(cost, plan, ev);
+  EXPECT_NEAR(t.end, ev.iterationTime, 1e-12);
+  EXPECT_NEAR(t.end, (2 - 1 + 4) * 0.12 + 32e6 / 7e11, 1e-12);
+  // 4 forwards and 4 backwards per stage, and one sync bar each.
+  EXPECT_EQ(t.boxes.size(), 2u * (4 + 4 + 1));
+  std::string svg = renderGanttSvg(cost, plan, ev);
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("utilization per device group"), std::string::npos);
 }
 
 TEST_F(Fixture, TensorParallelSplitsComputeAndAddsAllReduces) {
