@@ -125,8 +125,9 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
   svg << "<text x=\"10\" y=\"20\">one 1F1B iteration: " << S << " stages, " << m
       << " micro-batches, simulated " << fmt(end * 1e3) << " ms (predicted "
       << fmt(ev.iterationTime * 1e3)
-      << " ms). F forward, B backward, orange gradient sync + optimizer, white "
-         "idle</text>\n";
+      << " ms). F forward (blue), B backward (green), busy stretches of "
+         "many passes (teal), gradient sync + optimizer (orange), idle "
+         "(white)</text>\n";
   for (int j = 0; j < S; ++j) {
     const StagePlan &s = plan.stages[j];
     double y = top + rowH * j;
@@ -137,17 +138,53 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
         << "\" height=\"" << rowH - 4
         << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
   }
-  for (const Box &b : boxes) {
-    const char *color = std::string(b.kind) == "F"   ? "#4e79a7"
-                        : std::string(b.kind) == "B" ? "#59a14f"
-                                                     : "#f28e2b";
-    double x = left + b.start * scale,
-           w = std::max(0.5, (b.end - b.start) * scale);
-    svg << "<rect x=\"" << fmt(x) << "\" y=\"" << top + rowH * b.stage + 2
+  auto rect = [&](int stage, double from, double to, const char *color,
+                  const std::string &title) {
+    double x = left + from * scale, w = std::max(0.5, (to - from) * scale);
+    svg << "<rect x=\"" << fmt(x) << "\" y=\"" << top + rowH * stage + 2
         << "\" width=\"" << fmt(w) << "\" height=\"" << rowH - 4 << "\" fill=\""
-        << color << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << b.kind
-        << " micro-batch " << b.micro << ": " << fmt(b.start * 1e3) << "-"
-        << fmt(b.end * 1e3) << " ms</title></rect>\n";
+        << color << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << title
+        << "</title></rect>\n";
+  };
+  // With hundreds of micro-batches the passes are a pixel or two wide: then
+  // passes with less than a pixel between them are drawn as one busy bar,
+  // so the file stays small and the picture the same at this resolution.
+  const double pixel = 1.0 / scale;
+  const bool merge = boxes.size() > 4 * width;
+  std::vector<const Box *> sorted;
+  for (const Box &b : boxes)
+    sorted.push_back(&b);
+  std::stable_sort(
+      sorted.begin(), sorted.end(), [](const Box *a, const Box *b) {
+        return a->stage != b->stage ? a->stage < b->stage : a->start < b->start;
+      });
+  for (size_t i = 0; i < sorted.size();) {
+    const Box &b = *sorted[i];
+    std::string kind = b.kind;
+    if (kind == "sync" || !merge) {
+      const char *color = kind == "F"   ? "#4e79a7"
+                          : kind == "B" ? "#59a14f"
+                                        : "#f28e2b";
+      rect(b.stage, b.start, b.end, color,
+           kind +
+               (kind == "sync" ? ""
+                               : " micro-batch " + std::to_string(b.micro)) +
+               ": " + fmt(b.start * 1e3) + "-" + fmt(b.end * 1e3) + " ms");
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    double runEnd = b.end;
+    while (j < sorted.size() && sorted[j]->stage == b.stage &&
+           std::string(sorted[j]->kind) != "sync" &&
+           sorted[j]->start - runEnd < pixel) {
+      runEnd = sorted[j]->end;
+      ++j;
+    }
+    rect(b.stage, b.start, runEnd, "#52907b",
+         std::to_string(j - i) + " forward/backward passes: " +
+             fmt(b.start * 1e3) + "-" + fmt(runEnd * 1e3) + " ms");
+    i = j;
   }
   // Utilization: busy compute time over the iteration, per device group.
   std::map<int, std::pair<double, int>> perGroup;
