@@ -107,6 +107,10 @@ FailureOr<PartitionPlan> HetPartitionPass::loadPlan(ModuleOp module) {
   } catch (const ::het::plan::PlanError &e) {
     module.emitError() << "het-partition: " << e.what();
     return failure();
+  } catch (const std::exception &e) {
+    module.emitError() << "het-partition: malformed plan or cluster input: "
+                       << e.what();
+    return failure();
   }
 }
 

@@ -75,10 +75,13 @@ void DeviceCatalog::loadFile(const std::string &path) {
     s.vendor = string(d, "vendor", path, at);
     s.arch = string(d, "arch", path, at);
     s.source = string(d, "source", path, at);
-    s.measured = d.value("measured", false);
+    s.measured = boolOr(d, "measured", false, path, at);
     if (d.contains("aliases"))
-      for (const auto &a : array(d, "aliases", path, at, false))
+      for (const auto &a : array(d, "aliases", path, at, false)) {
+        if (!a.is_string())
+          fail(path, join(at, "aliases"), "must list names, not " + a.dump());
         s.aliases.push_back(a.get<std::string>());
+      }
     const json &peak = field(d, "peak_tflops", path, at);
     if (!peak.is_object() || peak.empty())
       fail(path, join(at, "peak_tflops"), "must be an object dtype -> TFLOP/s");

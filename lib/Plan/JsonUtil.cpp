@@ -84,6 +84,24 @@ std::string string(const json &obj, const std::string &key,
   return v.get<std::string>();
 }
 
+std::string stringOr(const json &obj, const std::string &key,
+                     const std::string &fallback, const std::string &file,
+                     const std::string &path) {
+  if (!obj.is_object() || !obj.contains(key))
+    return fallback;
+  return string(obj, key, file, path);
+}
+
+bool boolOr(const json &obj, const std::string &key, bool fallback,
+            const std::string &file, const std::string &path) {
+  if (!obj.is_object() || !obj.contains(key))
+    return fallback;
+  const json &v = obj[key];
+  if (!v.is_boolean())
+    fail(file, join(path, key), "must be true or false, not " + v.dump());
+  return v.get<bool>();
+}
+
 const json &array(const json &obj, const std::string &key,
                   const std::string &file, const std::string &path,
                   bool nonEmpty) {

@@ -31,6 +31,12 @@ double positive(const json &obj, const std::string &key,
                 bool allowZero = false);
 long integer(const json &obj, const std::string &key, const std::string &file,
              const std::string &path, long minimum);
+/// Optional fields: `fallback` when absent, an error when of the wrong type.
+std::string stringOr(const json &obj, const std::string &key,
+                     const std::string &fallback, const std::string &file,
+                     const std::string &path);
+bool boolOr(const json &obj, const std::string &key, bool fallback,
+            const std::string &file, const std::string &path);
 std::string string(const json &obj, const std::string &key,
                    const std::string &file, const std::string &path);
 const json &array(const json &obj, const std::string &key,

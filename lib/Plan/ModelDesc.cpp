@@ -76,7 +76,7 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
   std::string name = string(j, "name", file, "");
   if (j.contains("gpt")) {
     const json &g = j["gpt"];
-    std::string dtype = g.value("dtype", std::string("bf16"));
+    std::string dtype = stringOr(g, "dtype", "bf16", file, "gpt");
     ModelDesc m = makeGptModel(name, int(integer(g, "blocks", file, "gpt", 1)),
                                int(integer(g, "hidden", file, "gpt", 1)),
                                int(integer(g, "heads", file, "gpt", 1)),
@@ -88,14 +88,14 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
   ModelDesc m;
   m.name = name;
   m.file = file;
-  m.dtype = j.value("dtype", std::string("fp32"));
+  m.dtype = stringOr(j, "dtype", "fp32", file, "");
   m.bytesPerElement = bytesOf(m.dtype, file, "dtype");
   const json &layers = array(j, "layers", file, "");
   for (size_t i = 0; i < layers.size(); ++i) {
     const json &l = layers[i];
     std::string at = join("layers", i);
     LayerDesc d;
-    d.name = l.value("name", "layer" + std::to_string(i));
+    d.name = stringOr(l, "name", "layer" + std::to_string(i), file, at);
     d.fwdFlops = positive(l, "fwd_flops", file, at, true);
     d.bwdFlops = l.contains("bwd_flops")
                      ? positive(l, "bwd_flops", file, at, true)
@@ -104,7 +104,7 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
     d.ioBytes = positive(l, "io_bytes", file, at, true);
     d.outputBytes = positive(l, "output_bytes", file, at, true);
     d.stashBytes = positive(l, "stash_bytes", file, at, true);
-    d.tensorParallel = l.value("tensor_parallel", true);
+    d.tensorParallel = boolOr(l, "tensor_parallel", true, file, at);
     m.layers.push_back(d);
   }
   return m;

@@ -70,7 +70,8 @@ void ProfileSet::loadFile(const std::string &path,
   if (base == "profile.json")
     return loadSailor(path, p.parent_path().filename().string(), catalog);
   json doc = readFile(path);
-  if (doc.is_object() && doc.value("format", "") == "het-profile")
+  if (doc.is_object() && doc.contains("format") &&
+      doc["format"] == "het-profile")
     return loadHet(path, catalog);
   fail(path, "",
        "not a profile: expected Sailor's <gpu>/profile.json, "

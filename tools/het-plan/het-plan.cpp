@@ -354,5 +354,13 @@ int main(int argc, char **argv) {
   } catch (const PlanError &e) {
     std::cerr << "het-plan: error: " << e.what() << "\n";
     return InputError;
+  } catch (const std::exception &e) {
+    // A field the readers do not check by name: still an input error, not a
+    // crash; name the inputs.
+    std::cerr << "het-plan: error: " << clusterPath << ", " << modelPath
+              << (evaluatePath.empty() ? "" : ", " + evaluatePath)
+              << (profilesDir.empty() ? "" : ", " + profilesDir)
+              << ": malformed input: " << e.what() << "\n";
+    return InputError;
   }
 }
