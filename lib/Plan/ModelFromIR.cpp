@@ -32,7 +32,10 @@ static double bytes(mlir::Type type) {
   auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
   if (!shaped || !shaped.hasStaticShape())
     return 0;
-  unsigned bits = shaped.getElementType().getIntOrFloatBitWidth();
+  mlir::Type element = shaped.getElementType();
+  // index is 64-bit on every target het compiles for; other element types
+  // (complex, custom) are not het training data: count them as 8 bytes.
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
   return double(shaped.getNumElements()) * std::max(1u, bits / 8);
 }
 
