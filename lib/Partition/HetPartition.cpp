@@ -58,22 +58,7 @@ private:
 };
 
 func::FuncOp HetPartitionPass::findFunction(ModuleOp module) {
-  func::FuncOp found;
-  module.walk([&](func::FuncOp f) {
-    if (found)
-      return;
-    if (!functionName.empty()) {
-      if (f.getName() == functionName)
-        found = f;
-      return;
-    }
-    for (Operation &op : f.getBody().front())
-      if (layerOf(&op) >= 0) {
-        found = f;
-        return;
-      }
-  });
-  return found;
+  return ::het::plan::findLayeredFunction(module, functionName);
 }
 
 FailureOr<PartitionPlan> HetPartitionPass::loadPlan(ModuleOp module) {
@@ -89,7 +74,7 @@ FailureOr<PartitionPlan> HetPartitionPass::loadPlan(ModuleOp module) {
     ::het::plan::Cluster cluster =
         ::het::plan::loadCluster(clusterFile, catalog);
     ::het::plan::ModelDesc model =
-        ::het::plan::modelFromModule(module, "(input IR)");
+        ::het::plan::modelFromModule(module, "(input IR)", functionName);
     ::het::plan::CostModel cost(model, cluster, nullptr);
     ::het::plan::PlannerOptions options;
     options.globalBatch =
@@ -196,6 +181,28 @@ void HetPartitionPass::runOnOperation() {
                              inCluster.getF64FloatAttr(l.bandwidthGbps),
                              inCluster.getF64FloatAttr(l.latencyUs));
 
+  // Gradients are averaged over a stage's replicas with the plan's
+  // algorithm; a stage with one replica has nothing to average.
+  std::vector<CollectiveAlgorithm> algorithms;
+  for (const auto &st : plan.stages) {
+    auto algorithm = symbolizeCollectiveAlgorithm(st.allReduce);
+    if (!algorithm) {
+      module.emitError() << "het-partition: stage '" << st.name
+                         << "' has unknown all_reduce '" << st.allReduce << "'";
+      return signalPassFailure();
+    }
+    algorithms.push_back(*algorithm);
+  }
+  auto averaged = [&](int j, Value gradient, Location loc,
+                      OpBuilder &ob) -> Value {
+    if (plan.stages[j].replicas <= 1)
+      return gradient;
+    return ob.create<AllReduceOp>(loc, gradient.getType(), gradient,
+                                  SymbolRefAttr::get(ctx, plan.stages[j].name),
+                                  ReductionKind::Avg, algorithms[j],
+                                  CompressionKind::None, FloatAttr());
+  };
+
   // Each stage's inputs: the function arguments its ops use, in order.
   const size_t S = plan.stages.size();
   std::vector<std::vector<unsigned>> stageArgs(S);
@@ -275,6 +282,12 @@ void HetPartitionPass::runOnOperation() {
       valueIn(operand, j);
     OpBuilder ob = builderFor(j);
     Operation *copy = ob.clone(op, maps[j]);
+    // An optimizer update (gradient = operand 1) uses the replicas' average.
+    if (isa<SGDOp, AdamOp>(copy)) {
+      OpBuilder before(copy);
+      copy->setOperand(1,
+                       averaged(j, copy->getOperand(1), op.getLoc(), before));
+    }
     for (Value result : op.getResults()) {
       std::set<int> consumers;
       for (Operation *user : result.getUsers()) {
@@ -290,11 +303,9 @@ void HetPartitionPass::runOnOperation() {
                           ob.getI64IntegerAttr(channel));
       }
     }
-    (void)copy;
   }
 
-  // Results: each stage yields what it made; parameter gradients are first
-  // averaged over the stage's replicas.
+  // Results: each stage yields what it made.
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   std::vector<SmallVector<Value>> yields(S);
   for (Value r : returnOp.getOperands()) {
@@ -304,20 +315,11 @@ void HetPartitionPass::runOnOperation() {
       continue; // an argument or constant returned as is: nothing to run
     int j = it->second;
     Value v = maps[j].lookup(r);
-    if (def->getName().getStringRef().ends_with("_grad") &&
-        plan.stages[j].replicas > 1) {
-      auto algorithm = symbolizeCollectiveAlgorithm(plan.stages[j].allReduce);
-      if (!algorithm) {
-        module.emitError() << "het-partition: stage '" << plan.stages[j].name
-                           << "' has unknown all_reduce '"
-                           << plan.stages[j].allReduce << "'";
-        return signalPassFailure();
-      }
+    // Without an optimizer in the step (het-autodiff optimizer=none), the
+    // gradients themselves are results: average them before they leave.
+    if (def->getName().getStringRef().ends_with("_grad")) {
       OpBuilder ob = builderFor(j);
-      v = ob.create<AllReduceOp>(def->getLoc(), v.getType(), v,
-                                 SymbolRefAttr::get(ctx, plan.stages[j].name),
-                                 ReductionKind::Avg, *algorithm,
-                                 CompressionKind::None, FloatAttr());
+      v = averaged(j, v, def->getLoc(), ob);
     }
     yields[j].push_back(v);
   }

@@ -87,22 +87,41 @@ static double forwardFlops(mlir::Operation *op) {
   return out;
 }
 
-ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file) {
-  mlir::func::FuncOp func;
-  module.walk([&](mlir::func::FuncOp f) {
-    if (func)
-      return;
-    bool layered = false;
-    f.walk([&](mlir::Operation *op) {
-      layered |= op->hasAttr(mlir::het::HetDialect::getLayerAttrName());
-    });
-    if (layered)
-      func = f;
-  });
+mlir::func::FuncOp findLayeredFunction(mlir::ModuleOp module,
+                                       const std::string &name) {
+  auto layered = [](mlir::func::FuncOp f) {
+    if (f.isExternal())
+      return false;
+    for (mlir::Operation &op : f.getBody().front())
+      if (op.hasAttr(mlir::het::HetDialect::getLayerAttrName()))
+        return true;
+    return false;
+  };
+  mlir::func::FuncOp first, step;
+  for (auto f : module.getOps<mlir::func::FuncOp>()) {
+    if (!name.empty()) {
+      if (f.getName() == name)
+        return f;
+      continue;
+    }
+    if (!layered(f))
+      continue;
+    if (!first)
+      first = f;
+    if (!step && f.getName().ends_with("_train_step"))
+      step = f;
+  }
+  return step ? step : first;
+}
+
+ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
+                          const std::string &function) {
+  mlir::func::FuncOp func = findLayeredFunction(module, function);
   if (!func)
-    fail(file, "",
-         "no function with ops carrying het.layer (run "
-         "het-opt --het-infer-layers first?)");
+    fail(file, function.empty() ? "" : "@" + function,
+         function.empty() ? "no function with ops carrying het.layer (run "
+                            "het-opt --het-infer-layers first?)"
+                          : "no such function");
 
   const auto layerName = mlir::het::HetDialect::getLayerAttrName();
   const auto paramName = mlir::het::HetDialect::getParamAttrName();

@@ -13,17 +13,21 @@ include "mlir/Pass/PassBase.td"
 def HetPartition : Pass<"het-partition", "::mlir::ModuleOp"> {
   let summary = "cut a training step into pipeline stages placed on device groups";
   let description = [{
-    Rewrites the function whose ops carry `het.layer` into one `het.stage`
-    per stage of a plan: a `het.cluster` built from the plan's device groups
+    Rewrites a function whose ops carry `het.layer` (by default the
+    training step `@<model>_train_step` that het-autodiff adds, else the
+    first such function) into one `het.stage` per stage of a plan: a `het.cluster` built from the plan's device groups
     and links, and for each stage the ops of its layer range, on its device
     group, with its replica count. A value made in one stage and used in
     another leaves through `het.send` right after it is made and enters
     through `het.recv` right before its first use (one channel per tensor
     between a pair of stages). Ops without `het.layer` (constants) are copied
-    into every stage that uses them. The function's results become the
-    stages' `het.yield`s; a result made by a gradient op (`*_grad`) is a
-    parameter gradient and is all-reduced (`avg`) over the stage's replicas
-    with the plan's algorithm first. The function is then erased.
+    into every stage that uses them. Each optimizer update (`het.sgd`,
+    `het.adam`) takes its gradient averaged over the stage's replicas
+    (`het.all_reduce ... avg` with the plan's algorithm); in a step without
+    an optimizer, results made by gradient ops (`*_grad`) are averaged
+    instead. The function's results become the stages' `het.yield`s, and
+    the function is erased (other functions, e.g. the forward one kept for
+    inference, stay).
 
     The plan is a JSON file written by `het-plan --write-plan` (format in
     docs/planner.md), or `auto`: run the planner on the IR's own layer costs

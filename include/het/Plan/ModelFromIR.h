@@ -9,6 +9,9 @@
 namespace mlir {
 class ModuleOp;
 class DialectRegistry;
+namespace func {
+class FuncOp;
+} // namespace func
 } // namespace mlir
 
 namespace het::plan {
@@ -23,7 +26,14 @@ namespace het::plan {
 /// figures divide by the leading dimension of the first non-parameter
 /// argument (the batch). Throws PlanError naming `file` when there is no
 /// such function.
-ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file);
+ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
+                          const std::string &function = "");
+
+/// The function a planner works on: `name` if given; else a training step
+/// (`@<model>_train_step`, what het-autodiff adds) whose ops carry
+/// het.layer; else the first function whose ops do. Null if none.
+mlir::func::FuncOp findLayeredFunction(mlir::ModuleOp module,
+                                       const std::string &name = "");
 
 /// Parses `path` with the dialects het programs use and analyzes it.
 ModelDesc loadModelMlir(const std::string &path);
