@@ -7,6 +7,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
+#include "het/Partition/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
   mlir::het::registerHetPasses();
   mlir::het::registerHetTrainingPipeline();
+  mlir::het::registerHetPartitionPasses();
 
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "het " << HET_VERSION << " (built on MLIR " << HET_MLIR_VERSION

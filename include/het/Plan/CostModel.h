@@ -1,0 +1,124 @@
+//===- CostModel.h - predicted time and memory of a plan --------*- C++ -*-===//
+#ifndef HET_PLAN_COSTMODEL_H
+#define HET_PLAN_COSTMODEL_H
+
+#include "het/Plan/ClusterSpec.h"
+#include "het/Plan/ModelDesc.h"
+#include "het/Plan/Plan.h"
+#include "het/Plan/Profiles.h"
+
+#include <string>
+#include <vector>
+
+namespace het::plan {
+
+struct TrainingSetup {
+  /// Bytes of state per parameter on its device: weights, gradients and
+  /// Adam's two moments (mixed precision: 2 + 2 + 12 with fp32 master copy).
+  double stateBytesPerParam = 16;
+  /// Bytes of optimizer traffic per parameter (read + write of the state).
+  double optimizerBytesPerParam = 32;
+  /// Bytes per gradient element on the wire.
+  double gradientBytesPerParam = 2;
+  /// Fraction of device memory kept free (allocator, workspace, runtime).
+  double memoryReserve = 0.1;
+};
+
+/// The model's layer costs on one (device kind, tensor-parallel degree,
+/// micro-batch size): the stage-independent part, as prefix sums so any
+/// layer range costs O(1).
+struct LayerTable {
+  std::vector<double> compute; // prefix sums of fwd + bwd (+ TP all-reduces)
+  std::vector<double> fwd;     // prefix sums of fwd alone
+  std::vector<double> update;  // prefix sums of optimizer time
+  std::vector<double> params;  // prefix sums of parameters
+  std::vector<double> stash;   // prefix sums of stashed bytes per sample
+  bool profiled = false;
+  double range(const std::vector<double> &p, int b, int e) const {
+    return p[e] - p[b];
+  }
+};
+
+struct StageCost {
+  double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
+  double p2p = 0;              // sends charged to this stage per micro-batch
+  double sync = 0, update = 0; // once per iteration
+  double memoryBytes = 0, capacityBytes = 0;
+  double time() const { return fwd + bwd + p2p; }
+};
+
+struct Evaluation {
+  double iterationTime = 0;
+  double pipelineTime = 0, syncTime = 0;
+  std::vector<StageCost> stages;
+  int bottleneck = -1; // the slowest stage
+  bool fits = true;
+  double worstShortfallBytes = 0; // largest excess over capacity
+  std::string problem;            // why the plan is invalid, if it is
+};
+
+class CostModel {
+public:
+  CostModel(const ModelDesc &model, const Cluster &cluster,
+            const ProfileSet *profiles, TrainingSetup setup = {});
+
+  const ModelDesc &model() const { return modelDesc; }
+  const Cluster &cluster() const { return clusterDesc; }
+  const TrainingSetup &setup() const { return training; }
+
+  /// Layer costs for group `g` at tensor-parallel `tp` and micro-batch `mbs`
+  /// per replica (cached).
+  const LayerTable &table(int g, int tp, int mbs) const;
+
+  /// Micro-batch per replica: the global batch split over micro-batches,
+  /// then over replicas (rounded up: the slowest replica sets the pace).
+  static int microBatchPerReplica(long globalBatch, int microBatches,
+                                  int replicas);
+  /// Time to send one micro-batch's activations across boundary `layer`
+  /// (output of layer-1) from a stage with ra replicas on group a to one with
+  /// rb replicas on group b: min(ra, rb) parallel streams.
+  double boundaryTime(int layer, long microBatchSamples, int a, int ra, int b,
+                      int rb) const;
+  /// Gradient all-reduce of `params` elements over a stage's replicas.
+  double syncTime(int g, int tp, int replicas, double params,
+                  AllReduceAlgorithm algorithm) const;
+  /// The cheapest algorithm for that all-reduce.
+  AllReduceAlgorithm bestAlgorithm(int g, int tp, int replicas,
+                                   double params) const;
+  double capacityBytes(int g) const;
+  /// Memory per device of a stage: its state (split over TP) and the
+  /// activations of `inFlight` micro-batches held under 1F1B.
+  double memoryBytes(const LayerTable &t, int b, int e, int tp, int mbs,
+                     int inFlight) const;
+
+  /// Where a stage sits in its pipeline: what the cost of its layer range
+  /// depends on besides the range itself.
+  struct StageContext {
+    int group = 0, tp = 1, replicas = 1, mbs = 1;
+    int prevGroup = -1, prevReplicas = 0; // -1: first stage
+    int nextGroup = -1, nextReplicas = 0; // -1: last stage
+    long samples = 1; // per micro-batch, all replicas together
+    int inFlight = 1; // micro-batches whose activations it holds (1F1B)
+    bool bestAlgorithm = true; // pick the all-reduce; else use `algorithm`
+    AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
+  };
+  /// The cost of layers [b, e) as that stage; `t` is table(group, tp, mbs).
+  /// Sets `chosen` to the all-reduce algorithm used.
+  StageCost stageCost(const LayerTable &t, const StageContext &ctx, int b,
+                      int e, AllReduceAlgorithm *chosen = nullptr) const;
+
+  /// Predicts a whole plan: 1F1B pipeline time sum(t_i) + (m-1) max(t_i),
+  /// plus the slowest stage's gradient sync and optimizer step.
+  Evaluation evaluate(const Plan &plan) const;
+
+private:
+  const ModelDesc &modelDesc;
+  const Cluster &clusterDesc;
+  const ProfileSet *profiles;
+  TrainingSetup training;
+  mutable std::map<std::tuple<int, int, int>, LayerTable> cache;
+};
+
+} // namespace het::plan
+
+#endif

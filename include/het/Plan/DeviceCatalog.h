@@ -1,0 +1,56 @@
+//===- DeviceCatalog.h - public specs of the chips a cluster uses -*- C++
+//-*-===//
+#ifndef HET_PLAN_DEVICECATALOG_H
+#define HET_PLAN_DEVICECATALOG_H
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace het::plan {
+
+/// One kind of device: what the cost model needs to turn FLOPs and bytes
+/// into seconds. Bandwidths in GB/s (bytes), capacities in GiB.
+struct DeviceSpec {
+  std::string name, vendor, arch;
+  std::vector<std::string> aliases;
+  std::map<std::string, double> peakTflops; // dtype -> dense TFLOP/s
+  double memoryGib = 0, memoryBandwidthGBs = 0;
+  std::string intraNodeLinkType;
+  double intraNodeLinkGBs = 0;
+  double computeEfficiency = 0.5, memoryEfficiency = 0.7;
+  bool measured = false;
+  std::string source, file;
+
+  /// Achievable FLOP/s for `dtype`; bf16 and fp16 stand in for each other,
+  /// and fp32 is the last resort.
+  double flops(const std::string &dtype) const;
+  /// Achievable bytes/s of device memory.
+  double memoryBytesPerSecond() const;
+};
+
+class DeviceCatalog {
+public:
+  /// Loads every *.json file of `dir` (sorted by name).
+  static DeviceCatalog loadDirectory(const std::string &dir);
+  /// The catalog shipped with het: $HET_DEVICE_CATALOG or data/devices.
+  static std::string defaultDirectory();
+
+  void loadFile(const std::string &path);
+  void add(DeviceSpec spec);
+  /// By name or alias, case-insensitively; a `measured` entry is filled in by
+  /// the local micro-benchmark the first time it is asked for.
+  const DeviceSpec *find(const std::string &name) const;
+  std::vector<std::string> names() const;
+
+private:
+  mutable std::vector<DeviceSpec> specs;
+};
+
+/// Measures this machine's CPU: fp32 FLOP/s of a blocked matrix product on
+/// every core, memcpy bandwidth, physical memory.
+DeviceSpec measureLocalCpu(const DeviceSpec &templateSpec);
+
+} // namespace het::plan
+
+#endif

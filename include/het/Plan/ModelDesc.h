@@ -1,0 +1,60 @@
+//===- ModelDesc.h - what the cost model knows about each layer -*- C++ -*-===//
+#ifndef HET_PLAN_MODELDESC_H
+#define HET_PLAN_MODELDESC_H
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace het::plan {
+
+/// One op's roofline inputs: FLOPs and activation bytes per sample, and the
+/// bytes of the parameters it reads.
+struct OpCost {
+  double flops = 0, bytes = 0, weightBytes = 0;
+};
+
+/// One layer (all ops with the same het.layer). FLOPs and activation bytes
+/// are per training sample, so they scale with the micro-batch size.
+struct LayerDesc {
+  std::string name;
+  double fwdFlops = 0, bwdFlops = 0; // per sample
+  double params = 0;                 // trainable elements
+  double ioBytes = 0;         // activation bytes read + written, per sample
+  double outputBytes = 0;     // bytes sent to the next layer, per sample
+  double stashBytes = 0;      // activations kept for the backward, per sample
+  bool tensorParallel = true; // whether its matrices split over a TP group
+  /// When known (from IR), the layer's ops: the roofline is applied per op
+  /// (a memory-bound op next to a compute-bound one costs both), and
+  /// `fwdFlops`/`ioBytes` are their sums. `bwdOps` empty: the backward is
+  /// each forward op at twice the FLOPs and bytes.
+  std::vector<OpCost> fwdOps, bwdOps;
+};
+
+struct ModelDesc {
+  std::string name, file;
+  std::string dtype = "fp32"; // the compute dtype (picks the peak FLOP/s)
+  int bytesPerElement = 4;
+  long batch = 0; // the batch the model was written for (IR), 0 if none
+  std::vector<LayerDesc> layers;
+
+  double totalParams() const;
+};
+
+/// A GPT-style decoder (embedding, `blocks` transformer blocks, head) with
+/// the standard per-block counts: 24*s*h^2 + 4*s^2*h forward FLOPs, 12*h^2
+/// parameters, and Korthikanti et al.'s 34*s*h + 5*a*s^2 stashed bytes (fp16,
+/// no recomputation), all per sample.
+ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
+                       int heads, int seq, int vocab,
+                       const std::string &dtype = "bf16");
+
+/// A model description in JSON: either {"gpt": {...}} (the generator above)
+/// or {"layers": [...]} with the LayerDesc fields.
+ModelDesc loadModelJson(const std::string &path);
+ModelDesc parseModelJson(const nlohmann::json &j, const std::string &file);
+nlohmann::json modelToJson(const ModelDesc &model);
+
+} // namespace het::plan
+
+#endif

@@ -1,0 +1,68 @@
+//===- Planner.h - search for the fastest plan that fits --------*- C++ -*-===//
+//
+// The search space: which device groups take part and in which order along
+// the pipeline; per group a tensor-parallel degree (inside a node) and a
+// number of stages (its devices split evenly, the rest data-parallel
+// replicas); a contiguous, non-uniform layer range per stage; the number of
+// micro-batches; the all-reduce algorithm of each stage's gradients.
+// A "shape" fixes everything but the layer ranges; for each shape a Pareto
+// dynamic program over (sum of stage times, slowest stage, slowest sync)
+// finds the best ranges exactly. Shapes are enumerated with a lower bound
+// (branch and bound) when their number is below `exhaustiveLimit`, and
+// searched locally (hill climbing from several starts) above it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HET_PLAN_PLANNER_H
+#define HET_PLAN_PLANNER_H
+
+#include "het/Plan/CostModel.h"
+#include "het/Plan/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace het::plan {
+
+enum class SplitPolicy {
+  Optimal, // non-uniform ranges from the dynamic program
+  Uniform  // Megatron-style: every stage gets (almost) the same layer count
+};
+
+struct PlannerOptions {
+  long globalBatch = 0;
+  int topK = 3;
+  SplitPolicy split = SplitPolicy::Optimal;
+  std::vector<int> tensorParallel = {1, 2, 4, 8};
+  int maxStagesPerGroup = 0;    // 0: up to the number of layers
+  int maxMicroBatches = 0;      // 0: any divisor of the global batch
+  bool allowSubsets = true;     // may leave device groups unused
+  double exhaustiveLimit = 2e5; // shapes; above it, local search
+};
+
+struct RankedPlan {
+  Plan plan;
+  Evaluation evaluation;
+};
+
+struct PlanResult {
+  std::vector<RankedPlan> plans; // best first; empty if nothing fits
+  bool exact = true;             // whole space searched (or bounded)
+  double shapes = 0;             // size of the shape space
+  long shapesEvaluated = 0, shapesPruned = 0;
+  double seconds = 0;
+  /// When nothing fits: the smallest, over all plans searched, of the
+  /// largest memory excess of any device, and where it is.
+  double smallestShortfallBytes = 0;
+  std::string shortfallWhere;
+};
+
+PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options);
+
+/// The same space, every layer split enumerated and scored by
+/// CostModel::evaluate: the reference the planner is tested against (its
+/// smallestShortfallBytes too, when nothing fits).
+PlanResult bruteForcePlan(const CostModel &cost, const PlannerOptions &options);
+
+} // namespace het::plan
+
+#endif

@@ -1,0 +1,69 @@
+//===- Profiles.h - measured per-layer times that beat formulas -*- C++ -*-===//
+//
+// Three formats are read:
+//  * Sailor (eth-easl/sailor): <dir>/<gpu>/profile.json, or one profile.json,
+//    {"<mbs>": {"<tp>": {"<layer>": [fwd_s, bwd_s, update_s]}}};
+//  * Metis (SamsungLabs/Metis): DeviceType.<GPU>_tp<T>_bs<B>.json with
+//    execution_time.layer_compute_total_ms (forward + backward per layer) and
+//    optimizer_time_ms;
+//  * het's own: {"format": "het-profile", "device": K, "micro_batch": B,
+//    "tensor_parallel": T, "layers": [{"fwd_ms": .., "bwd_ms": ..}]}.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HET_PLAN_PROFILES_H
+#define HET_PLAN_PROFILES_H
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace het::plan {
+
+class DeviceCatalog;
+
+/// Seconds for one layer on one device at one micro-batch size.
+struct LayerTime {
+  double fwd = 0, bwd = 0, update = 0;
+};
+
+struct ProfileTable {
+  std::string device; // catalog name
+  std::string file;   // where it came from
+  std::vector<LayerTime> layers;
+};
+
+class ProfileSet {
+public:
+  /// Loads every profile under `dir` (recursively). Device names are
+  /// resolved through the catalog (names and aliases); a profile of a device
+  /// the catalog does not know is an error naming the file.
+  void loadDirectory(const std::string &dir, const DeviceCatalog &catalog);
+  void loadFile(const std::string &path, const DeviceCatalog &catalog);
+
+  /// Per-layer times for `device` at micro-batch `mbs` and tensor-parallel
+  /// degree `tp`: the exact entry if profiled, else the nearest profiled
+  /// micro-batch size of the same `tp`, scaled linearly in `mbs` (update
+  /// time unscaled). Null when the device has no profile at this `tp`.
+  bool lookup(const std::string &device, int tp, double mbs,
+              std::vector<LayerTime> &out) const;
+  /// Checks that every table has `layers` layers (errors name the file).
+  void checkLayerCount(size_t layers) const;
+  bool empty() const { return tables.empty(); }
+  size_t size() const { return tables.size(); }
+  std::vector<std::string> describe() const;
+
+private:
+  // (device, tp, mbs) -> table
+  std::map<std::tuple<std::string, int, int>, ProfileTable> tables;
+  void add(const std::string &device, int tp, int mbs, ProfileTable table,
+           const std::string &file);
+  void loadSailor(const std::string &path, const std::string &device,
+                  const DeviceCatalog &catalog);
+  void loadMetis(const std::string &path, const DeviceCatalog &catalog);
+  void loadHet(const std::string &path, const DeviceCatalog &catalog);
+};
+
+} // namespace het::plan
+
+#endif

@@ -1,0 +1,335 @@
+//===- HetPartition.cpp - cut a step into het.stage regions ---------------===//
+#include "PartitionPlan.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Partition/Passes.h"
+#include "het/Plan/ClusterSpec.h"
+#include "het/Plan/CostModel.h"
+#include "het/Plan/DeviceCatalog.h"
+#include "het/Plan/Error.h"
+#include "het/Plan/ModelFromIR.h"
+#include "het/Plan/Planner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <set>
+
+namespace mlir::het {
+#define GEN_PASS_DEF_HETPARTITION
+#include "het/Partition/Passes.h.inc"
+} // namespace mlir::het
+
+using namespace mlir;
+using namespace mlir::het;
+using ::het::partition::PartitionPlan;
+
+namespace {
+
+long layerOf(Operation *op) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName()))
+    return a.getInt();
+  return -1;
+}
+
+// Symbol-safe: cluster names like "mixed-node" become mixed_node.
+std::string symbolName(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))
+             ? "c" + out
+             : out;
+}
+
+struct HetPartitionPass
+    : public mlir::het::impl::HetPartitionBase<HetPartitionPass> {
+  using HetPartitionBase::HetPartitionBase;
+
+  void runOnOperation() override;
+
+private:
+  func::FuncOp findFunction(ModuleOp module);
+  FailureOr<PartitionPlan> loadPlan(ModuleOp module);
+};
+
+func::FuncOp HetPartitionPass::findFunction(ModuleOp module) {
+  return ::het::plan::findLayeredFunction(module, functionName);
+}
+
+FailureOr<PartitionPlan> HetPartitionPass::loadPlan(ModuleOp module) {
+  try {
+    if (planFile != "auto")
+      return ::het::partition::readPartitionPlan(planFile);
+    if (clusterFile.empty()) {
+      module.emitError("het-partition: plan=auto needs cluster=<spec.json>");
+      return failure();
+    }
+    auto catalog = ::het::plan::DeviceCatalog::loadDirectory(
+        ::het::plan::DeviceCatalog::defaultDirectory());
+    ::het::plan::Cluster cluster =
+        ::het::plan::loadCluster(clusterFile, catalog);
+    ::het::plan::ModelDesc model =
+        ::het::plan::modelFromModule(module, "(input IR)", functionName);
+    ::het::plan::CostModel cost(model, cluster, nullptr);
+    ::het::plan::PlannerOptions options;
+    options.globalBatch =
+        globalBatch > 0 ? globalBatch : (model.batch > 0 ? model.batch : 1);
+    options.topK = 1;
+    ::het::plan::PlanResult result = ::het::plan::planPipeline(cost, options);
+    if (result.plans.empty()) {
+      module.emitError() << "het-partition: no plan fits in device memory; the "
+                            "smallest shortfall is "
+                         << result.smallestShortfallBytes / double(1ull << 30)
+                         << " GiB on " << result.shortfallWhere;
+      return failure();
+    }
+    return ::het::partition::fromPlan(result.plans.front().plan, cluster);
+  } catch (const ::het::plan::PlanError &e) {
+    module.emitError() << "het-partition: " << e.what();
+    return failure();
+  } catch (const std::exception &e) {
+    module.emitError() << "het-partition: malformed plan or cluster input: "
+                       << e.what();
+    return failure();
+  }
+}
+
+void HetPartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  func::FuncOp func = findFunction(module);
+  if (!func) {
+    module.emitError("het-partition: no function with het.layer ops")
+        << (functionName.empty() ? "" : " named '" + functionName + "'");
+    return signalPassFailure();
+  }
+  FailureOr<PartitionPlan> loaded = loadPlan(module);
+  if (failed(loaded))
+    return signalPassFailure();
+  const PartitionPlan &plan = *loaded;
+
+  Block &body = func.getBody().front();
+  long layers = 0;
+  for (Operation &op : body)
+    layers = std::max(layers, layerOf(&op) + 1);
+  // The stages must tile [0, layers) in order.
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    long expected = j == 0 ? 0 : plan.stages[j - 1].layerEnd;
+    if (plan.stages[j].layerBegin != expected) {
+      func.emitError() << "het-partition: plan stage " << j << " ('"
+                       << plan.stages[j].name << "') starts at layer "
+                       << plan.stages[j].layerBegin << ", expected "
+                       << expected;
+      return signalPassFailure();
+    }
+  }
+  if (plan.stages.back().layerEnd != layers) {
+    func.emitError() << "het-partition: the plan covers layers [0, "
+                     << plan.stages.back().layerEnd << ") but the function has "
+                     << layers << " layers";
+    return signalPassFailure();
+  }
+  auto stageOfLayer = [&](long layer) -> int {
+    for (size_t j = 0; j < plan.stages.size(); ++j)
+      if (layer >= plan.stages[j].layerBegin && layer < plan.stages[j].layerEnd)
+        return int(j);
+    return -1;
+  };
+
+  // Where each layered op runs.
+  std::map<Operation *, int> stageOf;
+  for (Operation &op : body) {
+    long l = layerOf(&op);
+    if (l >= 0)
+      stageOf[&op] = stageOfLayer(l);
+  }
+
+  // The cluster.
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  std::string clusterName = symbolName(plan.cluster);
+  if (module.lookupSymbol(clusterName)) {
+    module.emitError() << "het-partition: the module already has a symbol @"
+                       << clusterName;
+    return signalPassFailure();
+  }
+  auto cluster = b.create<ClusterOp>(func.getLoc(), clusterName);
+  cluster.getBody().push_back(new Block());
+  OpBuilder inCluster = OpBuilder::atBlockEnd(&cluster.getBodyBlock());
+  for (const auto &g : plan.groups) {
+    auto vendor = symbolizeDeviceVendor(g.vendor);
+    if (!vendor) {
+      module.emitError() << "het-partition: plan group '" << g.name
+                         << "' has unknown vendor '" << g.vendor << "'";
+      return signalPassFailure();
+    }
+    inCluster.create<DeviceGroupOp>(func.getLoc(),
+                                    inCluster.getStringAttr(g.name),
+                                    DeviceKindAttr::get(ctx, *vendor, g.arch),
+                                    inCluster.getI64IntegerAttr(g.count),
+                                    inCluster.getF64FloatAttr(g.memoryGib),
+                                    inCluster.getI64IntegerAttr(g.nodes));
+  }
+  for (const auto &l : plan.links)
+    inCluster.create<LinkOp>(func.getLoc(), FlatSymbolRefAttr::get(ctx, l.a),
+                             FlatSymbolRefAttr::get(ctx, l.b),
+                             inCluster.getF64FloatAttr(l.bandwidthGbps),
+                             inCluster.getF64FloatAttr(l.latencyUs));
+
+  // Gradients are averaged over a stage's replicas with the plan's
+  // algorithm; a stage with one replica has nothing to average.
+  std::vector<CollectiveAlgorithm> algorithms;
+  for (const auto &st : plan.stages) {
+    auto algorithm = symbolizeCollectiveAlgorithm(st.allReduce);
+    if (!algorithm) {
+      module.emitError() << "het-partition: stage '" << st.name
+                         << "' has unknown all_reduce '" << st.allReduce << "'";
+      return signalPassFailure();
+    }
+    algorithms.push_back(*algorithm);
+  }
+  auto averaged = [&](int j, Value gradient, Location loc,
+                      OpBuilder &ob) -> Value {
+    if (plan.stages[j].replicas <= 1)
+      return gradient;
+    return ob.create<AllReduceOp>(loc, gradient.getType(), gradient,
+                                  SymbolRefAttr::get(ctx, plan.stages[j].name),
+                                  ReductionKind::Avg, algorithms[j],
+                                  CompressionKind::None, FloatAttr());
+  };
+
+  // Each stage's inputs: the function arguments its ops use, in order.
+  const size_t S = plan.stages.size();
+  std::vector<std::vector<unsigned>> stageArgs(S);
+  for (BlockArgument arg : func.getArguments()) {
+    std::set<int> users;
+    for (Operation *user : arg.getUsers()) {
+      // Unlayered users (constants never use arguments) count for every
+      // stage that uses their results; rare enough to ignore here.
+      auto it = stageOf.find(user);
+      if (it != stageOf.end())
+        users.insert(it->second);
+    }
+    for (int s : users)
+      stageArgs[s].push_back(arg.getArgNumber());
+  }
+
+  // Build the stages.
+  std::vector<StageOp> stages(S);
+  std::vector<IRMapping> maps(S);
+  b.setInsertionPoint(func);
+  for (size_t j = 0; j < S; ++j) {
+    const auto &st = plan.stages[j];
+    SmallVector<Type> argTypes;
+    for (unsigned a : stageArgs[j])
+      argTypes.push_back(func.getArgument(a).getType());
+    auto group = SymbolRefAttr::get(b.getStringAttr(clusterName),
+                                    {FlatSymbolRefAttr::get(ctx, st.group)});
+    stages[j] = b.create<StageOp>(func.getLoc(), st.name, group, st.replicas,
+                                  st.layerBegin, st.layerEnd, argTypes);
+    for (size_t i = 0; i < stageArgs[j].size(); ++i)
+      maps[j].map(func.getArgument(stageArgs[j][i]),
+                  stages[j].getBodyBlock().getArgument(i));
+  }
+  auto builderFor = [&](size_t j) { return OpBuilder(stages[j].getYield()); };
+
+  // Channels: one per tensor between an ordered pair of stages.
+  std::map<std::pair<int, int>, long> nextChannel;
+  // (value, consumer stage) -> channel of its send.
+  llvm::DenseMap<std::pair<Value, int>, long> channelOf;
+
+  // A value's copy inside stage j: mapped already, a received tensor, or a
+  // constant-like unlayered op cloned on demand.
+  std::function<Value(Value, int)> valueIn = [&](Value v, int j) -> Value {
+    if (Value m = maps[j].lookupOrNull(v))
+      return m;
+    Operation *def = v.getDefiningOp();
+    if (def && !stageOf.count(def)) {
+      OpBuilder ob = builderFor(j);
+      IRMapping &map = maps[j];
+      for (Value operand : def->getOperands())
+        map.map(operand, valueIn(operand, j));
+      Operation *copy = ob.clone(*def, map);
+      return copy->getResult(cast<OpResult>(v).getResultNumber());
+    }
+    if (def) {
+      int from = stageOf[def];
+      long channel = channelOf.lookup({v, j});
+      OpBuilder ob = builderFor(j);
+      auto recv =
+          ob.create<RecvOp>(def->getLoc(), v.getType(),
+                            FlatSymbolRefAttr::get(ctx, plan.stages[from].name),
+                            ob.getI64IntegerAttr(channel));
+      maps[j].map(v, recv.getResult());
+      return recv.getResult();
+    }
+    return Value(); // an argument no layered op declared: not reached
+  };
+
+  for (Operation &op : body) {
+    auto it = stageOf.find(&op);
+    if (it == stageOf.end())
+      continue;
+    int j = it->second;
+    // Sends for results used in other stages come right after the op, so
+    // every stage sends and receives in the program's order.
+    for (Value operand : op.getOperands())
+      valueIn(operand, j);
+    OpBuilder ob = builderFor(j);
+    Operation *copy = ob.clone(op, maps[j]);
+    // An optimizer update (gradient = operand 1) uses the replicas' average.
+    if (isa<SGDOp, AdamOp>(copy)) {
+      OpBuilder before(copy);
+      copy->setOperand(1,
+                       averaged(j, copy->getOperand(1), op.getLoc(), before));
+    }
+    for (Value result : op.getResults()) {
+      std::set<int> consumers;
+      for (Operation *user : result.getUsers()) {
+        auto u = stageOf.find(user);
+        if (u != stageOf.end() && u->second != j)
+          consumers.insert(u->second);
+      }
+      for (int c : consumers) {
+        long channel = nextChannel[{j, c}]++;
+        channelOf[{result, c}] = channel;
+        ob.create<SendOp>(op.getLoc(), maps[j].lookup(result),
+                          FlatSymbolRefAttr::get(ctx, plan.stages[c].name),
+                          ob.getI64IntegerAttr(channel));
+      }
+    }
+  }
+
+  // Results: each stage yields what it made.
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  std::vector<SmallVector<Value>> yields(S);
+  for (Value r : returnOp.getOperands()) {
+    Operation *def = r.getDefiningOp();
+    auto it = def ? stageOf.find(def) : stageOf.end();
+    if (it == stageOf.end())
+      continue; // an argument or constant returned as is: nothing to run
+    int j = it->second;
+    Value v = maps[j].lookup(r);
+    // Without an optimizer in the step (het-autodiff optimizer=none), the
+    // gradients themselves are results: average them before they leave.
+    if (def->getName().getStringRef().ends_with("_grad")) {
+      OpBuilder ob = builderFor(j);
+      v = averaged(j, v, def->getLoc(), ob);
+    }
+    yields[j].push_back(v);
+  }
+  for (size_t j = 0; j < S; ++j) {
+    YieldOp old = stages[j].getYield();
+    OpBuilder ob(old);
+    ob.create<YieldOp>(old.getLoc(), yields[j]);
+    old.erase();
+  }
+  func.erase();
+}
+
+} // namespace

@@ -1,0 +1,142 @@
+//===- ClusterSpec.cpp - parse and validate cluster specs -----------------===//
+#include "het/Plan/ClusterSpec.h"
+#include "JsonUtil.h"
+
+#include <map>
+#include <set>
+
+namespace het::plan {
+using namespace json_util;
+
+static Link parseLink(const json &j, const std::string &file,
+                      const std::string &at) {
+  Link l;
+  l.type = string(j, "type", file, at);
+  l.bandwidthGbps = positive(j, "bandwidth_gbps", file, at);
+  l.latencyUs = positive(j, "latency_us", file, at, /*allowZero=*/true);
+  return l;
+}
+
+Cluster loadCluster(const std::string &path, const DeviceCatalog &catalog) {
+  return parseCluster(readFile(path), path, catalog);
+}
+
+Cluster parseCluster(const json &spec, const std::string &file,
+                     const DeviceCatalog &catalog) {
+  Cluster c;
+  c.file = file;
+  c.name = string(spec, "name", file, "");
+  const json &nodes = array(spec, "nodes", file, "");
+  std::map<std::string, int> groupIndex;
+  // Links declared inside a node template, by (group, group).
+  std::map<std::pair<int, int>, Link> local;
+
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const json &node = nodes[n];
+    std::string at = join("nodes", n);
+    int nodeCount = int(integer(node, "count", file, at, 1));
+    const json &devices = array(node, "devices", file, at);
+    std::set<std::string> here;
+    for (size_t d = 0; d < devices.size(); ++d) {
+      const json &dev = devices[d];
+      std::string dat = join(join(at, "devices"), d);
+      DeviceGroup g;
+      g.name = string(dev, "group", file, dat);
+      g.kind = string(dev, "kind", file, dat);
+      g.devicesPerNode = int(integer(dev, "count", file, dat, 1));
+      g.nodes = nodeCount;
+      g.nodeTemplate = int(n);
+      g.spec = catalog.find(g.kind);
+      if (!g.spec) {
+        std::string known;
+        for (const auto &k : catalog.names())
+          known += (known.empty() ? "" : ", ") + k;
+        fail(file, join(dat, "kind"),
+             "unknown device kind '" + g.kind + "' (the catalog has: " + known +
+                 ")");
+      }
+      if (groupIndex.count(g.name))
+        fail(file, join(dat, "group"),
+             "group '" + g.name +
+                 "' is declared twice (a group lives on one node template)");
+      groupIndex[g.name] = int(c.groups.size());
+      here.insert(g.name);
+      c.groups.push_back(g);
+    }
+    if (node.contains("links")) {
+      const json &links = array(node, "links", file, at, false);
+      for (size_t l = 0; l < links.size(); ++l) {
+        std::string lat = join(join(at, "links"), l);
+        const json &between = array(links[l], "between", file, lat);
+        if (between.size() != 2 || !between[0].is_string() ||
+            !between[1].is_string())
+          fail(file, join(lat, "between"), "must be two group names");
+        std::string a = between[0], b = between[1];
+        for (const auto &name : {a, b})
+          if (!here.count(name))
+            fail(file, join(lat, "between"),
+                 "names group '" + name + "', which is not on this node");
+        Link link = parseLink(links[l], file, lat);
+        int ia = groupIndex[a], ib = groupIndex[b];
+        local[{ia, ib}] = local[{ib, ia}] = link;
+      }
+    }
+  }
+
+  if (spec.contains("network")) {
+    c.network = parseLink(spec["network"], file, "network");
+    c.hasNetwork = true;
+  }
+
+  size_t k = c.groups.size();
+  c.links.assign(k, std::vector<Link>(k));
+  for (size_t a = 0; a < k; ++a) {
+    const DeviceGroup &ga = c.groups[a];
+    if (ga.nodes > 1 && !c.hasNetwork)
+      fail(file, "network",
+           "missing, but group '" + ga.name + "' spans " +
+               std::to_string(ga.nodes) + " nodes");
+    for (size_t b = 0; b < k; ++b) {
+      auto it = local.find({int(a), int(b)});
+      if (it != local.end()) {
+        c.links[a][b] = it->second;
+      } else if (a == b) {
+        // No declared fabric: the catalog's intra-node link of the kind.
+        c.links[a][a] = Link{ga.spec->intraNodeLinkType,
+                             ga.spec->intraNodeLinkGBs * 8, 2.0};
+      } else if (c.hasNetwork) {
+        c.links[a][b] = c.network;
+      } else {
+        fail(file, "network",
+             "no route between groups '" + ga.name + "' and '" +
+                 c.groups[b].name +
+                 "': no link between them on a node and no network");
+      }
+    }
+  }
+  return c;
+}
+
+Cluster Cluster::subset(const std::vector<int> &keep) const {
+  Cluster s;
+  s.name = name;
+  s.file = file;
+  s.hasNetwork = hasNetwork;
+  s.network = network;
+  for (int g : keep)
+    s.groups.push_back(groups[g]);
+  s.links.assign(keep.size(), std::vector<Link>(keep.size()));
+  for (size_t a = 0; a < keep.size(); ++a)
+    for (size_t b = 0; b < keep.size(); ++b)
+      s.links[a][b] = links[keep[a]][keep[b]];
+  return s;
+}
+
+int Cluster::deviceCount() const {
+  int n = 0;
+  for (const auto &g : groups)
+    n += g.count();
+  return n;
+}
+
+} // namespace het::plan

@@ -1,0 +1,212 @@
+//===- GanttSvg.cpp - simulate one 1F1B iteration and draw it -------------===//
+//
+// The planner scores plans with the closed form sum(t) + (m-1) max(t); this
+// picture comes from an event simulation of the same stage times (each
+// stage runs its warm-up forwards, then one forward / one backward, then the
+// remaining backwards; a micro-batch can start on a stage only after the
+// previous stage finished it and its send arrived), so bubbles show where
+// they really are.
+//
+//===----------------------------------------------------------------------===//
+#include "het/Plan/GanttSvg.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace het::plan {
+
+namespace {
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+} // namespace
+
+Timeline simulateIteration(const CostModel &cost, const Plan &plan,
+                           const Evaluation &ev) {
+  const int S = int(plan.stages.size());
+  const int m = plan.microBatches;
+  const long samples = plan.globalBatch / std::max(1, m);
+  std::vector<double> F(S), B(S), sendNext(S, 0), sendPrev(S, 0);
+  for (int j = 0; j < S; ++j) {
+    const StagePlan &s = plan.stages[j];
+    F[j] = ev.stages[j].fwd;
+    B[j] = ev.stages[j].bwd;
+    if (j + 1 < S)
+      sendNext[j] = cost.boundaryTime(s.layerEnd, samples, s.group, s.replicas,
+                                      plan.stages[j + 1].group,
+                                      plan.stages[j + 1].replicas);
+    if (j > 0)
+      sendPrev[j] = cost.boundaryTime(s.layerBegin, samples, s.group,
+                                      s.replicas, plan.stages[j - 1].group,
+                                      plan.stages[j - 1].replicas);
+  }
+  // Per stage, its 1F1B order: +i is forward of micro-batch i, -(i+1) backward.
+  std::vector<std::vector<int>> order(S);
+  for (int j = 0; j < S; ++j) {
+    int warm = std::min(S - j - 1, m), f = 0, b = 0;
+    for (; f < warm; ++f)
+      order[j].push_back(f);
+    while (b < m) {
+      if (f < m)
+        order[j].push_back(f++);
+      order[j].push_back(-(++b));
+    }
+  }
+  std::vector<std::vector<double>> fDone(S, std::vector<double>(m, -1)),
+      bDone(S, std::vector<double>(m, -1));
+  std::vector<size_t> next(S, 0);
+  std::vector<double> free(S, 0);
+  std::vector<Box> boxes;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int j = 0; j < S; ++j) {
+      while (next[j] < order[j].size()) {
+        int op = order[j][next[j]];
+        double ready;
+        if (op >= 0) {
+          ready = j == 0 ? 0 : fDone[j - 1][op];
+          if (ready < 0)
+            break;
+          if (j > 0)
+            ready += sendNext[j - 1];
+        } else {
+          int i = -op - 1;
+          ready = j == S - 1 ? fDone[j][i] : bDone[j + 1][i];
+          if (ready < 0)
+            break;
+          if (j + 1 < S)
+            ready += sendPrev[j + 1];
+        }
+        double start = std::max(free[j], ready);
+        double len = op >= 0 ? F[j] : B[j];
+        boxes.push_back({j, start, start + len, op >= 0 ? "F" : "B",
+                         op >= 0 ? op : -op - 1});
+        (op >= 0 ? fDone[j][op] : bDone[j][-op - 1]) = start + len;
+        free[j] = start + len;
+        ++next[j];
+        progress = true;
+      }
+    }
+  }
+  Timeline timeline;
+  timeline.busy.assign(S, 0);
+  for (int j = 0; j < S; ++j) {
+    double t = free[j];
+    double sync = ev.stages[j].sync + ev.stages[j].update;
+    if (sync > 0)
+      boxes.push_back({j, t, t + sync, "sync", 0});
+    timeline.end = std::max(timeline.end, t + sync);
+    timeline.busy[j] = m * (F[j] + B[j]);
+  }
+  timeline.boxes = std::move(boxes);
+  return timeline;
+}
+
+std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
+                           const Evaluation &ev) {
+  const int S = int(plan.stages.size());
+  const int m = plan.microBatches;
+  Timeline timeline = simulateIteration(cost, plan, ev);
+  const double end = timeline.end;
+  const std::vector<double> &busy = timeline.busy;
+  const std::vector<Box> &boxes = timeline.boxes;
+
+  const double width = 1000, left = 150, rowH = 28, top = 40;
+  const double scale = end > 0 ? width / end : 1;
+  std::ostringstream svg;
+  double height = top + rowH * S + 40 + 22 * cost.cluster().groups.size() + 20;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << left + width + 20 << "\" height=\"" << height
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<text x=\"10\" y=\"20\">one 1F1B iteration: " << S << " stages, " << m
+      << " micro-batches, simulated " << fmt(end * 1e3) << " ms (predicted "
+      << fmt(ev.iterationTime * 1e3)
+      << " ms). F forward (blue), B backward (green), busy stretches of "
+         "many passes (teal), gradient sync + optimizer (orange), idle "
+         "(white)</text>\n";
+  for (int j = 0; j < S; ++j) {
+    const StagePlan &s = plan.stages[j];
+    double y = top + rowH * j;
+    svg << "<text x=\"5\" y=\"" << y + 18 << "\">s" << j << " "
+        << cost.cluster().groups[s.group].name << " [" << s.layerBegin << ","
+        << s.layerEnd << ")</text>\n";
+    svg << "<rect x=\"" << left << "\" y=\"" << y + 2 << "\" width=\"" << width
+        << "\" height=\"" << rowH - 4
+        << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
+  }
+  auto rect = [&](int stage, double from, double to, const char *color,
+                  const std::string &title) {
+    double x = left + from * scale, w = std::max(0.5, (to - from) * scale);
+    svg << "<rect x=\"" << fmt(x) << "\" y=\"" << top + rowH * stage + 2
+        << "\" width=\"" << fmt(w) << "\" height=\"" << rowH - 4 << "\" fill=\""
+        << color << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << title
+        << "</title></rect>\n";
+  };
+  // With hundreds of micro-batches the passes are a pixel or two wide: then
+  // passes with less than a pixel between them are drawn as one busy bar,
+  // so the file stays small and the picture the same at this resolution.
+  const double pixel = 1.0 / scale;
+  const bool merge = boxes.size() > 4 * width;
+  std::vector<const Box *> sorted;
+  for (const Box &b : boxes)
+    sorted.push_back(&b);
+  std::stable_sort(
+      sorted.begin(), sorted.end(), [](const Box *a, const Box *b) {
+        return a->stage != b->stage ? a->stage < b->stage : a->start < b->start;
+      });
+  for (size_t i = 0; i < sorted.size();) {
+    const Box &b = *sorted[i];
+    std::string kind = b.kind;
+    if (kind == "sync" || !merge) {
+      const char *color = kind == "F"   ? "#4e79a7"
+                          : kind == "B" ? "#59a14f"
+                                        : "#f28e2b";
+      rect(b.stage, b.start, b.end, color,
+           kind +
+               (kind == "sync" ? ""
+                               : " micro-batch " + std::to_string(b.micro)) +
+               ": " + fmt(b.start * 1e3) + "-" + fmt(b.end * 1e3) + " ms");
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    double runEnd = b.end;
+    while (j < sorted.size() && sorted[j]->stage == b.stage &&
+           std::string(sorted[j]->kind) != "sync" &&
+           sorted[j]->start - runEnd < pixel) {
+      runEnd = sorted[j]->end;
+      ++j;
+    }
+    rect(b.stage, b.start, runEnd, "#52907b",
+         std::to_string(j - i) + " forward/backward passes: " +
+             fmt(b.start * 1e3) + "-" + fmt(runEnd * 1e3) + " ms");
+    i = j;
+  }
+  // Utilization: busy compute time over the iteration, per device group.
+  std::map<int, std::pair<double, int>> perGroup;
+  for (int j = 0; j < S; ++j) {
+    perGroup[plan.stages[j].group].first += busy[j];
+    perGroup[plan.stages[j].group].second += 1;
+  }
+  double y = top + rowH * S + 30;
+  svg << "<text x=\"5\" y=\"" << y
+      << "\">utilization per device group (compute "
+         "time / iteration time)</text>\n";
+  for (const auto &[g, v] : perGroup) {
+    y += 22;
+    double u = end > 0 ? v.first / v.second / end : 0;
+    svg << "<text x=\"5\" y=\"" << y << "\">" << cost.cluster().groups[g].name
+        << "</text><rect x=\"" << left << "\" y=\"" << y - 12 << "\" width=\""
+        << fmt(width * u) << "\" height=\"14\" fill=\"#76b7b2\"/><text x=\""
+        << left + width * u + 5 << "\" y=\"" << y << "\">" << fmt(u * 100)
+        << " %</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+} // namespace het::plan

@@ -1,0 +1,127 @@
+//===- ModelDesc.cpp - layer costs from JSON or the GPT formulas ----------===//
+#include "het/Plan/ModelDesc.h"
+#include "JsonUtil.h"
+
+namespace het::plan {
+using namespace json_util;
+
+double ModelDesc::totalParams() const {
+  double p = 0;
+  for (const auto &l : layers)
+    p += l.params;
+  return p;
+}
+
+static int bytesOf(const std::string &dtype, const std::string &file,
+                   const std::string &at) {
+  if (dtype == "fp32" || dtype == "tf32")
+    return 4;
+  if (dtype == "fp16" || dtype == "bf16")
+    return 2;
+  if (dtype == "fp8")
+    return 1;
+  fail(file, at, "unknown dtype '" + dtype + "' (fp32, tf32, fp16, bf16, fp8)");
+}
+
+ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
+                       int heads, int seq, int vocab,
+                       const std::string &dtype) {
+  ModelDesc m;
+  m.name = name;
+  m.dtype = dtype;
+  m.bytesPerElement = bytesOf(dtype, name, "dtype");
+  const double s = seq, h = hidden, a = heads, v = vocab, e = m.bytesPerElement;
+  // Korthikanti et al. count 34*s*h + 5*a*s^2 bytes in 16-bit types.
+  const double blockStash = (34 * s * h + 5 * a * s * s) * e / 2;
+
+  LayerDesc emb;
+  emb.name = "embedding";
+  emb.params = v * h + s * h;
+  emb.fwdFlops = 2 * s * h;
+  emb.bwdFlops = 2 * emb.fwdFlops;
+  emb.ioBytes = 3 * s * h * e;
+  emb.outputBytes = s * h * e;
+  emb.stashBytes = s * h * e;
+  m.layers.push_back(emb);
+
+  for (int i = 0; i < blocks; ++i) {
+    LayerDesc b;
+    b.name = "block" + std::to_string(i);
+    b.params = 12 * h * h + 13 * h;
+    b.fwdFlops = 24 * s * h * h + 4 * s * s * h;
+    b.bwdFlops = 2 * b.fwdFlops;
+    b.ioBytes = blockStash;
+    b.outputBytes = s * h * e;
+    b.stashBytes = blockStash;
+    m.layers.push_back(b);
+  }
+
+  LayerDesc head;
+  head.name = "head";
+  head.params = v * h + 2 * h;
+  head.fwdFlops = 2 * s * h * v;
+  head.bwdFlops = 2 * head.fwdFlops;
+  head.ioBytes = 2 * s * v * e + s * h * e;
+  head.outputBytes = 0;
+  head.stashBytes = s * v * e + s * h * e;
+  m.layers.push_back(head);
+  return m;
+}
+
+ModelDesc loadModelJson(const std::string &path) {
+  return parseModelJson(readFile(path), path);
+}
+
+ModelDesc parseModelJson(const json &j, const std::string &file) {
+  std::string name = string(j, "name", file, "");
+  if (j.contains("gpt")) {
+    const json &g = j["gpt"];
+    std::string dtype = stringOr(g, "dtype", "bf16", file, "gpt");
+    ModelDesc m = makeGptModel(name, int(integer(g, "blocks", file, "gpt", 1)),
+                               int(integer(g, "hidden", file, "gpt", 1)),
+                               int(integer(g, "heads", file, "gpt", 1)),
+                               int(integer(g, "seq", file, "gpt", 1)),
+                               int(integer(g, "vocab", file, "gpt", 1)), dtype);
+    m.file = file;
+    return m;
+  }
+  ModelDesc m;
+  m.name = name;
+  m.file = file;
+  m.dtype = stringOr(j, "dtype", "fp32", file, "");
+  m.bytesPerElement = bytesOf(m.dtype, file, "dtype");
+  const json &layers = array(j, "layers", file, "");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const json &l = layers[i];
+    std::string at = join("layers", i);
+    LayerDesc d;
+    d.name = stringOr(l, "name", "layer" + std::to_string(i), file, at);
+    d.fwdFlops = positive(l, "fwd_flops", file, at, true);
+    d.bwdFlops = l.contains("bwd_flops")
+                     ? positive(l, "bwd_flops", file, at, true)
+                     : 2 * d.fwdFlops;
+    d.params = positive(l, "params", file, at, true);
+    d.ioBytes = positive(l, "io_bytes", file, at, true);
+    d.outputBytes = positive(l, "output_bytes", file, at, true);
+    d.stashBytes = positive(l, "stash_bytes", file, at, true);
+    d.tensorParallel = boolOr(l, "tensor_parallel", true, file, at);
+    m.layers.push_back(d);
+  }
+  return m;
+}
+
+json modelToJson(const ModelDesc &m) {
+  json layers = json::array();
+  for (const auto &l : m.layers)
+    layers.push_back({{"name", l.name},
+                      {"fwd_flops", l.fwdFlops},
+                      {"bwd_flops", l.bwdFlops},
+                      {"params", l.params},
+                      {"io_bytes", l.ioBytes},
+                      {"output_bytes", l.outputBytes},
+                      {"stash_bytes", l.stashBytes},
+                      {"tensor_parallel", l.tensorParallel}});
+  return {{"name", m.name}, {"dtype", m.dtype}, {"layers", layers}};
+}
+
+} // namespace het::plan

@@ -1,0 +1,256 @@
+//===- ModelFromIR.cpp - walk het ops by het.layer ------------------------===//
+#include "het/Plan/ModelFromIR.h"
+#include "het/Plan/Error.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace het::plan {
+
+static double elements(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  return double(shaped.getNumElements());
+}
+
+static double bytes(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  mlir::Type element = shaped.getElementType();
+  // index is 64-bit on every target het compiles for; other element types
+  // (complex, custom) are not het training data: count them as 8 bytes.
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  return double(shaped.getNumElements()) * std::max(1u, bits / 8);
+}
+
+static double lastDim(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped || shaped.getRank() == 0 ||
+      shaped.isDynamicDim(shaped.getRank() - 1))
+    return 0;
+  return double(shaped.getDimSize(shaped.getRank() - 1));
+}
+
+// Forward FLOPs of one op.
+static double forwardFlops(mlir::Operation *op) {
+  llvm::StringRef name = op->getName().getStringRef();
+  double out = op->getNumResults() ? elements(op->getResult(0).getType()) : 0;
+  if (name == "het.linear" && op->getNumOperands() >= 2)
+    // [.., K] x [N, K]^T: 2 K flops per output element.
+    return 2 * out * lastDim(op->getOperand(0).getType());
+  if (name == "het.linear_grad" && op->getNumResults() >= 1)
+    // Input and weight gradients: two products of the forward's size.
+    return 4 * elements(op->getOperand(0).getType()) *
+           lastDim(op->getResult(0).getType());
+  if (name == "het.matmul" && op->getNumOperands() >= 2) {
+    auto lhs = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
+    auto res = llvm::dyn_cast<mlir::ShapedType>(op->getResult(0).getType());
+    if (!lhs || !res || !lhs.hasStaticShape() || lhs.getRank() < 2)
+      return 0;
+    // K is the lhs dim not in the result's last-two dims: lhs[-1] unless the
+    // lhs is transposed, in which case lhs[-2]; use the one that makes
+    // M * K = numel(lhs)/batch consistent.
+    double k = lhs.getDimSize(lhs.getRank() - 1);
+    if (res.getRank() >= 2 &&
+        res.getDimSize(res.getRank() - 2) ==
+            lhs.getDimSize(lhs.getRank() - 1) &&
+        res.getDimSize(res.getRank() - 2) != lhs.getDimSize(lhs.getRank() - 2))
+      k = lhs.getDimSize(lhs.getRank() - 2);
+    return 2 * out * k;
+  }
+  if (name == "het.conv2d" && op->getNumOperands() >= 2) {
+    auto filter = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
+    if (!filter || !filter.hasStaticShape() || filter.getRank() != 4)
+      return 0;
+    return 2 * out * double(filter.getNumElements()) / filter.getDimSize(0);
+  }
+  if (name == "het.softmax" || name == "het.layer_norm" ||
+      name == "het.batch_norm" || name == "het.gelu" ||
+      name == "het.cross_entropy")
+    return 5 * std::max(out, elements(op->getOperand(0).getType()));
+  return out;
+}
+
+mlir::func::FuncOp findLayeredFunction(mlir::ModuleOp module,
+                                       const std::string &name) {
+  auto layered = [](mlir::func::FuncOp f) {
+    if (f.isExternal())
+      return false;
+    for (mlir::Operation &op : f.getBody().front())
+      if (op.hasAttr(mlir::het::HetDialect::getLayerAttrName()))
+        return true;
+    return false;
+  };
+  mlir::func::FuncOp first, step;
+  for (auto f : module.getOps<mlir::func::FuncOp>()) {
+    if (!name.empty()) {
+      if (f.getName() == name)
+        return f;
+      continue;
+    }
+    if (!layered(f))
+      continue;
+    if (!first)
+      first = f;
+    if (!step && f.getName().ends_with("_train_step"))
+      step = f;
+  }
+  return step ? step : first;
+}
+
+ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
+                          const std::string &function) {
+  mlir::func::FuncOp func = findLayeredFunction(module, function);
+  if (!func)
+    fail(file, function.empty() ? "" : "@" + function,
+         function.empty() ? "no function with ops carrying het.layer (run "
+                            "het-opt --het-infer-layers first?)"
+                          : "no such function");
+
+  const auto layerName = mlir::het::HetDialect::getLayerAttrName();
+  const auto paramName = mlir::het::HetDialect::getParamAttrName();
+  auto layerOf = [&](mlir::Operation *op) -> long {
+    if (auto a = op->getAttrOfType<mlir::IntegerAttr>(layerName))
+      return a.getInt();
+    return -1;
+  };
+
+  double batch = 0;
+  std::string dtype = "fp32";
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = llvm::dyn_cast<mlir::ShapedType>(func.getArgument(i).getType());
+    if (!type)
+      continue;
+    if (func.getArgAttr(i, paramName)) {
+      if (type.getElementType().isBF16())
+        dtype = "bf16";
+      else if (type.getElementType().isF16())
+        dtype = "fp16";
+      continue;
+    }
+    if (batch == 0 && type.getRank() >= 1 && !type.isDynamicDim(0))
+      batch = double(type.getDimSize(0));
+  }
+  if (batch <= 0)
+    batch = 1;
+
+  auto isGradient = [](mlir::Operation *op) {
+    return op->getName().getStringRef().ends_with("_grad");
+  };
+  bool hasBackward = false;
+  func.walk([&](mlir::Operation *op) { hasBackward |= isGradient(op); });
+
+  long maxLayer = -1;
+  func.walk(
+      [&](mlir::Operation *op) { maxLayer = std::max(maxLayer, layerOf(op)); });
+  ModelDesc m;
+  m.name = func.getName().str();
+  m.file = file;
+  m.dtype = dtype;
+  m.bytesPerElement = dtype == "fp32" ? 4 : 2;
+  m.batch = long(batch);
+  m.layers.resize(maxLayer + 1);
+  for (long l = 0; l <= maxLayer; ++l)
+    m.layers[l].name = "layer" + std::to_string(l);
+
+  // Parameters: at the first layer that uses them.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgAttr(i, paramName))
+      continue;
+    long first = -1;
+    for (mlir::Operation *user : func.getArgument(i).getUsers()) {
+      long l = layerOf(user);
+      if (l >= 0 && (first < 0 || l < first))
+        first = l;
+    }
+    if (first >= 0)
+      m.layers[first].params += elements(func.getArgument(i).getType());
+  }
+
+  func.walk([&](mlir::Operation *op) {
+    long l = layerOf(op);
+    if (l < 0)
+      return;
+    LayerDesc &d = m.layers[l];
+    double f = forwardFlops(op) / batch;
+    // In a training step the backward is there to count; in a forward
+    // graph it costs about twice the forward.
+    double io = 0, results = 0, weights = 0;
+    for (mlir::Value v : op->getOperands()) {
+      auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+      bool param = arg && arg.getOwner()->getParentOp() == func &&
+                   func.getArgAttr(arg.getArgNumber(), paramName);
+      (param ? weights : io) += bytes(v.getType());
+    }
+    for (mlir::Value r : op->getResults())
+      results += bytes(r.getType());
+    OpCost cost{f, (io + results) / batch, weights};
+    if (isGradient(op)) {
+      d.bwdFlops += f;
+      d.bwdOps.push_back(cost);
+      return; // its activations are the forward's, already counted
+    }
+    d.fwdFlops += f;
+    d.fwdOps.push_back(cost);
+    if (!hasBackward)
+      d.bwdFlops += 2 * f;
+    results = 0;
+    for (mlir::Value r : op->getResults()) {
+      results += bytes(r.getType());
+      // Bytes crossing each boundary between this layer and its last user.
+      long last = l;
+      for (mlir::Operation *user : r.getUsers()) {
+        long ul = layerOf(user);
+        last = std::max(last, ul < 0 ? maxLayer + 1 : ul);
+      }
+      for (long b = l; b < std::min(last, maxLayer); ++b)
+        m.layers[b].outputBytes += bytes(r.getType()) / batch;
+    }
+    d.ioBytes += (io + results) / batch;
+    d.stashBytes += results / batch;
+  });
+  return m;
+}
+
+void registerModelDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::het::HetDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect>();
+}
+
+ModelDesc loadModelMlir(const std::string &path) {
+  mlir::DialectRegistry registry;
+  registerModelDialects(registry);
+  mlir::MLIRContext context(registry);
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+  if (!module)
+    fail(path, "",
+         "cannot read the model: " +
+             (diagnostics.empty() ? std::string("not valid IR") : diagnostics));
+  return modelFromModule(*module, path);
+}
+
+} // namespace het::plan

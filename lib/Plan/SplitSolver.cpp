@@ -1,0 +1,275 @@
+//===- SplitSolver.cpp ----------------------------------------------------===//
+#include "SplitSolver.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace het::plan {
+using namespace space;
+
+std::vector<CostModel::StageContext>
+SplitSolver::contexts(const std::vector<Slot> &slots, int micro) const {
+  const int S = int(slots.size());
+  std::vector<CostModel::StageContext> out(S);
+  for (int j = 0; j < S; ++j) {
+    auto &c = out[j];
+    c.group = slots[j].group;
+    c.tp = slots[j].tp;
+    c.replicas = slots[j].replicas;
+    c.mbs = CostModel::microBatchPerReplica(globalBatch, micro, c.replicas);
+    if (j > 0) {
+      c.prevGroup = slots[j - 1].group;
+      c.prevReplicas = slots[j - 1].replicas;
+    }
+    if (j + 1 < S) {
+      c.nextGroup = slots[j + 1].group;
+      c.nextReplicas = slots[j + 1].replicas;
+    }
+    c.samples = globalBatch / micro;
+    c.inFlight = std::min(S - j, micro);
+  }
+  return out;
+}
+
+namespace {
+struct Label {
+  double sum, maxT, sync;
+  int prevLayer, prevIndex;
+};
+
+// Adds `n` to `front` unless a label there is at least as good in all three
+// terms; drops the labels `n` beats.
+void insertPareto(std::vector<Label> &front, const Label &n) {
+  for (const Label &l : front)
+    if (l.sum <= n.sum && l.maxT <= n.maxT && l.sync <= n.sync)
+      return;
+  front.erase(std::remove_if(front.begin(), front.end(),
+                             [&](const Label &l) {
+                               return n.sum <= l.sum && n.maxT <= l.maxT &&
+                                      n.sync <= l.sync;
+                             }),
+              front.end());
+  front.push_back(n);
+}
+} // namespace
+
+SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
+                               double cutoff) const {
+  const std::vector<Slot> slots = expand(shape);
+  const int S = int(slots.size());
+  const int L = int(cost.model().layers.size());
+  const int m = shape.microBatches;
+  SplitResult result;
+  if (S == 0 || S > L)
+    return result;
+  auto ctx = contexts(slots, m);
+  std::vector<const LayerTable *> tables(S);
+  for (int j = 0; j < S; ++j)
+    tables[j] = &cost.table(ctx[j].group, ctx[j].tp, ctx[j].mbs);
+
+  if (policy == SplitPolicy::Uniform) {
+    // Megatron-style: L / S layers each, the remainder to the first stages.
+    std::vector<int> bounds(S + 1, 0);
+    for (int j = 0; j < S; ++j)
+      bounds[j + 1] = bounds[j] + L / S + (j < L % S ? 1 : 0);
+    double sum = 0, maxT = -1, sync = 0;
+    std::vector<AllReduceAlgorithm> algorithms(S);
+    for (int j = 0; j < S; ++j) {
+      StageCost c = cost.stageCost(*tables[j], ctx[j], bounds[j], bounds[j + 1],
+                                   &algorithms[j]);
+      if (c.memoryBytes > c.capacityBytes)
+        return result;
+      sum += c.time();
+      maxT = std::max(maxT, c.time());
+      sync = std::max(sync, c.sync + c.update);
+    }
+    result.feasible = true;
+    result.objective = sum + (m - 1) * maxT + sync;
+    result.bounds = bounds;
+    result.algorithms = algorithms;
+    return result;
+  }
+
+  // Everything a stage's cost depends on besides its range, precomputed so
+  // the inner loop is a few additions: sends per boundary, the all-reduce
+  // time as the cheapest of three affine functions of the gradient bytes
+  // (alpha-beta costs are affine in the message size), memory terms.
+  struct Stage {
+    std::vector<double> sendNext, sendPrev; // by boundary layer
+    double syncA[3], syncB[3];
+    double capacity, stateBytes, stashFactor;
+  };
+  std::vector<Stage> pre(S);
+  const double gradBytes = cost.setup().gradientBytesPerParam;
+  for (int j = 0; j < S; ++j) {
+    Stage &st = pre[j];
+    st.sendNext.assign(L + 1, 0);
+    st.sendPrev.assign(L + 1, 0);
+    for (int l = 0; l <= L; ++l) {
+      if (ctx[j].nextGroup >= 0)
+        st.sendNext[l] =
+            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
+                              ctx[j].nextGroup, ctx[j].nextReplicas);
+      if (ctx[j].prevGroup >= 0)
+        st.sendPrev[l] =
+            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
+                              ctx[j].prevGroup, ctx[j].prevReplicas);
+    }
+    for (int k = 0; k < 3; ++k) {
+      auto alg = AllReduceAlgorithm(k);
+      // Two points of the line: 1 and 2 bytes on the wire.
+      double one = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
+                                 1 / gradBytes, alg);
+      double two = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
+                                 2 / gradBytes, alg);
+      st.syncB[k] = two - one; // seconds per byte
+      st.syncA[k] = one - st.syncB[k];
+    }
+    st.capacity = cost.capacityBytes(ctx[j].group);
+    st.stateBytes = cost.setup().stateBytesPerParam;
+    st.stashFactor = double(ctx[j].inFlight) * ctx[j].mbs;
+  }
+  // A lower bound on what stages j.. add to the sum for layers [l, L): each
+  // layer at its cheapest remaining stage.
+  std::vector<std::vector<double>> restMin(S + 1,
+                                           std::vector<double>(L + 1, 0));
+  for (int j = S - 1; j >= 0; --j)
+    for (int l = L - 1; l >= 0; --l) {
+      double c = INFINITY;
+      for (int k = j; k < S; ++k)
+        c = std::min(c, tables[k]->range(tables[k]->compute, l, l + 1));
+      restMin[j][l] = restMin[j][l + 1] + c;
+    }
+
+  // front[j][l]: labels of the first j stages covering layers [0, l).
+  std::vector<std::vector<std::vector<Label>>> front(
+      S + 1, std::vector<std::vector<Label>>(L + 1));
+  front[0][0].push_back({0, 0, 0, -1, -1});
+  for (int j = 0; j < S; ++j) {
+    const int remaining = S - j - 1; // stages after this one
+    const Stage &st = pre[j];
+    const LayerTable &t = *tables[j];
+    for (int a = j; a + 1 + remaining <= L; ++a) {
+      if (front[j][a].empty())
+        continue;
+      for (int b = a + 1; b + remaining <= L; ++b) {
+        double params = t.range(t.params, a, b);
+        double memory =
+            params * st.stateBytes + st.stashFactor * t.range(t.stash, a, b);
+        // Memory only grows with the range: longer ranges cannot fit either.
+        if (memory > st.capacity)
+          break;
+        double time =
+            t.range(t.compute, a, b) + st.sendNext[b] + st.sendPrev[a];
+        double sync = 0;
+        if (params > 0) {
+          double bytes = params * gradBytes;
+          sync = INFINITY;
+          for (int k = 0; k < 3; ++k)
+            sync = std::min(sync, st.syncA[k] + st.syncB[k] * bytes);
+        }
+        sync += t.range(t.update, a, b);
+        const double rest = restMin[j + 1][b];
+        auto &next = front[j + 1][b];
+        for (size_t i = 0; i < front[j][a].size(); ++i) {
+          const Label &l = front[j][a][i];
+          Label n{l.sum + time, std::max(l.maxT, time), std::max(l.sync, sync),
+                  a, int(i)};
+          // Later stages add at least `rest` to the sum, and the slowest
+          // stage is at least the average: a partial plan whose bound
+          // reaches the cutoff cannot end below it.
+          double sumBound = n.sum + rest;
+          double bound =
+              sumBound + (m - 1) * std::max(n.maxT, sumBound / S) + n.sync;
+          if (bound >= cutoff) {
+            result.pruned = true;
+            continue;
+          }
+          insertPareto(next, n);
+        }
+      }
+    }
+  }
+  const auto &last = front[S][L];
+  int best = -1;
+  for (size_t i = 0; i < last.size(); ++i) {
+    double obj = last[i].sum + (m - 1) * last[i].maxT + last[i].sync;
+    if (obj < result.objective) {
+      result.objective = obj;
+      best = int(i);
+    }
+  }
+  if (best < 0)
+    return result;
+  result.feasible = true;
+  result.bounds.assign(S + 1, 0);
+  result.bounds[S] = L;
+  int layer = L, index = best;
+  for (int j = S; j > 0; --j) {
+    const Label &l = front[j][layer][index];
+    result.bounds[j - 1] = l.prevLayer;
+    layer = l.prevLayer;
+    index = l.prevIndex;
+  }
+  result.algorithms.resize(S);
+  for (int j = 0; j < S; ++j)
+    cost.stageCost(*tables[j], ctx[j], result.bounds[j], result.bounds[j + 1],
+                   &result.algorithms[j]);
+  return result;
+}
+
+double SplitSolver::lowerBound(const Shape &shape) const {
+  const std::vector<Slot> slots = expand(shape);
+  const int S = int(slots.size());
+  const int L = int(cost.model().layers.size());
+  const int m = shape.microBatches;
+  std::vector<double> cheapest(L, INFINITY);
+  for (size_t i = 0; i < shape.order.size(); ++i) {
+    const auto &o = shape.options[i];
+    int mbs = CostModel::microBatchPerReplica(globalBatch, m, o.replicas);
+    const LayerTable &t = cost.table(shape.order[i], o.tp, mbs);
+    for (int l = 0; l < L; ++l)
+      cheapest[l] = std::min(cheapest[l], t.range(t.compute, l, l + 1));
+  }
+  double sum = 0;
+  for (double c : cheapest)
+    sum += c;
+  // sum(t) >= sum, and max(t) >= sum(t) / S.
+  return sum * (1.0 + double(m - 1) / S);
+}
+
+double SplitSolver::minShortfall(const Shape &shape, int &stage) const {
+  const std::vector<Slot> slots = expand(shape);
+  const int S = int(slots.size());
+  const int L = int(cost.model().layers.size());
+  stage = -1;
+  if (S == 0 || S > L)
+    return INFINITY;
+  auto ctx = contexts(slots, shape.microBatches);
+  // worst[j][l]: the least possible largest excess of stages < j over [0, l).
+  std::vector<std::vector<double>> worst(S + 1,
+                                         std::vector<double>(L + 1, INFINITY));
+  std::vector<std::vector<int>> where(S + 1, std::vector<int>(L + 1, -1));
+  worst[0][0] = 0;
+  for (int j = 0; j < S; ++j) {
+    const LayerTable &t = cost.table(ctx[j].group, ctx[j].tp, ctx[j].mbs);
+    for (int a = j; a < L; ++a) {
+      if (!std::isfinite(worst[j][a]))
+        continue;
+      for (int b = a + 1; b + (S - j - 1) <= L; ++b) {
+        double mem =
+            cost.memoryBytes(t, a, b, ctx[j].tp, ctx[j].mbs, ctx[j].inFlight);
+        double excess = std::max(0.0, mem - cost.capacityBytes(ctx[j].group));
+        double w = std::max(worst[j][a], excess);
+        if (w < worst[j + 1][b]) {
+          worst[j + 1][b] = w;
+          where[j + 1][b] = excess >= worst[j][a] ? j : where[j][a];
+        }
+      }
+    }
+  }
+  stage = where[S][L];
+  return worst[S][L];
+}
+
+} // namespace het::plan

@@ -1,0 +1,50 @@
+//===- SplitSolver.h - best layer ranges for one shape -------------------===//
+//
+// Private to lib/Plan. The iteration time sum(t) + (m-1) max(t) + max(sync)
+// grows with each of its three terms, so a dynamic program over (stage,
+// first free layer) that keeps, per state, every label not dominated in
+// (sum, max, sync) finds the optimum exactly. Stages whose memory does not
+// fit are never formed; labels that cannot beat `cutoff` are dropped.
+//
+//===----------------------------------------------------------------------===//
+#ifndef HET_LIB_PLAN_SPLITSOLVER_H
+#define HET_LIB_PLAN_SPLITSOLVER_H
+
+#include "PlanSpace.h"
+
+#include <cmath>
+
+namespace het::plan {
+
+struct SplitResult {
+  bool feasible = false;
+  bool pruned = false; // some split was dropped for reaching the cutoff
+  double objective = INFINITY;
+  std::vector<int> bounds;                    // S + 1 entries
+  std::vector<AllReduceAlgorithm> algorithms; // per stage
+};
+
+class SplitSolver {
+public:
+  SplitSolver(const CostModel &cost, long globalBatch)
+      : cost(cost), globalBatch(globalBatch) {}
+
+  SplitResult solve(const space::Shape &shape, SplitPolicy policy,
+                    double cutoff) const;
+  /// A lower bound on any split's iteration time: every layer at its
+  /// cheapest stage, spread perfectly over the stages.
+  double lowerBound(const space::Shape &shape) const;
+  /// The smallest possible worst memory excess over all splits (a min-max
+  /// dynamic program), and the stage where it occurs.
+  double minShortfall(const space::Shape &shape, int &stage) const;
+
+private:
+  const CostModel &cost;
+  long globalBatch;
+  std::vector<CostModel::StageContext>
+  contexts(const std::vector<space::Slot> &slots, int micro) const;
+};
+
+} // namespace het::plan
+
+#endif

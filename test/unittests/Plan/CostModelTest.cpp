@@ -1,0 +1,211 @@
+//===- CostModelTest.cpp - the cost formulas against hand-computed values -===//
+#include "TestCatalog.h"
+
+#include "het/Plan/Collectives.h"
+#include "het/Plan/CostModel.h"
+#include "het/Plan/GanttSvg.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace het::plan;
+
+namespace {
+
+Link link(double gbps, double us) { return Link{"test", gbps, us}; }
+
+TEST(Collectives, PointToPoint) {
+  // 1 MB over 8 Gbit/s (1e9 B/s) with 10 us latency: 10 us + 1 ms.
+  EXPECT_DOUBLE_EQ(p2pTime(1e6, link(8, 10)), 1e-5 + 1e-3);
+  EXPECT_EQ(p2pTime(0, link(8, 10)), 0);
+}
+
+TEST(Collectives, Ring) {
+  // 1 GB over 4 members at 100 Gbit/s (12.5 GB/s), 5 us:
+  // 2*3*5us + 2*3/4 * 1e9 / 12.5e9 = 30 us + 120 ms.
+  EXPECT_NEAR(ringAllReduceTime(1e9, 4, link(100, 5)), 3e-5 + 0.12, 1e-12);
+  EXPECT_EQ(ringAllReduceTime(1e9, 1, link(100, 5)), 0);
+}
+
+TEST(Collectives, Tree) {
+  // p = 4: depth 2, 2*2*(5 us + 80 ms).
+  EXPECT_NEAR(treeAllReduceTime(1e9, 4, link(100, 5)), 4 * (5e-6 + 0.08),
+              1e-12);
+  // p = 5 rounds the depth up to 3.
+  EXPECT_NEAR(treeAllReduceTime(1e9, 5, link(100, 5)), 6 * (5e-6 + 0.08),
+              1e-12);
+}
+
+TEST(Collectives, Hierarchical) {
+  // 8 members, 4 per node; 800 Gbit/s (1e11 B/s) 1 us inside, 100 Gbit/s
+  // 5 us across. Inside: 3*1us + 3/4*1e9/1e11 = 7.503 ms, twice; across: a
+  // ring of 2 nodes over 1e9/4 bytes: 2*5us + 2*(1/2)*2.5e8/1.25e10 = 20.01 ms.
+  double t = hierarchicalAllReduceTime(1e9, 8, 4, link(800, 1), link(100, 5));
+  EXPECT_NEAR(t, 2 * (3e-6 + 0.0075) + (1e-5 + 0.02), 1e-12);
+  // On one node it is a ring on the node's link.
+  EXPECT_DOUBLE_EQ(
+      hierarchicalAllReduceTime(1e9, 4, 4, link(800, 1), link(100, 5)),
+      ringAllReduceTime(1e9, 4, link(800, 1)));
+  // Across nodes, ring and tree run at the slower network.
+  EXPECT_DOUBLE_EQ(allReduceTime(AllReduceAlgorithm::Ring, 1e9, 8, 4,
+                                 link(800, 1), link(100, 5)),
+                   ringAllReduceTime(1e9, 8, link(100, 5)));
+}
+
+// One group of two CPUs-like devices with round numbers, a two-layer model.
+struct Fixture : ::testing::Test {
+  DeviceCatalog catalog;
+  Cluster cluster;
+  ModelDesc model;
+  void SetUp() override {
+    DeviceSpec d;
+    d.name = "round";
+    d.vendor = "cpu";
+    d.arch = "x";
+    d.peakTflops["fp32"] = 100; // 100 TFLOP/s * 0.5 = 5e13 FLOP/s
+    d.memoryGib = 10;
+    d.memoryBandwidthGBs = 1000; // * 0.7 = 7e11 B/s
+    d.intraNodeLinkType = "x";
+    d.intraNodeLinkGBs = 100;
+    d.computeEfficiency = 0.5;
+    d.memoryEfficiency = 0.7;
+    d.source = "test";
+    catalog.add(d);
+    nlohmann::json spec = {
+        {"name", "c"},
+        {"nodes",
+         {{{"name", "n"},
+           {"count", 1},
+           {"devices", {{{"group", "g"}, {"kind", "round"}, {"count", 2}}}},
+           {"links",
+            {{{"between", {"g", "g"}},
+              {"type", "x"},
+              {"bandwidth_gbps", 800.0},
+              {"latency_us", 1.0}}}}}}}};
+    cluster = parseCluster(spec, "c.json", catalog);
+    model.name = "m";
+    model.dtype = "fp32";
+    model.bytesPerElement = 4;
+    for (int i = 0; i < 2; ++i) {
+      LayerDesc l;
+      l.fwdFlops = 1e12; // per sample
+      l.bwdFlops = 2e12;
+      l.params = 1e6;
+      l.ioBytes = 1e6;
+      l.outputBytes = 1e6;
+      l.stashBytes = 1e7;
+      model.layers.push_back(l);
+    }
+  }
+};
+
+TEST_F(Fixture, RooflineLayerTime) {
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 2);
+  // Forward, micro-batch 2: 2e12 / 5e13 = 40 ms (compute-bound: bytes are
+  // (4e6 + 2e6) / 7e11 = 8.6 us). Backward twice that.
+  EXPECT_NEAR(t.range(t.fwd, 0, 1), 0.04, 1e-12);
+  EXPECT_NEAR(t.range(t.compute, 0, 1), 0.04 + 0.08, 1e-12);
+  // Optimizer: 1e6 params * 32 B / 7e11 B/s.
+  EXPECT_NEAR(t.range(t.update, 0, 1), 32e6 / 7e11, 1e-15);
+}
+
+TEST_F(Fixture, RooflineIsPerOpWhenOpsAreKnown) {
+  // Layer 0 as two ops: a product (1e12 FLOPs, 1e3 B) and an elementwise op
+  // (0 FLOPs, 7e8 B per sample). Per op, micro-batch 2: 2e12 / 5e13 = 40 ms
+  // plus 1.4e9 / 7e11 = 2 ms; the layer as a whole would hide the 2 ms.
+  model.layers[0].fwdOps = {{1e12, 1e3, 0}, {0, 7e8, 0}};
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 2);
+  EXPECT_NEAR(t.range(t.fwd, 0, 1), 0.04 + 0.002, 1e-9);
+  // Backward: each op at twice the FLOPs and bytes.
+  EXPECT_NEAR(t.range(t.compute, 0, 1) - t.range(t.fwd, 0, 1), 0.08 + 0.004,
+              1e-9);
+}
+
+TEST_F(Fixture, MemoryIsStatePlusInFlightActivations) {
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 2);
+  // 2 layers * 1e6 params * 16 B + 3 micro-batches * 2 samples * 2e7 B.
+  EXPECT_DOUBLE_EQ(cost.memoryBytes(t, 0, 2, 1, 2, 3), 2e6 * 16 + 3 * 2 * 2e7);
+  EXPECT_DOUBLE_EQ(cost.capacityBytes(0), 10 * double(1ull << 30) * 0.9);
+}
+
+TEST_F(Fixture, OneFOneBIterationTime) {
+  CostModel cost(model, cluster, nullptr);
+  // Two stages of one device each, one layer each, 4 micro-batches of 2.
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 4;
+  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Evaluation ev = cost.evaluate(plan);
+  ASSERT_TRUE(ev.fits) << ev.problem;
+  // Each stage: 120 ms of compute; the boundary send of 2 samples * 1e6 B
+  // over 800 Gbit/s (1e11 B/s) + 1 us, paid once by each stage.
+  double send = 1e-6 + 2e6 / 1e11;
+  double t = 0.12 + send;
+  EXPECT_NEAR(ev.stages[0].time(), t, 1e-12);
+  // sum(t) + (m - 1) max(t) + slowest (sync + update); one replica: no sync.
+  double update = 32e6 / 7e11;
+  EXPECT_NEAR(ev.iterationTime, 2 * t + 3 * t + update, 1e-12);
+  // Stage 0 holds 2 micro-batches in flight, stage 1 one.
+  EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 16 + 2 * 2 * 1e7);
+  EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes, 1e6 * 16 + 1 * 2 * 1e7);
+}
+
+TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
+  // With equal stages and free sends, 1F1B's makespan is exactly
+  // (S - 1 + m)(F + B) plus the sync and optimizer after the last backward.
+  for (auto &l : model.layers)
+    l.outputBytes = 0;
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 4;
+  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Evaluation ev = cost.evaluate(plan);
+  Timeline t = simulateIteration(cost, plan, ev);
+  EXPECT_NEAR(t.end, ev.iterationTime, 1e-12);
+  EXPECT_NEAR(t.end, (2 - 1 + 4) * 0.12 + 32e6 / 7e11, 1e-12);
+  // 4 forwards and 4 backwards per stage, and one sync bar each.
+  EXPECT_EQ(t.boxes.size(), 2u * (4 + 4 + 1));
+  std::string svg = renderGanttSvg(cost, plan, ev);
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("utilization per device group"), std::string::npos);
+}
+
+TEST_F(Fixture, TensorParallelSplitsComputeAndAddsAllReduces) {
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &one = cost.table(0, 1, 2);
+  const LayerTable &two = cost.table(0, 2, 2);
+  // Half the FLOPs each, plus 4 ring all-reduces of 2e6 B over 2 devices.
+  double ar = ringAllReduceTime(2e6, 2, cluster.link(0, 0));
+  EXPECT_NEAR(two.range(two.compute, 0, 1),
+              one.range(one.compute, 0, 1) / 2 + 4 * ar, 1e-12);
+}
+
+TEST_F(Fixture, InvalidPlansSayWhy) {
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 3;
+  plan.stages = {{0, 1, 1, 0, 2, AllReduceAlgorithm::Ring}};
+  EXPECT_EQ(cost.evaluate(plan).problem,
+            "micro_batches must divide the global batch");
+  plan.microBatches = 2;
+  plan.stages[0].replicas = 3;
+  EXPECT_NE(cost.evaluate(plan).problem.find(
+                "group 'g' has 2 devices but the plan uses 3"),
+            std::string::npos);
+}
+
+TEST(GptModel, ParameterCountOfGpt3) {
+  ModelDesc m = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
+  EXPECT_EQ(m.layers.size(), 98u);
+  // 175 B parameters (Brown et al. 2020), within 1 %.
+  EXPECT_NEAR(m.totalParams() / 1e9, 175.0, 1.75);
+}
+
+} // namespace

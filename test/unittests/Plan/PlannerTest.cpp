@@ -1,0 +1,236 @@
+//===- PlannerTest.cpp - the exact planner against brute force ------------===//
+#include "TestCatalog.h"
+
+#include "het/Plan/Planner.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+using namespace het::plan;
+
+namespace {
+
+const char *kKinds[] = {"A100-80", "MI250X",   "V100",
+                        "T4",      "RTX-3090", "Ascend-910B"};
+
+// A random instance: 1-3 groups of 1-4 devices on 1-2 nodes, 2-12 layers
+// with costs spread over orders of magnitude (some too big for some chips).
+struct Instance {
+  Cluster cluster;
+  ModelDesc model;
+  PlannerOptions options;
+};
+
+Instance randomInstance(unsigned seed) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  auto logUniform = [&](double lo, double hi) {
+    return std::exp(uniform(std::log(lo), std::log(hi)));
+  };
+  Instance in;
+  int groups = pick(1, 3);
+  nlohmann::json nodes = nlohmann::json::array();
+  for (int g = 0; g < groups; ++g) {
+    std::string name = "g" + std::to_string(g);
+    nodes.push_back({{"name", name + "-node"},
+                     {"count", pick(1, 2)},
+                     {"devices",
+                      {{{"group", name},
+                        {"kind", kKinds[pick(0, 5)]},
+                        {"count", pick(1, 2)}}}}});
+  }
+  nlohmann::json spec = {{"name", "random"},
+                         {"nodes", nodes},
+                         {"network",
+                          {{"type", "net"},
+                           {"bandwidth_gbps", uniform(25, 400)},
+                           {"latency_us", uniform(1, 20)}}}};
+  in.cluster = parseCluster(spec, "random.json", testCatalog());
+  in.model.name = "random";
+  in.model.dtype = pick(0, 1) ? "fp32" : "bf16";
+  in.model.bytesPerElement = in.model.dtype == "fp32" ? 4 : 2;
+  int layers = pick(2, 12);
+  for (int l = 0; l < layers; ++l) {
+    LayerDesc d;
+    d.fwdFlops = logUniform(1e9, 1e12);
+    d.bwdFlops = 2 * d.fwdFlops;
+    d.params = logUniform(1e6, 1.5e9);
+    d.ioBytes = logUniform(1e5, 1e9);
+    d.outputBytes = logUniform(1e4, 1e8);
+    d.stashBytes = logUniform(1e6, 2e9);
+    d.tensorParallel = pick(0, 3) != 0;
+    in.model.layers.push_back(d);
+  }
+  in.options.globalBatch = std::vector<long>{4, 8, 16}[pick(0, 2)];
+  in.options.maxMicroBatches = 4;
+  in.options.tensorParallel = {1, 2};
+  in.options.topK = 3;
+  return in;
+}
+
+bool same(double a, double b) {
+  if (std::isinf(a) || std::isinf(b))
+    return a == b;
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+// Fixed seeds: the instances are the same on every run.
+TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
+  int agreed = 0, infeasible = 0, nonUniform = 0;
+  const int instances = 60;
+  for (unsigned seed = 1; seed <= instances; ++seed) {
+    Instance in = randomInstance(seed);
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fast = planPipeline(cost, in.options);
+    PlanResult slow = bruteForcePlan(cost, in.options);
+    ASSERT_TRUE(fast.exact) << "seed " << seed;
+    double a =
+        fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
+    double b =
+        slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
+    EXPECT_TRUE(same(a, b)) << "seed " << seed << ": planner " << a
+                            << " s, brute force " << b << " s";
+    agreed += same(a, b);
+    infeasible += fast.plans.empty();
+    // Nothing fits: both find the same smallest shortfall.
+    if (fast.plans.empty() && slow.plans.empty()) {
+      EXPECT_TRUE(
+          same(fast.smallestShortfallBytes, slow.smallestShortfallBytes))
+          << "seed " << seed << ": planner " << fast.smallestShortfallBytes
+          << " B short, brute force " << slow.smallestShortfallBytes << " B";
+    }
+    // Every returned plan fits, is valid, and scores what the search said.
+    for (const auto &p : fast.plans) {
+      EXPECT_TRUE(p.evaluation.fits) << "seed " << seed;
+      EXPECT_TRUE(p.evaluation.problem.empty()) << p.evaluation.problem;
+    }
+    for (size_t i = 1; i < fast.plans.size(); ++i)
+      EXPECT_LE(fast.plans[i - 1].evaluation.iterationTime,
+                fast.plans[i].evaluation.iterationTime);
+    if (!fast.plans.empty()) {
+      const Plan &p = fast.plans[0].plan;
+      for (size_t s = 1; s < p.stages.size(); ++s)
+        nonUniform += (p.stages[s].layerEnd - p.stages[s].layerBegin) !=
+                      (p.stages[0].layerEnd - p.stages[0].layerBegin);
+    }
+  }
+  EXPECT_EQ(agreed, instances);
+  // The instances exercise both outcomes and non-uniform splits.
+  EXPECT_GT(infeasible, 0);
+  EXPECT_LT(infeasible, instances / 2);
+  EXPECT_GT(nonUniform, 0);
+  std::printf("planner == brute force on %d of %d instances (%d with no plan "
+              "that fits)\n",
+              agreed, instances, infeasible);
+}
+
+TEST(Planner, SmallestShortfallAgreesWithBruteForce) {
+  // Layers 30x too big for most chips: most instances cannot fit.
+  int compared = 0;
+  for (unsigned seed = 200; seed < 230; ++seed) {
+    Instance in = randomInstance(seed);
+    for (auto &l : in.model.layers) {
+      l.params *= 30;
+      l.stashBytes *= 30;
+    }
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fast = planPipeline(cost, in.options);
+    PlanResult slow = bruteForcePlan(cost, in.options);
+    ASSERT_EQ(fast.plans.empty(), slow.plans.empty()) << "seed " << seed;
+    if (!fast.plans.empty())
+      continue;
+    ++compared;
+    EXPECT_TRUE(same(fast.smallestShortfallBytes, slow.smallestShortfallBytes))
+        << "seed " << seed << ": planner " << fast.smallestShortfallBytes
+        << " B, brute force " << slow.smallestShortfallBytes << " B";
+  }
+  EXPECT_GE(compared, 15);
+}
+
+TEST(Planner, UniformSplitAgreesWithBruteForce) {
+  for (unsigned seed = 100; seed < 110; ++seed) {
+    Instance in = randomInstance(seed);
+    in.options.split = SplitPolicy::Uniform;
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fast = planPipeline(cost, in.options);
+    PlanResult slow = bruteForcePlan(cost, in.options);
+    double a =
+        fast.plans.empty() ? INFINITY : fast.plans[0].evaluation.iterationTime;
+    double b =
+        slow.plans.empty() ? INFINITY : slow.plans[0].evaluation.iterationTime;
+    EXPECT_TRUE(same(a, b)) << "seed " << seed;
+  }
+}
+
+TEST(Planner, NonUniformSplitBeatsUniformOnUnevenLayers) {
+  // Mixed node: A100-80 + MI250X, a model whose last layer is 8x the others.
+  Cluster cluster = loadCluster(sourcePath("examples/clusters/mixed-node.json"),
+                                testCatalog());
+  ModelDesc model;
+  model.name = "uneven";
+  for (int l = 0; l < 6; ++l) {
+    LayerDesc d;
+    d.fwdFlops = l == 5 ? 8e11 : 1e11;
+    d.bwdFlops = 2 * d.fwdFlops;
+    d.params = 1e7;
+    d.ioBytes = d.outputBytes = 1e6;
+    d.stashBytes = 1e7;
+    model.layers.push_back(d);
+  }
+  CostModel cost(model, cluster, nullptr);
+  PlannerOptions options;
+  options.globalBatch = 32;
+  options.allowSubsets = false;
+  PlannerOptions uniform = options;
+  uniform.split = SplitPolicy::Uniform;
+  PlanResult best = planPipeline(cost, options);
+  PlanResult flat = planPipeline(cost, uniform);
+  ASSERT_FALSE(best.plans.empty());
+  ASSERT_FALSE(flat.plans.empty());
+  EXPECT_LT(best.plans[0].evaluation.iterationTime,
+            flat.plans[0].evaluation.iterationTime);
+}
+
+TEST(Planner, DoesNotFitReportsTheSmallestShortfall) {
+  Cluster cluster = loadCluster(
+      sourcePath("test/plan/Inputs/clusters/tiny.json"), testCatalog());
+  ModelDesc model = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
+  CostModel cost(model, cluster, nullptr);
+  PlannerOptions options;
+  options.globalBatch = 64;
+  PlanResult r = planPipeline(cost, options);
+  EXPECT_TRUE(r.plans.empty());
+  // 175 B params * 16 B over 4 T4s is ~650 GiB each at least.
+  EXPECT_GT(r.smallestShortfallBytes, 600.0 * (1ull << 30));
+  EXPECT_TRUE(std::isfinite(r.smallestShortfallBytes));
+  EXPECT_NE(r.shortfallWhere.find("group 't4' (T4)"), std::string::npos);
+}
+
+TEST(Planner, LargeSpacesUseLocalSearchAndStillFit) {
+  Cluster cluster = loadCluster(
+      sourcePath("examples/clusters/six-vendor-1024.json"), testCatalog());
+  ModelDesc model = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
+  CostModel cost(model, cluster, nullptr);
+  PlannerOptions options;
+  options.globalBatch = 1536;
+  PlanResult r = planPipeline(cost, options);
+  EXPECT_FALSE(r.exact);
+  ASSERT_FALSE(r.plans.empty());
+  for (const auto &p : r.plans)
+    EXPECT_TRUE(p.evaluation.fits);
+  // It uses more than one vendor.
+  std::set<int> groups;
+  for (const auto &s : r.plans[0].plan.stages)
+    groups.insert(s.group);
+  EXPECT_GT(groups.size(), 1u);
+}
+
+} // namespace

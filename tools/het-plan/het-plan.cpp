@@ -1,0 +1,366 @@
+//===- het-plan.cpp - plan mixed-chip training: which chips run which layers =//
+//
+// Reads a cluster spec and a model (het IR or a model JSON), searches for
+// the fastest 1F1B pipeline plan that fits in memory, and prints it beside a
+// uniform (Megatron-style) split of the same cluster and the best plan on
+// each single-vendor subset. --evaluate scores a given plan instead.
+//
+//===----------------------------------------------------------------------===//
+#include "Benchmark.h"
+#include "Report.h"
+
+#include "het/Plan/ClusterSpec.h"
+#include "het/Plan/CostModel.h"
+#include "het/Plan/DeviceCatalog.h"
+#include "het/Plan/Error.h"
+#include "het/Plan/GanttSvg.h"
+#include "het/Plan/ModelFromIR.h"
+#include "het/Plan/Planner.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+using namespace het::plan;
+using nlohmann::json;
+
+namespace {
+
+enum ExitCode { Ok = 0, InputError = 1, NothingFits = 3 };
+
+ModelDesc loadModel(const std::string &path) {
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".mlir")
+    return loadModelMlir(path);
+  return loadModelJson(path);
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  if (!out)
+    fail(path, "", "cannot write file");
+  out << text;
+}
+
+json evaluationToJson(const Evaluation &ev) {
+  json stages = json::array();
+  for (const auto &s : ev.stages)
+    stages.push_back({{"fwd_s", s.fwd},
+                      {"bwd_s", s.bwd},
+                      {"p2p_s", s.p2p},
+                      {"sync_s", s.sync},
+                      {"update_s", s.update},
+                      {"memory_bytes", s.memoryBytes},
+                      {"capacity_bytes", s.capacityBytes}});
+  return {{"iteration_s", ev.iterationTime},
+          {"pipeline_s", ev.pipelineTime},
+          {"sync_s", ev.syncTime},
+          {"bottleneck_stage", ev.bottleneck},
+          {"fits", ev.fits},
+          {"worst_shortfall_bytes", ev.worstShortfallBytes},
+          {"stages", stages}};
+}
+
+struct Baseline {
+  std::string label;
+  PlanResult result;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"het-plan: choose which chips run which layers (pipeline "
+               "stages, data and tensor parallelism, micro-batching, "
+               "all-reduce algorithms) for one training job on a mixed "
+               "cluster, by a cost model and an exact search"};
+  std::string clusterPath, modelPath, profilesDir, catalogDir, svgPath,
+      evaluatePath, writePlanPath;
+  long globalBatch = 0;
+  int top = 3, maxMicro = 0, maxStages = 0;
+  bool asJson = false, benchmark = false, noSubsets = false, showModel = false;
+  double exhaustiveLimit = 2e5;
+  std::vector<int> tp = {1, 2, 4, 8};
+  app.add_option("--cluster", clusterPath,
+                 "cluster spec (JSON, see examples/clusters/README.md)");
+  app.add_option("--model", modelPath,
+                 "model: het IR (.mlir, ops tagged with het.layer) or a model "
+                 "JSON ({\"gpt\": {...}} or {\"layers\": [...]})");
+  app.add_option("--profiles", profilesDir,
+                 "directory of measured per-layer profiles (Sailor, Metis or "
+                 "het format); they replace the roofline for their devices");
+  app.add_option("--catalog", catalogDir,
+                 "device catalog directory (default: $HET_DEVICE_CATALOG or "
+                 "the shipped data/devices)");
+  app.add_option("--global-batch", globalBatch,
+                 "samples per iteration (default: the IR's batch, or 512 for a "
+                 "model JSON)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--top", top, "how many plans to print (best first)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--json", asJson, "print JSON instead of tables");
+  app.add_option("--svg", svgPath,
+                 "write the best plan's iteration as a Gantt chart (SVG)");
+  app.add_option("--write-plan", writePlanPath,
+                 "write the best plan as a plan JSON (input of --evaluate and "
+                 "het-opt --het-partition)");
+  app.add_option("--evaluate", evaluatePath,
+                 "score this plan JSON instead of searching: iteration time, "
+                 "per-stage times, memory per device, bottleneck");
+  app.add_option("--tensor-parallel", tp,
+                 "tensor-parallel degrees to consider (inside a node)")
+      ->delimiter(',');
+  app.add_option("--max-micro-batches", maxMicro,
+                 "largest micro-batch count to consider (0: any divisor of "
+                 "the global batch)");
+  app.add_option("--max-stages-per-group", maxStages,
+                 "most pipeline stages one device group may form (0: up to "
+                 "the layer count)");
+  app.add_option("--exhaustive-limit", exhaustiveLimit,
+                 "search every shape (exact) up to this many, local search "
+                 "above");
+  app.add_flag("--no-subsets", noSubsets,
+               "use every device group (never leave one idle)");
+  app.add_flag("--show-model", showModel,
+               "print the per-layer costs the planner uses (per sample: "
+               "FLOPs, bytes; parameters) and stop");
+  app.add_flag("--benchmark", benchmark,
+               "print the planner's scaling table (layers x devices x kinds "
+               "-> planning time) and its speed against brute force");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::string catalogPath =
+        catalogDir.empty() ? DeviceCatalog::defaultDirectory() : catalogDir;
+    DeviceCatalog catalog = DeviceCatalog::loadDirectory(catalogPath);
+    if (benchmark) {
+      runBenchmark(std::cout, catalog);
+      return Ok;
+    }
+    if (clusterPath.empty() || modelPath.empty()) {
+      std::cerr
+          << "het-plan: --cluster and --model are required (see --help)\n";
+      return InputError;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Cluster cluster = loadCluster(clusterPath, catalog);
+    ModelDesc model = loadModel(modelPath);
+    if (model.layers.empty())
+      fail(modelPath, "", "the model has no layers");
+    if (showModel) {
+      printModel(std::cout, model);
+      return Ok;
+    }
+    ProfileSet profiles;
+    if (!profilesDir.empty()) {
+      profiles.loadDirectory(profilesDir, catalog);
+      profiles.checkLayerCount(model.layers.size());
+    }
+    if (globalBatch == 0)
+      globalBatch = model.batch > 0 ? model.batch : 512;
+    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles);
+
+    if (!evaluatePath.empty()) {
+      json doc;
+      {
+        std::ifstream in(evaluatePath);
+        if (!in)
+          fail(evaluatePath, "", "cannot open file");
+        try {
+          doc = json::parse(in);
+        } catch (const json::parse_error &e) {
+          fail(evaluatePath, "", std::string("not valid JSON: ") + e.what());
+        }
+      }
+      Plan plan = planFromJson(doc, evaluatePath, cluster, model);
+      Evaluation ev = cost.evaluate(plan);
+      if (!ev.problem.empty() && ev.problem != "does not fit in device memory")
+        fail(evaluatePath, "stages", ev.problem);
+      if (asJson) {
+        std::cout << evaluationToJson(ev).dump(2) << "\n";
+      } else {
+        std::cout << "het-plan: evaluating " << evaluatePath << " on "
+                  << cluster.name << " for " << model.name << "\n"
+                  << "predicted iteration " << formatSeconds(ev.iterationTime)
+                  << " (pipeline " << formatSeconds(ev.pipelineTime)
+                  << " + gradient sync and optimizer "
+                  << formatSeconds(ev.syncTime) << "), bottleneck s"
+                  << ev.bottleneck << "\n";
+        printPlan(std::cout, cost, plan, ev);
+        if (!ev.fits)
+          std::cout << "does not fit: a device is short by "
+                    << formatBytes(ev.worstShortfallBytes) << "\n";
+      }
+      if (!svgPath.empty())
+        writeFile(svgPath, renderGanttSvg(cost, plan, ev));
+      return Ok;
+    }
+
+    PlannerOptions options;
+    options.globalBatch = globalBatch;
+    options.topK = top;
+    options.tensorParallel = tp;
+    options.maxMicroBatches = maxMicro;
+    options.maxStagesPerGroup = maxStages;
+    options.exhaustiveLimit = exhaustiveLimit;
+    options.allowSubsets = !noSubsets;
+    PlanResult best = planPipeline(cost, options);
+
+    // Baselines: the same cluster split uniformly, and each vendor alone.
+    std::vector<Baseline> baselines;
+    {
+      PlannerOptions uniform = options;
+      uniform.topK = 1;
+      uniform.split = SplitPolicy::Uniform;
+      uniform.allowSubsets = false;
+      baselines.push_back({"uniform layer split, all groups (Megatron-style)",
+                           planPipeline(cost, uniform)});
+    }
+    // Single-vendor subsets; when every group has one vendor, single-kind.
+    std::map<std::string, std::vector<int>> byVendor;
+    for (size_t g = 0; g < cluster.groups.size(); ++g)
+      byVendor[cluster.groups[g].spec->vendor].push_back(int(g));
+    if (byVendor.size() == 1) {
+      byVendor.clear();
+      for (size_t g = 0; g < cluster.groups.size(); ++g)
+        byVendor[cluster.groups[g].kind].push_back(int(g));
+    }
+    std::vector<std::unique_ptr<Cluster>> subsets;
+    std::vector<std::unique_ptr<CostModel>> subsetCosts;
+    if (byVendor.size() > 1)
+      for (const auto &[vendor, groups] : byVendor) {
+        subsets.push_back(std::make_unique<Cluster>(cluster.subset(groups)));
+        subsetCosts.push_back(std::make_unique<CostModel>(
+            model, *subsets.back(), profiles.empty() ? nullptr : &profiles));
+        PlannerOptions single = options;
+        single.topK = 1;
+        std::string label = vendor + " only (";
+        for (size_t i = 0; i < groups.size(); ++i)
+          label += (i ? ", " : "") + cluster.groups[groups[i]].kind;
+        label +=
+            ", " + std::to_string(subsets.back()->deviceCount()) + " devices)";
+        baselines.push_back({label, planPipeline(*subsetCosts.back(), single)});
+      }
+    double total =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+
+    double bestTime = best.plans.empty()
+                          ? INFINITY
+                          : best.plans.front().evaluation.iterationTime;
+    if (asJson) {
+      json out;
+      out["model"] = model.name;
+      out["cluster"] = cluster.name;
+      out["exact"] = best.exact;
+      out["planning_seconds"] = total;
+      out["plans"] = json::array();
+      for (const auto &p : best.plans) {
+        json pj = planToJson(p.plan, cluster, model);
+        pj["predicted"] = evaluationToJson(p.evaluation);
+        out["plans"].push_back(pj);
+      }
+      if (best.plans.empty())
+        out["does_not_fit"] = {
+            {"smallest_shortfall_bytes", best.smallestShortfallBytes},
+            {"where", best.shortfallWhere}};
+      out["baselines"] = json::array();
+      for (const auto &b : baselines) {
+        json bj = {{"name", b.label}};
+        if (b.result.plans.empty()) {
+          bj["fits"] = false;
+        } else {
+          double t = b.result.plans.front().evaluation.iterationTime;
+          bj["iteration_s"] = t;
+          bj["speedup"] = t / bestTime;
+        }
+        out["baselines"].push_back(bj);
+      }
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << "het-plan: model " << model.name << " ("
+                << model.layers.size() << " layers, "
+                << model.totalParams() / 1e9 << " B parameters, " << model.dtype
+                << "), cluster " << cluster.name << " ("
+                << cluster.deviceCount() << " devices in "
+                << cluster.groups.size() << " groups), global batch "
+                << globalBatch << "\n";
+      std::cout << "search: " << best.shapes << " shapes, "
+                << (best.exact ? "exact (branch and bound)"
+                               : "local search (space too large to enumerate)")
+                << ", " << best.shapesEvaluated << " evaluated, "
+                << best.shapesPruned << " pruned; planning took "
+                << formatSeconds(total) << " in all\n";
+      if (!profiles.empty())
+        std::cout << "profiles: " << profiles.size()
+                  << " tables (measured times replace the roofline)\n";
+      if (best.plans.empty()) {
+        if (std::isfinite(best.smallestShortfallBytes))
+          std::cout << "does not fit: no plan fits in device memory; the "
+                       "smallest shortfall is "
+                    << formatBytes(best.smallestShortfallBytes) << " on "
+                    << best.shortfallWhere << "\n";
+        else
+          std::cout << "no plan: " << best.shortfallWhere << "\n";
+      }
+      for (size_t i = 0; i < best.plans.size(); ++i) {
+        const auto &p = best.plans[i];
+        std::cout << "\nplan " << i + 1 << ": iteration "
+                  << formatSeconds(p.evaluation.iterationTime) << " (pipeline "
+                  << formatSeconds(p.evaluation.pipelineTime)
+                  << " + gradient sync and optimizer "
+                  << formatSeconds(p.evaluation.syncTime) << "), "
+                  << p.plan.microBatches << " micro-batches, 1F1B\n";
+        printPlan(std::cout, cost, p.plan, p.evaluation);
+      }
+      std::cout << "\ncompared with (same global batch):\n";
+      for (const auto &b : baselines) {
+        std::cout << "  " << b.label << ": ";
+        if (b.result.plans.empty()) {
+          if (std::isfinite(b.result.smallestShortfallBytes))
+            std::cout << "does not fit (short by "
+                      << formatBytes(b.result.smallestShortfallBytes) << ")\n";
+          else
+            std::cout << "impossible: " << b.result.shortfallWhere << "\n";
+          continue;
+        }
+        if (best.plans.empty()) {
+          std::cout << formatSeconds(
+                           b.result.plans.front().evaluation.iterationTime)
+                    << "\n";
+          continue;
+        }
+        double t = b.result.plans.front().evaluation.iterationTime;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.2fx", t / bestTime);
+        std::cout << formatSeconds(t) << ", chosen plan is " << buf
+                  << " faster\n";
+      }
+    }
+    if (best.plans.empty())
+      return NothingFits;
+    if (!svgPath.empty())
+      writeFile(svgPath, renderGanttSvg(cost, best.plans.front().plan,
+                                        best.plans.front().evaluation));
+    if (!writePlanPath.empty()) {
+      json pj = planToJson(best.plans.front().plan, cluster, model);
+      pj["predicted"] = evaluationToJson(best.plans.front().evaluation);
+      writeFile(writePlanPath, pj.dump(2) + "\n");
+    }
+    return Ok;
+  } catch (const PlanError &e) {
+    std::cerr << "het-plan: error: " << e.what() << "\n";
+    return InputError;
+  } catch (const std::exception &e) {
+    // A field the readers do not check by name: still an input error, not a
+    // crash; name the inputs.
+    std::cerr << "het-plan: error: " << clusterPath << ", " << modelPath
+              << (evaluatePath.empty() ? "" : ", " + evaluatePath)
+              << (profilesDir.empty() ? "" : ", " + profilesDir)
+              << ": malformed input: " << e.what() << "\n";
+    return InputError;
+  }
+}
