@@ -3,7 +3,8 @@
 # cluster. Installs and builds what is missing, then runs every stage of the
 # pipeline that exists today and says what it did: the IR stages, the
 # training step (het-autodiff + het-fuse) trained for 50 steps by the
-# reference evaluator, and hetccl. Native code (het-compile) and multi-rank
+# reference evaluator, the plan for the mixed A100+MI250X node (het-plan)
+# and the partitioned step (het-partition), and hetccl. Native code (het-compile) and multi-rank
 # training (het-run) are not built yet, and it says so.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,11 +27,15 @@ echo "het: built the training step (het-autodiff, het-fuse: $fused fused ops) ->
 echo "het: 50 SGD steps in the reference evaluator (seeded data and initialization):"
 "$here/build/bin/het-eval" "$out/train.mlir" --random-inputs 1 --steps 50 > "$out/trace.txt"
 sed -n '1p;10p;20p;30p;40p;50p' "$out/trace.txt" | sed 's/^/het:   /'
-"$opt" "$here/examples/partitioned/mlp_two_stages.mlir" -canonicalize -o "$out/partitioned.mlir"
+cluster="$here/examples/clusters/mixed-node.json"
+"$here/build/bin/het-plan" --cluster "$cluster" --model "$out/train.mlir" \
+  --write-plan "$out/plan.json" > "$out/plan.txt"
+echo "het: het-plan on $(basename "$cluster") (4 A100 + 4 MI250X):"
+sed -n '1,2p;/^plan 1/,/^$/p;/^compared with/,$p' "$out/plan.txt" | sed 's/^/het:   /'
+"$opt" "$out/train.mlir" --het-partition="plan=$out/plan.json" -o "$out/partitioned.mlir"
 stages=$(grep -c 'het.stage @' "$out/partitioned.mlir")
 collectives=$(grep -cE 'het\.(all_reduce|all_gather|reduce_scatter|broadcast|all_to_all)' "$out/partitioned.mlir")
-echo "het: verified the 2-stage placement of the same model on a mixed NVIDIA+AMD node:" \
-     "$stages stages, $collectives gradient collectives -> $out/partitioned.mlir"
+echo "het: het-partition: $stages stages, $collectives gradient all-reduces -> $out/partitioned.mlir"
 if [ -x "$here/build/bin/hetccl-bench" ]; then
   echo "het: hetccl all-reduce across 2 local ranks (sum, f32):"
   "$here/build/bin/hetccl-bench" -np 2 -b 1K -e 1M -f 32 -n 5 -w 1 > "$out/hetccl.txt" 2>&1 \

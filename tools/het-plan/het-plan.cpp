@@ -72,6 +72,19 @@ struct Baseline {
 
 } // namespace
 
+/// 17226 -> "17.2 K", 1.75e11 -> "175 B": parameter counts span 10 orders.
+static std::string humanCount(double count) {
+  const char *units[] = {"", " K", " M", " B", " T"};
+  int unit = 0;
+  while (count >= 1000 && unit < 4) {
+    count /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, count < 10 && unit ? "%.2f%s" : "%.3g%s", count, units[unit]);
+  return text;
+}
+
 int main(int argc, char **argv) {
   CLI::App app{"het-plan: choose which chips run which layers (pipeline "
                "stages, data and tensor parallelism, micro-batching, "
@@ -283,7 +296,7 @@ int main(int argc, char **argv) {
     } else {
       std::cout << "het-plan: model " << model.name << " ("
                 << model.layers.size() << " layers, "
-                << model.totalParams() / 1e9 << " B parameters, " << model.dtype
+                << humanCount(model.totalParams()) << " parameters, " << model.dtype
                 << "), cluster " << cluster.name << " ("
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
