@@ -241,6 +241,7 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
     auto p = dnnl::batch_normalization_backward::primitive_desc(desc, engine(), forwardPd);
     s.primitives.push_back(dnnl::batch_normalization_backward(p));
     s.scratch.resize(channels);
+    s.scratch3.assign(channels, 0.0f); // the shift: unused by the gradient, required by oneDNN
     if (relu)
       s.scratch2.resize(count);
   });
@@ -261,6 +262,7 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
       {DNNL_ARG_SRC, wrap(data, c.operand(first))},
       {DNNL_ARG_DIFF_DST, wrap(data, dy)},
       {DNNL_ARG_SCALE, wrap(vec, c.operand(first + 1))},
+      {DNNL_ARG_SHIFT, wrap(vec, s.scratch3.data())},
       {DNNL_ARG_MEAN, wrap(vec, c.operand(first + 2))},
       {DNNL_ARG_VARIANCE, wrap(vec, s.scratch.data())},
       {DNNL_ARG_DIFF_SRC, wrap(data, c.result(0))},

@@ -292,8 +292,10 @@ int main(int argc, char **argv) {
   auto removeObject = llvm::make_scope_exit([&] { llvm::sys::fs::remove(objectPath); });
   std::string driver;
   if (!linker.empty()) {
-    auto found = llvm::sys::findProgramByName(linker);
-    if (!found)
+    auto found = llvm::StringRef(linker).contains('/')
+                     ? llvm::ErrorOr<std::string>(linker.getValue())
+                     : llvm::sys::findProgramByName(linker);
+    if (!found || !llvm::sys::fs::can_execute(*found))
       return fail("linker '" + linker + "' not found (--linker names a compiler driver such "
                   "as clang-19 or cc)");
     driver = *found;

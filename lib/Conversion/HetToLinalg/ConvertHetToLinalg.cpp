@@ -64,7 +64,10 @@ struct ConvertHetToLinalgPass
 
     SmallVector<Operation *> work;
     bool unsupported = false;
-    module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    // Only function bodies compute; module-level het ops (het.cluster and
+    // its device groups) describe placement and are left alone.
+    for (auto function : module.getOps<func::FuncOp>())
+    function.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (!isa<HetDialect>(op->getDialect()))
         return WalkResult::advance();
       if (isLoweredToLinalg(op) || isLoweredToRuntimeCall(op)) {
