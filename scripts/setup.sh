@@ -37,4 +37,9 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/scripts/requirements.txt"
+# A real data set for the compiled MLP: scikit-learn's bundled 8x8 digits as
+# .npz train/test files (idempotent).
+if [ ! -f "$here/build/data/digits_test.npz" ]; then
+  "$venv/bin/python" "$here/scripts/make_digits.py" "$here/build/data"
+fi
 echo "setup: done"

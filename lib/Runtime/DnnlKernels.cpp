@@ -2,8 +2,10 @@
 //
 // Dense layers, convolutions and batch normalization on oneDNN (v2.6 API).
 // Shapes are fixed per call site, so each site's primitives are created
-// once and kept, keyed by the site's constant meta array. Buffers are used
-// in place in het's layouts (NCHW, OIHW, [out, in]) -- no reorders.
+// once and kept, keyed by the site's constant meta array. Matmuls and batch
+// norm use het's buffers in place (NCHW, OIHW, [out, in]); convolutions let
+// oneDNN pick its blocked layouts (its plain-layout convolutions fall back
+// to slow GEMM code) and reorder in and out.
 //
 // Batch norm + ReLU runs forward with oneDNN's fuse_norm_relu; the fused
 // gradient masks dy by the fused output (> 0, the same test the reference
@@ -52,12 +54,54 @@ dnnl::memory wrap(const dnnl::memory::desc &md, void *p) {
   return dnnl::memory(md, engine(), p);
 }
 
+/// A tensor handed to a primitive in the layout the primitive chose
+/// (blocked, e.g. nChw16c, for the JIT convolutions): reordered from het's
+/// plain layout on the way in, back on the way out, through a buffer kept
+/// with the call site. No reorder when the layouts agree.
+struct Staging {
+  dnnl::memory::desc user, inner;
+  bool reorder = false;
+  std::unique_ptr<void, decltype(&std::free)> buffer{nullptr, &std::free};
+  dnnl::primitive toInner, toUser;
+
+  void init(const dnnl::memory::desc &userDesc, const dnnl::memory::desc &innerDesc) {
+    user = userDesc;
+    inner = innerDesc;
+    reorder = user != inner;
+    if (!reorder)
+      return;
+    buffer.reset(std::aligned_alloc(64, (inner.get_size() + 63) / 64 * 64));
+    toInner = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
+    toUser = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), inner, engine(), user));
+  }
+  /// The memory to pass for an input stored at `p`.
+  dnnl::memory input(void *p) {
+    dnnl::memory plainMemory(user, engine(), p);
+    if (!reorder)
+      return plainMemory;
+    dnnl::memory staged(inner, engine(), buffer.get());
+    toInner.execute(stream(), {{DNNL_ARG_FROM, plainMemory}, {DNNL_ARG_TO, staged}});
+    return staged;
+  }
+  /// The memory to pass for an output that belongs at `p`; call
+  /// `finish(p)` after the primitive ran.
+  dnnl::memory output(void *p) {
+    return reorder ? dnnl::memory(inner, engine(), buffer.get()) : dnnl::memory(user, engine(), p);
+  }
+  void finish(void *p) {
+    if (reorder)
+      toUser.execute(stream(), {{DNNL_ARG_FROM, dnnl::memory(inner, engine(), buffer.get())},
+                                {DNNL_ARG_TO, dnnl::memory(user, engine(), p)}});
+  }
+};
+
 /// One primitive set per call site.
 struct Site {
   std::vector<dnnl::primitive> primitives;
   std::vector<dnnl::memory::desc> descs;
   std::vector<float> scratch, scratch2, scratch3;
   std::vector<uint8_t> workspace;
+  Staging staged[3];
 };
 
 template <typename Build> Site &site(const int64_t *meta, Build build) {
@@ -166,18 +210,22 @@ Conv convShape(const KernelCall &c, const std::vector<int64_t> &x,
   return v;
 }
 
+dnnl::memory::desc anyLayout(const dims &d) { return dnnl::memory::desc(d, dt::f32, tag::any); }
+
 dnnl::convolution_forward::primitive_desc convForwardPd(const Conv &v, bool withBias) {
   auto biasMd = dnnl::memory::desc({v.weights.size() == 5 ? v.weights[0] * v.weights[1]
                                                            : v.weights[0]},
                                    dt::f32, tag::x);
   auto desc = withBias ? dnnl::convolution_forward::desc(
                              dnnl::prop_kind::forward_training,
-                             dnnl::algorithm::convolution_direct, v.srcMd, v.weightsMd, biasMd,
-                             v.dstMd, v.strides, v.dilation, v.padding, v.padding)
+                             dnnl::algorithm::convolution_direct, anyLayout(v.src),
+                             anyLayout(v.weights), biasMd, anyLayout(v.dst), v.strides,
+                             v.dilation, v.padding, v.padding)
                        : dnnl::convolution_forward::desc(
                              dnnl::prop_kind::forward_training,
-                             dnnl::algorithm::convolution_direct, v.srcMd, v.weightsMd, v.dstMd,
-                             v.strides, v.dilation, v.padding, v.padding);
+                             dnnl::algorithm::convolution_direct, anyLayout(v.src),
+                             anyLayout(v.weights), anyLayout(v.dst), v.strides, v.dilation,
+                             v.padding, v.padding);
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
@@ -304,7 +352,7 @@ void hetrt_dnnl_linear(const int64_t *meta, void *const *buffers) {
             &biasMd);
 }
 
-/// dx = dy w, dw = dy^T x, db = sum_rows dy.
+/// dx = dy w (unless unused, attribute 0), dw = dy^T x, db = sum_rows dy.
 void hetrt_dnnl_linear_grad(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   const auto &x = c.operandShape(1);
@@ -315,7 +363,8 @@ void hetrt_dnnl_linear_grad(const int64_t *meta, void *const *buffers) {
     s.primitives.push_back(buildMatmul(dx, nullptr));
     s.primitives.push_back(buildMatmul(dw, nullptr));
   });
-  runMatmul(s, 0, dx, c.operand(0), c.operand(2), c.result(0));
+  if (!c.attribute(0)) // the input gradient is used
+    runMatmul(s, 0, dx, c.operand(0), c.operand(2), c.result(0));
   runMatmul(s, 1, dw, c.operand(0), c.operand(1), c.result(1));
   const float *dy = c.operand(0);
   float *db = c.result(2);
@@ -331,15 +380,20 @@ void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers) {
   Conv v = convShape(c, c.operandShape(0), c.operandShape(1), c.resultShape(0));
   bool hasBias = c.numOperands == 3;
   Site &s = site(meta, [&](Site &s) {
-    s.primitives.push_back(dnnl::convolution_forward(convForwardPd(v, hasBias)));
+    auto pd = convForwardPd(v, hasBias);
+    s.primitives.push_back(dnnl::convolution_forward(pd));
+    s.staged[0].init(v.srcMd, pd.src_desc());
+    s.staged[1].init(v.weightsMd, pd.weights_desc());
+    s.staged[2].init(v.dstMd, pd.dst_desc());
   });
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(v.srcMd, c.operand(0))},
-                                             {DNNL_ARG_WEIGHTS, wrap(v.weightsMd, c.operand(1))},
-                                             {DNNL_ARG_DST, wrap(v.dstMd, c.result(0))}};
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, s.staged[0].input(c.operand(0))},
+                                             {DNNL_ARG_WEIGHTS, s.staged[1].input(c.operand(1))},
+                                             {DNNL_ARG_DST, s.staged[2].output(c.result(0))}};
   if (hasBias)
     args.emplace(DNNL_ARG_BIAS,
                  wrap(dnnl::memory::desc({v.dst[1]}, dt::f32, tag::x), c.operand(2)));
   s.primitives[0].execute(stream(), args);
+  s.staged[2].finish(c.result(0));
   stream().wait();
 }
 
@@ -348,15 +402,20 @@ void hetrt_dnnl_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   Conv v = convShape(c, c.resultShape(0), c.operandShape(1), c.operandShape(0));
   Site &s = site(meta, [&](Site &s) {
-    auto desc = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
-                                                      v.srcMd, v.weightsMd, v.dstMd, v.strides,
-                                                      v.dilation, v.padding, v.padding);
-    s.primitives.push_back(dnnl::convolution_backward_data(
-        dnnl::convolution_backward_data::primitive_desc(desc, engine(), convForwardPd(v, false))));
+    auto desc = dnnl::convolution_backward_data::desc(
+        dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),
+        anyLayout(v.dst), v.strides, v.dilation, v.padding, v.padding);
+    auto pd = dnnl::convolution_backward_data::primitive_desc(desc, engine(),
+                                                              convForwardPd(v, false));
+    s.primitives.push_back(dnnl::convolution_backward_data(pd));
+    s.staged[0].init(v.dstMd, pd.diff_dst_desc());
+    s.staged[1].init(v.weightsMd, pd.weights_desc());
+    s.staged[2].init(v.srcMd, pd.diff_src_desc());
   });
-  s.primitives[0].execute(stream(), {{DNNL_ARG_DIFF_DST, wrap(v.dstMd, c.operand(0))},
-                                     {DNNL_ARG_WEIGHTS, wrap(v.weightsMd, c.operand(1))},
-                                     {DNNL_ARG_DIFF_SRC, wrap(v.srcMd, c.result(0))}});
+  s.primitives[0].execute(stream(), {{DNNL_ARG_DIFF_DST, s.staged[0].input(c.operand(0))},
+                                     {DNNL_ARG_WEIGHTS, s.staged[1].input(c.operand(1))},
+                                     {DNNL_ARG_DIFF_SRC, s.staged[2].output(c.result(0))}});
+  s.staged[2].finish(c.result(0));
   stream().wait();
 }
 
@@ -366,15 +425,19 @@ void hetrt_dnnl_conv2d_grad_filter(const int64_t *meta, void *const *buffers) {
   Conv v = convShape(c, c.operandShape(1), c.resultShape(0), c.operandShape(0));
   Site &s = site(meta, [&](Site &s) {
     auto desc = dnnl::convolution_backward_weights::desc(
-        dnnl::algorithm::convolution_direct, v.srcMd, v.weightsMd, v.dstMd, v.strides,
-        v.dilation, v.padding, v.padding);
-    s.primitives.push_back(
-        dnnl::convolution_backward_weights(dnnl::convolution_backward_weights::primitive_desc(
-            desc, engine(), convForwardPd(v, false))));
+        dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),
+        anyLayout(v.dst), v.strides, v.dilation, v.padding, v.padding);
+    auto pd = dnnl::convolution_backward_weights::primitive_desc(desc, engine(),
+                                                                 convForwardPd(v, false));
+    s.primitives.push_back(dnnl::convolution_backward_weights(pd));
+    s.staged[0].init(v.dstMd, pd.diff_dst_desc());
+    s.staged[1].init(v.srcMd, pd.src_desc());
+    s.staged[2].init(v.weightsMd, pd.diff_weights_desc());
   });
-  s.primitives[0].execute(stream(), {{DNNL_ARG_DIFF_DST, wrap(v.dstMd, c.operand(0))},
-                                     {DNNL_ARG_SRC, wrap(v.srcMd, c.operand(1))},
-                                     {DNNL_ARG_DIFF_WEIGHTS, wrap(v.weightsMd, c.result(0))}});
+  s.primitives[0].execute(stream(), {{DNNL_ARG_DIFF_DST, s.staged[0].input(c.operand(0))},
+                                     {DNNL_ARG_SRC, s.staged[1].input(c.operand(1))},
+                                     {DNNL_ARG_DIFF_WEIGHTS, s.staged[2].output(c.result(0))}});
+  s.staged[2].finish(c.result(0));
   stream().wait();
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include <malloc.h>
 #include <omp.h>
 
 using namespace het::rt;
@@ -223,6 +224,11 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                           hetrt_entry_fn predict) {
   Options o;
   parseOptions(argc, argv, o);
+  // Each step allocates and frees the same large buffers; glibc would mmap
+  // and unmap them every time, and the page faults and zeroing cost as much
+  // as a convolution. Keeping freed memory in the heap lets steps reuse it.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   ModelInfo info;
   std::string error;
   if (!parseModelInfo(modelInfo, info, error))

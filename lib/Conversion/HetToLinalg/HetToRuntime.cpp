@@ -51,6 +51,9 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(o.getTransposeRhs());
       })
       .Case([&](LinearOp o) { words.push_back(static_cast<int64_t>(o.getActivation())); })
+      // The input gradient of a first layer (its input is data) is unused:
+      // the kernel skips that matmul.
+      .Case([&](LinearGradOp o) { words.push_back(o->getResult(0).use_empty()); })
       .Case<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>([&](auto o) {
         append(o.getStrides());
         append(o.getPadding());
