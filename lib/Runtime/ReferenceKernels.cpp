@@ -3,7 +3,8 @@
 // Every library-backed op has a reference implementation: the evaluator's
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
 // copies of the buffers. Used for ops oneDNN has no primitive for (pooling,
-// layer norm, softmax, cross-entropy, embeddings) and, with
+// layer norm, softmax, cross-entropy, embeddings; max pooling has its own
+// file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
 //
@@ -103,9 +104,7 @@ HETRT_REF(conv2d_grad_input) {
 HETRT_REF(conv2d_grad_filter) {
   store(c, 0, conv2dGradFilter(floats(c, 0), floats(c, 1), c.resultShape(0), conv(c)));
 }
-HETRT_REF(max_pool2d) { store(c, 0, maxPool2d(floats(c, 0), pool(c))); }
 HETRT_REF(avg_pool2d) { store(c, 0, avgPool2d(floats(c, 0), pool(c))); }
-HETRT_REF(max_pool2d_grad) { store(c, 0, maxPool2dGrad(floats(c, 0), floats(c, 1), pool(c))); }
 HETRT_REF(avg_pool2d_grad) { store(c, 0, avgPool2dGrad(floats(c, 0), c.resultShape(0), pool(c))); }
 HETRT_REF(batch_norm) {
   storeAll(c, batchNorm(floats(c, 0), floats(c, 1), floats(c, 2), c.floatAttribute(0), false));
