@@ -51,7 +51,9 @@ def run_torch(python, name, steps, threads):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
+    # Default one thread: on a shared, loaded machine the OpenMP barriers of
+    # both oneDNN and PyTorch slow down tenfold when a thread is descheduled.
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--torch-python", default=sys.executable,

@@ -289,6 +289,15 @@ void batchNormForward(const int64_t *meta, void *const *buffers, bool relu) {
     c.result(2)[k] = 1.0f / std::sqrt(s.scratch[k] + static_cast<float>(epsilon));
 }
 
+/// out = y > 0 ? dy : 0. Written to vectorize (no aliasing, a select, not
+/// a branch): half of a ReLU's outputs are 0 in no pattern, and a branch
+/// per element would mispredict half the time.
+void maskByPositive(float *__restrict out, const float *__restrict dy, const float *__restrict y,
+                    int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 /// Operands: dy, [relu output], x, gamma, mean, invstd.
 void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   KernelCall c(meta, buffers);
@@ -321,8 +330,7 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   float *dy = c.operand(0);
   if (relu) {
     const float *y = c.operand(1);
-    for (int64_t i = 0; i < count; ++i)
-      s.scratch2[i] = y[i] > 0 ? dy[i] : 0.0f;
+    maskByPositive(s.scratch2.data(), dy, y, count);
     dy = s.scratch2.data();
   }
   auto vec = dnnl::memory::desc({channels}, dt::f32, tag::x);
