@@ -7,10 +7,13 @@
 // oneDNN pick its blocked layouts (its plain-layout convolutions fall back
 // to slow GEMM code) and reorder in and out.
 //
-// Batch norm + ReLU runs forward with oneDNN's fuse_norm_relu; the fused
-// gradient masks dy by the fused output (> 0, the same test the reference
-// uses) and then runs the plain oneDNN backward, because the IR hands over
-// the output, not oneDNN's workspace.
+// Batch norm + ReLU runs forward with oneDNN's fuse_norm_relu, which also
+// writes a workspace (the ReLU mask). The IR hands the fused gradient the
+// forward's output, not the workspace, so the runtime finds the workspace
+// by the output's address (registered by the forward, taken once by the
+// backward) and runs oneDNN's fused backward; when the address is unknown
+// (the output was copied) it masks dy by output > 0, the reference's test,
+// and runs the plain backward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -252,6 +255,16 @@ dnnl::memory::desc bnInner(const std::vector<int64_t> &x) {
 const dnnl::normalization_flags kScaleShift =
     dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 
+/// Fused forwards' ReLU masks by output address; see the file comment.
+struct ReluMask {
+  Site *site;
+  int64_t count;
+};
+std::unordered_map<const void *, ReluMask> &reluMasks() {
+  static std::unordered_map<const void *, ReluMask> masks;
+  return masks;
+}
+
 void batchNormForward(const int64_t *meta, void *const *buffers, bool relu) {
   KernelCall c(meta, buffers);
   double epsilon = c.floatAttribute(0);
@@ -285,6 +298,8 @@ void batchNormForward(const int64_t *meta, void *const *buffers, bool relu) {
   s.primitives[0].execute(stream(), args);
   s.staged[1].finish(c.result(0));
   stream().wait();
+  if (relu)
+    reluMasks()[c.result(0)] = ReluMask{&s, product(c.operandShape(0))};
   for (int64_t k = 0; k < channels; ++k)
     c.result(2)[k] = 1.0f / std::sqrt(s.scratch[k] + static_cast<float>(epsilon));
 }
@@ -314,6 +329,20 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
                                                          0.0f, kScaleShift);
     auto p = dnnl::batch_normalization_backward::primitive_desc(desc, engine(), forwardPd);
     s.primitives.push_back(dnnl::batch_normalization_backward(p));
+    if (relu) {
+      // The fused backward, which applies the forward's workspace mask.
+      auto fusedFlags = kScaleShift | dnnl::normalization_flags::fuse_norm_relu;
+      auto fusedForward = dnnl::batch_normalization_forward::primitive_desc(
+          dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, inner, 0.0f,
+                                                  fusedFlags),
+          engine());
+      auto fused = dnnl::batch_normalization_backward::primitive_desc(
+          dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, inner, inner, 0.0f,
+                                                   fusedFlags),
+          engine(), fusedForward);
+      s.primitives.push_back(dnnl::batch_normalization_backward(fused));
+      s.descs.push_back(fused.workspace_desc());
+    }
     s.staged[0].init(data, inner); // x
     s.staged[1].init(data, inner); // dy
     s.staged[2].init(data, inner); // dx
@@ -328,10 +357,17 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   for (int64_t k = 0; k < channels; ++k)
     s.scratch[k] = 1.0f / (invStd[k] * invStd[k]);
   float *dy = c.operand(0);
+  Site *forward = nullptr;
   if (relu) {
-    const float *y = c.operand(1);
-    maskByPositive(s.scratch2.data(), dy, y, count);
-    dy = s.scratch2.data();
+    auto it = reluMasks().find(c.operand(1));
+    if (it != reluMasks().end() && it->second.count == count &&
+        it->second.site->descs[0] == s.descs[0]) {
+      forward = it->second.site;
+      reluMasks().erase(it); // one backward per forward
+    } else {
+      maskByPositive(s.scratch2.data(), dy, c.operand(1), count);
+      dy = s.scratch2.data();
+    }
   }
   auto vec = dnnl::memory::desc({channels}, dt::f32, tag::x);
   std::unordered_map<int, dnnl::memory> args{
@@ -344,7 +380,9 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
       {DNNL_ARG_DIFF_SRC, s.staged[2].output(c.result(0))},
       {DNNL_ARG_DIFF_SCALE, wrap(vec, c.result(1))},
       {DNNL_ARG_DIFF_SHIFT, wrap(vec, c.result(2))}};
-  s.primitives[0].execute(stream(), args);
+  if (forward)
+    args.emplace(DNNL_ARG_WORKSPACE, wrap(forward->descs[0], forward->workspace.data()));
+  s.primitives[forward ? 1 : 0].execute(stream(), args);
   s.staged[2].finish(c.result(0));
   stream().wait();
 }
