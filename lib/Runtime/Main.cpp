@@ -353,12 +353,18 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
       cursor += batch;
     }
     step(in.data(), out.data());
+    loss = outputs[lossOutput].f()[0];
     if (s == 0)
       warmStart = std::chrono::steady_clock::now(); // kernels are set up now
-    loss = outputs[lossOutput].f()[0];
+    // Results become the next step's arguments: swap the buffers (same
+    // sizes; the step never aliases an input with an output) instead of
+    // copying them.
     for (size_t j = 0; j < outputs.size(); ++j)
-      if (feedback[j] >= 0)
-        std::memcpy(inputs[feedback[j]].memory.get(), outputs[j].memory.get(), outputs[j].bytes);
+      if (feedback[j] >= 0) {
+        std::swap(inputs[feedback[j]], outputs[j]);
+        in[feedback[j]] = inputs[feedback[j]].memory.get();
+        out[j] = outputs[j].memory.get();
+      }
     if (!std::isfinite(loss)) {
       if (tty)
         std::printf("\n");
