@@ -264,11 +264,13 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   if (lossOutput < 0)
     die("the compiled step has no result named 'loss'");
 
+  // The batch size: the leading size of the first data (else label)
+  // argument.
   int64_t batch = -1;
-  if (dataInput >= 0)
-    batch = info.inputs[dataInput].shape.empty() ? 1 : info.inputs[dataInput].shape[0];
-  else if (labelInput >= 0)
-    batch = info.inputs[labelInput].shape.empty() ? 1 : info.inputs[labelInput].shape[0];
+  for (const char *role : {"data", "label"})
+    for (const TensorInfo &t : info.inputs)
+      if (batch < 0 && t.role == role)
+        batch = t.shape.empty() ? 1 : t.shape[0];
   if (o.batch > 0 && batch > 0 && o.batch != batch)
     die("--batch " + std::to_string(o.batch) + " does not match the model's batch size " +
         std::to_string(batch) + " (it is compiled into the model's shapes; regenerate the "
