@@ -2,9 +2,9 @@
 //
 // Every library-backed op has a reference implementation: the evaluator's
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
-// copies of the buffers. Used for ops oneDNN has no primitive for (pooling,
-// layer norm, softmax, cross-entropy, embeddings; max pooling has its own
-// file, PoolingKernels.cpp) and, with
+// copies of the buffers. Used for ops oneDNN has no primitive for and that
+// are not linalg code yet (average pooling, layer norm, cross-entropy,
+// embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
 //
@@ -130,12 +130,6 @@ HETRT_REF(layer_norm) {
 }
 HETRT_REF(layer_norm_grad) {
   storeAll(c, layerNormGrad(floats(c, 0), floats(c, 1), floats(c, 2), floats(c, 3), floats(c, 4)));
-}
-HETRT_REF(softmax) {
-  store(c, 0, softmax(floats(c, 0), c.attribute(0), c.floatAttribute(1), c.attribute(2) != 0));
-}
-HETRT_REF(softmax_grad) {
-  store(c, 0, softmaxGrad(floats(c, 0), floats(c, 1), c.attribute(0), c.floatAttribute(1)));
 }
 HETRT_REF(cross_entropy) { store(c, 0, crossEntropy(floats(c, 0), integers(c, 1))); }
 HETRT_REF(cross_entropy_grad) {

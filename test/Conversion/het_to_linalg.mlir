@@ -39,12 +39,35 @@ func.func @library(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32> 
 
 // -----
 
-// Ops oneDNN has no primitive for use het's kernels with either library.
-// CHECK-LABEL: func.func private @hetrt_ref_softmax
-// REF-LABEL: func.func private @hetrt_ref_softmax
+// Softmax is generated code: the peak and the sum are reductions along the
+// axis; with `causal` key k of query q is visible when k <= q + (K - Q).
+// CHECK-LABEL: func.func @softmax
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: %[[Q:.*]] = linalg.index 1 : index
+// CHECK: arith.cmpi sle, %[[K]],
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: arith.divf
+// CHECK-NOT: hetrt_ref_softmax
+// REF-LABEL: func.func @softmax
+// REF-NOT: call
 func.func @softmax(%x: tensor<4x16x16xf32>) -> tensor<4x16x16xf32> {
   %y = het.softmax %x {causal, scale = 2.5e-01 : f64} : tensor<4x16x16xf32>
   return %y : tensor<4x16x16xf32>
+}
+
+// -----
+
+// Ops without a linalg lowering or a oneDNN primitive call het's kernels
+// with either library.
+// CHECK-LABEL: func.func private @hetrt_ref_layer_norm
+// REF-LABEL: func.func private @hetrt_ref_layer_norm
+func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<4x16x32xf32> {
+  %y, %m, %r = het.layer_norm %x, %g, %b : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  return %y : tensor<4x16x32xf32>
 }
 
 // -----

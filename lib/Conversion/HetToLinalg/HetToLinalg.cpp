@@ -147,6 +147,71 @@ Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorType res
   return b.create<tensor::ExpandShapeOp>(loc, resultType, flat, group(resultType.getRank()));
 }
 
+/// Reduces `inputs` (same shape) along `axis` with `combine(acc, args, ivs)`
+/// starting from `init`; the result drops the axis.
+Value buildAxisReduction(OpBuilder &b, Location loc, ValueRange inputs, int64_t axis,
+                         double init,
+                         function_ref<Value(OpBuilder &, Location, Value, ValueRange)> combine) {
+  auto type = cast<RankedTensorType>(inputs.front().getType());
+  int64_t n = type.getRank();
+  MLIRContext *context = b.getContext();
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators(n, utils::IteratorType::parallel);
+  for (int64_t d = 0; d < n; ++d) {
+    if (d == axis) {
+      iterators[d] = utils::IteratorType::reduction;
+      continue;
+    }
+    shape.push_back(type.getDimSize(d));
+    outExprs.push_back(getAffineDimExpr(d, context));
+  }
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  Value empty = b.create<tensor::EmptyOp>(loc, shape, type.getElementType());
+  Value start = constantLike(b, loc, type.getElementType(), init);
+  Value filled = b.create<linalg::FillOp>(loc, start, empty).getResult(0);
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(n));
+  maps.push_back(AffineMap::get(n, 0, outExprs, context));
+  auto generic = b.create<linalg::GenericOp>(
+      loc, TypeRange{resultType}, inputs, ValueRange{filled}, maps, iterators,
+      [&](OpBuilder &nested, Location l, ValueRange args) {
+        nested.create<linalg::YieldOp>(
+            l, combine(nested, l, args.back(), args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
+/// Maps a tensor reduced along `axis` back onto the full iteration space.
+AffineMap droppedAxisMap(MLIRContext *context, int64_t rank, int64_t axis) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      exprs.push_back(getAffineDimExpr(d, context));
+  return AffineMap::get(rank, 0, exprs, context);
+}
+
+/// A parallel linalg.generic over `resultType` reading full-shape `inputs`
+/// and axis-reduced `reduced` tensors.
+Value buildWithReduced(OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
+                       ValueRange reduced, int64_t axis,
+                       function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  int64_t n = resultType.getRank();
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(n));
+  for (size_t i = 0; i < reduced.size(); ++i)
+    maps.push_back(droppedAxisMap(b.getContext(), n, axis));
+  maps.push_back(b.getMultiDimIdentityMap(n));
+  SmallVector<Value> all(inputs);
+  all.append(reduced.begin(), reduced.end());
+  Value init = b.create<tensor::EmptyOp>(loc, resultType.getShape(), resultType.getElementType());
+  SmallVector<utils::IteratorType> iterators(n, utils::IteratorType::parallel);
+  auto generic = b.create<linalg::GenericOp>(
+      loc, TypeRange{resultType}, all, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nested, Location l, ValueRange args) {
+        nested.create<linalg::YieldOp>(l, body(nested, l, args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
 /// The learning rate the executable runs with: `--lr` when given, else the
 /// one compiled in. Asked once per update, so one binary serves any rate.
 Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double compiled,
@@ -166,7 +231,7 @@ Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double comp
 bool mlir::het::isLoweredToLinalg(Operation *op) {
   return isa<ReluOp, ReluGradOp, GeluOp, GeluGradOp, AddOp, SubOp, MulOp, ElementwiseOp,
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
-             SGDOp, AdamOp, TransferOp>(op);
+             SoftmaxOp, SoftmaxGradOp, SGDOp, AdamOp, TransferOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *op) {
@@ -329,6 +394,94 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         Value init = b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
         auto transpose = b.create<linalg::TransposeOp>(loc, o.getInput(), init, o.getPermutation());
         return SmallVector<Value>{transpose.getResult()[0]};
+      })
+      .Case([&](SoftmaxOp o) -> FailureOr<SmallVector<Value>> {
+        // As lib/Eval's softmax: scale, then with `causal` key k of query q
+        // (the second-last dimension) is visible when k <= q + (K - Q);
+        // masked entries are 0.
+        RankedTensorType type = resultType();
+        int64_t n = type.getRank();
+        int64_t axis = o.getAxis() < 0 ? o.getAxis() + n : o.getAxis();
+        double scale = o.getScale().convertToDouble();
+        bool causal = o.getCausal();
+        int64_t keys = type.getDimSize(axis);
+        int64_t queries = causal ? type.getDimSize(n - 2) : 1;
+        auto visible = [&](OpBuilder &nb, Location l) -> Value {
+          if (!causal)
+            return nb.create<arith::ConstantIntOp>(l, 1, 1);
+          Value k = nb.create<linalg::IndexOp>(l, axis);
+          Value q = nb.create<linalg::IndexOp>(l, n - 2);
+          Value shift = nb.create<arith::ConstantIndexOp>(l, keys - queries);
+          Value limit = nb.create<arith::AddIOp>(l, q, shift);
+          return nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sle, k, limit);
+        };
+        auto scaled = [&](OpBuilder &nb, Location l, Value x) -> Value {
+          return nb.create<arith::MulFOp>(l, cst(nb, l, x, scale), x);
+        };
+        Value peak = buildAxisReduction(
+            b, loc, {o.getInput()}, axis, -INFINITY,
+            [&](OpBuilder &nb, Location l, Value acc, ValueRange a) -> Value {
+              Value v = nb.create<arith::SelectOp>(l, visible(nb, l), scaled(nb, l, a[0]),
+                                                   cst(nb, l, acc, -INFINITY));
+              return nb.create<arith::MaximumFOp>(l, acc, v);
+            });
+        auto shiftedExp = [&](OpBuilder &nb, Location l, Value x, Value p) -> Value {
+          return nb.create<math::ExpOp>(l, nb.create<arith::SubFOp>(l, scaled(nb, l, x), p));
+        };
+        // The sum needs the peak per line: read it through the output map.
+        int64_t rank = n;
+        SmallVector<AffineExpr> outExprs;
+        for (int64_t d = 0; d < rank; ++d)
+          if (d != axis)
+            outExprs.push_back(getAffineDimExpr(d, b.getContext()));
+        auto lineType = cast<RankedTensorType>(peak.getType());
+        Value empty = b.create<tensor::EmptyOp>(loc, lineType.getShape(), lineType.getElementType());
+        Value zero = constantLike(b, loc, lineType.getElementType(), 0.0);
+        Value filled = b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+        SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+        iterators[axis] = utils::IteratorType::reduction;
+        SmallVector<AffineMap> maps{b.getMultiDimIdentityMap(rank),
+                                    droppedAxisMap(b.getContext(), rank, axis),
+                                    droppedAxisMap(b.getContext(), rank, axis)};
+        Value sum = b.create<linalg::GenericOp>(
+                         loc, TypeRange{lineType}, ValueRange{o.getInput(), peak},
+                         ValueRange{filled}, maps, iterators,
+                         [&](OpBuilder &nb, Location l, ValueRange args) {
+                           Value e = nb.create<arith::SelectOp>(
+                               l, visible(nb, l), shiftedExp(nb, l, args[0], args[1]),
+                               cst(nb, l, args[0], 0.0));
+                           nb.create<linalg::YieldOp>(
+                               l, ValueRange{nb.create<arith::AddFOp>(l, args[2], e)});
+                         })
+                        .getResult(0);
+        Value y = buildWithReduced(b, loc, type, {o.getInput()}, {peak, sum}, axis,
+                                   [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                     Value value = nb.create<arith::DivFOp>(
+                                         l, shiftedExp(nb, l, a[0], a[1]), a[2]);
+                                     return nb.create<arith::SelectOp>(
+                                         l, visible(nb, l), value, cst(nb, l, a[0], 0.0));
+                                   });
+        return SmallVector<Value>{y};
+      })
+      .Case([&](SoftmaxGradOp o) -> FailureOr<SmallVector<Value>> {
+        // dx = scale * y * (dy - sum_k dy y).
+        RankedTensorType type = resultType();
+        int64_t n = type.getRank();
+        int64_t axis = o.getAxis() < 0 ? o.getAxis() + n : o.getAxis();
+        double scale = o.getScale().convertToDouble();
+        Value dot = buildAxisReduction(
+            b, loc, {o.getGradOutput(), o.getOutput()}, axis, 0.0,
+            [&](OpBuilder &nb, Location l, Value acc, ValueRange a) -> Value {
+              return nb.create<arith::AddFOp>(l, acc, nb.create<arith::MulFOp>(l, a[0], a[1]));
+            });
+        Value dx = buildWithReduced(
+            b, loc, type, {o.getGradOutput(), o.getOutput()}, {dot}, axis,
+            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              Value diff = nb.create<arith::SubFOp>(l, a[0], a[2]);
+              Value sy = nb.create<arith::MulFOp>(l, cst(nb, l, a[1], scale), a[1]);
+              return nb.create<arith::MulFOp>(l, sy, diff);
+            });
+        return SmallVector<Value>{dx};
       })
       .Case([&](TransferOp o) -> FailureOr<SmallVector<Value>> {
         // One host: a transfer between device kinds moves nothing.
