@@ -3,8 +3,8 @@
 // Every library-backed op has a reference implementation: the evaluator's
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
 // copies of the buffers. Used for ops oneDNN has no primitive for and that
-// are not linalg code yet (average pooling, layer norm, cross-entropy,
-// embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
+// are not linalg code yet (average pooling, batch norm inference,
+// cross-entropy, embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
 //
@@ -124,12 +124,6 @@ HETRT_REF(batch_norm_relu_grad) {
   Tensor<float> output = floats(c, 1);
   storeAll(c, batchNormGrad(floats(c, 0), &output, floats(c, 2), floats(c, 3), floats(c, 4),
                             floats(c, 5)));
-}
-HETRT_REF(layer_norm) {
-  storeAll(c, layerNorm(floats(c, 0), floats(c, 1), floats(c, 2), c.floatAttribute(0)));
-}
-HETRT_REF(layer_norm_grad) {
-  storeAll(c, layerNormGrad(floats(c, 0), floats(c, 1), floats(c, 2), floats(c, 3), floats(c, 4)));
 }
 HETRT_REF(cross_entropy) { store(c, 0, crossEntropy(floats(c, 0), integers(c, 1))); }
 HETRT_REF(cross_entropy_grad) {

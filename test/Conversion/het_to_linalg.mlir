@@ -62,9 +62,23 @@ func.func @softmax(%x: tensor<4x16x16xf32>) -> tensor<4x16x16xf32> {
 // -----
 
 // Ops without a linalg lowering or a oneDNN primitive call het's kernels
-// with either library.
-// CHECK-LABEL: func.func private @hetrt_ref_layer_norm
-// REF-LABEL: func.func private @hetrt_ref_layer_norm
+// with either library (they range-check indices).
+// CHECK-LABEL: func.func private @hetrt_ref_embedding
+// REF-LABEL: func.func private @hetrt_ref_embedding
+func.func @embedding(%t: tensor<64x32xf32>, %i: tensor<4x16xi64>) -> tensor<4x16x32xf32> {
+  %y = het.embedding %t, %i : tensor<64x32xf32>, tensor<4x16xi64> -> tensor<4x16x32xf32>
+  return %y : tensor<4x16x32xf32>
+}
+
+// -----
+
+// Layer norm over the last dimension: row sums, then the biased variance
+// around the mean, then the normalized, scaled output.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-COUNT-2: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: math.sqrt
+// CHECK: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-NOT: call
 func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<4x16x32xf32> {
   %y, %m, %r = het.layer_norm %x, %g, %b : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>
   return %y : tensor<4x16x32xf32>

@@ -212,6 +212,33 @@ Value buildWithReduced(OpBuilder &b, Location loc, RankedTensorType resultType, 
   return generic.getResult(0);
 }
 
+/// One linalg.generic with explicit maps and iterators; `body` gets the
+/// input scalars then the output accumulators and returns the new outputs.
+SmallVector<Value> buildGeneric(OpBuilder &b, Location loc, ValueRange inputs,
+                                ArrayRef<AffineMap> inputMaps, ValueRange inits,
+                                ArrayRef<AffineMap> outputMaps,
+                                ArrayRef<utils::IteratorType> iterators,
+                                function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(outputMaps.begin(), outputMaps.end());
+  SmallVector<Type> types;
+  for (Value init : inits)
+    types.push_back(init.getType());
+  auto generic = b.create<linalg::GenericOp>(
+      loc, types, inputs, inits, maps, iterators,
+      [&](OpBuilder &nested, Location l, ValueRange args) {
+        nested.create<linalg::YieldOp>(l, body(nested, l, args));
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
+/// A tensor of `shape` filled with `value`.
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type element,
+                   double value) {
+  Value empty = b.create<tensor::EmptyOp>(loc, shape, element);
+  return b.create<linalg::FillOp>(loc, constantLike(b, loc, element, value), empty).getResult(0);
+}
+
 /// The learning rate the executable runs with: `--lr` when given, else the
 /// one compiled in. Asked once per update, so one binary serves any rate.
 Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double compiled,
@@ -231,7 +258,8 @@ Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double comp
 bool mlir::het::isLoweredToLinalg(Operation *op) {
   return isa<ReluOp, ReluGradOp, GeluOp, GeluGradOp, AddOp, SubOp, MulOp, ElementwiseOp,
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
-             SoftmaxOp, SoftmaxGradOp, SGDOp, AdamOp, TransferOp>(op);
+             SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, SGDOp, AdamOp,
+             TransferOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *op) {
@@ -482,6 +510,116 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
               return nb.create<arith::MulFOp>(l, sy, diff);
             });
         return SmallVector<Value>{dx};
+      })
+      .Case([&](LayerNormOp o) -> FailureOr<SmallVector<Value>> {
+        // As lib/Eval's layerNorm, over the last dimension: mean, biased
+        // variance, rstd = 1/sqrt(var + eps), y = (x - mean) rstd gamma + beta.
+        RankedTensorType type = resultType();
+        int64_t n = type.getRank(), axis = n - 1, D = type.getDimSize(axis);
+        Type f = type.getElementType();
+        MLIRContext *ctx = b.getContext();
+        AffineMap full = b.getMultiDimIdentityMap(n), row = droppedAxisMap(ctx, n, axis);
+        AffineMap channel = broadcastMap(ctx, cast<RankedTensorType>(o.getScale().getType()), type);
+        SmallVector<utils::IteratorType> reduce(n, utils::IteratorType::parallel);
+        reduce[axis] = utils::IteratorType::reduction;
+        SmallVector<utils::IteratorType> parallel(n, utils::IteratorType::parallel);
+        auto rowType = cast<RankedTensorType>(op->getResult(1).getType());
+        double epsilon = o.getEpsilon().convertToDouble();
+        Value x = o.getInput();
+        Value sum = buildGeneric(b, loc, {x}, {full}, {filledTensor(b, loc, rowType.getShape(), f, 0.0)},
+                                 {row}, reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+                                   return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[1], a[0])};
+                                 })[0];
+        Value mean = buildElementwise(b, loc, TypeRange{rowType}, {sum},
+                                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                                        return SmallVector<Value>{nb.create<arith::DivFOp>(
+                                            l, a[0], cst(nb, l, a[0], static_cast<double>(D)))};
+                                      })[0];
+        Value squares = buildGeneric(
+            b, loc, {x, mean}, {full, row}, {filledTensor(b, loc, rowType.getShape(), f, 0.0)}, {row},
+            reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value d = nb.create<arith::SubFOp>(l, a[0], a[1]);
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[2], nb.create<arith::MulFOp>(l, d, d))};
+            })[0];
+        Value rstd = buildElementwise(
+            b, loc, TypeRange{rowType}, {squares}, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value var = nb.create<arith::DivFOp>(l, a[0], cst(nb, l, a[0], static_cast<double>(D)));
+              Value root = nb.create<math::SqrtOp>(
+                  l, nb.create<arith::AddFOp>(l, var, cst(nb, l, a[0], epsilon)));
+              return SmallVector<Value>{
+                  nb.create<arith::DivFOp>(l, cst(nb, l, a[0], 1.0), root)};
+            })[0];
+        Value y = buildGeneric(
+            b, loc, {x, mean, rstd, o.getScale(), o.getBias()}, {full, row, row, channel, channel},
+            {b.create<tensor::EmptyOp>(loc, type.getShape(), f)}, {full}, parallel,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value centered = nb.create<arith::SubFOp>(l, a[0], a[1]);
+              Value scaled = nb.create<arith::MulFOp>(
+                  l, nb.create<arith::MulFOp>(l, centered, a[2]), a[3]);
+              return SmallVector<Value>{nb.create<arith::AddFOp>(l, scaled, a[4])};
+            })[0];
+        return SmallVector<Value>{y, mean, rstd};
+      })
+      .Case([&](LayerNormGradOp o) -> FailureOr<SmallVector<Value>> {
+        // With g = dy gamma and xhat = (x - mean) rstd:
+        // dx = rstd (g - mean(g) - xhat mean(g xhat)), dgamma = sum dy xhat,
+        // dbeta = sum dy (sums over all rows).
+        RankedTensorType type = resultType();
+        int64_t n = type.getRank(), axis = n - 1, D = type.getDimSize(axis);
+        Type f = type.getElementType();
+        MLIRContext *ctx = b.getContext();
+        AffineMap full = b.getMultiDimIdentityMap(n), row = droppedAxisMap(ctx, n, axis);
+        AffineMap channel = broadcastMap(ctx, cast<RankedTensorType>(o.getScale().getType()), type);
+        SmallVector<utils::IteratorType> reduce(n, utils::IteratorType::parallel);
+        reduce[axis] = utils::IteratorType::reduction;
+        SmallVector<utils::IteratorType> parallel(n, utils::IteratorType::parallel);
+        SmallVector<utils::IteratorType> columns(n, utils::IteratorType::reduction);
+        columns[axis] = utils::IteratorType::parallel;
+        auto rowType = cast<RankedTensorType>(o.getSavedMean().getType());
+        auto vectorType = cast<RankedTensorType>(op->getResult(1).getType());
+        Value dy = o.getGradOutput(), x = o.getInput(), gamma = o.getScale();
+        Value mean = o.getSavedMean(), rstd = o.getSavedRstd();
+        auto xhatOf = [](OpBuilder &nb, Location l, Value xv, Value m, Value r) -> Value {
+          return nb.create<arith::MulFOp>(l, nb.create<arith::SubFOp>(l, xv, m), r);
+        };
+        SmallVector<Value> sums = buildGeneric(
+            b, loc, {dy, x, gamma, mean, rstd}, {full, full, channel, row, row},
+            {filledTensor(b, loc, rowType.getShape(), f, 0.0),
+             filledTensor(b, loc, rowType.getShape(), f, 0.0)},
+            {row, row}, reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value xhat = xhatOf(nb, l, a[1], a[3], a[4]);
+              Value g = nb.create<arith::MulFOp>(l, a[0], a[2]);
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[5], g),
+                  nb.create<arith::AddFOp>(l, a[6], nb.create<arith::MulFOp>(l, g, xhat))};
+            });
+        SmallVector<Value> columnSums = buildGeneric(
+            b, loc, {dy, x, mean, rstd}, {full, full, row, row},
+            {filledTensor(b, loc, vectorType.getShape(), f, 0.0),
+             filledTensor(b, loc, vectorType.getShape(), f, 0.0)},
+            {channel, channel}, columns, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value xhat = xhatOf(nb, l, a[1], a[2], a[3]);
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[4], nb.create<arith::MulFOp>(l, a[0], xhat)),
+                  nb.create<arith::AddFOp>(l, a[5], a[0])};
+            });
+        Value dx = buildGeneric(
+            b, loc, {dy, x, gamma, mean, rstd, sums[0], sums[1]},
+            {full, full, channel, row, row, row, row},
+            {b.create<tensor::EmptyOp>(loc, type.getShape(), f)}, {full}, parallel,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value size = cst(nb, l, a[0], static_cast<double>(D));
+              Value meanG = nb.create<arith::DivFOp>(l, a[5], size);
+              Value meanGX = nb.create<arith::DivFOp>(l, a[6], size);
+              Value xhat = xhatOf(nb, l, a[1], a[3], a[4]);
+              Value g = nb.create<arith::MulFOp>(l, a[0], a[2]);
+              Value inner = nb.create<arith::SubFOp>(
+                  l, nb.create<arith::SubFOp>(l, g, meanG),
+                  nb.create<arith::MulFOp>(l, xhat, meanGX));
+              return SmallVector<Value>{nb.create<arith::MulFOp>(l, a[4], inner)};
+            })[0];
+        return SmallVector<Value>{dx, columnSums[0], columnSums[1]};
       })
       .Case([&](TransferOp o) -> FailureOr<SmallVector<Value>> {
         // One host: a transfer between device kinds moves nothing.

@@ -112,7 +112,7 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
-             LayerNormOp, LayerNormGradOp, CrossEntropyOp,
+             CrossEntropyOp,
              CrossEntropyGradOp, EmbeddingOp, EmbeddingGradOp>(op);
 }
 
