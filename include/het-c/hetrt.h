@@ -40,6 +40,11 @@ int hetrt_main(int argc, char **argv, const char *model_info, hetrt_entry_fn ste
  * given, else `compiled` (het-compile --lr). */
 double hetrt_learning_rate(double compiled);
 
+/* Stops the program with the reference evaluator's message when a label
+ * is outside [0, classes); generated cross-entropy code calls it before it
+ * gathers logits by label. */
+void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes);
+
 #ifdef __cplusplus
 }
 #endif

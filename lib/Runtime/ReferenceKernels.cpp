@@ -4,13 +4,15 @@
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
 // copies of the buffers. Used for ops oneDNN has no primitive for and that
 // are not linalg code yet (average pooling, batch norm inference,
-// cross-entropy, embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
+// embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelCall.h"
+
+#include "het-c/hetrt.h"
 
 #include "Kernels.h"
 
@@ -125,11 +127,20 @@ HETRT_REF(batch_norm_relu_grad) {
   storeAll(c, batchNormGrad(floats(c, 0), &output, floats(c, 2), floats(c, 3), floats(c, 4),
                             floats(c, 5)));
 }
-HETRT_REF(cross_entropy) { store(c, 0, crossEntropy(floats(c, 0), integers(c, 1))); }
-HETRT_REF(cross_entropy_grad) {
-  store(c, 0, crossEntropyGrad(floats(c, 0), floats(c, 1), integers(c, 2)));
-}
 HETRT_REF(embedding) { store(c, 0, embedding(floats(c, 0), integers(c, 1))); }
 HETRT_REF(embedding_grad) {
   store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0)));
+}
+
+/// Generated cross-entropy code gathers logits by label: the labels are
+/// checked here first, with the reference kernel's message.
+void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes) {
+  for (int64_t i = 0; i < count; ++i)
+    if (labels[i] < 0 || labels[i] >= classes) {
+      std::fprintf(stderr, "error: het.cross_entropy: label %lld at position %lld is outside "
+                           "[0, %lld)\n",
+                   static_cast<long long>(labels[i]), static_cast<long long>(i),
+                   static_cast<long long>(classes));
+      std::exit(1);
+    }
 }

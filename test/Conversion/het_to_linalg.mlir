@@ -86,6 +86,25 @@ func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32
 
 // -----
 
+// Cross-entropy: labels are range-checked by the runtime, then row peak,
+// row sum of exponentials, the label's logit (a masked row reduction) and
+// the mean over rows are generated code.
+// CHECK-LABEL: func.func @loss
+// CHECK: call @hetrt_check_labels(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64) -> ()
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: math.log
+// CHECK: arith.divf
+// CHECK-NOT: hetrt_ref
+func.func @loss(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %l = het.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Layout ops: a transpose and a reshape through one flat dimension.
 // CHECK-LABEL: func.func @layout
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<4x6xf32>) outs(%{{.*}} : tensor<6x4xf32>) permutation = [1, 0]

@@ -1,8 +1,9 @@
 //===- Passes.h - lowering het to native CPU code -------------------*- C++ -*-===//
 //
 // The CPU code generator: het ops become linalg/tensor/arith/math (element-
-// wise work, optimizer updates, layout changes) or calls into libhetrt
-// (matmul, convolution, normalization, softmax, losses, embeddings), whose
+// wise work, reductions, softmax, layer norm, cross-entropy, optimizer
+// updates, layout changes) or calls into libhetrt (matmul, convolution,
+// batch normalization, pooling, embeddings), whose
 // library -- oneDNN or het's reference loops -- is chosen here and recorded
 // in the IR as the callee's name (`hetrt_dnnl_*` / `hetrt_ref_*`). Upstream
 // passes then bufferize and lower to the LLVM dialect; see docs/codegen.md.

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -239,6 +240,21 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type ele
   return b.create<linalg::FillOp>(loc, constantLike(b, loc, element, value), empty).getResult(0);
 }
 
+/// Labels outside [0, classes) would index out of bounds in the generated
+/// gather: the runtime checks them first and stops with the reference's
+/// message (hetrt_check_labels, include/het-c/hetrt.h).
+void checkLabels(OpBuilder &b, Location loc, Operation *op, Value labels, int64_t classes) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto i64 = b.getI64Type();
+  declareRuntimeFunction(module, "hetrt_check_labels", b.getFunctionType({ptr, i64, i64}, {}));
+  int64_t count = cast<RankedTensorType>(labels.getType()).getNumElements();
+  b.create<func::CallOp>(loc, "hetrt_check_labels", TypeRange{},
+                         ValueRange{tensorAddress(b, loc, labels),
+                                    b.create<arith::ConstantIntOp>(loc, count, 64),
+                                    b.create<arith::ConstantIntOp>(loc, classes, 64)});
+}
+
 /// The learning rate the executable runs with: `--lr` when given, else the
 /// one compiled in. Asked once per update, so one binary serves any rate.
 Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double compiled,
@@ -258,8 +274,8 @@ Value runtimeLearningRate(OpBuilder &b, Location loc, Operation *op, double comp
 bool mlir::het::isLoweredToLinalg(Operation *op) {
   return isa<ReluOp, ReluGradOp, GeluOp, GeluGradOp, AddOp, SubOp, MulOp, ElementwiseOp,
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
-             SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, SGDOp, AdamOp,
-             TransferOp>(op);
+             SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, CrossEntropyOp,
+             CrossEntropyGradOp, SGDOp, AdamOp, TransferOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *op) {
@@ -620,6 +636,81 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
               return SmallVector<Value>{nb.create<arith::MulFOp>(l, a[4], inner)};
             })[0];
         return SmallVector<Value>{dx, columnSums[0], columnSums[1]};
+      })
+      .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto o) -> FailureOr<SmallVector<Value>> {
+        // As lib/Eval: per row peak + log(sum exp(x - peak)) - x[label],
+        // averaged over rows; the gradient is (softmax - onehot) dloss / rows.
+        Value logits = o.getLogits(), labels = o.getLabels();
+        auto type = cast<RankedTensorType>(logits.getType());
+        int64_t n = type.getRank(), axis = n - 1, classes = type.getDimSize(axis);
+        int64_t rows = type.getNumElements() / classes;
+        Type f = type.getElementType();
+        MLIRContext *ctx = b.getContext();
+        checkLabels(b, loc, op, labels, classes);
+        AffineMap full = b.getMultiDimIdentityMap(n), row = droppedAxisMap(ctx, n, axis);
+        SmallVector<utils::IteratorType> reduce(n, utils::IteratorType::parallel);
+        reduce[axis] = utils::IteratorType::reduction;
+        auto rowType = cast<RankedTensorType>(labels.getType()).clone(f);
+        Value peak = buildGeneric(b, loc, {logits}, {full},
+                                  {filledTensor(b, loc, rowType.getShape(), f, -INFINITY)}, {row},
+                                  reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+                                    return SmallVector<Value>{
+                                        nb.create<arith::MaximumFOp>(l, a[1], a[0])};
+                                  })[0];
+        Value sum = buildGeneric(
+            b, loc, {logits, peak}, {full, row}, {filledTensor(b, loc, rowType.getShape(), f, 0.0)},
+            {row}, reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value e = nb.create<math::ExpOp>(l, nb.create<arith::SubFOp>(l, a[0], a[1]));
+              return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[2], e)};
+            })[0];
+        auto isLabel = [&](OpBuilder &nb, Location l, Value label) -> Value {
+          Value c = nb.create<arith::IndexCastOp>(l, nb.getI64Type(),
+                                                  nb.create<linalg::IndexOp>(l, axis));
+          return nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, c, label);
+        };
+        if constexpr (std::is_same_v<decltype(o), CrossEntropyOp>) {
+          // The label's logit, picked by a masked reduction along the row.
+          Value picked = buildGeneric(
+              b, loc, {logits, labels}, {full, row},
+              {filledTensor(b, loc, rowType.getShape(), f, 0.0)}, {row}, reduce,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value v = nb.create<arith::SelectOp>(l, isLabel(nb, l, a[1]), a[0], a[2]);
+                return SmallVector<Value>{v};
+              })[0];
+          SmallVector<AffineExpr> none;
+          SmallVector<utils::IteratorType> all(n - 1, utils::IteratorType::reduction);
+          AffineMap rowsIdentity = b.getMultiDimIdentityMap(n - 1);
+          Value total = buildGeneric(
+              b, loc, {peak, sum, picked}, {rowsIdentity, rowsIdentity, rowsIdentity},
+              {filledTensor(b, loc, {}, f, 0.0)}, {AffineMap::get(n - 1, 0, none, ctx)}, all,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value lse = nb.create<arith::AddFOp>(l, a[0], nb.create<math::LogOp>(l, a[1]));
+                Value term = nb.create<arith::SubFOp>(l, lse, a[2]);
+                return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[3], term)};
+              })[0];
+          return buildElementwise(b, loc, TypeRange{resultType()}, {total},
+                                  [&](OpBuilder &nb, Location l, ValueRange a) {
+                                    return SmallVector<Value>{nb.create<arith::DivFOp>(
+                                        l, a[0], cst(nb, l, a[0], static_cast<double>(rows)))};
+                                  });
+        } else {
+          SmallVector<AffineExpr> none;
+          SmallVector<utils::IteratorType> parallel(n, utils::IteratorType::parallel);
+          Value dlogits = buildGeneric(
+              b, loc, {logits, peak, sum, labels, o.getGradLoss()},
+              {full, row, row, row, AffineMap::get(n, 0, none, ctx)},
+              {b.create<tensor::EmptyOp>(loc, type.getShape(), f)}, {full}, parallel,
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                Value p = nb.create<arith::DivFOp>(
+                    l, nb.create<math::ExpOp>(l, nb.create<arith::SubFOp>(l, a[0], a[1])), a[2]);
+                Value shifted = nb.create<arith::SubFOp>(l, p, cst(nb, l, p, 1.0));
+                p = nb.create<arith::SelectOp>(l, isLabel(nb, l, a[3]), shifted, p);
+                Value factor =
+                    nb.create<arith::DivFOp>(l, a[4], cst(nb, l, p, static_cast<double>(rows)));
+                return SmallVector<Value>{nb.create<arith::MulFOp>(l, p, factor)};
+              })[0];
+          return SmallVector<Value>{dlogits};
+        }
       })
       .Case([&](TransferOp o) -> FailureOr<SmallVector<Value>> {
         // One host: a transfer between device kinds moves nothing.

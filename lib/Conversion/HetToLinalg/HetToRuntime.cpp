@@ -1,7 +1,7 @@
 //===- HetToRuntime.cpp - het library ops to calls into libhetrt -----------===//
 //
-// Matmul, linear layers, convolution, normalization, pooling, softmax, the
-// loss and embeddings become one call each:
+// Matmul, linear layers, convolution, batch normalization, pooling and
+// embeddings become one call each:
 //
 //   void hetrt_<library>_<op>(const int64_t *meta, void *const *buffers);
 //
@@ -65,17 +65,8 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         append(o.getStrides());
         append(o.getPadding());
       })
-      .Case<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp>(
+      .Case<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp>(
           [&](auto o) { words.push_back(bitsOf(o.getEpsilon().convertToDouble())); })
-      .Case([&](SoftmaxOp o) {
-        words.push_back(o.getAxis());
-        words.push_back(bitsOf(o.getScale().convertToDouble()));
-        words.push_back(o.getCausal());
-      })
-      .Case([&](SoftmaxGradOp o) {
-        words.push_back(o.getAxis());
-        words.push_back(bitsOf(o.getScale().convertToDouble()));
-      })
       .Default([](Operation *) {});
   return words;
 }
@@ -100,6 +91,11 @@ MemRefType contiguous(Type tensorType) {
 
 } // namespace
 
+Value mlir::het::tensorAddress(OpBuilder &b, Location loc, Value tensor) {
+  return addressOf(b, loc, b.create<bufferization::ToMemrefOp>(loc, contiguous(tensor.getType()),
+                                                               tensor));
+}
+
 void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
   if (module.lookupSymbol(name))
     return;
@@ -112,8 +108,7 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
-             CrossEntropyOp,
-             CrossEntropyGradOp, EmbeddingOp, EmbeddingGradOp>(op);
+             EmbeddingOp, EmbeddingGradOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,

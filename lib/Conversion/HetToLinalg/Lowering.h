@@ -20,6 +20,10 @@ bool isLoweredToRuntimeCall(Operation *op);
 FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, Operation *op,
                                                  KernelLibrary library);
 
+/// The address of `tensor`'s (contiguous) buffer as an !llvm.ptr, for
+/// runtime calls that read it.
+Value tensorAddress(OpBuilder &b, Location loc, Value tensor);
+
 /// Declares `name` in `module` as a private function of `type` unless it
 /// exists (runtime entry points are declared once, used many times).
 void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
