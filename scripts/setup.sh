@@ -42,4 +42,9 @@ if ! "$venv/bin/python" -c 'import het, os, sys; sys.exit(os.path.realpath(het._
     "$here/python/het/__init__.py" 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$here/python"
 fi
+# A real data set for the compiled MLP: scikit-learn's bundled 8x8 digits as
+# .npz train/test files (idempotent).
+if [ ! -f "$here/build/data/digits_test.npz" ]; then
+  "$venv/bin/python" "$here/scripts/make_digits.py" "$here/build/data"
+fi
 echo "setup: done"

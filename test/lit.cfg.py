@@ -21,5 +21,5 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # Scripts that run het tools themselves find them on PATH.
 llvm_config.with_environment("PATH", config.het_tools_dir, append_path=True)
 tool_dirs = [config.het_tools_dir, config.llvm_tools_dir]
-tools = ["het-opt", "het-eval"]
+tools = ["het-opt", "het-eval", "het-compile"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

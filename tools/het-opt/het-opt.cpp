@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 #include "het/Partition/Passes.h"
@@ -27,11 +28,13 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
                   mlir::linalg::LinalgDialect, mlir::math::MathDialect,
                   mlir::scf::SCFDialect>();
+  mlir::het::registerCodegenDialects(registry); // and the CPU lowering's
 
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ...
   mlir::het::registerHetPasses();
   mlir::het::registerHetTrainingPipeline();
   mlir::het::registerHetPartitionPasses();
+  mlir::het::registerHetConversionPasses();
 
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "het " << HET_VERSION << " (built on MLIR " << HET_MLIR_VERSION

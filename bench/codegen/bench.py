@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""het-compiled training vs PyTorch eager on the CPU, in one run.
+
+    .venv/bin/python bench/codegen/bench.py [--threads T] [--steps N]
+
+Models (same shapes, batch, optimizer and thread count on both sides):
+  MLP  784-1024-1024-10, ReLU, batch 256, SGD            (bench/codegen/mlp_784.mlir)
+  CNN  3 x conv3x3-BN-ReLU (16/32/32 ch, 2x2 max pool after the 2nd), global
+       average pool, linear; 32x32x3 inputs, batch 64, SGD (bench/codegen/cnn_b64.mlir)
+Prints samples/s for het and PyTorch and their ratio, the CNN step time with
+BN+ReLU fused and unfused (het-compile --fuse=false), and compile times.
+Throughput excludes the first (warm-up) step on both sides. Not a test:
+numbers depend on the machine and its load; ratios come from the same run.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def compile_model(compiler, model, out, extra=()):
+    start = time.perf_counter()
+    subprocess.run([compiler, model, "-o", out, *extra], check=True)
+    return time.perf_counter() - start
+
+
+def run_het(exe, steps, threads):
+    out = subprocess.run([exe, "--steps", str(steps), "--threads", str(threads),
+                          "--print-every", str(steps)],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"throughput (\S+) samples/s \((\d+) steps of batch (\d+) in (\S+) s", out)
+    samples, timed_steps, batch, seconds = float(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4))
+    return samples, 1000.0 * seconds / timed_steps
+
+
+def run_torch(python, name, steps, threads):
+    """samples/s and ms/step of PyTorch eager, or None when torch is absent."""
+    proc = subprocess.run([python, os.path.join(HERE, "torch_train.py"), name, str(steps),
+                           str(threads)], capture_output=True, text=True)
+    m = re.search(r"samples/s (\S+) ms (\S+) torch (\S+)", proc.stdout)
+    if proc.returncode != 0 or not m:
+        return None
+    return float(m.group(1)), float(m.group(2)), m.group(3)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # Default one thread: on a shared, loaded machine the OpenMP barriers of
+    # both oneDNN and PyTorch slow down tenfold when a thread is descheduled.
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--torch-python", default=sys.executable,
+                   help="interpreter that has torch (default: this one)")
+    a = p.parse_args()
+    compiler = os.path.join(a.build, "bin", "het-compile")
+    if not os.path.exists(compiler):
+        sys.exit(f"bench: {compiler} not found; build het first (scripts/build.sh)")
+    print(f"het-compile vs PyTorch eager, CPU, {a.threads} threads, {a.steps} steps "
+          f"(first step excluded)")
+    work = tempfile.mkdtemp(prefix="het-bench-")
+    models = {"MLP": (os.path.join(HERE, "mlp_784.mlir"), ["--lr", "0.1"]),
+              "CNN": (os.path.join(HERE, "cnn_b64.mlir"), ["--lr", "0.05"])}
+    torch_version = None
+    rows = []
+    step_ms = {}
+    for name, (model, opts) in models.items():
+        exe = os.path.join(work, name.lower())
+        seconds = compile_model(compiler, model, exe, opts)
+        het, het_ms = run_het(exe, a.steps, a.threads)
+        step_ms[name] = het_ms
+        ref = None
+        result = run_torch(a.torch_python, name, a.steps, a.threads)
+        if result:
+            ref, _, torch_version = result
+        rows.append((name, seconds, het, ref))
+
+    print()
+    if torch_version:
+        print(f"PyTorch {torch_version} ({a.torch_python})")
+    else:
+        print(f"PyTorch: not available to {a.torch_python} -- het's figures only "
+              "(--torch-python names an interpreter with torch)")
+    print(f"{'model':6} {'compile s':>10} {'het samples/s':>14} {'torch samples/s':>16} {'het/torch':>10}")
+    for name, seconds, het, ref in rows:
+        ratio = f"{het / ref:9.2f}x" if ref else "      n/a"
+        ref_text = f"{ref:16.1f}" if ref else f"{'n/a':>16}"
+        print(f"{name:6} {seconds:10.2f} {het:14.1f} {ref_text} {ratio}")
+
+    # BN+ReLU fused (default) vs unfused.
+    unfused = os.path.join(work, "cnn_unfused")
+    compile_model(compiler, models["CNN"][0], unfused, models["CNN"][1] + ["--fuse=false"])
+    _, unfused_ms = run_het(unfused, a.steps, a.threads)
+    print()
+    print(f"CNN step, BN+ReLU fused:   {step_ms['CNN']:8.2f} ms")
+    print(f"CNN step, BN+ReLU unfused: {unfused_ms:8.2f} ms  (fused is "
+          f"{unfused_ms / step_ms['CNN']:.2f}x as fast)")
+
+
+if __name__ == "__main__":
+    main()

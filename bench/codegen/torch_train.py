@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""PyTorch eager side of bench.py: trains MLP or CNN, prints samples/s.
+
+    python torch_train.py MLP|CNN STEPS THREADS
+
+The models mirror bench/codegen/mlp_784.mlir and cnn_b64.mlir (same shapes,
+batch, SGD learning rate); the first step is a warm-up, as on het's side.
+"""
+import sys
+import time
+
+import torch
+
+
+def torch_models(torch):
+    nn = torch.nn
+
+    def mlp():
+        return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                             nn.Linear(1024, 10)), (256, 784), 0.1
+
+    def cnn():
+        def block(i, o):
+            return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+        layers = block(3, 16) + block(16, 32) + [nn.MaxPool2d(2)] + block(32, 32) + [
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)]
+        return nn.Sequential(*layers), (64, 3, 32, 32), 0.05
+
+    return {"MLP": mlp, "CNN": cnn}
+
+
+def run(make, steps, threads):
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    model, shape, lr = make()
+    x = torch.randn(*shape)
+    y = torch.randint(0, 10, (shape[0],))
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step()  # warm-up, as het's first step
+    start = time.perf_counter()
+    for _ in range(steps - 1):
+        step()
+    seconds = time.perf_counter() - start
+    return (steps - 1) * shape[0] / seconds, 1000.0 * seconds / (steps - 1)
+
+
+
+if __name__ == "__main__":
+    name, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    samples, ms = run(torch_models(torch)[name], steps, threads)
+    print(f"samples/s {samples:.1f} ms {ms:.3f} torch {torch.__version__}")

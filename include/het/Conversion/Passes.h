@@ -1,0 +1,63 @@
+//===- Passes.h - lowering het to native CPU code -------------------*- C++ -*-===//
+//
+// The CPU code generator: het ops become linalg/tensor/arith/math (element-
+// wise work, reductions, softmax, layer norm, cross-entropy, optimizer
+// updates, layout changes) or calls into libhetrt (matmul, convolution,
+// batch normalization, pooling, embeddings), whose
+// library -- oneDNN or het's reference loops -- is chosen here and recorded
+// in the IR as the callee's name (`hetrt_dnnl_*` / `hetrt_ref_*`). Upstream
+// passes then bufferize and lower to the LLVM dialect; see docs/codegen.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_CONVERSION_PASSES_H
+#define HET_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::het {
+
+/// Which implementation the library-backed ops call.
+enum class KernelLibrary { Dnnl, Reference };
+
+/// `convert-het-to-linalg`: every het compute op of a training step is
+/// lowered; an op the CPU backend does not handle is an error naming it.
+std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library);
+
+/// `het-build-entry-points`: picks the training step (`@*_train_step`),
+/// adds `@<model>_predict` (the forward function returning the logits of its
+/// cross-entropy) when there is one, records the calling convention the
+/// runtime needs as the module attribute `hetrt.model_info`, and drops every
+/// other function.
+std::unique_ptr<Pass> createBuildEntryPointsPass();
+
+/// `het-emit-entry-points`: after bufferization, adds the C-callable
+/// `het_step(void **in, void **out)` (and `het_predict`), the
+/// `het_model_info` string and a `main` that hands both to `hetrt_main`.
+std::unique_ptr<Pass> createEmitEntryPointsPass();
+
+/// Options of the whole lowering.
+struct CpuPipelineOptions {
+  KernelLibrary library = KernelLibrary::Dnnl;
+  /// Fuse element-wise linalg ops before bufferization (-O1 and up).
+  bool fuseElementwise = true;
+};
+
+/// From a module holding a training step (output of het-training-pipeline)
+/// to the LLVM dialect, ready for translation to LLVM IR.
+void buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
+
+/// The dialects and external interface models (bufferization, allocation)
+/// the lowering needs, for tools that run it.
+void registerCodegenDialects(DialectRegistry &registry);
+
+/// Registers the three passes and the `het-lower-to-llvm` pipeline.
+void registerHetConversionPasses();
+
+} // namespace mlir::het
+
+#endif // HET_CONVERSION_PASSES_H

@@ -1,0 +1,206 @@
+//===- BuildEntryPoints.cpp - choose what the executable runs --------------===//
+//
+// At the tensor level, where names, roles and the ops reading each argument
+// are still visible: keeps the training step, derives a predict function
+// from the forward model, and writes down in `hetrt.model_info` everything the
+// runtime needs to drive them -- argument names, shapes, roles, and how
+// het-eval --random-inputs would fill each one, so a compiled model and the
+// reference evaluator start from identical values for the same seed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/Passes.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+std::string argumentName(func::FuncOp function, unsigned i) {
+  if (auto name = function.getArgAttrOfType<StringAttr>(i, HetDialect::getNameAttrName()))
+    return name.str();
+  return "arg" + std::to_string(i);
+}
+
+std::string resultName(func::FuncOp function, unsigned i) {
+  if (auto name = function.getResultAttrOfType<StringAttr>(i, HetDialect::getNameAttrName()))
+    return name.str();
+  return "result" + std::to_string(i);
+}
+
+/// "f32 2 32 64": element type, rank, sizes.
+FailureOr<std::string> describeType(Operation *where, Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape()) {
+    where->emitError("CPU code generation needs statically shaped tensors at the function "
+                     "boundary, got ")
+        << type;
+    return failure();
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  Type element = tensor.getElementType();
+  if (element.isF32())
+    os << "f32";
+  else if (element.isInteger(64))
+    os << "i64";
+  else {
+    where->emitError("CPU code generation supports f32 and i64 arguments, got ") << type;
+    return failure();
+  }
+  os << ' ' << tensor.getRank();
+  for (int64_t size : tensor.getShape())
+    os << ' ' << size;
+  return text;
+}
+
+/// Role and initializer of step argument `i`, mirroring
+/// het::eval::randomArgument (lib/Eval/RandomInputs.cpp).
+std::string roleAndInit(func::FuncOp step, unsigned i) {
+  Value argument = step.getArgument(i);
+  auto type = cast<RankedTensorType>(argument.getType());
+  if (step.getArgAttr(i, HetDialect::getStateAttrName()))
+    return "state zeros";
+  if (isa<IntegerType>(type.getElementType())) {
+    for (Operation *user : argument.getUsers()) {
+      if (auto loss = dyn_cast<CrossEntropyOp>(user))
+        return llvm::formatv("label randint {0}",
+                             cast<RankedTensorType>(loss.getLogits().getType()).getShape().back());
+      if (auto lookup = dyn_cast<EmbeddingOp>(user))
+        return llvm::formatv("index randint {0}",
+                             cast<RankedTensorType>(lookup.getTable().getType()).getShape().front());
+    }
+    return "index randint 2";
+  }
+  if (step.getArgAttr(i, HetDialect::getParamAttrName())) {
+    if (type.getRank() >= 2) {
+      int64_t fanIn = type.getNumElements() / type.getDimSize(0);
+      double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
+      return llvm::formatv("param uniform {0:e17} {1:e17}", -bound, bound);
+    }
+    bool scale = false;
+    for (OpOperand &use : argument.getUses())
+      if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp>(use.getOwner()) &&
+          use.getOperandNumber() == 1)
+        scale = true;
+    double center = scale ? 1.0 : 0.0;
+    return llvm::formatv("param uniform {0:e17} {1:e17}", center - 0.1, center + 0.1);
+  }
+  return "data normal";
+}
+
+struct BuildEntryPointsPass
+    : public PassWrapper<BuildEntryPointsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BuildEntryPointsPass)
+
+  StringRef getArgument() const override { return "het-build-entry-points"; }
+  StringRef getDescription() const override {
+    return "Keep the training step, add <model>_predict, and record the calling "
+           "convention for libhetrt in het.model_info";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> steps;
+    for (auto function : module.getOps<func::FuncOp>())
+      if (function.getName().ends_with("_train_step") && !function.isExternal())
+        steps.push_back(function);
+    if (steps.size() != 1) {
+      module.emitError("het-compile needs exactly one training step (@<model>_train_step, "
+                       "made by het-training-pipeline), found ")
+          << steps.size();
+      return signalPassFailure();
+    }
+    func::FuncOp step = steps.front();
+    StringRef model = step.getName().drop_back(StringRef("_train_step").size());
+
+    std::string info;
+    llvm::raw_string_ostream os(info);
+    os << "het-model 1\n";
+    os << "step " << step.getName() << ' ' << step.getNumArguments() << ' '
+       << step.getNumResults() << '\n';
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      auto type = describeType(step, step.getArgumentTypes()[i]);
+      if (failed(type))
+        return signalPassFailure();
+      os << "in " << argumentName(step, i) << ' ' << *type << ' ' << roleAndInit(step, i) << '\n';
+    }
+    for (unsigned i = 0; i < step.getNumResults(); ++i) {
+      auto type = describeType(step, step.getResultTypes()[i]);
+      if (failed(type))
+        return signalPassFailure();
+      os << "out " << resultName(step, i) << ' ' << *type << '\n';
+    }
+
+    // The predict function: the forward model returning the logits its
+    // cross-entropy reads, for evaluation accuracy.
+    auto forward = module.lookupSymbol<func::FuncOp>(model);
+    func::FuncOp predict;
+    if (forward && !forward.isExternal() && forward.getNumResults() == 1) {
+      auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+      if (auto loss = ret.getOperand(0).getDefiningOp<CrossEntropyOp>()) {
+        OpBuilder b(forward);
+        b.setInsertionPointAfter(forward);
+        predict = cast<func::FuncOp>(b.clone(*forward));
+        predict.setName((model + "_predict").str());
+        auto predictReturn = cast<func::ReturnOp>(predict.getBody().front().getTerminator());
+        auto predictLoss = predictReturn.getOperand(0).getDefiningOp<CrossEntropyOp>();
+        Value logits = predictLoss.getLogits();
+        predictReturn->setOperand(0, logits);
+        predictLoss.erase();
+        predict.setType(FunctionType::get(&getContext(), predict.getArgumentTypes(),
+                                          {logits.getType()}));
+        predict.setResultAttrs(0, DictionaryAttr::get(&getContext()));
+        (void)loss;
+      }
+    }
+    if (predict) {
+      auto type = describeType(predict, predict.getResultTypes()[0]);
+      if (failed(type))
+        return signalPassFailure();
+      os << "predict " << predict.getName() << ' ' << predict.getNumArguments() << " 1\n";
+      for (unsigned i = 0; i < predict.getNumArguments(); ++i)
+        os << "in " << argumentName(predict, i) << '\n';
+      os << "out logits " << *type << '\n';
+    }
+
+    for (auto function : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (function != step && function != predict)
+        function.erase();
+    // Everything the het argument attributes said is in the info now; they
+    // only apply to tensors, and the functions are about to take memrefs.
+    for (func::FuncOp function : {step, predict}) {
+      if (!function)
+        continue;
+      for (unsigned i = 0; i < function.getNumArguments(); ++i)
+        function.setArgAttrs(i, DictionaryAttr::get(&getContext()));
+      for (unsigned i = 0; i < function.getNumResults(); ++i)
+        function.setResultAttrs(i, DictionaryAttr::get(&getContext()));
+    }
+    module->setAttr("hetrt.model_info", StringAttr::get(&getContext(), info));
+    module->setAttr("hetrt.step", FlatSymbolRefAttr::get(step));
+    if (predict)
+      module->setAttr("hetrt.predict", FlatSymbolRefAttr::get(predict));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::het::createBuildEntryPointsPass() {
+  return std::make_unique<BuildEntryPointsPass>();
+}
+
+namespace mlir::het {
+void registerBuildEntryPointsPass() { PassRegistration<BuildEntryPointsPass>(); }
+} // namespace mlir::het

@@ -1,0 +1,195 @@
+//===- HetToRuntime.cpp - het library ops to calls into libhetrt -----------===//
+//
+// Matmul, linear layers, convolution, batch normalization, pooling and
+// embeddings become one call each:
+//
+//   void hetrt_<library>_<op>(const int64_t *meta, void *const *buffers);
+//
+// `buffers` holds the operands then the results (contiguous, row-major);
+// `meta` is a constant: operand count, result count, each buffer's rank and
+// sizes, then the op's attributes (integers, and doubles as their bits).
+// Results are fresh buffers the call fills; to the tensor world they are
+// `bufferization.to_tensor ... restrict`, so one-shot bufferization keeps
+// value semantics around the call. The library (oneDNN or het's reference
+// loops) is the callee's name, so the choice is visible in the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+int64_t bitsOf(double value) {
+  int64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+/// The op's attributes in the order the runtime reads them.
+SmallVector<int64_t> attributeWords(Operation *op) {
+  SmallVector<int64_t> words;
+  auto append = [&](ArrayRef<int64_t> values) { words.append(values.begin(), values.end()); };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](MatmulOp o) {
+        words.push_back(o.getTransposeLhs());
+        words.push_back(o.getTransposeRhs());
+      })
+      .Case([&](LinearOp o) { words.push_back(static_cast<int64_t>(o.getActivation())); })
+      // The input gradient of a first layer (its input is data) is unused:
+      // the kernel skips that matmul.
+      .Case([&](LinearGradOp o) { words.push_back(o->getResult(0).use_empty()); })
+      .Case<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>([&](auto o) {
+        append(o.getStrides());
+        append(o.getPadding());
+        append(o.getDilation());
+        words.push_back(o.getGroups());
+      })
+      .Case<MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp>([&](auto o) {
+        append(o.getKernel());
+        append(o.getStrides());
+        append(o.getPadding());
+      })
+      .Case<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp>(
+          [&](auto o) { words.push_back(bitsOf(o.getEpsilon().convertToDouble())); })
+      .Default([](Operation *) {});
+  return words;
+}
+
+/// Ops that oneDNN primitives implement (the rest always use het's loops).
+bool hasDnnlKernel(Operation *op) {
+  return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
+             BatchNormOp, BatchNormReluOp, BatchNormGradOp, BatchNormReluGradOp>(op);
+}
+
+/// `value`'s address as an !llvm.ptr.
+Value addressOf(OpBuilder &b, Location loc, Value memref) {
+  Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memref);
+  Value word = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+  return b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), word);
+}
+
+MemRefType contiguous(Type tensorType) {
+  auto tensor = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+} // namespace
+
+Value mlir::het::tensorAddress(OpBuilder &b, Location loc, Value tensor) {
+  return addressOf(b, loc, b.create<bufferization::ToMemrefOp>(loc, contiguous(tensor.getType()),
+                                                               tensor));
+}
+
+void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto function = b.create<func::FuncOp>(module.getLoc(), name, type);
+  function.setPrivate();
+}
+
+bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
+  return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
+             MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
+             BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
+             EmbeddingOp, EmbeddingGradOp>(op);
+}
+
+FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,
+                                                            Operation *op,
+                                                            KernelLibrary library) {
+  Location loc = op->getLoc();
+  SmallVector<Type> bufferTypes(op->getOperandTypes());
+  bufferTypes.append(op->getResultTypes().begin(), op->getResultTypes().end());
+  // The runtime kernels are written for f32 (and i64 indices).
+  for (Type type : bufferTypes) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return op->emitOpError("needs static tensor shapes for CPU code generation, got ")
+             << type;
+    Type element = tensor.getElementType();
+    if (!element.isF32() && !element.isInteger(64))
+      return op->emitOpError("CPU code generation supports f32 data (and i64 indices), got ")
+             << type;
+  }
+
+  // Constant meta data: counts, shapes, attributes.
+  SmallVector<int64_t> meta{static_cast<int64_t>(op->getNumOperands()),
+                            static_cast<int64_t>(op->getNumResults())};
+  for (Type type : bufferTypes) {
+    auto tensor = cast<RankedTensorType>(type);
+    meta.push_back(tensor.getRank());
+    meta.append(tensor.getShape().begin(), tensor.getShape().end());
+  }
+  meta.append(attributeWords(op));
+  static unsigned counter = 0; // names only; uniqueness is checked below
+  std::string globalName;
+  do {
+    globalName = llvm::formatv("__hetrt_meta_{0}", counter++).str();
+  } while (module.lookupSymbol(globalName));
+  auto metaType = MemRefType::get({static_cast<int64_t>(meta.size())}, b.getI64Type());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto initial = DenseElementsAttr::get(
+        RankedTensorType::get(metaType.getShape(), b.getI64Type()), ArrayRef<int64_t>(meta));
+    b.create<memref::GlobalOp>(loc, globalName, b.getStringAttr("private"), metaType, initial,
+                               /*constant=*/true, /*alignment=*/nullptr);
+  }
+  Value metaRef = b.create<memref::GetGlobalOp>(loc, metaType, globalName);
+
+  // The buffer table: operands, then freshly allocated results.
+  unsigned count = op->getNumOperands() + op->getNumResults();
+  auto tableType = MemRefType::get({static_cast<int64_t>(count)}, b.getI64Type());
+  Value table = b.create<memref::AllocaOp>(loc, tableType);
+  SmallVector<Value> results;
+  unsigned slot = 0;
+  auto store = [&](Value memref) {
+    Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memref);
+    Value word = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+    Value position = b.create<arith::ConstantIndexOp>(loc, slot++);
+    b.create<memref::StoreOp>(loc, word, table, ValueRange{position});
+  };
+  for (Value operand : op->getOperands())
+    store(b.create<bufferization::ToMemrefOp>(loc, contiguous(operand.getType()), operand));
+  SmallVector<Value> buffers;
+  for (Value result : op->getResults()) {
+    Value buffer = b.create<memref::AllocOp>(loc, contiguous(result.getType()),
+                                             b.getI64IntegerAttr(64));
+    store(buffer);
+    buffers.push_back(buffer);
+  }
+
+  StringRef opName = op->getName().stripDialect();
+  std::string callee = llvm::formatv("hetrt_{0}_{1}",
+                                     library == KernelLibrary::Dnnl && hasDnnlKernel(op)
+                                         ? "dnnl"
+                                         : "ref",
+                                     opName)
+                           .str();
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  declareRuntimeFunction(module, callee, b.getFunctionType({ptr, ptr}, {}));
+  b.create<func::CallOp>(loc, callee, TypeRange{},
+                         ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
+
+  for (auto [buffer, result] : llvm::zip(buffers, op->getResults()))
+    results.push_back(b.create<bufferization::ToTensorOp>(loc, result.getType(), buffer,
+                                                          /*restrict=*/true, /*writable=*/true));
+  return results;
+}

@@ -1,0 +1,33 @@
+//===- Lowering.h - shared pieces of convert-het-to-linalg ----------*- C++ -*-===//
+
+#ifndef HET_LIB_CONVERSION_HETTOLINALG_LOWERING_H
+#define HET_LIB_CONVERSION_HETTOLINALG_LOWERING_H
+
+#include "het/Conversion/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace mlir::het {
+
+/// Ops lowered to linalg/tensor/arith/math code (HetToLinalg.cpp).
+bool isLoweredToLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerToLinalg(OpBuilder &b, Operation *op);
+
+/// Ops lowered to a call into libhetrt (HetToRuntime.cpp).
+bool isLoweredToRuntimeCall(Operation *op);
+FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, Operation *op,
+                                                 KernelLibrary library);
+
+/// The address of `tensor`'s (contiguous) buffer as an !llvm.ptr, for
+/// runtime calls that read it.
+Value tensorAddress(OpBuilder &b, Location loc, Value tensor);
+
+/// Declares `name` in `module` as a private function of `type` unless it
+/// exists (runtime entry points are declared once, used many times).
+void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
+
+} // namespace mlir::het
+
+#endif

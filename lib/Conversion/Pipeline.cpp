@@ -1,0 +1,105 @@
+//===- Pipeline.cpp - from a het training step to the LLVM dialect ---------===//
+//
+// het-specific passes at both ends, upstream MLIR in between: one-shot
+// bufferization across function boundaries, results turned into
+// out-parameters, ownership-based deallocation, linalg to loops, and the
+// standard conversions to the LLVM dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/Passes.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace mlir::het {
+void registerConvertHetToLinalgPass();
+void registerBuildEntryPointsPass();
+void registerEmitEntryPointsPass();
+} // namespace mlir::het
+
+void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  pm.addPass(createBuildEntryPointsPass());
+  pm.addPass(createConvertHetToLinalgPass(options.library));
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  if (options.fuseElementwise)
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+
+  bufferization::OneShotBufferizationOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  bufferization::BufferResultsToOutParamsOpts outParams;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  pm.addPass(createEmitEntryPointsPass());
+
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::het::registerHetConversionPasses() {
+  registerConvertHetToLinalgPass();
+  registerBuildEntryPointsPass();
+  registerEmitEntryPointsPass();
+  PassPipelineRegistration<>(
+      "het-lower-to-llvm",
+      "From a training step (het-training-pipeline output) to the LLVM dialect, with "
+      "oneDNN kernels",
+      [](OpPassManager &pm) { buildHetToLLVMPipeline(pm, CpuPipelineOptions{}); });
+}
+
+void mlir::het::registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<HetDialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
+                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
+                  cf::ControlFlowDialect, memref::MemRefDialect, affine::AffineDialect,
+                  bufferization::BufferizationDialect, LLVM::LLVMDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+}

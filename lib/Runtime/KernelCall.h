@@ -1,0 +1,57 @@
+//===- KernelCall.h - decoding one generated kernel call -----------*- C++ -*-===//
+//
+// Generated code calls hetrt_<library>_<op>(meta, buffers); this reads the
+// meta words (counts, shapes, attributes; see include/het-c/hetrt.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_RUNTIME_KERNELCALL_H
+#define HET_LIB_RUNTIME_KERNELCALL_H
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace het::rt {
+
+struct KernelCall {
+  int64_t numOperands = 0, numResults = 0;
+  std::vector<std::vector<int64_t>> shapes; // operands, then results
+  const int64_t *attributes = nullptr;
+  void *const *buffers = nullptr;
+
+  KernelCall(const int64_t *meta, void *const *buffers) : buffers(buffers) {
+    numOperands = meta[0];
+    numResults = meta[1];
+    const int64_t *cursor = meta + 2;
+    for (int64_t i = 0; i < numOperands + numResults; ++i) {
+      int64_t rank = *cursor++;
+      shapes.emplace_back(cursor, cursor + rank);
+      cursor += rank;
+    }
+    attributes = cursor;
+  }
+
+  const std::vector<int64_t> &operandShape(int i) const { return shapes[i]; }
+  const std::vector<int64_t> &resultShape(int i) const { return shapes[numOperands + i]; }
+  float *operand(int i) const { return static_cast<float *>(buffers[i]); }
+  const int64_t *indices(int i) const { return static_cast<const int64_t *>(buffers[i]); }
+  float *result(int i) const { return static_cast<float *>(buffers[numOperands + i]); }
+  int64_t attribute(int k) const { return attributes[k]; }
+  double floatAttribute(int k) const {
+    double value;
+    std::memcpy(&value, &attributes[k], sizeof value);
+    return value;
+  }
+};
+
+inline int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+} // namespace het::rt
+
+#endif

@@ -1,0 +1,455 @@
+//===- Main.cpp - hetrt_main: the training driver of compiled models -------===//
+//
+// Owns one buffer per step argument and result, fills the arguments the way
+// `het-eval --random-inputs SEED` does (same generators, same order), then
+// runs the step N times, copying each result into the argument of the same
+// name -- the loop het-eval --steps runs, so both print the same trace.
+// With --data, each step's data/label arguments come from the dataset.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het-c/hetrt.h"
+
+#include "ModelInfo.h"
+
+#include "het/Eval/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <malloc.h>
+#include <omp.h>
+
+using namespace het::rt;
+namespace eval = het::eval;
+
+namespace {
+
+double learningRateOverride = NAN;
+
+struct Options {
+  long long steps = 100;
+  long long batch = -1;
+  double lr = NAN;
+  long long seed = 0;
+  std::string data, evalData, save, load;
+  int threads = 0;
+  long long printEvery = 1;
+};
+
+const char *usage =
+    "usage: %s [options]\n"
+    "Trains the compiled model (het-compile) and reports loss, throughput and accuracy.\n"
+    "  --steps N        training steps (default 100)\n"
+    "  --batch B        batch size; must equal the batch compiled into the model\n"
+    "  --lr X           learning rate (default: the one given to het-compile)\n"
+    "  --seed S         seed of parameter init and synthetic data, as het-eval\n"
+    "                   --random-inputs S (default 0); also shuffles --data\n"
+    "  --data F.npz     training set: arrays x [N, ...] and y [N] (labels);\n"
+    "                   without it the model trains on one synthetic batch\n"
+    "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
+    "  --load F.npz     arguments by name (parameters, optimizer state, data)\n"
+    "  --save F.npz     parameters and optimizer state after training\n"
+    "  --threads T      threads of the oneDNN kernels (default: all cores)\n"
+    "  --print-every K  print the loss every K steps (default 1)\n"
+    "Deterministic for a fixed seed and thread count. A progress bar replaces\n"
+    "the per-step lines when stdout is a terminal.\n";
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+bool parseOptions(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") {
+      std::printf(usage, argv[0]);
+      std::exit(0);
+    }
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      die("option " + arg + " needs a value (see --help)");
+    }
+    auto integer = [&](long long min) {
+      char *end = nullptr;
+      long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || v < min)
+        die("option " + arg + " expects an integer >= " + std::to_string(min) + ", got '" +
+            value + "'");
+      return v;
+    };
+    if (arg == "--steps")
+      o.steps = integer(0);
+    else if (arg == "--batch")
+      o.batch = integer(1);
+    else if (arg == "--seed")
+      o.seed = integer(0);
+    else if (arg == "--threads")
+      o.threads = static_cast<int>(integer(1));
+    else if (arg == "--print-every")
+      o.printEvery = integer(1);
+    else if (arg == "--lr") {
+      char *end = nullptr;
+      o.lr = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(o.lr > 0))
+        die("option --lr expects a positive number, got '" + value + "'");
+    } else if (arg == "--data")
+      o.data = value;
+    else if (arg == "--eval")
+      o.evalData = value;
+    else if (arg == "--load")
+      o.load = value;
+    else if (arg == "--save")
+      o.save = value;
+    else
+      die("unknown option '" + arg + "' (see --help)");
+  }
+  return true;
+}
+
+/// A 64-byte aligned buffer for one argument or result.
+struct Buffer {
+  std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};
+  size_t bytes = 0;
+  explicit Buffer(size_t n) : bytes(n) {
+    memory.reset(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64));
+    std::memset(memory.get(), 0, bytes);
+  }
+  float *f() const { return static_cast<float *>(memory.get()); }
+  int64_t *i() const { return static_cast<int64_t *>(memory.get()); }
+};
+
+size_t bytesOf(const TensorInfo &t) { return t.count() * (t.isInteger ? 8 : 4); }
+
+/// het::eval::randomArgument, from the recorded role and init.
+void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer) {
+  std::mt19937_64 generator(static_cast<uint64_t>(seed) * 1000003u + index);
+  int64_t n = t.count();
+  if (t.init == "zeros")
+    return;
+  if (t.init == "randint") {
+    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(t.a) - 1);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.i()[k] = pick(generator);
+  } else if (t.init == "uniform") {
+    std::uniform_real_distribution<double> pick(t.a, t.b);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.f()[k] = static_cast<float>(pick(generator));
+  } else {
+    std::normal_distribution<double> pick(0.0, 1.0);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.f()[k] = static_cast<float>(pick(generator));
+  }
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
+/// A dataset: x [N, ...] as floats, y [N] as labels.
+struct Dataset {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  int64_t size = 0, sampleSize = 0;
+};
+
+Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
+                    int64_t batch) {
+  auto arrays = eval::readNpz(path);
+  if (!arrays)
+    die(llvm::toString(arrays.takeError()));
+  const eval::HostArray *x = nullptr, *y = nullptr;
+  for (auto &[name, array] : *arrays) {
+    if (name == "x")
+      x = &array;
+    else if (name == "y")
+      y = &array;
+  }
+  if (!x || !y)
+    die(path + ": a dataset needs arrays 'x' (samples) and 'y' (labels)");
+  Dataset d;
+  d.size = x->shape.empty() ? 0 : x->shape[0];
+  d.sampleSize = data.count() / batch;
+  if (x->isInteger() || x->numElements() != d.size * d.sampleSize)
+    die(path + ": x is " + x->describe() + ", but the model takes float samples of " +
+        std::to_string(d.sampleSize) + " values (its input " + data.name + " is " +
+        shapeText(data.shape) + ")");
+  if (!y->isInteger() || y->shape.size() != 1 || y->shape[0] != d.size)
+    die(path + ": y must hold one integer label per sample, got " + y->describe());
+  if (labels.count() != batch)
+    die("--data needs a model with one label per sample; " + labels.name + " is " +
+        shapeText(labels.shape));
+  if (d.size == 0)
+    die(path + ": the dataset is empty");
+  d.x.assign(x->floats.begin(), x->floats.end());
+  d.y = y->integers;
+  return d;
+}
+
+void progress(long long step, long long steps, double loss, double seconds) {
+  const int width = 30;
+  int filled = steps ? static_cast<int>(width * step / steps) : width;
+  std::printf("\r[%.*s%*s] %lld/%lld loss %.5f %.1fs", filled,
+              "##############################", width - filled, "", step, steps, loss, seconds);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+extern "C" double hetrt_learning_rate(double compiled) {
+  return std::isnan(learningRateOverride) ? compiled : learningRateOverride;
+}
+
+extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_entry_fn step,
+                          hetrt_entry_fn predict) {
+  Options o;
+  parseOptions(argc, argv, o);
+  // Each step allocates and frees the same large buffers; glibc would mmap
+  // and unmap them every time, and the page faults and zeroing cost as much
+  // as a convolution. Keeping freed memory in the heap lets steps reuse it.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ModelInfo info;
+  std::string error;
+  if (!parseModelInfo(modelInfo, info, error))
+    die(error);
+  learningRateOverride = o.lr;
+  if (o.threads > 0)
+    omp_set_num_threads(o.threads);
+  int threads = omp_get_max_threads();
+
+  // Arguments, initialized as het-eval --random-inputs would.
+  std::vector<Buffer> inputs, outputs;
+  std::map<std::string, unsigned> inputIndex;
+  int dataInput = -1, labelInput = -1;
+  for (unsigned i = 0; i < info.inputs.size(); ++i) {
+    const TensorInfo &t = info.inputs[i];
+    inputs.emplace_back(bytesOf(t));
+    initialize(t, i, o.seed, inputs.back());
+    inputIndex[t.name] = i;
+    if (t.role == "data")
+      dataInput = dataInput == -1 ? static_cast<int>(i) : -2;
+    if (t.role == "label")
+      labelInput = labelInput == -1 ? static_cast<int>(i) : -2;
+  }
+  int lossOutput = -1;
+  std::vector<int> feedback; // output -> input of the same name, or -1
+  for (unsigned j = 0; j < info.outputs.size(); ++j) {
+    outputs.emplace_back(bytesOf(info.outputs[j]));
+    auto it = inputIndex.find(info.outputs[j].name);
+    feedback.push_back(it == inputIndex.end() ? -1 : static_cast<int>(it->second));
+    if (info.outputs[j].name == "loss")
+      lossOutput = static_cast<int>(j);
+  }
+  if (lossOutput < 0)
+    die("the compiled step has no result named 'loss'");
+
+  // The batch size: the leading size of the first data (else label)
+  // argument.
+  int64_t batch = -1;
+  for (const char *role : {"data", "label"})
+    for (const TensorInfo &t : info.inputs)
+      if (batch < 0 && t.role == role)
+        batch = t.shape.empty() ? 1 : t.shape[0];
+  if (o.batch > 0 && batch > 0 && o.batch != batch)
+    die("--batch " + std::to_string(o.batch) + " does not match the model's batch size " +
+        std::to_string(batch) + " (it is compiled into the model's shapes; regenerate the "
+        "model for another batch size)");
+  if (batch < 0)
+    batch = 1;
+
+  if (!o.load.empty()) {
+    auto arrays = eval::readNpz(o.load);
+    if (!arrays)
+      die(llvm::toString(arrays.takeError()));
+    for (auto &[name, array] : *arrays) {
+      auto it = inputIndex.find(name);
+      if (it == inputIndex.end()) {
+        std::string names;
+        for (auto &t : info.inputs)
+          names += " " + t.name;
+        die(o.load + ": '" + name + "' matches no argument of the model (arguments:" + names +
+            ")");
+      }
+      const TensorInfo &t = info.inputs[it->second];
+      if (array.shape != t.shape || array.isInteger() != t.isInteger)
+        die(o.load + ": '" + name + "' is " + array.describe() + ", the model expects " +
+            (t.isInteger ? "i64" : "f32") + shapeText(t.shape));
+      Buffer &b = inputs[it->second];
+      for (int64_t k = 0; k < t.count(); ++k) {
+        if (t.isInteger)
+          b.i()[k] = array.integers[k];
+        else
+          b.f()[k] = static_cast<float>(array.floats[k]);
+      }
+    }
+  }
+
+  Dataset train, test;
+  bool haveData = !o.data.empty(), haveEval = !o.evalData.empty();
+  if ((haveData || haveEval) && (dataInput < 0 || labelInput < 0))
+    die("--data/--eval need a model with exactly one float data argument and one label "
+        "argument");
+  if (haveData)
+    train = loadDataset(o.data, info.inputs[dataInput], info.inputs[labelInput], batch);
+  if (haveEval)
+    test = loadDataset(o.evalData, info.inputs[dataInput], info.inputs[labelInput], batch);
+  if (haveEval && !predict)
+    die("--eval needs a model whose loss is a cross-entropy (no predict function was built)");
+  if (haveData && train.size < batch)
+    die(o.data + " holds " + std::to_string(train.size) + " samples, fewer than one batch of " +
+        std::to_string(batch));
+
+  std::vector<void *> in(inputs.size()), out(outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in[i] = inputs[i].memory.get();
+  for (size_t j = 0; j < outputs.size(); ++j)
+    out[j] = outputs[j].memory.get();
+
+  // Epoch-wise shuffled order of the training set.
+  std::mt19937_64 shuffler(static_cast<uint64_t>(o.seed));
+  std::vector<int64_t> order(train.size);
+  std::iota(order.begin(), order.end(), 0);
+  int64_t cursor = train.size; // forces a shuffle before the first batch
+
+  bool tty = isatty(fileno(stdout));
+  std::printf("model %s: batch %lld, %zu arguments, threads %d\n", info.stepName.c_str(),
+              static_cast<long long>(batch), info.inputs.size(), threads);
+  std::fflush(stdout);
+  auto start = std::chrono::steady_clock::now(), warmStart = start;
+  double loss = NAN;
+  for (long long s = 0; s < o.steps; ++s) {
+    if (haveData) {
+      if (cursor + batch > train.size) {
+        std::shuffle(order.begin(), order.end(), shuffler);
+        cursor = 0;
+      }
+      float *x = inputs[dataInput].f();
+      int64_t *y = inputs[labelInput].i();
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t sample = order[cursor + b];
+        std::memcpy(x + b * train.sampleSize, &train.x[sample * train.sampleSize],
+                    train.sampleSize * sizeof(float));
+        y[b] = train.y[sample];
+      }
+      cursor += batch;
+    }
+    step(in.data(), out.data());
+    loss = outputs[lossOutput].f()[0];
+    if (s == 0)
+      warmStart = std::chrono::steady_clock::now(); // kernels are set up now
+    // Results become the next step's arguments: swap the buffers (same
+    // sizes; the step never aliases an input with an output) instead of
+    // copying them.
+    for (size_t j = 0; j < outputs.size(); ++j)
+      if (feedback[j] >= 0) {
+        std::swap(inputs[feedback[j]], outputs[j]);
+        in[feedback[j]] = inputs[feedback[j]].memory.get();
+        out[j] = outputs[j].memory.get();
+      }
+    if (!std::isfinite(loss)) {
+      if (tty)
+        std::printf("\n");
+      std::printf("step %lld loss %.9g\n", s, loss);
+      die("the loss is not finite at step " + std::to_string(s) + " (lower --lr?)");
+    }
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (tty)
+      progress(s + 1, o.steps, loss, seconds);
+    else if (s % o.printEvery == 0 || s + 1 == o.steps)
+      std::printf("step %lld loss %.9g\n", s, loss);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (tty && o.steps > 0)
+    std::printf("\n");
+  // Throughput leaves out the first step, which creates the oneDNN
+  // primitives and starts the thread pool.
+  double timed = std::chrono::duration<double>(std::chrono::steady_clock::now() - warmStart).count();
+  long long timedSteps = o.steps > 1 ? o.steps - 1 : o.steps;
+  if (o.steps <= 1)
+    timed = seconds;
+  if (o.steps > 0)
+    std::printf("throughput %.1f samples/s (%lld steps of batch %lld in %.3f s after the "
+                "first; %.3f s in all)\n",
+                static_cast<double>(timedSteps) * batch / timed, timedSteps,
+                static_cast<long long>(batch), timed, seconds);
+
+  if (haveEval) {
+    std::vector<Buffer> predictInputs;
+    std::vector<void *> pin;
+    int dataSlot = -1;
+    for (const std::string &name : info.predictInputs) {
+      auto it = inputIndex.find(name);
+      if (it == inputIndex.end())
+        die("the predict function's argument '" + name + "' is no argument of the step");
+      pin.push_back(inputs[it->second].memory.get());
+      if (static_cast<int>(it->second) == dataInput)
+        dataSlot = static_cast<int>(pin.size()) - 1;
+    }
+    if (dataSlot < 0)
+      die("the predict function does not read the data argument");
+    Buffer logits(bytesOf(info.logits));
+    std::vector<void *> pout{logits.memory.get()};
+    int64_t classes = info.logits.shape.back(), correct = 0;
+    float *x = inputs[dataInput].f();
+    for (int64_t first = 0; first < test.size; first += batch) {
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t sample = std::min(first + b, test.size - 1); // pad the last batch
+        std::memcpy(x + b * test.sampleSize, &test.x[sample * test.sampleSize],
+                    test.sampleSize * sizeof(float));
+      }
+      predict(pin.data(), pout.data());
+      for (int64_t b = 0; b < batch && first + b < test.size; ++b) {
+        const float *row = logits.f() + b * classes;
+        int64_t best = std::max_element(row, row + classes) - row;
+        correct += best == test.y[first + b];
+      }
+    }
+    std::printf("eval accuracy %.4f (%lld/%lld)\n", static_cast<double>(correct) / test.size,
+                static_cast<long long>(correct), static_cast<long long>(test.size));
+  }
+
+  if (!o.save.empty()) {
+    eval::NamedArrays arrays;
+    for (size_t i = 0; i < info.inputs.size(); ++i) {
+      const TensorInfo &t = info.inputs[i];
+      if (t.role != "param" && t.role != "state")
+        continue;
+      eval::HostArray array;
+      array.shape = t.shape;
+      if (t.isInteger) {
+        array.kind = eval::ElementKind::I64;
+        array.integers.assign(inputs[i].i(), inputs[i].i() + t.count());
+      } else {
+        array.kind = eval::ElementKind::F32;
+        array.floats.assign(inputs[i].f(), inputs[i].f() + t.count());
+      }
+      arrays.emplace_back(t.name, std::move(array));
+    }
+    if (llvm::Error e = eval::writeNpz(o.save, arrays))
+      die(llvm::toString(std::move(e)));
+    std::printf("saved %zu arrays to %s\n", arrays.size(), o.save.c_str());
+  }
+  return 0;
+}

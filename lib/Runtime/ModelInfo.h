@@ -1,0 +1,48 @@
+//===- ModelInfo.h - the calling convention of a compiled model ----*- C++ -*-===//
+//
+// het-compile embeds `het_model_info`, a text the runtime reads back:
+//   het-model 1
+//   step <function> <inputs> <outputs>
+//   in <name> <f32|i64> <rank> <sizes...> <role> <init...>   (per input)
+//   out <name> <f32|i64> <rank> <sizes...>                    (per output)
+//   predict <function> <inputs> 1                             (optional)
+//   in <name>                                                 (per input)
+//   out logits f32 <rank> <sizes...>
+// Roles: data, label, index, param, state. Inits: `zeros`, `randint B`,
+// `uniform LO HI`, `normal` (as het-eval --random-inputs draws them).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_RUNTIME_MODELINFO_H
+#define HET_LIB_RUNTIME_MODELINFO_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace het::rt {
+
+struct TensorInfo {
+  std::string name;
+  bool isInteger = false;
+  std::vector<int64_t> shape;
+  std::string role, init; // inputs of the step only
+  double a = 0, b = 0;    // randint bound / uniform range
+  int64_t count() const;
+};
+
+struct ModelInfo {
+  std::string stepName;
+  std::vector<TensorInfo> inputs, outputs;
+  std::string predictName;
+  std::vector<std::string> predictInputs; // names of step inputs
+  TensorInfo logits;
+  bool hasPredict() const { return !predictName.empty(); }
+};
+
+/// Parses the embedded text; on failure returns false and sets `error`.
+bool parseModelInfo(const char *text, ModelInfo &info, std::string &error);
+
+} // namespace het::rt
+
+#endif

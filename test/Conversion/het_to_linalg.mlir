@@ -1,0 +1,142 @@
+// RUN: het-opt %s --convert-het-to-linalg -split-input-file | FileCheck %s
+// RUN: het-opt %s --convert-het-to-linalg="library=reference" -split-input-file | FileCheck %s --check-prefix=REF
+
+// Element-wise ops become linalg.generic; a [4] operand broadcasts along
+// the leading dimension of [8, 4] (NumPy rules).
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @elementwise
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK-NOT: het.
+func.func @elementwise(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<8x4xf32> {
+  %0 = het.add %a, %b : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+  %1 = het.relu %0 : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+
+// -----
+
+// Library ops become one call; the library is the callee's name, and the
+// shapes are a constant meta array (2 operands, 1 result, [8,4] [3,4] [8,3],
+// activation none).
+// CHECK: func.func private @hetrt_dnnl_linear(!llvm.ptr, !llvm.ptr)
+// CHECK: memref.global "private" constant @[[META:.*]] : memref<12xi64> = dense<[2, 1, 2, 8, 4, 2, 3, 4, 2, 8, 3, 0]>
+// CHECK-LABEL: func.func @library
+// CHECK: memref.get_global @[[META]]
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x3xf32>
+// CHECK: call @hetrt_dnnl_linear(
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// REF: func.func private @hetrt_ref_linear(!llvm.ptr, !llvm.ptr)
+// REF-NOT: hetrt_dnnl
+func.func @library(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32> {
+  %y = het.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  return %y : tensor<8x3xf32>
+}
+
+// -----
+
+// Softmax is generated code: the peak and the sum are reductions along the
+// axis; with `causal` key k of query q is visible when k <= q + (K - Q).
+// CHECK-LABEL: func.func @softmax
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: %[[Q:.*]] = linalg.index 1 : index
+// CHECK: arith.cmpi sle, %[[K]],
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: arith.divf
+// CHECK-NOT: hetrt_ref_softmax
+// REF-LABEL: func.func @softmax
+// REF-NOT: call
+func.func @softmax(%x: tensor<4x16x16xf32>) -> tensor<4x16x16xf32> {
+  %y = het.softmax %x {causal, scale = 2.5e-01 : f64} : tensor<4x16x16xf32>
+  return %y : tensor<4x16x16xf32>
+}
+
+// -----
+
+// Ops without a linalg lowering or a oneDNN primitive call het's kernels
+// with either library (they range-check indices).
+// CHECK-LABEL: func.func private @hetrt_ref_embedding
+// REF-LABEL: func.func private @hetrt_ref_embedding
+func.func @embedding(%t: tensor<64x32xf32>, %i: tensor<4x16xi64>) -> tensor<4x16x32xf32> {
+  %y = het.embedding %t, %i : tensor<64x32xf32>, tensor<4x16xi64> -> tensor<4x16x32xf32>
+  return %y : tensor<4x16x32xf32>
+}
+
+// -----
+
+// Layer norm over the last dimension: row sums, then the biased variance
+// around the mean, then the normalized, scaled output.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-COUNT-2: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: math.sqrt
+// CHECK: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-NOT: call
+func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<4x16x32xf32> {
+  %y, %m, %r = het.layer_norm %x, %g, %b : tensor<4x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+  return %y : tensor<4x16x32xf32>
+}
+
+// -----
+
+// Cross-entropy: labels are range-checked by the runtime, then row peak,
+// row sum of exponentials, the label's logit (a masked row reduction) and
+// the mean over rows are generated code.
+// CHECK-LABEL: func.func @loss
+// CHECK: call @hetrt_check_labels(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64) -> ()
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: math.log
+// CHECK: arith.divf
+// CHECK-NOT: hetrt_ref
+func.func @loss(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %l = het.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Layout ops: a transpose and a reshape through one flat dimension.
+// CHECK-LABEL: func.func @layout
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<4x6xf32>) outs(%{{.*}} : tensor<6x4xf32>) permutation = [1, 0]
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<6x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [3, 8] : tensor<24xf32> into tensor<3x8xf32>
+func.func @layout(%x: tensor<4x6xf32>) -> tensor<3x8xf32> {
+  %t = het.transpose %x {permutation = array<i64: 1, 0>} : tensor<4x6xf32> -> tensor<6x4xf32>
+  %r = het.reshape %t : tensor<6x4xf32> -> tensor<3x8xf32>
+  return %r : tensor<3x8xf32>
+}
+
+// -----
+
+// A reduction over the batch and spatial dimensions (a BN gradient's sum).
+// CHECK-LABEL: func.func @reduce
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+func.func @reduce(%x: tensor<8x16x4x4xf32>) -> tensor<16xf32> {
+  %0 = het.reduce_sum %x {axes = array<i64: 0, 2, 3>} : tensor<8x16x4x4xf32> -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+// SGD reads the learning rate from the runtime (the executable's --lr),
+// with the compiled one as the default.
+// CHECK-LABEL: func.func @update
+// CHECK: %[[LR:.*]] = call @hetrt_learning_rate(%{{.*}}) : (f64) -> f64
+// CHECK: arith.truncf %[[LR]] : f64 to f32
+// CHECK: linalg.generic
+// CHECK: arith.subf
+func.func @update(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0:2 = het.sgd %p, %g, %m {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : tensor<4xf32>
+  return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
+}

@@ -1,0 +1,327 @@
+//===- het-compile.cpp - het model -> native training executable ----------===//
+//
+// Stages like a C compiler: parse and verify, build the training step
+// (het-training-pipeline) unless the input already has one, lower to the
+// LLVM dialect (lib/Conversion), translate to LLVM IR, optimize, emit an
+// object file in-process through LLVM's TargetMachine, and link it against
+// libhetrt with the system's compiler driver. --emit stops early.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/Passes.h"
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+#include <optional>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory category("het-compile options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                               cl::cat(category));
+cl::opt<std::string> outputFile("o", cl::desc("output file (default: the input's stem, "
+                                              "plus .mlir/.ll/.o for those stages)"),
+                                cl::value_desc("file"), cl::cat(category));
+enum class Emit { Mlir, Llvm, Obj, Exe };
+cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::Exe),
+                   cl::values(clEnumValN(Emit::Mlir, "mlir", "the LLVM-dialect MLIR module"),
+                              clEnumValN(Emit::Llvm, "llvm", "optimized LLVM IR (.ll)"),
+                              clEnumValN(Emit::Obj, "obj", "an object file"),
+                              clEnumValN(Emit::Exe, "exe", "a linked training executable")),
+                   cl::cat(category));
+cl::opt<char> optLevel("O", cl::desc("optimization level: -O0, -O1, -O2 (default), -O3"),
+                       cl::Prefix, cl::init('2'), cl::cat(category));
+cl::opt<std::string> target("target", cl::desc("target architecture (x86_64)"),
+                            cl::init("x86_64"), cl::cat(category));
+cl::opt<std::string> mcpu("mcpu", cl::desc("CPU to tune and select instructions for "
+                                           "(default: this machine's)"),
+                          cl::init("native"), cl::cat(category));
+cl::opt<std::string> optimizer("optimizer", cl::desc("sgd (default) or adam"),
+                               cl::init("sgd"), cl::cat(category));
+cl::opt<double> learningRate("lr", cl::desc("default learning rate (the executable's --lr "
+                                            "overrides it)"),
+                             cl::init(0.1), cl::cat(category));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0), cl::cat(category));
+cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, element-wise "
+                                    "chains); --fuse=false for the unfused step"),
+                   cl::init(true), cl::cat(category));
+cl::opt<std::string> library("library",
+                             cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
+                                      "(oneDNN, default) or reference (het's loops)"),
+                             cl::init("dnnl"), cl::cat(category));
+cl::opt<std::string> runtimeDir("runtime-dir",
+                                cl::desc("directory holding libhetrt.so (default: the build's)"),
+                                cl::init(HET_RUNTIME_DIR), cl::cat(category));
+cl::opt<std::string> linker("linker", cl::desc("compiler driver used to link (default: "
+                                               "clang-19, clang or cc from PATH)"),
+                            cl::cat(category));
+cl::opt<bool> timing("time", cl::desc("print the time of each stage to stderr"),
+                     cl::init(false), cl::cat(category));
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "het-compile: error: " << message << "\n";
+  return 1;
+}
+
+std::string defaultOutput() {
+  llvm::StringRef stem = llvm::sys::path::stem(inputFile);
+  switch (emit) {
+  case Emit::Mlir: return (stem + ".llvm.mlir").str();
+  case Emit::Llvm: return (stem + ".ll").str();
+  case Emit::Obj: return (stem + ".o").str();
+  case Emit::Exe: return stem.str();
+  }
+  return stem.str();
+}
+
+struct StageTimer {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  void done(const char *stage) {
+    auto now = std::chrono::steady_clock::now();
+    if (timing)
+      llvm::errs() << "het-compile: " << stage << " "
+                   << llvm::format("%.3f", std::chrono::duration<double>(now - start).count())
+                   << " s\n";
+    start = now;
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  het::registerHetPasses();
+  het::registerHetTrainingPipeline();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "het-compile: compile a het model into a native training executable\n\n"
+      "  het-compile model.mlir -o model && ./model --steps 100\n");
+
+  if (optLevel < '0' || optLevel > '3')
+    return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
+                " (use -O0 to -O3)");
+  if (target != "x86_64" && target != "x86-64")
+    return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
+  if (optimizer != "sgd" && optimizer != "adam")
+    return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
+  if (library != "dnnl" && library != "reference")
+    return fail("unknown kernel library '" + library + "' (use dnnl or reference)");
+  if (!(learningRate > 0))
+    return fail("--lr must be positive");
+  std::string output = outputFile.empty() ? defaultOutput() : outputFile.getValue();
+  StageTimer timer;
+
+  DialectRegistry registry;
+  het::registerCodegenDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false); // messages name the op; a module dump buries them
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto file = openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("could not parse '" + inputFile + "' (see the diagnostics above)");
+  timer.done("parse");
+
+  // Build the training step unless the input is already one.
+  bool hasStep = false;
+  for (auto function : module->getOps<func::FuncOp>())
+    hasStep |= function.getName().ends_with("_train_step");
+  PassManager pm(&context);
+  if (!hasStep) {
+    std::string pipeline = llvm::formatv(
+        "het-training-pipeline{{optimizer={0} learning-rate={1:e17} momentum={2:e17} "
+        "fuse={3}}",
+        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
+        fuse ? "true" : "false");
+    if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+      return fail("internal error: bad training pipeline '" + pipeline + "'");
+  }
+  het::CpuPipelineOptions options;
+  options.library = library == "dnnl" ? het::KernelLibrary::Dnnl : het::KernelLibrary::Reference;
+  options.fuseElementwise = optLevel != '0';
+  het::buildHetToLLVMPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
+  timer.done("lower to LLVM dialect");
+
+  if (emit == Emit::Mlir) {
+    auto out = openOutputFile(output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    module->print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  // LLVM IR, optimized for the target machine.
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  if (!llvm::StringRef(triple).starts_with("x86_64"))
+    return fail("this host's triple is " + triple + "; only x86_64 code is generated");
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, errorMessage);
+  if (!llvmTarget)
+    return fail("no LLVM target for " + triple + ": " + errorMessage);
+  std::string cpu = mcpu == "native" ? llvm::sys::getHostCPUName().str() : mcpu.getValue();
+  std::string features;
+  if (mcpu == "native") {
+    llvm::SubtargetFeatures subtarget;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(feature.first(), feature.second);
+    features = subtarget.getString();
+  }
+  llvm::CodeGenOptLevel codegenLevel = optLevel == '0'   ? llvm::CodeGenOptLevel::None
+                                       : optLevel == '1' ? llvm::CodeGenOptLevel::Less
+                                       : optLevel == '2' ? llvm::CodeGenOptLevel::Default
+                                                         : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      codegenLevel));
+  if (!machine)
+    return fail("could not create a target machine for " + triple + " (" + cpu + ")");
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(*module, llvmContext);
+  if (!llvmModule)
+    return fail("could not translate the LLVM dialect to LLVM IR");
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return fail("internal error: the generated LLVM IR does not verify");
+  timer.done("translate to LLVM IR");
+
+  if (optLevel != '0') {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder builder(machine.get(), tuning);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::OptimizationLevel level = optLevel == '1'   ? llvm::OptimizationLevel::O1
+                                    : optLevel == '2' ? llvm::OptimizationLevel::O2
+                                                      : llvm::OptimizationLevel::O3;
+    builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  }
+  timer.done("optimize LLVM IR");
+
+  if (emit == Emit::Llvm) {
+    auto out = openOutputFile(output, &errorMessage);
+    if (!out)
+      return fail(errorMessage);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return 0;
+  }
+
+  // Object code, in-process.
+  std::string objectPath = output;
+  llvm::SmallString<128> temporary;
+  if (emit == Emit::Exe) {
+    if (auto error = llvm::sys::fs::createTemporaryFile("het-compile", "o", temporary))
+      return fail("cannot create a temporary object file: " + error.message());
+    objectPath = temporary.str().str();
+  }
+  {
+    std::error_code error;
+    llvm::ToolOutputFile object(objectPath, error, llvm::sys::fs::OF_None);
+    if (error)
+      return fail("cannot write '" + objectPath + "': " + error.message());
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return fail("the target machine cannot emit object files");
+    codegen.run(*llvmModule);
+    object.keep();
+  }
+  timer.done("emit object code");
+  if (emit == Emit::Obj)
+    return 0;
+
+  // Link with the system compiler driver against libhetrt.
+  auto removeObject = llvm::make_scope_exit([&] { llvm::sys::fs::remove(objectPath); });
+  std::string driver;
+  if (!linker.empty()) {
+    auto found = llvm::StringRef(linker).contains('/')
+                     ? llvm::ErrorOr<std::string>(linker.getValue())
+                     : llvm::sys::findProgramByName(linker);
+    if (!found || !llvm::sys::fs::can_execute(*found))
+      return fail("linker '" + linker + "' not found (--linker names a compiler driver such "
+                  "as clang-19 or cc)");
+    driver = *found;
+  } else {
+    for (const char *candidate : {"clang-19", "clang", "cc"})
+      if (auto found = llvm::sys::findProgramByName(candidate)) {
+        driver = *found;
+        break;
+      }
+    if (driver.empty())
+      return fail("no linker found: install clang-19 or cc, or pass --linker");
+  }
+  llvm::SmallString<256> runtimeLibrary(runtimeDir);
+  llvm::sys::path::append(runtimeLibrary, "libhetrt.so");
+  if (!llvm::sys::fs::exists(runtimeLibrary))
+    return fail("the runtime library " + runtimeLibrary + " does not exist (build het, or "
+                "pass --runtime-dir)");
+  std::string rpath = "-Wl,-rpath," + runtimeDir;
+  std::string libraryPath = "-L" + runtimeDir;
+  llvm::SmallVector<llvm::StringRef> command{driver,      objectPath, "-o",    output,
+                                             libraryPath, rpath,      "-lhetrt", "-lm"};
+  std::string linkError;
+  int status = llvm::sys::ExecuteAndWait(driver, command, std::nullopt, {}, 0, 0, &linkError);
+  if (status != 0)
+    return fail("linking with " + driver + " failed" +
+                (linkError.empty() ? "" : ": " + linkError));
+  timer.done("link");
+  return 0;
+}
