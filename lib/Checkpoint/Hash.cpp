@@ -39,6 +39,11 @@ struct Ctx {
 };
 } // namespace
 
+Sha256::Sha256() : ctx_(new Ctx) {}
+Sha256::~Sha256() { delete static_cast<Ctx *>(ctx_); }
+void Sha256::update(const void *data, size_t n) { static_cast<Ctx *>(ctx_)->update(data, n); }
+std::string Sha256::hex() { return static_cast<Ctx *>(ctx_)->finish(); }
+
 std::string sha256Hex(const void *data, size_t n) {
   Ctx ctx;
   ctx.update(data, n);

@@ -135,24 +135,26 @@ SaveInfo writeCheckpoint(const std::string &dir, int64_t step, const Snapshot &s
     }
     tensors.push_back(std::move(e));
   }
-  // The data file's checksum: hash the pieces as they will be written.
-  std::string flat;
-  flat.reserve(offset);
-  for (const Piece &p : pieces) flat.append(static_cast<const char *>(p.data), p.size);
+  // The data file's checksum: hash the pieces as they will be written (no
+  // staging copy of the whole file).
+  Sha256 fileHash;
+  for (const Piece &p : pieces) fileHash.update(p.data, p.size);
   std::string dataName = stepName(step, "bin");
-  writeFileAtomic(dir, dataName, {{flat.data(), flat.size()}});
+  writeFileAtomic(dir, dataName, pieces);
+  uint64_t dataBytes = offset;
+  std::string dataSha = fileHash.hex();
 
   json body = {{"format", "het-checkpoint"}, {"version", 1}, {"step", step},
                {"kind", incremental ? "incremental" : "full"}, {"base", info.base},
-               {"data_file", dataName}, {"data_bytes", flat.size()},
-               {"data_sha256", sha256Hex(flat.data(), flat.size())}, {"tensors", tensors}};
+               {"data_file", dataName}, {"data_bytes", dataBytes},
+               {"data_sha256", dataSha}, {"tensors", tensors}};
   std::string dumped = body.dump();
   json manifest = {{"body", body}, {"manifest_sha256", sha256Hex(dumped.data(), dumped.size())}};
   std::string text = manifest.dump(1) + "\n";
   // The manifest last: its appearance commits the checkpoint.
   writeFileAtomic(dir, stepName(step, "json"), {{text.data(), text.size()}});
 
-  info.bytesWritten = flat.size() + text.size();
+  info.bytesWritten = dataBytes + text.size();
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (hashesOut) *hashesOut = std::move(hashes);
   return info;

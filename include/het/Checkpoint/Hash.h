@@ -14,6 +14,19 @@
 
 namespace het::ckpt {
 
+/// Incremental SHA-256 (for a file written in pieces).
+class Sha256 {
+public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256 &) = delete;
+  Sha256 &operator=(const Sha256 &) = delete;
+  void update(const void *data, size_t n);
+  std::string hex(); // finishes; call once
+private:
+  void *ctx_;
+};
+
 /// Lower-case hex SHA-256 of `n` bytes.
 std::string sha256Hex(const void *data, size_t n);
 /// Lower-case hex SHA-256 of a whole file; throws CheckpointError if it
