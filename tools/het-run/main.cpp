@@ -22,7 +22,8 @@ void onSignal(int sig) { hetrun::requestStop(sig); }
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"het-run: start N local ranks of a het job with hetccl's environment bootstrap\n"
+  CLI::App app{"usage: het-run [OPTIONS] PROGRAM [ARGS...]\n\n"
+               "het-run: start N local ranks of a het job with hetccl's environment bootstrap\n"
                "(HETCCL_ROOT, HETCCL_TOKEN, RANK, WORLD_SIZE, LOCAL_RANK, HET_RESTART), stream\n"
                "their output with a [rank k] prefix, turn any rank's failure into a job error\n"
                "(or a restart of the whole job), and print launchers for multi-machine runs.",
@@ -65,9 +66,21 @@ int main(int argc, char **argv) {
              "Exit status: 0 when every rank exits 0; 1 when the job failed (the message names\n"
              "the rank and cause); 2 for a usage error; 130/143 when interrupted.");
   app.prefix_command(); // the first positional word starts the program's command line
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e); // prints help (rc 0) or the error
+    return rc == 0 ? 0 : 2;
+  }
   std::vector<std::string> prog = app.remaining();
-  if (!prog.empty() && prog.front() == "--") prog.erase(prog.begin());
+  if (!prog.empty() && prog.front() == "--") {
+    prog.erase(prog.begin());
+  } else if (!prog.empty() && prog.front().size() > 1 && prog.front()[0] == '-') {
+    // prefix_command() hands unknown options over as the program.
+    std::fprintf(stderr, "het-run: unknown option '%s' (see --help; put '--' before a program named like an option)\n",
+                 prog.front().c_str());
+    return 2;
+  }
 
   std::unique_ptr<het::plan::Cluster> cluster;
   if (!clusterFile.empty()) {
@@ -135,6 +148,10 @@ int main(int argc, char **argv) {
   opts.failWaitMs = failWaitMs;
   opts.graceMs = graceMs;
   opts.jobTimeoutS = jobTimeoutS;
+  if (rankOffset > 0 && worldSize == 0) {
+    std::fprintf(stderr, "het-run: --rank-offset needs --world-size\n");
+    return 2;
+  }
   if (worldSize > 0 && rankOffset + nranks > worldSize) {
     std::fprintf(stderr, "het-run: ranks %d..%d do not fit in --world-size %d\n", rankOffset,
                  rankOffset + nranks - 1, worldSize);
