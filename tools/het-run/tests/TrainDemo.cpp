@@ -182,9 +182,9 @@ int main(int argc, char **argv) {
   if (gRank == a.killRank && restart == 0 && !a.killStep.empty()) {
     if (a.killStep == "random") {
       srand(unsigned(std::chrono::steady_clock::now().time_since_epoch().count() ^ getpid()));
-      // After the first checkpoint had time to land, before the last step:
-      // a restart then really resumes from a checkpoint.
-      int lo = a.ckptEvery + 2, hi = a.steps - 1;
+      // Late enough that the first checkpoint has certainly landed (a
+      // restart then really resumes from one), before the last step.
+      int lo = 2 * a.ckptEvery + 1, hi = a.steps - 1;
       killStep = lo <= hi ? lo + rand() % (hi - lo + 1) : std::max(1, a.steps);
     } else {
       killStep = std::atoi(a.killStep.c_str());
