@@ -228,6 +228,7 @@ JobResult runJob(const JobOptions &o) {
       fail(-1, "job ran past its timeout of " + std::to_string(o.jobTimeoutS) + " s");
     if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {
       signalAll(SIGTERM);
+      signalAll(SIGCONT); // a stopped rank must run to act on SIGTERM
       termSent = true;
       termAt = t;
     }

@@ -8,7 +8,8 @@
 //    rank), and on start a resume from the newest checkpoint valid on every
 //    rank (the ranks agree on it with a MIN all-reduce);
 //  - fault injection: --kill-rank R --kill-step S|random SIGKILLs rank R at
-//    step S of the first attempt (HET_RESTART=0).
+//    step S of the first attempt (HET_RESTART=0); with --hang it SIGSTOPs
+//    itself instead (alive but silent: only the collective timeout sees it).
 // Everything is deterministic (f32 math, hetccl reductions are bitwise
 // reproducible for a fixed algorithm and rank count), so a restarted job
 // must end with bit-identical parameters: the final line prints their
@@ -37,14 +38,14 @@ namespace {
 struct Args {
   int steps = 20, dim = 4096, ckptEvery = 3, fullEvery = 2, killRank = -1, stepMs = 0;
   std::string killStep, ckptDir;
-  bool sync = false;
+  bool sync = false, hang = false; // hang: SIGSTOP instead of SIGKILL
 };
 
 [[noreturn]] void usage(const std::string &why) {
   std::fprintf(stderr,
                "het-run-demo: %s\nusage: het-run-demo [--steps N] [--dim D] [--ckpt-dir DIR] "
                "[--ckpt-every K] [--full-every F] [--sync-ckpt] [--step-ms MS] "
-               "[--kill-rank R --kill-step S|random]\n",
+               "[--kill-rank R --kill-step S|random [--hang]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -73,6 +74,7 @@ Args parse(int argc, char **argv) {
     else if (k == "--step-ms") a.stepMs = num();
     else if (k == "--kill-rank") a.killRank = num();
     else if (k == "--kill-step") a.killStep = val();
+    else if (k == "--hang") a.hang = true;
     else usage("unknown argument '" + k + "'");
   }
   if (a.dim < 1 || a.ckptEvery < 1 || a.fullEvery < 1) usage("--dim, --ckpt-every and --full-every must be >= 1");
@@ -189,7 +191,7 @@ int main(int argc, char **argv) {
     } else {
       killStep = std::atoi(a.killStep.c_str());
     }
-    std::printf("will SIGKILL myself at step %d\n", killStep);
+    std::printf("will %s myself at step %d\n", a.hang ? "SIGSTOP" : "SIGKILL", killStep);
   }
 
   std::vector<float> grad(size_t(a.dim)), sum(size_t(a.dim));
@@ -197,9 +199,9 @@ int main(int argc, char **argv) {
   double stallMax = 0;
   for (int64_t s = model.step + 1; s <= a.steps; ++s) {
     if (s == killStep) {
-      std::printf("SIGKILL at step %lld\n", (long long)s);
+      std::printf("%s at step %lld\n", a.hang ? "SIGSTOP" : "SIGKILL", (long long)s);
       std::fflush(stdout);
-      ::raise(SIGKILL);
+      ::raise(a.hang ? SIGSTOP : SIGKILL); // a hung rank, or a dead one
     }
     float scale = 1.0f + 0.01f * float((s + gRank) % 5);
     double local = 0;
