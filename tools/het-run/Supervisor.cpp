@@ -193,7 +193,8 @@ JobResult runJob(const JobOptions &o) {
     failAt = now();
     res.failedRank = rank;
     res.cause = cause;
-    std::fprintf(stderr, "het-run: rank %d %s after %.3f s; stopping the job\n", rank, cause.c_str(),
+    std::string who = rank >= 0 ? "rank " + std::to_string(rank) + " " : "";
+    std::fprintf(stderr, "het-run: %s%s after %.3f s; stopping the job\n", who.c_str(), cause.c_str(),
                  failAt - t0);
   };
 
