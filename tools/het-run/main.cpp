@@ -82,10 +82,12 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  // The cluster's groups point into the catalog: it lives as long as main.
+  het::plan::DeviceCatalog catalog;
   std::unique_ptr<het::plan::Cluster> cluster;
   if (!clusterFile.empty()) {
     try {
-      auto catalog = het::plan::DeviceCatalog::loadDirectory(het::plan::DeviceCatalog::defaultDirectory());
+      catalog = het::plan::DeviceCatalog::loadDirectory(het::plan::DeviceCatalog::defaultDirectory());
       cluster = std::make_unique<het::plan::Cluster>(het::plan::loadCluster(clusterFile, catalog));
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
