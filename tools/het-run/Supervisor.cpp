@@ -160,12 +160,30 @@ JobResult runJob(const JobOptions &o) {
   res.fates.resize(o.nranks);
   std::vector<bool> done(o.nranks, false);
   int alive = 0;
+  // If starting rank r fails, the ranks already started must not outlive us.
+  auto abandon = [&](const std::string &what) {
+    std::string msg = what + ": " + std::strerror(errno);
+    for (pid_t p : pids)
+      if (p > 0) {
+        ::kill(-p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    for (Stream &s : streams) ::close(s.fd);
+    throw std::runtime_error(msg);
+  };
   for (int r = 0; r < o.nranks; ++r) {
     int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0) abandon("pipe");
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      abandon("pipe");
+    }
     pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid < 0) {
+      for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+      abandon("fork");
+    }
     if (pid == 0) execRank(o, r, out[1], err[1], root, token);
     ::setpgid(pid, pid); // also here: no race with the child's own call
     ::close(out[1]);
@@ -187,16 +205,25 @@ JobResult runJob(const JobOptions &o) {
         ::kill(-pids[r], sig);
       }
   };
-  auto fail = [&](int rank, const std::string &cause) {
+  auto fail = [&](int rank, const std::string &cause, double at) {
     if (failing) return;
     failing = true;
     failAt = now();
     res.failedRank = rank;
     res.cause = cause;
     std::string who = rank >= 0 ? "rank " + std::to_string(rank) + " " : "";
-    std::fprintf(stderr, "het-run: %s%s after %.3f s; stopping the job\n", who.c_str(), cause.c_str(),
-                 failAt - t0);
+    std::fprintf(stderr, "het-run: %s%s after %.3f s; stopping the job\n", who.c_str(), cause.c_str(), at);
   };
+  // Which failure is the cause? A rank SIGKILLed with threads becomes
+  // waitable only once all its threads are gone, and by then its peers may
+  // already have exited with an error about it. So a failure by exit status
+  // waits a moment for a death by signal to show up; a death by signal
+  // decides at once.
+  const double kSettleS = 0.25;
+  int pendingRank = -1;
+  std::string pendingCause;
+  double pendingAt = 0, pendingSeen = 0;
+  bool pendingSignal = false;
 
   double drainUntil = 0;
   for (;;) {
@@ -217,16 +244,24 @@ JobResult runJob(const JobOptions &o) {
         // exits with a status after our SIGTERM reports that status.
         f.killedByUs = f.killedByUs && !f.exited;
         bool ok = f.exited && f.status == 0;
-        if (!ok && !f.killedByUs) fail(o.rankOffset + r, f.describe());
+        if (!ok && !f.killedByUs && (pendingRank < 0 || (!f.exited && !pendingSignal))) {
+          if (pendingRank < 0) pendingSeen = now();
+          pendingRank = o.rankOffset + r;
+          pendingCause = f.describe();
+          pendingAt = f.seconds;
+          pendingSignal = !f.exited;
+        }
       }
     }
+    if (pendingRank >= 0 && (pendingSignal || alive == 0 || now() - pendingSeen >= kSettleS))
+      fail(pendingRank, pendingCause, pendingAt);
     if (alive == 0 && drainUntil == 0) drainUntil = now() + 0.5;
 
     // Policies.
     double t = now();
-    if (int sig = stopSignal(); sig && !failing) fail(-1, "het-run received signal " + signalName(sig));
+    if (int sig = stopSignal(); sig && !failing) fail(-1, "het-run received signal " + signalName(sig), t - t0);
     if (o.jobTimeoutS > 0 && !failing && t - t0 > o.jobTimeoutS)
-      fail(-1, "job ran past its timeout of " + std::to_string(o.jobTimeoutS) + " s");
+      fail(-1, "job ran past its timeout of " + std::to_string(o.jobTimeoutS) + " s", t - t0);
     if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {
       signalAll(SIGTERM);
       signalAll(SIGCONT); // a stopped rank must run to act on SIGTERM
