@@ -1,0 +1,42 @@
+//===- Snapshot.cpp - named tensors captured at one step ------------------===//
+#include "het/Checkpoint/Snapshot.h"
+
+namespace het::ckpt {
+
+size_t dtypeSize(const std::string &dtype) {
+  if (dtype == "f64" || dtype == "i64") return 8;
+  if (dtype == "f32" || dtype == "i32") return 4;
+  if (dtype == "f16" || dtype == "bf16") return 2;
+  if (dtype == "i8" || dtype == "u8") return 1;
+  throw CheckpointError("unknown dtype '" + dtype +
+                        "' (expected f64, f32, f16, bf16, i64, i32, i8 or u8)");
+}
+
+int64_t Tensor::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void Tensor::check(const std::string &name) const {
+  for (int64_t d : shape)
+    if (d < 0) throw CheckpointError("tensor '" + name + "' has a negative dimension");
+  uint64_t want = uint64_t(elements()) * dtypeSize(dtype);
+  if (want != bytes.size())
+    throw CheckpointError("tensor '" + name + "' holds " + std::to_string(bytes.size()) +
+                          " bytes but its dtype and shape need " + std::to_string(want));
+}
+
+const Tensor &Snapshot::at(const std::string &name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw CheckpointError("snapshot has no tensor '" + name + "'");
+  return it->second;
+}
+
+size_t Snapshot::totalBytes() const {
+  size_t n = 0;
+  for (auto &kv : tensors) n += kv.second.bytes.size();
+  return n;
+}
+
+} // namespace het::ckpt

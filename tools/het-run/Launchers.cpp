@@ -1,0 +1,168 @@
+//===- Launchers.cpp - mpirun / srun lines and a Volcano Job --------------===//
+#include "Launchers.h"
+#include "het/Plan/DeviceCatalog.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace hetrun {
+
+using json = nlohmann::ordered_json;
+
+std::string shellQuote(const std::string &w) {
+  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-./=:,@%+") == std::string::npos)
+    return w;
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+namespace {
+std::string program(const LaunchSpec &s) {
+  std::string p;
+  for (const std::string &a : s.argv) p += (p.empty() ? "" : " ") + shellQuote(a);
+  return p;
+}
+
+std::string timeoutEnv(const LaunchSpec &s) {
+  return s.collectiveTimeoutMs > 0 ? " HETCCL_TIMEOUT_MS=" + std::to_string(s.collectiveTimeoutMs)
+                                   : "";
+}
+
+// A tiny YAML writer for the JSON we build: block style, strings quoted
+// with JSON escapes (valid YAML double-quoted scalars).
+void yaml(std::ostream &os, const json &v, int indent, bool inSeq) {
+  std::string pad(size_t(indent), ' ');
+  if (v.is_object()) {
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!(first && inSeq)) os << pad;
+      first = false;
+      os << it.key() << ":";
+      const json &c = it.value();
+      if ((c.is_object() || c.is_array()) && !c.empty()) {
+        os << "\n";
+        yaml(os, c, indent + 2, false);
+      } else {
+        os << " " << (c.is_object() ? "{}" : c.is_array() ? "[]" : c.dump()) << "\n";
+      }
+    }
+  } else if (v.is_array()) {
+    for (const json &c : v) {
+      os << pad << "- ";
+      if (c.is_object() && !c.empty()) yaml(os, c, indent + 2, true);
+      else os << c.dump() << "\n";
+    }
+  } else {
+    os << pad << v.dump() << "\n";
+  }
+}
+} // namespace
+
+std::string devicePluginResource(const std::string &vendor) {
+  if (vendor == "nvidia") return "nvidia.com/gpu";
+  if (vendor == "amd") return "amd.com/gpu";
+  if (vendor == "ascend") return "huawei.com/Ascend910";
+  if (vendor == "iluvatar") return "iluvatar.ai/gpu";
+  if (vendor == "metax") return "metax-tech.com/gpu";
+  if (vendor == "moore_threads") return "mthreads.com/gpu";
+  return "";
+}
+
+std::string launcherLines(const LaunchSpec &s) {
+  std::ostringstream os;
+  std::string prog = program(s);
+  os << "# Open MPI (hetccl reads OMPI_COMM_WORLD_RANK/SIZE); ROOT_HOST = the host of rank 0,\n"
+        "# and set HETCCL_BIND_ADDR on each host to an address the others can reach:\n";
+  os << "export HETCCL_TOKEN=$(openssl rand -hex 32)\n";
+  os << "mpirun -np " << s.nranks << " -x HETCCL_ROOT=$ROOT_HOST:" << s.port
+     << " -x HETCCL_TOKEN" << (s.collectiveTimeoutMs > 0 ? " -x" + timeoutEnv(s) : "") << " " << prog
+     << "\n";
+  os << "# Slurm (inside an allocation):\n";
+  os << "export HETCCL_TOKEN=$(openssl rand -hex 32) HETCCL_ROOT=$(scontrol show hostnames "
+        "\"$SLURM_JOB_NODELIST\" | head -n1):"
+     << s.port << timeoutEnv(s) << "\n";
+  os << "srun --ntasks=" << s.nranks
+     << " --kill-on-bad-exit=1 bash -c 'RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS "
+        "LOCAL_RANK=$SLURM_LOCALID exec \"$@\"' het-rank "
+     << prog << "\n";
+  return os.str();
+}
+
+std::string volcanoJobYaml(const LaunchSpec &s) {
+  const het::plan::Cluster &c = *s.cluster;
+  int world = c.deviceCount();
+  int pods = 0;
+  for (const auto &g : c.groups) pods += g.nodes;
+  std::string first = c.groups.empty() ? "" : c.groups.front().name;
+  // Volcano's svc plugin gives pod i of task t the name <job>-<t>-<i>.<job>.
+  std::string rootHost = s.jobName + "-" + first + "-0." + s.jobName;
+
+  json tasks = json::array();
+  int rankBase = 0;
+  for (const auto &g : c.groups) {
+    std::string resource = devicePluginResource(g.spec ? g.spec->vendor : "");
+    json limits = json::object();
+    if (!resource.empty()) limits[resource] = g.devicesPerNode;
+    else limits["cpu"] = std::to_string(g.devicesPerNode);
+    // Each pod runs het-run for its node's ranks; the first global rank of
+    // pod i of this task is rankBase + i * devicesPerNode.
+    std::string cmd = "exec het-run -n " + std::to_string(g.devicesPerNode) + " --world-size " +
+                      std::to_string(world) + " --rank-offset $((" + std::to_string(rankBase) +
+                      " + VC_TASK_INDEX * " + std::to_string(g.devicesPerNode) + ")) --root " +
+                      rootHost + ":" + std::to_string(s.port) +
+                      (s.collectiveTimeoutMs > 0
+                           ? " --timeout-ms " + std::to_string(s.collectiveTimeoutMs)
+                           : "") +
+                      " -- " + program(s);
+    json container = {
+        {"name", "rank"},
+        {"image", s.image},
+        {"command", json::array({"/bin/sh", "-c", cmd})},
+        {"env", json::array({json{{"name", "HET_DEVICE_GROUP"}, {"value", g.name}},
+                             json{{"name", "HET_DEVICE_KIND"}, {"value", g.kind}},
+                             // Data sockets on the pod's address; ranks of one pod share a host.
+                             json{{"name", "HETCCL_BIND_ADDR"},
+                                  {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+                             json{{"name", "HETCCL_HOST"},
+                                  {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                             json{{"name", "HETCCL_TOKEN"},
+                                  {"valueFrom",
+                                   {{"secretKeyRef",
+                                     {{"name", s.jobName + "-token"}, {"key", "token"}}}}}}})},
+        {"ports", json::array({json{{"containerPort", s.port}, {"name", "hetccl-root"}}})},
+        {"resources", {{"limits", limits}}}};
+    tasks.push_back({{"name", g.name},
+                     {"replicas", g.nodes},
+                     {"template", {{"spec", {{"restartPolicy", "Never"},
+                                             {"containers", json::array({container})}}}}}});
+    rankBase += g.count();
+  }
+  // A failed pod restarts the whole job (like het-run --max-restarts, up
+  // to maxRetry times) or, without restarts, ends it.
+  std::string failAction = s.maxRestarts > 0 ? "RestartJob" : "TerminateJob";
+  json job = {
+      {"apiVersion", "batch.volcano.sh/v1alpha1"},
+      {"kind", "Job"},
+      {"metadata", {{"name", s.jobName}}},
+      {"spec",
+       {{"schedulerName", "volcano"},
+        {"minAvailable", pods}, // gang scheduling: all pods or none
+        {"plugins", {{"svc", json::array()}, {"env", json::array()}}},
+        {"policies", json::array({json{{"event", "PodFailed"}, {"action", failAction}},
+                                  json{{"event", "PodEvicted"}, {"action", failAction}}})},
+        {"tasks", tasks}}}};
+  if (s.maxRestarts > 0) job["spec"]["maxRetry"] = s.maxRestarts;
+  std::ostringstream os;
+  os << "# Generated by het-run --emit-k8s for cluster '" << c.name << "' (" << world
+     << " ranks, " << pods << " pods).\n"
+     << "# Needs Volcano and the device plugins; create the token secret first:\n"
+     << "#   kubectl create secret generic " << s.jobName
+     << "-token --from-literal=token=$(openssl rand -hex 32)\n";
+  yaml(os, job, 0, false);
+  return os.str();
+}
+
+} // namespace hetrun

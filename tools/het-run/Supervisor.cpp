@@ -1,0 +1,300 @@
+//===- Supervisor.cpp - run the ranks of one local job --------------------===//
+#include "Supervisor.h"
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hetrun {
+
+namespace {
+std::atomic<int> gStop{0};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string signalName(int sig) {
+  const char *abbrev = sigabbrev_np(sig);
+  return std::to_string(sig) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+}
+
+/// One output stream of one rank, cut into lines.
+struct Stream {
+  int fd = -1;
+  int rank = 0;
+  FILE *out = stdout;
+  std::string partial;
+
+  void emit(const std::string &line) {
+    std::fprintf(out, "[rank %d] %s\n", rank, line.c_str());
+    std::fflush(out);
+  }
+  // Returns false at EOF.
+  bool pump() {
+    char buf[65536];
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (r <= 0) {
+      if (!partial.empty()) emit(partial);
+      partial.clear();
+      ::close(fd);
+      fd = -1;
+      return false;
+    }
+    partial.append(buf, size_t(r));
+    size_t start = 0, nl;
+    while ((nl = partial.find('\n', start)) != std::string::npos) {
+      emit(partial.substr(start, nl - start));
+      start = nl + 1;
+    }
+    partial.erase(0, start);
+    // A rank that never prints a newline must not grow our memory forever.
+    if (partial.size() > (1u << 20)) {
+      emit(partial);
+      partial.clear();
+    }
+    return true;
+  }
+};
+
+[[noreturn]] void execRank(const JobOptions &o, int local, int outFd, int errFd,
+                           const std::string &root, const std::string &token) {
+  // Die with het-run even if it is SIGKILLed: no orphaned rank keeps running.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) _exit(127);
+  ::setpgid(0, 0); // own group: signals reach the rank's children too
+  ::dup2(outFd, 1);
+  ::dup2(errFd, 2);
+  int world = o.worldSize > 0 ? o.worldSize : o.nranks;
+  ::setenv("RANK", std::to_string(o.rankOffset + local).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nranks).c_str(), 1);
+  ::setenv("HETCCL_ROOT", root.c_str(), 1);
+  ::setenv("HETCCL_TOKEN", token.c_str(), 1);
+  ::setenv("HET_RESTART", std::to_string(o.attempt).c_str(), 1);
+  if (o.collectiveTimeoutMs > 0)
+    ::setenv("HETCCL_TIMEOUT_MS", std::to_string(o.collectiveTimeoutMs).c_str(), 1);
+  if (size_t(local) < o.rankEnv.size())
+    for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char *> args;
+  for (const std::string &a : o.argv) args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  std::fprintf(stderr, "het-run: cannot execute %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+} // namespace
+
+void requestStop(int signal) { gStop.store(signal); }
+int stopSignal() { return gStop.load(); }
+
+std::string RankFate::describe() const {
+  if (exited) return "exited with status " + std::to_string(status);
+  return std::string(killedByUs ? "terminated by het-run with signal " : "killed by signal ") +
+         signalName(signal);
+}
+
+std::string randomToken() {
+  unsigned char b[32];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t r = ::getrandom(b + got, sizeof b - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw std::runtime_error(std::string("getrandom failed: ") + std::strerror(errno));
+    got += size_t(r);
+  }
+  static const char *hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(e));
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+JobResult runJob(const JobOptions &o) {
+  JobResult res;
+  std::string root = o.root.empty() ? "127.0.0.1:" + std::to_string(freeLoopbackPort()) : o.root;
+  std::string token = o.token.empty() ? randomToken() : o.token;
+  double t0 = now();
+  std::fprintf(stderr, "het-run: attempt %d: starting %d rank%s (root %s)\n", o.attempt, o.nranks,
+               o.nranks == 1 ? "" : "s", root.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+
+  std::vector<pid_t> pids(o.nranks, -1);
+  std::vector<Stream> streams;
+  res.fates.resize(o.nranks);
+  std::vector<bool> done(o.nranks, false);
+  int alive = 0;
+  // If starting rank r fails, the ranks already started must not outlive us.
+  auto abandon = [&](const std::string &what) {
+    std::string msg = what + ": " + std::strerror(errno);
+    for (pid_t p : pids)
+      if (p > 0) {
+        ::kill(-p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    for (Stream &s : streams) ::close(s.fd);
+    throw std::runtime_error(msg);
+  };
+  for (int r = 0; r < o.nranks; ++r) {
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) abandon("pipe");
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      abandon("pipe");
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+      abandon("fork");
+    }
+    if (pid == 0) execRank(o, r, out[1], err[1], root, token);
+    ::setpgid(pid, pid); // also here: no race with the child's own call
+    ::close(out[1]);
+    ::close(err[1]);
+    int g = o.rankOffset + r;
+    streams.push_back({out[0], g, stdout, {}});
+    streams.push_back({err[0], g, stderr, {}});
+    pids[r] = pid;
+    ++alive;
+  }
+
+  bool failing = false;
+  double failAt = 0, termAt = 0;
+  bool termSent = false, killSent = false;
+  auto signalAll = [&](int sig) {
+    for (int r = 0; r < o.nranks; ++r)
+      if (!done[r]) {
+        res.fates[r].killedByUs = true;
+        ::kill(-pids[r], sig);
+      }
+  };
+  auto fail = [&](int rank, const std::string &cause, double at) {
+    if (failing) return;
+    failing = true;
+    failAt = now();
+    res.failedRank = rank;
+    res.cause = cause;
+    std::string who = rank >= 0 ? "rank " + std::to_string(rank) + " " : "";
+    std::fprintf(stderr, "het-run: %s%s after %.3f s; stopping the job\n", who.c_str(), cause.c_str(), at);
+  };
+  // Which failure is the cause? A rank SIGKILLed with threads becomes
+  // waitable only once all its threads are gone, and by then its peers may
+  // already have exited with an error about it. So a failure by exit status
+  // waits a moment for a death by signal to show up; a death by signal
+  // decides at once.
+  const double kSettleS = 0.25;
+  int pendingRank = -1;
+  std::string pendingCause;
+  double pendingAt = 0, pendingSeen = 0;
+  bool pendingSignal = false;
+
+  double drainUntil = 0;
+  for (;;) {
+    // Reap.
+    int st = 0;
+    pid_t p;
+    while ((p = ::waitpid(-1, &st, WNOHANG)) > 0) {
+      for (int r = 0; r < o.nranks; ++r) {
+        if (pids[r] != p || done[r]) continue;
+        done[r] = true;
+        --alive;
+        RankFate &f = res.fates[r];
+        f.seconds = now() - t0;
+        f.exited = WIFEXITED(st);
+        f.status = f.exited ? WEXITSTATUS(st) : 0;
+        f.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+        // "Killed by us" only if our signal is what ended it; a rank that
+        // exits with a status after our SIGTERM reports that status.
+        f.killedByUs = f.killedByUs && !f.exited;
+        bool ok = f.exited && f.status == 0;
+        if (!ok && !f.killedByUs && (pendingRank < 0 || (!f.exited && !pendingSignal))) {
+          if (pendingRank < 0) pendingSeen = now();
+          pendingRank = o.rankOffset + r;
+          pendingCause = f.describe();
+          pendingAt = f.seconds;
+          pendingSignal = !f.exited;
+        }
+      }
+    }
+    if (pendingRank >= 0 && (pendingSignal || alive == 0 || now() - pendingSeen >= kSettleS))
+      fail(pendingRank, pendingCause, pendingAt);
+    if (alive == 0 && drainUntil == 0) drainUntil = now() + 0.5;
+
+    // Policies.
+    double t = now();
+    if (int sig = stopSignal(); sig && !failing) fail(-1, "het-run received signal " + signalName(sig), t - t0);
+    if (o.jobTimeoutS > 0 && !failing && t - t0 > o.jobTimeoutS)
+      fail(-1, "job ran past its timeout of " + std::to_string(o.jobTimeoutS) + " s", t - t0);
+    if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {
+      signalAll(SIGTERM);
+      signalAll(SIGCONT); // a stopped rank must run to act on SIGTERM
+      termSent = true;
+      termAt = t;
+    }
+    if (termSent && alive > 0 && !killSent && t - termAt >= o.graceMs * 1e-3) {
+      signalAll(SIGKILL);
+      killSent = true;
+    }
+
+    // Output.
+    std::vector<pollfd> fds;
+    std::vector<Stream *> owners;
+    for (Stream &s : streams)
+      if (s.fd >= 0) {
+        fds.push_back({s.fd, POLLIN, 0});
+        owners.push_back(&s);
+      }
+    if (alive == 0 && (fds.empty() || now() > drainUntil)) break;
+    int n = ::poll(fds.data(), fds.size(), 20);
+    if (n > 0)
+      for (size_t i = 0; i < fds.size(); ++i)
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) owners[i]->pump();
+  }
+  for (Stream &s : streams)
+    if (s.fd >= 0) {
+      if (!s.partial.empty()) s.emit(s.partial);
+      ::close(s.fd);
+    }
+  res.seconds = now() - t0;
+  res.ok = !failing;
+  return res;
+}
+
+} // namespace hetrun

@@ -1,0 +1,66 @@
+//===- Supervisor.h - run the ranks of one local job ----------*- C++ -*-===//
+//
+// Starts N rank processes with hetccl's environment bootstrap, streams their
+// output with a "[rank k]" prefix, and turns the first failure into a clean
+// job error: the other ranks get SIGTERM, then SIGKILL after a grace period,
+// and nothing is left running when runJob returns.
+//
+#ifndef HET_RUN_SUPERVISOR_H
+#define HET_RUN_SUPERVISOR_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hetrun {
+
+struct JobOptions {
+  int nranks = 1;        // ranks started here
+  int worldSize = 0;     // 0: nranks (more when several het-runs share one job)
+  int rankOffset = 0;    // RANK of this het-run's first rank
+  std::string root;      // "": 127.0.0.1 and a free port
+  std::string token;     // "": a fresh random token
+  std::vector<std::string> argv;
+  int64_t collectiveTimeoutMs = 0; // 0: leave HETCCL_TIMEOUT_MS alone
+  int failWaitMs = 0;    // after a failure, let the others notice before SIGTERM
+  int graceMs = 2000;    // SIGTERM -> SIGKILL
+  double jobTimeoutS = 0; // 0: none
+  int attempt = 0;       // HET_RESTART
+  /// Extra environment per local rank (e.g. the device group of a cluster).
+  std::vector<std::vector<std::pair<std::string, std::string>>> rankEnv;
+};
+
+struct RankFate {
+  bool exited = false;   // else killed by `signal`
+  int status = 0, signal = 0;
+  bool killedByUs = false;
+  double seconds = 0;    // since the job started
+  std::string describe() const;
+};
+
+struct JobResult {
+  bool ok = false;
+  int failedRank = -1;   // global rank of the first failure
+  std::string cause;     // "exited with status 3", "killed by signal 9 (SIGKILL)", ...
+  std::vector<RankFate> fates;
+  double seconds = 0;
+};
+
+/// A fresh random job token (64 hex characters).
+std::string randomToken();
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+int freeLoopbackPort();
+
+/// Runs one attempt of the job. Prints progress lines "het-run: ..." to
+/// stderr. Returns once every rank has been reaped.
+JobResult runJob(const JobOptions &opts);
+
+/// Set from a signal handler: the job is being interrupted (SIGINT/SIGTERM
+/// to het-run); runJob terminates the ranks and returns a failure.
+void requestStop(int signal);
+int stopSignal();
+
+} // namespace hetrun
+
+#endif

@@ -1,0 +1,218 @@
+//===- het-run - start and supervise the ranks of a het job ---------------===//
+//
+//   het-run -n N [--cluster C.json] [--max-restarts K] [--timeout-ms T] ./program [args]
+//
+// See docs/het-run.md.
+//
+#include "Launchers.h"
+#include "Supervisor.h"
+
+#include "het/Plan/ClusterSpec.h"
+#include "het/Plan/DeviceCatalog.h"
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+namespace {
+void onSignal(int sig) { hetrun::requestStop(sig); }
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"usage: het-run [OPTIONS] PROGRAM [ARGS...]\n\n"
+               "het-run: start N local ranks of a het job with hetccl's environment bootstrap\n"
+               "(HETCCL_ROOT, HETCCL_TOKEN, RANK, WORLD_SIZE, LOCAL_RANK, HET_RESTART), stream\n"
+               "their output with a [rank k] prefix, turn any rank's failure into a job error\n"
+               "(or a restart of the whole job), and print launchers for multi-machine runs.",
+               "het-run"};
+  int nranks = 0, maxRestarts = 0, failWaitMs = 0, graceMs = 2000, port = 29500;
+  int worldSize = 0, rankOffset = 0;
+  long long timeoutMs = 0;
+  double jobTimeoutS = 0;
+  std::string clusterFile, emitK8s, image = "het:latest", jobName = "het-job", root;
+  bool printLaunchers = false;
+  app.add_option("-n,--nranks", nranks, "Number of local ranks (default: the cluster's device count)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--cluster", clusterFile, "Cluster spec (examples/clusters/*.json); ranks get "
+                                           "HET_DEVICE_GROUP/HET_DEVICE_KIND in group order")
+      ->check(CLI::ExistingFile);
+  app.add_option("--max-restarts", maxRestarts, "Restart the whole job up to K times after a failure")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--timeout-ms", timeoutMs, "hetccl per-call timeout for the ranks (HETCCL_TIMEOUT_MS)")
+      ->check(CLI::Range(1LL, 86400000LL));
+  app.add_option("--fail-wait-ms", failWaitMs,
+                 "After a rank fails, give the others this long to fail on their own before SIGTERM")
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--grace-ms", graceMs, "Time between SIGTERM and SIGKILL")->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--job-timeout-s", jobTimeoutS, "Fail an attempt that runs longer than this (0: none)")
+      ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--world-size", worldSize, "WORLD_SIZE when several het-runs form one job (default: -n)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--rank-offset", rankOffset, "RANK of this het-run's first rank (with --world-size)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--root", root, "Rendezvous host:port of an existing job (token from HETCCL_TOKEN); "
+                                 "default: 127.0.0.1 and a free port, fresh token");
+  app.add_flag("--print-launchers", printLaunchers, "Print equivalent mpirun and srun command lines and exit");
+  app.add_option("--emit-k8s", emitK8s, "Write a Kubernetes Volcano Job manifest (needs --cluster) and exit");
+  app.add_option("--image", image, "Container image for --emit-k8s")->capture_default_str();
+  app.add_option("--job-name", jobName, "Job name for --emit-k8s")->capture_default_str();
+  app.add_option("--port", port, "Rendezvous port for launchers and --emit-k8s")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.footer("Everything after the program name is passed to it unchanged:\n"
+             "  het-run -n 4 --max-restarts 1 --timeout-ms 2000 ./train --steps 20\n"
+             "Exit status: 0 when every rank exits 0; 1 when the job failed (the message names\n"
+             "the rank and cause); 2 for a usage error; 130/143 when interrupted.");
+  app.prefix_command(); // the first positional word starts the program's command line
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e); // prints help (rc 0) or the error
+    return rc == 0 ? 0 : 2;
+  }
+  std::vector<std::string> prog = app.remaining();
+  if (!prog.empty() && prog.front() == "--") {
+    prog.erase(prog.begin());
+  } else if (!prog.empty() && prog.front().size() > 1 && prog.front()[0] == '-') {
+    // prefix_command() hands unknown options over as the program.
+    std::fprintf(stderr, "het-run: unknown option '%s' (see --help; put '--' before a program named like an option)\n",
+                 prog.front().c_str());
+    return 2;
+  }
+
+  // The cluster's groups point into the catalog: it lives as long as main.
+  het::plan::DeviceCatalog catalog;
+  std::unique_ptr<het::plan::Cluster> cluster;
+  if (!clusterFile.empty()) {
+    try {
+      catalog = het::plan::DeviceCatalog::loadDirectory(het::plan::DeviceCatalog::defaultDirectory());
+      cluster = std::make_unique<het::plan::Cluster>(het::plan::loadCluster(clusterFile, catalog));
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
+    if (nranks == 0) nranks = cluster->deviceCount();
+  }
+
+  hetrun::LaunchSpec spec;
+  spec.jobName = jobName;
+  spec.image = image;
+  spec.nranks = nranks;
+  spec.port = port;
+  spec.maxRestarts = maxRestarts;
+  spec.collectiveTimeoutMs = timeoutMs;
+  spec.argv = prog;
+  spec.cluster = cluster.get();
+  if (!emitK8s.empty() || printLaunchers) {
+    if (prog.empty()) {
+      std::fprintf(stderr, "het-run: no program given\n");
+      return 2;
+    }
+    if (!emitK8s.empty()) {
+      if (!cluster) {
+        std::fprintf(stderr, "het-run: --emit-k8s needs --cluster (one task per device group)\n");
+        return 2;
+      }
+      std::ofstream out(emitK8s);
+      out << hetrun::volcanoJobYaml(spec);
+      if (!out.good()) {
+        std::fprintf(stderr, "het-run: cannot write %s\n", emitK8s.c_str());
+        return 2;
+      }
+      std::fprintf(stderr, "het-run: wrote %s\n", emitK8s.c_str());
+    }
+    if (printLaunchers) {
+      if (nranks == 0) {
+        std::fprintf(stderr, "het-run: --print-launchers needs -n or --cluster\n");
+        return 2;
+      }
+      std::fputs(hetrun::launcherLines(spec).c_str(), stdout);
+    }
+    return 0;
+  }
+
+  if (prog.empty()) {
+    std::fprintf(stderr, "het-run: no program given (usage: het-run -n N ./program [args])\n");
+    return 2;
+  }
+  if (nranks == 0) {
+    std::fprintf(stderr, "het-run: give the number of ranks with -n or a --cluster\n");
+    return 2;
+  }
+  hetrun::JobOptions opts;
+  opts.nranks = nranks;
+  opts.worldSize = worldSize;
+  opts.rankOffset = rankOffset;
+  opts.argv = prog;
+  opts.collectiveTimeoutMs = timeoutMs;
+  opts.failWaitMs = failWaitMs;
+  opts.graceMs = graceMs;
+  opts.jobTimeoutS = jobTimeoutS;
+  if (rankOffset > 0 && worldSize == 0) {
+    std::fprintf(stderr, "het-run: --rank-offset needs --world-size\n");
+    return 2;
+  }
+  if (worldSize > 0 && rankOffset + nranks > worldSize) {
+    std::fprintf(stderr, "het-run: ranks %d..%d do not fit in --world-size %d\n", rankOffset,
+                 rankOffset + nranks - 1, worldSize);
+    return 2;
+  }
+  if (!root.empty()) {
+    const char *tok = std::getenv("HETCCL_TOKEN");
+    if (!tok || !*tok) {
+      std::fprintf(stderr, "het-run: --root joins an existing job: set HETCCL_TOKEN to its token\n");
+      return 2;
+    }
+    opts.root = root;
+    opts.token = tok;
+  }
+  if (cluster) {
+    if (cluster->deviceCount() != nranks) {
+      std::fprintf(stderr, "het-run: -n %d but cluster '%s' has %d devices\n", nranks,
+                   cluster->name.c_str(), cluster->deviceCount());
+      return 2;
+    }
+    for (const auto &g : cluster->groups)
+      for (int i = 0; i < g.count(); ++i)
+        opts.rankEnv.push_back({{"HET_DEVICE_GROUP", g.name}, {"HET_DEVICE_KIND", g.kind}});
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  for (int attempt = 0;; ++attempt) {
+    opts.attempt = attempt;
+    hetrun::JobResult r;
+    try {
+      r = hetrun::runJob(opts); // a fresh token and port per attempt
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 1;
+    }
+    if (r.ok) {
+      std::fprintf(stderr, "het-run: all %d ranks finished in %.3f s\n", nranks, r.seconds);
+      return 0;
+    }
+    for (size_t k = 0; k < r.fates.size(); ++k)
+      std::fprintf(stderr, "het-run: rank %d %s after %.3f s\n", opts.rankOffset + int(k),
+                   r.fates[k].describe().c_str(), r.fates[k].seconds);
+    std::string who = r.failedRank >= 0 ? "rank " + std::to_string(r.failedRank) + " " : "";
+    if (int sig = hetrun::stopSignal()) {
+      std::fprintf(stderr, "het-run: interrupted: %s%s\n", who.c_str(), r.cause.c_str());
+      return 128 + sig;
+    }
+    if (attempt >= maxRestarts) {
+      std::fprintf(stderr, "het-run: job failed: %s%s%s\n", who.c_str(), r.cause.c_str(),
+                   maxRestarts ? (" (after " + std::to_string(maxRestarts) + " restarts)").c_str() : "");
+      return 1;
+    }
+    std::fprintf(stderr, "het-run: %s%s; restarting the job (restart %d of %d)\n", who.c_str(),
+                 r.cause.c_str(), attempt + 1, maxRestarts);
+  }
+}
