@@ -52,6 +52,24 @@ def damage(text, rng):
     return kind, text[:s] + rng.choice(WORDS) + text[e:]
 
 
+def classify(cmd, timeout):
+    """None when the command ran cleanly (exit 0), "rejected" when it failed
+    with a diagnostic, otherwise the failure (a hang, a signal, an internal
+    error, or a failure without a diagnostic)."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout (hang): " + " ".join(cmd)
+    out = r.stdout + r.stderr
+    if r.returncode < 0:
+        return f"killed by signal {-r.returncode}: " + " ".join(cmd)
+    if any(b in out for b in BAD):
+        return "internal error: " + next(b for b in BAD if b in out) + " in " + " ".join(cmd)
+    if r.returncode != 0 and "error:" not in out:
+        return f"exit {r.returncode} without a diagnostic: " + " ".join(cmd)
+    return None if r.returncode == 0 else "rejected"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--het-opt", required=True)
@@ -70,22 +88,6 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     accepted = rejected = 0
     failures = []
-    def run(case, cmd):
-        """None when the command ran cleanly (exit 0), "rejected" when it
-        failed with a diagnostic, otherwise the failure."""
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            return "timeout (hang): " + " ".join(cmd)
-        out = r.stdout + r.stderr
-        if r.returncode < 0:
-            return f"killed by signal {-r.returncode}: " + " ".join(cmd)
-        if any(b in out for b in BAD):
-            return "internal error: " + next(b for b in BAD if b in out) + " in " + " ".join(cmd)
-        if r.returncode != 0 and "error:" not in out:
-            return f"exit {r.returncode} without a diagnostic: " + " ".join(cmd)
-        return None if r.returncode == 0 else "rejected"
-
     trained = 0
     for i in range(args.cases):
         path, text = sources[i % len(sources)]
@@ -93,7 +95,7 @@ def main():
         case = os.path.join(workdir, f"case{i:04d}-{kind}.mlir")
         with open(case, "w") as f:
             f.write(damaged)
-        verdict = run(case, [args.het_opt, case, "-o", os.devnull])
+        verdict = classify([args.het_opt, case, "-o", os.devnull], args.timeout)
         if verdict == "rejected":
             rejected += 1
             os.remove(case)
@@ -106,12 +108,12 @@ def main():
         # pipeline and one evaluated step: each may reject it, none may crash.
         if args.het_eval:
             step = case + ".step.mlir"
-            verdict = run(case, [args.het_opt, case, "--het-training-pipeline", "-o", step])
+            verdict = classify([args.het_opt, case, "--het-training-pipeline", "-o", step], args.timeout)
             if verdict is None:
                 names = re.findall(r"func\.func @(\w+_train_step)\(", open(step).read())
                 for name in names[:1]:
-                    verdict = run(case, [args.het_eval, step, "--function", name,
-                                         "--random-inputs", "1"])
+                    verdict = classify([args.het_eval, step, "--function", name,
+                                        "--random-inputs", "1"], args.timeout)
                     trained += verdict is None
             if verdict not in (None, "rejected"):
                 failures.append((case, verdict))

@@ -191,6 +191,29 @@ AffineMap droppedAxisMap(MLIRContext *context, int64_t rank, int64_t axis) {
   return AffineMap::get(rank, 0, exprs, context);
 }
 
+/// The iteration space of a layer norm (forward or backward): rows reduced
+/// along the last axis, per-feature vectors broadcast along it.
+struct LastAxisLayout {
+  int64_t rank, axis, size;
+  AffineMap full, row, channel;
+  SmallVector<utils::IteratorType> reduce, parallel;
+};
+
+LastAxisLayout lastAxisLayout(OpBuilder &b, RankedTensorType type, Value scale) {
+  LastAxisLayout l;
+  l.rank = type.getRank();
+  l.axis = l.rank - 1;
+  l.size = type.getDimSize(l.axis);
+  MLIRContext *ctx = b.getContext();
+  l.full = b.getMultiDimIdentityMap(l.rank);
+  l.row = droppedAxisMap(ctx, l.rank, l.axis);
+  l.channel = broadcastMap(ctx, cast<RankedTensorType>(scale.getType()), type);
+  l.parallel.assign(l.rank, utils::IteratorType::parallel);
+  l.reduce = l.parallel;
+  l.reduce[l.axis] = utils::IteratorType::reduction;
+  return l;
+}
+
 /// A parallel linalg.generic over `resultType` reading full-shape `inputs`
 /// and axis-reduced `reduced` tensors.
 Value buildWithReduced(OpBuilder &b, Location loc, RankedTensorType resultType, ValueRange inputs,
@@ -531,14 +554,11 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         // As lib/Eval's layerNorm, over the last dimension: mean, biased
         // variance, rstd = 1/sqrt(var + eps), y = (x - mean) rstd gamma + beta.
         RankedTensorType type = resultType();
-        int64_t n = type.getRank(), axis = n - 1, D = type.getDimSize(axis);
         Type f = type.getElementType();
-        MLIRContext *ctx = b.getContext();
-        AffineMap full = b.getMultiDimIdentityMap(n), row = droppedAxisMap(ctx, n, axis);
-        AffineMap channel = broadcastMap(ctx, cast<RankedTensorType>(o.getScale().getType()), type);
-        SmallVector<utils::IteratorType> reduce(n, utils::IteratorType::parallel);
-        reduce[axis] = utils::IteratorType::reduction;
-        SmallVector<utils::IteratorType> parallel(n, utils::IteratorType::parallel);
+        LastAxisLayout layout = lastAxisLayout(b, type, o.getScale());
+        int64_t D = layout.size;
+        AffineMap full = layout.full, row = layout.row, channel = layout.channel;
+        SmallVector<utils::IteratorType> reduce = layout.reduce, parallel = layout.parallel;
         auto rowType = cast<RankedTensorType>(op->getResult(1).getType());
         double epsilon = o.getEpsilon().convertToDouble();
         Value x = o.getInput();
@@ -582,14 +602,11 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         // dx = rstd (g - mean(g) - xhat mean(g xhat)), dgamma = sum dy xhat,
         // dbeta = sum dy (sums over all rows).
         RankedTensorType type = resultType();
-        int64_t n = type.getRank(), axis = n - 1, D = type.getDimSize(axis);
         Type f = type.getElementType();
-        MLIRContext *ctx = b.getContext();
-        AffineMap full = b.getMultiDimIdentityMap(n), row = droppedAxisMap(ctx, n, axis);
-        AffineMap channel = broadcastMap(ctx, cast<RankedTensorType>(o.getScale().getType()), type);
-        SmallVector<utils::IteratorType> reduce(n, utils::IteratorType::parallel);
-        reduce[axis] = utils::IteratorType::reduction;
-        SmallVector<utils::IteratorType> parallel(n, utils::IteratorType::parallel);
+        LastAxisLayout layout = lastAxisLayout(b, type, o.getScale());
+        int64_t n = layout.rank, axis = layout.axis, D = layout.size;
+        AffineMap full = layout.full, row = layout.row, channel = layout.channel;
+        SmallVector<utils::IteratorType> reduce = layout.reduce, parallel = layout.parallel;
         SmallVector<utils::IteratorType> columns(n, utils::IteratorType::reduction);
         columns[axis] = utils::IteratorType::parallel;
         auto rowType = cast<RankedTensorType>(o.getSavedMean().getType());

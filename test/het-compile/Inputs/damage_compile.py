@@ -16,23 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "robustness"))
-from damage_inputs import BAD, damage  # noqa: E402
-
-
-def run(cmd, timeout):
-    """None on exit 0, "rejected" on an error with a diagnostic, else why."""
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout (hang): " + " ".join(cmd)
-    out = r.stdout + r.stderr
-    if r.returncode < 0:
-        return f"killed by signal {-r.returncode}: " + " ".join(cmd)
-    if any(b in out for b in BAD):
-        return "internal error: " + next(b for b in BAD if b in out) + " in " + " ".join(cmd)
-    if r.returncode != 0 and "error:" not in out:
-        return f"exit {r.returncode} without a diagnostic: " + " ".join(cmd)
-    return None if r.returncode == 0 else "rejected"
+from damage_inputs import classify as run, damage  # noqa: E402
 
 
 def main():
