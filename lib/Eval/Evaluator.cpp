@@ -13,6 +13,7 @@
 #include "ScalarBody.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,18 +26,6 @@ using namespace mlir;
 using namespace mlir::het;
 
 namespace het::eval {
-
-std::string argumentKey(func::FuncOp function, unsigned index) {
-  if (auto name = function.getArgAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
-    return name.str();
-  return "arg" + std::to_string(index);
-}
-
-std::string resultKey(func::FuncOp function, unsigned index) {
-  if (auto name = function.getResultAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
-    return name.str();
-  return "result" + std::to_string(index);
-}
 
 namespace {
 
@@ -114,7 +103,7 @@ ActivationKind activationKind(Activation activation) {
 template <typename T>
 LogicalResult Interpreter<T>::checkArgument(unsigned index, const HostArray &array) {
   auto type = dyn_cast<RankedTensorType>(function.getArgument(index).getType());
-  std::string key = argumentKey(function, index);
+  std::string key = argumentName(function, index);
   if (!type)
     return function.emitError() << "argument '" << key << "' has type "
                                 << function.getArgument(index).getType()

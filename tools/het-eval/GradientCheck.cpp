@@ -19,6 +19,7 @@
 #include "GradientCheck.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/Transforms/Autodiff.h"
 #include "het/Eval/Evaluator.h"
 #include "het/Eval/Npy.h"
@@ -55,7 +56,7 @@ LogicalResult checkOne(func::FuncOp forward, unsigned samplesPerParam, uint64_t 
 
   std::vector<HostArray> arguments;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    std::string key = ::het::eval::argumentKey(forward, i);
+    std::string key = mlir::het::argumentName(forward, i);
     auto it = llvm::find_if(given, [&](const auto &entry) { return entry.first == key; });
     arguments.push_back(it != given.end() ? it->second
                                           : ::het::eval::randomArgument(forward, i, seed));
@@ -110,7 +111,7 @@ LogicalResult checkOne(func::FuncOp forward, unsigned samplesPerParam, uint64_t 
       ++checked;
       if (error >= worst.error) {
         worst.error = error;
-        worst.where = ::het::eval::argumentKey(forward, i) + "[" + std::to_string(e) +
+        worst.where = mlir::het::argumentName(forward, i) + "[" + std::to_string(e) +
                       "]: autodiff " + llvm::formatv("{0:e6}", analytic).str() +
                       ", finite difference " + llvm::formatv("{0:e6}", numeric).str();
       }

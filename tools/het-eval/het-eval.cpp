@@ -15,6 +15,7 @@
 #include "GradientCheck.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Eval/Evaluator.h"
 #include "het/Eval/Npy.h"
 #include "het/Eval/RandomInputs.h"
@@ -93,7 +94,7 @@ FailureOr<std::vector<HostArray>> gatherArguments(func::FuncOp function,
   for (const auto &[key, array] : given) {
     bool used = false;
     for (unsigned i = 0; i < function.getNumArguments(); ++i)
-      used |= ::het::eval::argumentKey(function, i) == key;
+      used |= mlir::het::argumentName(function, i) == key;
     if (!used) {
       fail("input '" + key + "' matches no argument of @" + function.getSymName());
       return failure();
@@ -102,7 +103,7 @@ FailureOr<std::vector<HostArray>> gatherArguments(func::FuncOp function,
   std::vector<HostArray> arguments;
   std::vector<std::string> missing;
   for (unsigned i = 0; i < function.getNumArguments(); ++i) {
-    std::string key = ::het::eval::argumentKey(function, i);
+    std::string key = mlir::het::argumentName(function, i);
     auto it = given.find(key);
     if (it != given.end()) {
       arguments.push_back(it->second);
@@ -224,7 +225,7 @@ int main(int argc, char **argv) {
   unsigned runs = std::max(1u, steps.getValue());
   int lossIndex = -1;
   for (unsigned r = 0; r < function.getNumResults(); ++r)
-    if (::het::eval::resultKey(function, r) == "loss")
+    if (mlir::het::resultName(function, r) == "loss")
       lossIndex = static_cast<int>(r);
   if (steps > 0 && lossIndex < 0)
     return fail("--steps needs a result named 'loss' (run het-autodiff first)");
@@ -241,20 +242,20 @@ int main(int argc, char **argv) {
                                  static_cast<double>(results[lossIndex].floats[0]))
                  << "\n";
     for (unsigned r = 0; r < results.size(); ++r) {
-      std::string key = ::het::eval::resultKey(function, r);
+      std::string key = mlir::het::resultName(function, r);
       for (unsigned a = 0; a < function.getNumArguments(); ++a)
-        if (::het::eval::argumentKey(function, a) == key)
+        if (mlir::het::argumentName(function, a) == key)
           (*arguments)[a] = results[r];
     }
   }
 
   if (printResults || outputFile.empty())
     for (unsigned r = 0; r < results.size() && (printResults || steps == 0); ++r)
-      print(::het::eval::resultKey(function, r), results[r]);
+      print(mlir::het::resultName(function, r), results[r]);
   if (!outputFile.empty()) {
     ::het::eval::NamedArrays named;
     for (unsigned r = 0; r < results.size(); ++r)
-      named.emplace_back(::het::eval::resultKey(function, r), results[r]);
+      named.emplace_back(mlir::het::resultName(function, r), results[r]);
     if (llvm::Error error = ::het::eval::writeNpz(outputFile, named))
       return fail(llvm::toString(std::move(error)));
   }

@@ -28,15 +28,11 @@ enum class Precision { F32, F64, Extended };
 
 /// Runs `function` on `arguments` (one per function argument, checked
 /// against the argument types). On failure, diagnostics have been emitted on
-/// the offending op or the function.
+/// the offending op or the function. Arguments and results are named by
+/// mlir::het::argumentName / resultName (HetNames.h).
 mlir::FailureOr<std::vector<HostArray>>
 evaluate(mlir::func::FuncOp function, const std::vector<HostArray> &arguments,
          Precision precision);
-
-/// The name runners use for argument/result `index`: its `het.name`, else
-/// "arg<index>" / "result<index>".
-std::string argumentKey(mlir::func::FuncOp function, unsigned index);
-std::string resultKey(mlir::func::FuncOp function, unsigned index);
 
 } // namespace het::eval
 

@@ -12,6 +12,7 @@
 #include "het/Conversion/Passes.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,18 +27,6 @@ using namespace mlir;
 using namespace mlir::het;
 
 namespace {
-
-std::string argumentName(func::FuncOp function, unsigned i) {
-  if (auto name = function.getArgAttrOfType<StringAttr>(i, HetDialect::getNameAttrName()))
-    return name.str();
-  return "arg" + std::to_string(i);
-}
-
-std::string resultName(func::FuncOp function, unsigned i) {
-  if (auto name = function.getResultAttrOfType<StringAttr>(i, HetDialect::getNameAttrName()))
-    return name.str();
-  return "result" + std::to_string(i);
-}
 
 /// "f32 2 32 64": element type, rank, sizes.
 FailureOr<std::string> describeType(Operation *where, Type type) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -91,6 +92,18 @@ LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << "'" << attrName << "' argument #" << argIndex
                            << " must be a ranked float tensor, got " << type;
   return success();
+}
+
+std::string mlir::het::argumentName(FunctionOpInterface function, unsigned index) {
+  if (auto name = function.getArgAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
+    return name.str();
+  return "arg" + std::to_string(index);
+}
+
+std::string mlir::het::resultName(FunctionOpInterface function, unsigned index) {
+  if (auto name = function.getResultAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
+    return name.str();
+  return "result" + std::to_string(index);
 }
 
 LogicalResult HetDialect::verifyRegionResultAttribute(Operation *op,

@@ -11,6 +11,7 @@
 
 #include "het/Dialect/Het/Transforms/Autodiff.h"
 
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
@@ -46,12 +47,6 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
                        ? Attribute(b.getFloatAttr(tensor.getElementType(), 0.0))
                        : Attribute(b.getIntegerAttr(tensor.getElementType(), 0));
   return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(tensor, zero));
-}
-
-std::string keyOf(func::FuncOp function, unsigned index) {
-  if (auto name = function.getArgAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
-    return name.str();
-  return "arg" + std::to_string(index);
 }
 
 /// The forward function's shape: one block, one 0-d float result.
@@ -190,7 +185,7 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
   SmallVector<std::pair<Value, std::string>> stateResults;
   for (unsigned index : params) {
     Value param = step.getArgument(index);
-    std::string key = keyOf(step, index);
+    std::string key = argumentName(step, index);
     // Updates belong to the layer of the parameter's first use.
     stamper.layer = {};
     for (Operation *user : param.getUsers())
