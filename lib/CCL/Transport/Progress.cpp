@@ -202,8 +202,20 @@ void Fabric::run(std::vector<P2POp>& ops) {
       fail(hetcclTimeout, "timed out after " + std::to_string(timeoutMs) + " ms waiting on " + what);
     }
     if (now >= nextCheck) {
-      for (const P2POp& op : ops)
-        if (op.phase != 3) links[op.peer]->checkPeer();
+      try {
+        for (const P2POp& op : ops)
+          if (op.phase != 3) links[op.peer]->checkPeer();
+      } catch (const CclError&) {
+        // A peer may have written its last bytes into our ring and exited
+        // since the pass above found nothing: drain what it left before
+        // calling it dead (else a peer that finished the collective and
+        // exited looks like a crash).
+        if (advanceAll()) {
+          idle = 0;
+          continue;
+        }
+        throw;
+      }
       nextCheck = now + 5 * 1000000;
     }
     bool allSockets = true;
