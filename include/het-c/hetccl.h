@@ -137,6 +137,24 @@ hetcclResult_t hetcclCommInitRank(hetcclComm_t* comm, int nranks, hetcclUniqueId
 /* torchrun convention: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (or
  * HETCCL_ROOT), HETCCL_TOKEN. */
 hetcclResult_t hetcclCommInitFromEnv(hetcclComm_t* comm, const hetcclConfig_t* config);
+
+#define HETCCL_SPLIT_NOCOLOR (-1)
+/* Collective over `comm` (every rank of it calls, NOCOLOR ranks too): ranks
+ * with the same `color` (>= 0) form a new communicator, ordered by `key`
+ * (ties by parent rank). color = HETCCL_SPLIT_NOCOLOR (-1) gets
+ * *newcomm = NULL. `config` may be NULL (inherit the parent's current device
+ * kind and index, host, data address, timeout, algorithm and compression).
+ * Each new communicator has its own job token and job id; its root listens on
+ * a free port of its rank 0's data address (never HETCCL_ROOT/MASTER_ADDR),
+ * and its id travels only to its members over the parent's authenticated
+ * links. The parent stays usable, and may be split again; the new
+ * communicators are independent of it (destroy each on its own). An invalid
+ * color or config on any rank fails the call with hetcclInvalidArgument on
+ * every rank and leaves the parent usable; a failure during the exchange (a
+ * dead member, the timeout, hetcclCommAbort of the parent) is sticky on the
+ * parent, as for a collective. Not allowed inside GroupStart/GroupEnd. */
+hetcclResult_t hetcclCommSplit(hetcclComm_t comm, int color, int key, hetcclComm_t* newcomm,
+                               const hetcclConfig_t* config);
 hetcclResult_t hetcclCommDestroy(hetcclComm_t comm);
 /* Safe to call from another thread while a call blocks in comm: that call
  * returns hetcclAborted. Frees the communicator once no call is inside. */

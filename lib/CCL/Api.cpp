@@ -384,6 +384,20 @@ hetcclResult_t hetcclCommInitFromEnv(hetcclComm_t* comm, const hetcclConfig_t* c
   });
 }
 
+hetcclResult_t hetcclCommSplit(hetcclComm_t c, int color, int key, hetcclComm_t* newcomm,
+                               const hetcclConfig_t* config) {
+  if (!newcomm) return record(hetcclInvalidArgument, "newcomm is NULL");
+  *newcomm = nullptr;
+  if (tlsGroup.depth > 0) return record(hetcclInvalidUsage, "hetcclCommSplit inside a group is not supported");
+  hetcclComm* out = nullptr;
+  // Guarded by the parent: its abort ends the split, and a failure after the
+  // exchange started (a member died, timeout) is sticky on the parent, which
+  // tells its peers so that no member waits out its own timeout.
+  hetcclResult_t r = guarded(c, [&] { out = commSplit(c, color, key, config); });
+  if (r == hetcclSuccess) *newcomm = out;
+  return r;
+}
+
 hetcclResult_t hetcclCommDestroy(hetcclComm_t c) {
   if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
   if (c->inflight.load() > 0) return record(hetcclInvalidUsage, "communicator destroyed while a call is in progress; use hetcclCommAbort");

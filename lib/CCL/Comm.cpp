@@ -157,7 +157,7 @@ static void setupShm(hetcclComm* c, const IdData& id, Rendezvous& rv, const std:
 // Opens authenticated TCP links to remote ranks: each rank connects to the
 // remote ranks below it, then accepts the ones above it.
 static void setupTcp(hetcclComm* c, const IdData& id, Fd& listenFd, const std::vector<int>& remote,
-                     const Deadline& dl) {
+                     const Deadline& dl, const std::atomic<bool>* abortFlag) {
   std::string token(reinterpret_cast<const char*>(id.token), sizeof id.token);
   int expectAccepts = 0;
   for (int r : remote) {
@@ -166,23 +166,23 @@ static void setupTcp(hetcclComm* c, const IdData& id, Fd& listenFd, const std::v
       continue;
     }
     SockAddr a{c->peers[r].dataHost, c->peers[r].dataPort};
-    Fd fd = connectRetry(a, dl, &c->aborted);
-    authClient(fd.get(), token, dl, &c->aborted);
+    Fd fd = connectRetry(a, dl, abortFlag);
+    authClient(fd.get(), token, dl, abortFlag);
     int32_t hello[2] = {c->rank, int32_t(id.jobId & 0x7fffffff)};
-    sendFrame(fd.get(), FrameType::DataHello, hello, sizeof hello, dl, &c->aborted);
+    sendFrame(fd.get(), FrameType::DataHello, hello, sizeof hello, dl, abortFlag);
     c->fabric.links[r] = std::make_unique<TcpLink>(r, std::move(fd));
   }
   while (expectAccepts > 0) {
     std::string who;
-    Fd fd = acceptUntil(listenFd.get(), dl, &c->aborted, &who);
+    Fd fd = acceptUntil(listenFd.get(), dl, abortFlag, &who);
     if (!fd) {
       if (dl.passed()) fail(hetcclTimeout, "timed out waiting for TCP connections from remote ranks");
       continue;
     }
     Deadline hs{std::min(dl.atNs, nowNs() + int64_t(5000) * 1000000)};
     try {
-      authServer(fd.get(), token, who, hs, &c->aborted);
-      std::vector<char> h = recvFrame(fd.get(), FrameType::DataHello, 8, hs, &c->aborted);
+      authServer(fd.get(), token, who, hs, abortFlag);
+      std::vector<char> h = recvFrame(fd.get(), FrameType::DataHello, 8, hs, abortFlag);
       int32_t hello[2];
       if (h.size() != sizeof hello) fail(hetcclRemoteError, "malformed data hello");
       memcpy(hello, h.data(), sizeof hello);
@@ -226,8 +226,20 @@ static void setupVendor(hetcclComm* c, Rendezvous& rv, const Deadline& dl) {
   c->device->vendor->initComm(c->nranks, std::string(ids[0].begin(), ids[0].end()), c->rank);
 }
 
+void checkConfig(const hetcclConfig_t* config) {
+  hetcclComm scratch;
+  resolveConfig(&scratch, config);
+  resolveIPv4(dataBindAddr(config));
+}
+
+std::string dataBindAddr(const hetcclConfig_t* config) {
+  std::string bind = config && config->bindAddr[0] ? config->bindAddr : envStr("HETCCL_BIND_ADDR");
+  if (bind.empty()) bind = "127.0.0.1"; // loopback unless told otherwise
+  return bind;
+}
+
 hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetcclConfig_t* config,
-                     hetcclComm* /*abortTarget*/) {
+                     InitOptions* opts) {
   if (nranks < 1) fail(hetcclInvalidArgument, "nranks must be >= 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     fail(hetcclInvalidArgument, "rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(nranks) + ")");
@@ -239,10 +251,9 @@ hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetc
   resolveConfig(c.get(), config);
   if (c->kind == hetcclDeviceCuda || c->kind == hetcclDeviceHip) c->device = openDeviceRuntime(c->kind, c->deviceIndex);
 
-  std::string bind = config && config->bindAddr[0] ? config->bindAddr : envStr("HETCCL_BIND_ADDR");
-  if (bind.empty()) bind = "127.0.0.1"; // loopback unless told otherwise
+  const std::atomic<bool>* abortFlag = opts && opts->abortFlag ? opts->abortFlag : &c->aborted;
   SockAddr bound;
-  Fd dataListen = listenOn(SockAddr{resolveIPv4(bind), 0}, &bound);
+  Fd dataListen = listenOn(SockAddr{resolveIPv4(dataBindAddr(config)), 0}, &bound);
 
   Deadline dl = Deadline::afterMs(c->timeoutMs);
   PeerInfo mine{};
@@ -255,7 +266,8 @@ hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetc
   snprintf(mine.dataHost, sizeof mine.dataHost, "%s", bound.host.c_str());
   mine.dataPort = bound.port;
 
-  Rendezvous rv(id, rank, nranks, &c->aborted);
+  Rendezvous rv(id, rank, nranks, abortFlag);
+  if (opts && opts->rootListen) rv.adoptListener(std::move(opts->rootListen));
   c->peers = rv.exchange(mine, dl);
   buildTopology(c.get());
 
@@ -292,7 +304,7 @@ hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetc
       rv.barrier(dl);
     }
   }
-  setupTcp(c.get(), id, dataListen, remote, dl);
+  setupTcp(c.get(), id, dataListen, remote, dl, abortFlag);
   setupVendor(c.get(), rv, dl);
   rv.barrier(dl); // all links up everywhere before the first collective
   logDebug("rank %d/%d host %s kind %d: %zu shm peers, %zu tcp peers, %zu groups", rank, nranks, c->host.c_str(),

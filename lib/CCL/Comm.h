@@ -60,8 +60,24 @@ struct hetcclComm {
 
 namespace hetccl {
 
+// What hetcclCommSplit passes to commInit besides the id.
+struct InitOptions {
+  Fd rootListen; // rank 0: already listening at the id's root address
+  // Polled by init's waits instead of the new communicator's own flag (which
+  // no one can raise yet): the parent's, so aborting the parent ends a split.
+  const std::atomic<bool>* abortFlag = nullptr;
+};
+
 // Creates the communicator: rendezvous, topology, shm rings, TCP links.
 hetcclComm* commInit(int nranks, const hetcclUniqueId& id, int rank, const hetcclConfig_t* config,
-                     hetcclComm* abortTarget = nullptr);
+                     InitOptions* opts = nullptr);
+// Throws hetcclInvalidArgument if commInit would reject `config` (NULL is
+// fine) with the current environment. Talks to no one.
+void checkConfig(const hetcclConfig_t* config);
+// The IPv4 address commInit binds data sockets to for `config`.
+std::string dataBindAddr(const hetcclConfig_t* config);
+
+// hetcclCommSplit (Split.cpp); returns nullptr for HETCCL_SPLIT_NOCOLOR.
+hetcclComm* commSplit(hetcclComm* parent, int color, int key, const hetcclConfig_t* config);
 
 } // namespace hetccl

@@ -39,7 +39,7 @@ std::vector<PeerInfo> Rendezvous::exchange(const PeerInfo& mine, const Deadline&
   }
 
   if (nranks_ > kMaxRanks) fail(hetcclInvalidArgument, "too many ranks");
-  listen_ = listenOn(rootAddr, nullptr);
+  if (!listen_) listen_ = listenOn(rootAddr, nullptr);
   peers_.resize(nranks_);
   table[0] = mine;
   int joined = 1;

@@ -40,6 +40,10 @@ public:
   // Every rank contributes a blob (<= 64 KiB); everyone gets all of them.
   std::vector<std::vector<char>> allGather(const std::vector<char>& blob, const Deadline& dl);
   void barrier(const Deadline& dl) { allGather({}, dl); }
+  // Rank 0 only: use this socket, already listening at the id's root
+  // address, instead of binding the root port in exchange() (a split's
+  // leader holds its port from the moment it picks it, so no one can take it).
+  void adoptListener(Fd fd) { listen_ = std::move(fd); }
 
 private:
   IdData id_;

@@ -68,6 +68,18 @@ void makeUniqueId(hetcclUniqueId* id) {
   *id = encodeId(d);
 }
 
+hetcclUniqueId makeUniqueIdAt(const SockAddr& root, uint64_t avoidJobId) {
+  IdData d{};
+  d.magic = kIdMagic;
+  setHost(d, root);
+  randomBytes(d.token, sizeof d.token);
+  // The job id names the shm segments (/hetccl-<jobId>-<rank>); 64 random
+  // bits, and never the parent's, so a split's segments collide with no one's.
+  do randomBytes(&d.jobId, sizeof d.jobId);
+  while (d.jobId == avoidJobId);
+  return encodeId(d);
+}
+
 void uniqueIdFromEnv(hetcclUniqueId* id) {
   IdData d{};
   d.magic = kIdMagic;

@@ -5,6 +5,8 @@
 
 #include "het-c/hetccl.h"
 
+#include "Net/Socket.h"
+
 #include <cstdint>
 #include <string>
 
@@ -25,5 +27,9 @@ IdData decodeId(const hetcclUniqueId& id); // throws on a malformed id
 hetcclUniqueId encodeId(const IdData& d);
 void makeUniqueId(hetcclUniqueId* id);
 void uniqueIdFromEnv(hetcclUniqueId* id);
+// A fresh id (random token, random job id other than avoidJobId) whose root
+// is `root` exactly; the environment is not consulted. Used by
+// hetcclCommSplit, whose leader already listens on `root`.
+hetcclUniqueId makeUniqueIdAt(const SockAddr& root, uint64_t avoidJobId);
 
 } // namespace hetccl
