@@ -38,6 +38,10 @@ int hetrt_main(int argc, char **argv, const char *model_info, hetrt_entry_fn ste
 
 /* The learning rate optimizer updates use: the executable's --lr when
  * given, else `compiled` (het-compile --lr). */
+/* The driver of a pipeline (het-compile --cluster): one rank of it. The
+ * stage functions are found by name (het_entry_<stage>_<phase>). */
+int hetrt_pipeline_main(int argc, char **argv, const char *model_info);
+
 double hetrt_learning_rate(double compiled);
 
 /* Stops the program with the reference evaluator's message when a label

@@ -43,10 +43,12 @@ namespace mlir::het {
 void registerConvertHetToLinalgPass();
 void registerBuildEntryPointsPass();
 void registerEmitEntryPointsPass();
+void registerConvertHetToRuntimePass();
 } // namespace mlir::het
 
 void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  pm.addPass(createBuildEntryPointsPass());
+  if (!options.pipeline)
+    pm.addPass(createBuildEntryPointsPass());
   pm.addPass(createConvertHetToLinalgPass(options.library));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
@@ -85,6 +87,7 @@ void mlir::het::registerHetConversionPasses() {
   registerConvertHetToLinalgPass();
   registerBuildEntryPointsPass();
   registerEmitEntryPointsPass();
+  registerConvertHetToRuntimePass();
   PassPipelineRegistration<>(
       "het-lower-to-llvm",
       "From a training step (het-training-pipeline output) to the LLVM dialect, with "

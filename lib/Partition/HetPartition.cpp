@@ -2,6 +2,7 @@
 #include "PartitionPlan.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
 #include "het/Plan/ClusterSpec.h"
@@ -15,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <map>
 #include <set>
@@ -148,6 +150,33 @@ void HetPartitionPass::runOnOperation() {
     if (l >= 0)
       stageOf[&op] = stageOfLayer(l);
   }
+  // The backward pass: gradient ops and everything computed from them
+  // (optimizer updates aside). Marked so the pipeline lowering can run a
+  // micro-batch's forward and backward apart.
+  llvm::DenseSet<Operation *> backward;
+  for (Operation &op : body) {
+    if (isa<SGDOp, AdamOp>(op))
+      continue;
+    bool fromGradient = llvm::any_of(op.getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && backward.contains(def);
+    });
+    if (fromGradient || op.getName().getStringRef().ends_with("_grad"))
+      backward.insert(&op);
+  }
+  // The stages that use an op's results: its own if it is layered, else
+  // (it is copied into its users' stages) those of its users.
+  std::function<void(Operation *, std::set<int> &)> stagesUsing =
+      [&](Operation *op, std::set<int> &out) {
+        auto it = stageOf.find(op);
+        if (it != stageOf.end()) {
+          out.insert(it->second);
+          return;
+        }
+        for (Value result : op->getResults())
+          for (Operation *user : result.getUsers())
+            stagesUsing(user, out);
+      };
 
   // The cluster.
   OpBuilder b(ctx);
@@ -207,14 +236,11 @@ void HetPartitionPass::runOnOperation() {
   const size_t S = plan.stages.size();
   std::vector<std::vector<unsigned>> stageArgs(S);
   for (BlockArgument arg : func.getArguments()) {
+    // Unlayered users (Adam's step counter) count for every stage that
+    // uses their results.
     std::set<int> users;
-    for (Operation *user : arg.getUsers()) {
-      // Unlayered users (constants never use arguments) count for every
-      // stage that uses their results; rare enough to ignore here.
-      auto it = stageOf.find(user);
-      if (it != stageOf.end())
-        users.insert(it->second);
-    }
+    for (Operation *user : arg.getUsers())
+      stagesUsing(user, users);
     for (int s : users)
       stageArgs[s].push_back(arg.getArgNumber());
   }
@@ -265,6 +291,8 @@ void HetPartitionPass::runOnOperation() {
           ob.create<RecvOp>(def->getLoc(), v.getType(),
                             FlatSymbolRefAttr::get(ctx, plan.stages[from].name),
                             ob.getI64IntegerAttr(channel));
+      if (backward.contains(def))
+        recv->setAttr(HetDialect::getBackwardAttrName(), ob.getUnitAttr());
       maps[j].map(v, recv.getResult());
       return recv.getResult();
     }
@@ -282,6 +310,8 @@ void HetPartitionPass::runOnOperation() {
       valueIn(operand, j);
     OpBuilder ob = builderFor(j);
     Operation *copy = ob.clone(op, maps[j]);
+    if (backward.contains(&op))
+      copy->setAttr(HetDialect::getBackwardAttrName(), ob.getUnitAttr());
     // An optimizer update (gradient = operand 1) uses the replicas' average.
     if (isa<SGDOp, AdamOp>(copy)) {
       OpBuilder before(copy);
@@ -298,9 +328,11 @@ void HetPartitionPass::runOnOperation() {
       for (int c : consumers) {
         long channel = nextChannel[{j, c}]++;
         channelOf[{result, c}] = channel;
-        ob.create<SendOp>(op.getLoc(), maps[j].lookup(result),
-                          FlatSymbolRefAttr::get(ctx, plan.stages[c].name),
-                          ob.getI64IntegerAttr(channel));
+        auto send = ob.create<SendOp>(op.getLoc(), maps[j].lookup(result),
+                                      FlatSymbolRefAttr::get(ctx, plan.stages[c].name),
+                                      ob.getI64IntegerAttr(channel));
+        if (backward.contains(&op))
+          send->setAttr(HetDialect::getBackwardAttrName(), ob.getUnitAttr());
       }
     }
   }
@@ -308,12 +340,24 @@ void HetPartitionPass::runOnOperation() {
   // Results: each stage yields what it made.
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   std::vector<SmallVector<Value>> yields(S);
-  for (Value r : returnOp.getOperands()) {
+  std::vector<SmallVector<Attribute>> yieldNames(S);
+  for (auto [index, r] : llvm::enumerate(returnOp.getOperands())) {
     Operation *def = r.getDefiningOp();
     auto it = def ? stageOf.find(def) : stageOf.end();
-    if (it == stageOf.end())
-      continue; // an argument or constant returned as is: nothing to run
+    StringAttr name = b.getStringAttr(resultName(func, index));
+    if (it == stageOf.end()) {
+      // An unlayered result (Adam's step counter) leaves every stage that
+      // computed a copy of it: each stage keeps its own. An argument or
+      // constant returned as is needs nothing to run.
+      for (size_t j = 0; j < S; ++j)
+        if (Value copy = def ? maps[j].lookupOrNull(r) : Value()) {
+          yields[j].push_back(copy);
+          yieldNames[j].push_back(name);
+        }
+      continue;
+    }
     int j = it->second;
+    yieldNames[j].push_back(name);
     Value v = maps[j].lookup(r);
     // Without an optimizer in the step (het-autodiff optimizer=none), the
     // gradients themselves are results: average them before they leave.
@@ -328,6 +372,11 @@ void HetPartitionPass::runOnOperation() {
     OpBuilder ob(old);
     ob.create<YieldOp>(old.getLoc(), yields[j]);
     old.erase();
+    SmallVector<Attribute> argNames;
+    for (unsigned a : stageArgs[j])
+      argNames.push_back(b.getStringAttr(argumentName(func, a)));
+    stages[j]->setAttr(HetDialect::getArgNamesAttrName(), b.getArrayAttr(argNames));
+    stages[j]->setAttr(HetDialect::getResultNamesAttrName(), b.getArrayAttr(yieldNames[j]));
   }
   func.erase();
 }

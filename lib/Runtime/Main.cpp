@@ -10,6 +10,7 @@
 
 #include "het-c/hetrt.h"
 
+#include "Arguments.h"
 #include "ModelInfo.h"
 
 #include "het/Eval/Npy.h"
@@ -66,11 +67,6 @@ const char *usage =
     "Deterministic for a fixed seed and thread count. A progress bar replaces\n"
     "the per-step lines when stdout is a terminal.\n";
 
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
-  std::exit(1);
-}
-
 bool parseOptions(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
@@ -124,88 +120,6 @@ bool parseOptions(int argc, char **argv, Options &o) {
   return true;
 }
 
-/// A 64-byte aligned buffer for one argument or result.
-struct Buffer {
-  std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};
-  size_t bytes = 0;
-  explicit Buffer(size_t n) : bytes(n) {
-    memory.reset(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64));
-    std::memset(memory.get(), 0, bytes);
-  }
-  float *f() const { return static_cast<float *>(memory.get()); }
-  int64_t *i() const { return static_cast<int64_t *>(memory.get()); }
-};
-
-size_t bytesOf(const TensorInfo &t) { return t.count() * (t.isInteger ? 8 : 4); }
-
-/// het::eval::randomArgument, from the recorded role and init.
-void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer) {
-  std::mt19937_64 generator(static_cast<uint64_t>(seed) * 1000003u + index);
-  int64_t n = t.count();
-  if (t.init == "zeros")
-    return;
-  if (t.init == "randint") {
-    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(t.a) - 1);
-    for (int64_t k = 0; k < n; ++k)
-      buffer.i()[k] = pick(generator);
-  } else if (t.init == "uniform") {
-    std::uniform_real_distribution<double> pick(t.a, t.b);
-    for (int64_t k = 0; k < n; ++k)
-      buffer.f()[k] = static_cast<float>(pick(generator));
-  } else {
-    std::normal_distribution<double> pick(0.0, 1.0);
-    for (int64_t k = 0; k < n; ++k)
-      buffer.f()[k] = static_cast<float>(pick(generator));
-  }
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return "[" + s + "]";
-}
-
-/// A dataset: x [N, ...] as floats, y [N] as labels.
-struct Dataset {
-  std::vector<float> x;
-  std::vector<int64_t> y;
-  int64_t size = 0, sampleSize = 0;
-};
-
-Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
-                    int64_t batch) {
-  auto arrays = eval::readNpz(path);
-  if (!arrays)
-    die(llvm::toString(arrays.takeError()));
-  const eval::HostArray *x = nullptr, *y = nullptr;
-  for (auto &[name, array] : *arrays) {
-    if (name == "x")
-      x = &array;
-    else if (name == "y")
-      y = &array;
-  }
-  if (!x || !y)
-    die(path + ": a dataset needs arrays 'x' (samples) and 'y' (labels)");
-  Dataset d;
-  d.size = x->shape.empty() ? 0 : x->shape[0];
-  d.sampleSize = data.count() / batch;
-  if (x->isInteger() || x->numElements() != d.size * d.sampleSize)
-    die(path + ": x is " + x->describe() + ", but the model takes float samples of " +
-        std::to_string(d.sampleSize) + " values (its input " + data.name + " is " +
-        shapeText(data.shape) + ")");
-  if (!y->isInteger() || y->shape.size() != 1 || y->shape[0] != d.size)
-    die(path + ": y must hold one integer label per sample, got " + y->describe());
-  if (labels.count() != batch)
-    die("--data needs a model with one label per sample; " + labels.name + " is " +
-        shapeText(labels.shape));
-  if (d.size == 0)
-    die(path + ": the dataset is empty");
-  d.x.assign(x->floats.begin(), x->floats.end());
-  d.y = y->integers;
-  return d;
-}
-
 void progress(long long step, long long steps, double loss, double seconds) {
   const int width = 30;
   int filled = steps ? static_cast<int>(width * step / steps) : width;
@@ -215,6 +129,8 @@ void progress(long long step, long long steps, double loss, double seconds) {
 }
 
 } // namespace
+
+void hetrtSetLearningRate(double lr) { learningRateOverride = lr; }
 
 extern "C" double hetrt_learning_rate(double compiled) {
   return std::isnan(learningRateOverride) ? compiled : learningRateOverride;
@@ -326,11 +242,10 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   for (size_t j = 0; j < outputs.size(); ++j)
     out[j] = outputs[j].memory.get();
 
-  // Epoch-wise shuffled order of the training set.
-  std::mt19937_64 shuffler(static_cast<uint64_t>(o.seed));
-  std::vector<int64_t> order(train.size);
-  std::iota(order.begin(), order.end(), 0);
-  int64_t cursor = train.size; // forces a shuffle before the first batch
+  // Epoch-wise shuffled batches of the training set.
+  std::unique_ptr<BatchStream> stream;
+  if (haveData)
+    stream = std::make_unique<BatchStream>(train, batch, o.seed);
 
   bool tty = isatty(fileno(stdout));
   std::printf("model %s: batch %lld, %zu arguments, threads %d\n", info.stepName.c_str(),
@@ -339,21 +254,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   auto start = std::chrono::steady_clock::now(), warmStart = start;
   double loss = NAN;
   for (long long s = 0; s < o.steps; ++s) {
-    if (haveData) {
-      if (cursor + batch > train.size) {
-        std::shuffle(order.begin(), order.end(), shuffler);
-        cursor = 0;
-      }
-      float *x = inputs[dataInput].f();
-      int64_t *y = inputs[labelInput].i();
-      for (int64_t b = 0; b < batch; ++b) {
-        int64_t sample = order[cursor + b];
-        std::memcpy(x + b * train.sampleSize, &train.x[sample * train.sampleSize],
-                    train.sampleSize * sizeof(float));
-        y[b] = train.y[sample];
-      }
-      cursor += batch;
-    }
+    if (haveData)
+      stream->fill(s, inputs[dataInput].f(), inputs[labelInput].i());
     step(in.data(), out.data());
     loss = outputs[lossOutput].f()[0];
     if (s == 0)

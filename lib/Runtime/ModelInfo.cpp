@@ -31,6 +31,7 @@ bool readTensor(std::istringstream &line, TensorInfo &t) {
 bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
   std::istringstream all(text ? text : "");
   std::string raw, section;
+  StageFunction *current = nullptr;
   int lineNumber = 0;
   while (std::getline(all, raw)) {
     ++lineNumber;
@@ -41,8 +42,46 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
     line >> keyword;
     bool ok = true;
     if (keyword == "het-model") {
-      int version = 0;
-      ok = (line >> version) && version == 1;
+      ok = (line >> info.version) && (info.version == 1 || info.version == 2);
+    } else if (keyword == "pipeline") {
+      size_t stages = 0;
+      ok = (line >> stages >> info.microBatches) && stages > 0 && stages < 4096 &&
+           info.microBatches > 0;
+      if (ok)
+        info.stages.resize(stages);
+    } else if (keyword == "stage" || keyword == "order" || keyword == "function") {
+      size_t j = 0;
+      ok = (line >> j) && j < info.stages.size();
+      if (ok && keyword == "stage") {
+        StageInfo &st = info.stages[j];
+        ok = static_cast<bool>(line >> st.name >> st.replicas >> st.group >> st.vendor >>
+                               st.arch >> st.library >> st.layerBegin >> st.layerEnd) &&
+             st.replicas > 0;
+      } else if (ok && keyword == "order") {
+        std::string entry;
+        while (line >> entry)
+          info.stages[j].order.push_back(entry);
+      } else if (ok) {
+        std::string phase;
+        size_t inputs = 0, outputs = 0;
+        StageFunction *f = nullptr;
+        if (line >> phase)
+          f = phase == "forward"    ? &info.stages[j].forward
+              : phase == "backward" ? &info.stages[j].backward
+              : phase == "update"   ? &info.stages[j].update
+                                    : nullptr;
+        ok = f && (line >> f->symbol >> inputs >> outputs >> f->receives);
+        current = f;
+        section = "function";
+      }
+    } else if (keyword == "in" && section == "function" && current) {
+      TensorInfo t;
+      ok = readTensor(line, t);
+      current->inputs.push_back(t);
+    } else if (keyword == "out" && section == "function" && current) {
+      TensorInfo t;
+      ok = readTensor(line, t);
+      current->outputs.push_back(t);
     } else if (keyword == "step") {
       section = "step";
       ok = static_cast<bool>(line >> info.stepName);
@@ -79,6 +118,12 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
     error = "the model description names no training step";
     return false;
   }
+  for (const StageInfo &st : info.stages)
+    if (st.name.empty() || st.forward.symbol.empty() || st.backward.symbol.empty() ||
+        st.update.symbol.empty()) {
+      error = "the pipeline description misses a stage or one of its functions";
+      return false;
+    }
   return true;
 }
 

@@ -11,6 +11,16 @@
 // Roles: data, label, index, param, state. Inits: `zeros`, `randint B`,
 // `uniform LO HI`, `normal` (as het-eval --random-inputs draws them).
 //
+// A pipeline (het-compile --cluster; version 2) has the step lines of the
+// unpartitioned step (so every rank initializes arguments exactly as a
+// single-rank run would), then:
+//   pipeline <stages> <micro-batches>
+//   stage <j> <name> <replicas> <group> <vendor> <arch> <library> <begin> <end>
+//   order <j> F0 F1 B0 ...
+//   function <j> <forward|backward|update> <symbol> <inputs> <outputs> <receives>
+//   in <name> <f32|i64> <rank> <sizes...>                     (per input)
+//   out <name> <f32|i64> <rank> <sizes...>                    (per output)
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef HET_LIB_RUNTIME_MODELINFO_H
@@ -31,7 +41,25 @@ struct TensorInfo {
   int64_t count() const;
 };
 
+/// One of a stage's three functions (convert-het-to-runtime).
+struct StageFunction {
+  std::string symbol;
+  std::vector<TensorInfo> inputs, outputs;
+  int receives = 0; // hetrt_recv calls per run
+};
+
+struct StageInfo {
+  std::string name, group, vendor, arch, library;
+  int replicas = 1;
+  long layerBegin = 0, layerEnd = 0;
+  std::vector<std::string> order; // "F<i>" / "B<i>"
+  StageFunction forward, backward, update;
+};
+
 struct ModelInfo {
+  int version = 1;
+  int microBatches = 1;
+  std::vector<StageInfo> stages; // a pipeline (version 2) only
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;
   std::string predictName;

@@ -10,6 +10,8 @@
 
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Partition/Passes.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -89,6 +91,27 @@ cl::opt<std::string> runtimeDir("runtime-dir",
 cl::opt<std::string> linker("linker", cl::desc("compiler driver used to link (default: "
                                                "clang-19, clang or cc from PATH)"),
                             cl::cat(category));
+cl::OptionCategory distributed("het-compile options for pipelines (several ranks)");
+cl::opt<std::string> clusterFile("cluster",
+                                 cl::desc("cluster spec JSON: compile one executable whose ranks "
+                                          "run the stages of a pipeline plan (run it with "
+                                          "het-run -n <ranks>)"),
+                                 cl::value_desc("C.json"), cl::cat(distributed));
+cl::opt<std::string> planFile("plan",
+                              cl::desc("plan JSON (het-plan --write-plan), or auto (default): "
+                                       "the planner chooses stages and replicas for --cluster"),
+                              cl::value_desc("P.json|auto"), cl::init("auto"),
+                              cl::cat(distributed));
+cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
+                              cl::init("1f1b"), cl::cat(distributed));
+cl::opt<int> microBatches("micro-batches",
+                          cl::desc("micro-batches per step, each of the model's batch size "
+                                   "(default 1)"),
+                          cl::init(1), cl::cat(distributed));
+cl::opt<std::string> compression("compression",
+                                 cl::desc("gradient all-reduce compression: none (default), "
+                                          "fp16, bf16, int8, topk:<ratio>"),
+                                 cl::init("none"), cl::cat(distributed));
 cl::opt<bool> timing("time", cl::desc("print the time of each stage to stderr"),
                      cl::init(false), cl::cat(category));
 
@@ -120,17 +143,97 @@ struct StageTimer {
   }
 };
 
+/// The het.all_reduce compression of --compression.
+LogicalResult applyCompression(ModuleOp module) {
+  if (compression == "none")
+    return success();
+  MLIRContext *ctx = module.getContext();
+  std::optional<het::CompressionKind> kind;
+  double ratio = 0;
+  llvm::StringRef text = compression;
+  if (text.consume_front("topk:")) {
+    kind = het::CompressionKind::TopK;
+    if (text.getAsDouble(ratio) || !(ratio > 0 && ratio <= 1)) {
+      fail("--compression topk:<ratio> needs a ratio in (0, 1], got '" + text + "'");
+      return failure();
+    }
+  } else {
+    kind = het::symbolizeCompressionKind(text);
+    if (!kind || *kind == het::CompressionKind::TopK) {
+      fail("unknown --compression '" + compression + "' (use none, fp16, bf16, int8, "
+           "topk:<ratio>)");
+      return failure();
+    }
+  }
+  module.walk([&](het::AllReduceOp reduce) {
+    reduce.setCompression(*kind);
+    if (*kind == het::CompressionKind::TopK)
+      reduce.setTopkRatioAttr(FloatAttr::get(Float64Type::get(ctx), ratio));
+  });
+  return success();
+}
+
+/// Cuts the training step into the stages of a plan and lowers the stages
+/// to functions calling the runtime (het-partition, het-pipeline-schedule,
+/// convert-het-to-runtime).
+LogicalResult partitionForCluster(ModuleOp module, PassManager &pm) {
+  if (planFile == "auto" && clusterFile.empty()) {
+    fail("--plan auto needs --cluster C.json");
+    return failure();
+  }
+  if (schedule != "1f1b" && schedule != "gpipe") {
+    fail("unknown --schedule '" + schedule + "' (use 1f1b or gpipe)");
+    return failure();
+  }
+  if (microBatches < 1) {
+    fail("--micro-batches must be at least 1");
+    return failure();
+  }
+  func::FuncOp step;
+  for (auto function : module.getOps<func::FuncOp>())
+    if (function.getName().ends_with("_train_step"))
+      step = function;
+  if (!step) {
+    fail("no training step (@<model>_train_step) to partition");
+    return failure();
+  }
+  FailureOr<std::string> signature = het::describeStep(step);
+  if (failed(signature))
+    return failure();
+  module->setAttr("hetrt.step_signature", StringAttr::get(module.getContext(), *signature));
+  std::string partition = llvm::formatv(
+      "het-partition{{plan={0} cluster={1} function={2}},"
+      "het-pipeline-schedule{{schedule={3} micro-batches={4}}",
+      planFile.getValue(), clusterFile.getValue(), step.getName(), schedule.getValue(),
+      microBatches.getValue());
+  if (failed(parsePassPipeline(partition, pm, llvm::errs()))) {
+    fail("internal error: bad partition pipeline '" + partition + "'");
+    return failure();
+  }
+  if (failed(pm.run(module))) {
+    fail("could not partition '" + inputFile + "' for the cluster (see the diagnostics above)");
+    return failure();
+  }
+  pm.clear();
+  if (failed(applyCompression(module)))
+    return failure();
+  pm.addPass(het::createConvertHetToRuntimePass());
+  return success();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   het::registerHetPasses();
   het::registerHetTrainingPipeline();
-  cl::HideUnrelatedOptions(category);
+  het::registerHetPartitionPasses();
+  cl::HideUnrelatedOptions({&category, &distributed});
   cl::ParseCommandLineOptions(
       argc, argv,
       "het-compile: compile a het model into a native training executable\n\n"
-      "  het-compile model.mlir -o model && ./model --steps 100\n");
+      "  het-compile model.mlir -o model && ./model --steps 100\n"
+      "  het-compile model.mlir --cluster C.json --plan auto -o model && het-run -n 4 ./model\n");
 
   if (optLevel < '0' || optLevel > '3')
     return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
@@ -180,7 +283,17 @@ int main(int argc, char **argv) {
     if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
       return fail("internal error: bad training pipeline '" + pipeline + "'");
   }
+  bool pipelined = !clusterFile.empty() || planFile != "auto";
+  if (pipelined) {
+    if (failed(pm.run(*module)))
+      return fail("could not build the training step of '" + inputFile +
+                  "' (see the diagnostics above)");
+    pm.clear();
+    if (failed(partitionForCluster(*module, pm)))
+      return 1;
+  }
   het::CpuPipelineOptions options;
+  options.pipeline = pipelined;
   options.library = library == "dnnl" ? het::KernelLibrary::Dnnl : het::KernelLibrary::Reference;
   options.fuseElementwise = optLevel != '0';
   het::buildHetToLLVMPipeline(pm, options);
@@ -315,8 +428,9 @@ int main(int argc, char **argv) {
                 "pass --runtime-dir)");
   std::string rpath = "-Wl,-rpath," + runtimeDir;
   std::string libraryPath = "-L" + runtimeDir;
-  llvm::SmallVector<llvm::StringRef> command{driver,      objectPath, "-o",    output,
-                                             libraryPath, rpath,      "-lhetrt", "-lm"};
+  // -rdynamic: a pipeline's runtime finds the stage functions by name.
+  llvm::SmallVector<llvm::StringRef> command{driver,  objectPath, "-o",      output, libraryPath,
+                                             rpath,   "-lhetrt",  "-lm",     "-rdynamic"};
   std::string linkError;
   int status = llvm::sys::ExecuteAndWait(driver, command, std::nullopt, {}, 0, 0, &linkError);
   if (status != 0)

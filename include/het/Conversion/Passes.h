@@ -13,6 +13,7 @@
 #ifndef HET_CONVERSION_PASSES_H
 #define HET_CONVERSION_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -40,11 +41,29 @@ std::unique_ptr<Pass> createBuildEntryPointsPass();
 /// `het_model_info` string and a `main` that hands both to `hetrt_main`.
 std::unique_ptr<Pass> createEmitEntryPointsPass();
 
+/// `convert-het-to-runtime`: a partitioned, scheduled step (het-partition,
+/// het-pipeline-schedule) becomes one forward, backward and update function
+/// per stage, with `het.send`/`het.recv`/`het.all_reduce` as calls into
+/// libhetrt (which runs them on hetccl), each function marked with the
+/// kernel library of its stage's device kind; the runtime's description of
+/// the pipeline goes into `hetrt.model_info`. Needs `hetrt.step_signature`
+/// (describeStep of the unpartitioned step) on the module.
+std::unique_ptr<Pass> createConvertHetToRuntimePass();
+
+/// The `step`/`in`/`out` lines of `hetrt.model_info` for a training step:
+/// names, types, roles and initializers of its arguments, its results.
+FailureOr<std::string> describeStep(func::FuncOp step);
+/// "f32 2 32 64" (element type, rank, sizes) or an error at `where`.
+FailureOr<std::string> describeTensorType(Operation *where, Type type);
+
 /// Options of the whole lowering.
 struct CpuPipelineOptions {
   KernelLibrary library = KernelLibrary::Dnnl;
   /// Fuse element-wise linalg ops before bufferization (-O1 and up).
   bool fuseElementwise = true;
+  /// The module is a pipeline (convert-het-to-runtime has run): its entry
+  /// points and model info are made already.
+  bool pipeline = false;
 };
 
 /// From a module holding a training step (output of het-training-pipeline)

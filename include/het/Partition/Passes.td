@@ -51,4 +51,33 @@ def HetPartition : Pass<"het-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetPipelineSchedule : Pass<"het-pipeline-schedule", "::mlir::ModuleOp"> {
+  let summary = "order the forward and backward passes of each stage's micro-batches";
+  let description = [{
+    For each `het.stage` (in pipeline order) records the order in which it
+    runs the forward (`F<i>`) and backward (`B<i>`) passes of the step's
+    `micro-batches` micro-batches, as `het.schedule` and
+    `het.micro_batches` on the stage. The runtime follows that order;
+    gradients of a stage's micro-batches are summed and averaged before the
+    stage's all-reduce and update, so any order computes the same step.
+
+    `gpipe`: every forward, then every backward (M activations in flight).
+    `1f1b` (default): stage j of S runs min(S-1-j, M) warm-up forwards,
+    then alternates one forward and one backward, then drains the
+    remaining backwards -- at most S-j micro-batches of activations are
+    alive, the schedule of PipeDream-Flush and Megatron-LM.
+
+    ```
+    het-opt --het-pipeline-schedule="schedule=1f1b micro-batches=4" partitioned.mlir
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "`1f1b` or `gpipe`">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "micro-batches per step (each of the model's batch size)">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 #endif // HET_PARTITION_PASSES_TD

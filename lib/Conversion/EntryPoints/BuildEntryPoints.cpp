@@ -89,6 +89,34 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
   return "data normal";
 }
 
+} // namespace
+
+FailureOr<std::string> mlir::het::describeStep(func::FuncOp step) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "step " << step.getName() << ' ' << step.getNumArguments() << ' '
+     << step.getNumResults() << '\n';
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto type = describeType(step, step.getArgumentTypes()[i]);
+    if (failed(type))
+      return failure();
+    os << "in " << argumentName(step, i) << ' ' << *type << ' ' << roleAndInit(step, i) << '\n';
+  }
+  for (unsigned i = 0; i < step.getNumResults(); ++i) {
+    auto type = describeType(step, step.getResultTypes()[i]);
+    if (failed(type))
+      return failure();
+    os << "out " << resultName(step, i) << ' ' << *type << '\n';
+  }
+  return text;
+}
+
+FailureOr<std::string> mlir::het::describeTensorType(Operation *where, Type type) {
+  return describeType(where, type);
+}
+
+namespace {
+
 struct BuildEntryPointsPass
     : public PassWrapper<BuildEntryPointsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BuildEntryPointsPass)
@@ -114,23 +142,11 @@ struct BuildEntryPointsPass
     func::FuncOp step = steps.front();
     StringRef model = step.getName().drop_back(StringRef("_train_step").size());
 
-    std::string info;
+    FailureOr<std::string> signature = describeStep(step);
+    if (failed(signature))
+      return signalPassFailure();
+    std::string info = "het-model 1\n" + *signature;
     llvm::raw_string_ostream os(info);
-    os << "het-model 1\n";
-    os << "step " << step.getName() << ' ' << step.getNumArguments() << ' '
-       << step.getNumResults() << '\n';
-    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-      auto type = describeType(step, step.getArgumentTypes()[i]);
-      if (failed(type))
-        return signalPassFailure();
-      os << "in " << argumentName(step, i) << ' ' << *type << ' ' << roleAndInit(step, i) << '\n';
-    }
-    for (unsigned i = 0; i < step.getNumResults(); ++i) {
-      auto type = describeType(step, step.getResultTypes()[i]);
-      if (failed(type))
-        return signalPassFailure();
-      os << "out " << resultName(step, i) << ' ' << *type << '\n';
-    }
 
     // The predict function: the forward model returning the logits its
     // cross-entropy reads, for evaluation accuracy.

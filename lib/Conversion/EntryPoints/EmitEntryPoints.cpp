@@ -95,10 +95,66 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
     registry.insert<LLVM::LLVMDialect, func::FuncDialect>();
   }
 
+  /// A pipeline (convert-het-to-runtime): `het_entry_<function>` for every
+  /// stage function, which the runtime finds by name (the executable exports
+  /// its symbols), and `main` calling hetrt_pipeline_main.
+  void emitPipeline(ModuleOp module, StringAttr info, ArrayAttr entries) {
+    MLIRContext *context = &getContext();
+    if (!info) {
+      module.emitError("het-emit-entry-points: a pipeline module needs hetrt.model_info");
+      return signalPassFailure();
+    }
+    for (Attribute entry : entries) {
+      StringRef name = cast<StringAttr>(entry).getValue();
+      int64_t inputs = -1;
+      for (StringRef line : llvm::split(info.getValue(), '\n')) {
+        SmallVector<StringRef> words;
+        line.split(words, ' ');
+        if (words.size() == 7 && words[0] == "function" && words[3] == name)
+          (void)words[4].getAsInteger(10, inputs);
+      }
+      auto function = module.lookupSymbol<func::FuncOp>(name);
+      if (!function || inputs < 0) {
+        module.emitError("het-emit-entry-points: no function or description for entry @") << name;
+        return signalPassFailure();
+      }
+      if (failed(buildWrapper(module, function, inputs, ("het_entry_" + name).str())))
+        return signalPassFailure();
+    }
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = module.getLoc();
+    emitInfoGlobal(b, loc, info);
+    auto ptr = LLVM::LLVMPointerType::get(context);
+    auto i32 = b.getI32Type();
+    auto pipelineMain = b.create<func::FuncOp>(
+        loc, "hetrt_pipeline_main", b.getFunctionType({i32, ptr, ptr}, {i32}));
+    pipelineMain.setPrivate();
+    auto main = b.create<func::FuncOp>(loc, "main", b.getFunctionType({i32, ptr}, {i32}));
+    Block *entry = main.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value address = b.create<LLVM::AddressOfOp>(loc, ptr, "het_model_info");
+    Value status = b.create<func::CallOp>(loc, pipelineMain,
+                                          ValueRange{entry->getArgument(0),
+                                                     entry->getArgument(1), address})
+                       .getResult(0);
+    b.create<func::ReturnOp>(loc, status);
+  }
+
+  /// The info text as a NUL-terminated global `het_model_info`.
+  void emitInfoGlobal(OpBuilder &b, Location loc, StringAttr info) {
+    std::string text = info.getValue().str();
+    text.push_back('\0');
+    auto arrayType = LLVM::LLVMArrayType::get(IntegerType::get(b.getContext(), 8), text.size());
+    b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true, LLVM::Linkage::External,
+                             "het_model_info", b.getStringAttr(text));
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     auto info = module->getAttrOfType<StringAttr>("hetrt.model_info");
+    if (auto entries = module->getAttrOfType<ArrayAttr>("hetrt.entries"))
+      return emitPipeline(module, info, entries);
     auto stepRef = module->getAttrOfType<FlatSymbolRefAttr>("hetrt.step");
     if (!info || !stepRef) {
       module.emitError("het-emit-entry-points needs het-build-entry-points to run first");
@@ -129,11 +185,7 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
     // The info text as a NUL-terminated global.
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = module.getLoc();
-    std::string text = info.getValue().str();
-    text.push_back('\0');
-    auto arrayType = LLVM::LLVMArrayType::get(IntegerType::get(context, 8), text.size());
-    b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true, LLVM::Linkage::External,
-                             "het_model_info", b.getStringAttr(text));
+    emitInfoGlobal(b, loc, info);
 
     // int main(int argc, char **argv) {
     //   return hetrt_main(argc, argv, het_model_info, het_step, het_predict); }

@@ -129,15 +129,31 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
              << type;
   }
 
+  StringRef opName = op->getName().stripDialect();
+  std::string callee = llvm::formatv("hetrt_{0}_{1}",
+                                     library == KernelLibrary::Dnnl && hasDnnlKernel(op)
+                                         ? "dnnl"
+                                         : "ref",
+                                     opName)
+                           .str();
+  return emitRuntimeCall(b, module, loc, callee, op->getOperands(), op->getResultTypes(),
+                         attributeWords(op));
+}
+
+SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc,
+                                              StringRef callee, ValueRange operands,
+                                              TypeRange resultTypes, ArrayRef<int64_t> words) {
+  SmallVector<Type> bufferTypes(operands.getTypes());
+  bufferTypes.append(resultTypes.begin(), resultTypes.end());
   // Constant meta data: counts, shapes, attributes.
-  SmallVector<int64_t> meta{static_cast<int64_t>(op->getNumOperands()),
-                            static_cast<int64_t>(op->getNumResults())};
+  SmallVector<int64_t> meta{static_cast<int64_t>(operands.size()),
+                            static_cast<int64_t>(resultTypes.size())};
   for (Type type : bufferTypes) {
     auto tensor = cast<RankedTensorType>(type);
     meta.push_back(tensor.getRank());
     meta.append(tensor.getShape().begin(), tensor.getShape().end());
   }
-  meta.append(attributeWords(op));
+  meta.append(words.begin(), words.end());
   static unsigned counter = 0; // names only; uniqueness is checked below
   std::string globalName;
   do {
@@ -155,7 +171,7 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
   Value metaRef = b.create<memref::GetGlobalOp>(loc, metaType, globalName);
 
   // The buffer table: operands, then freshly allocated results.
-  unsigned count = op->getNumOperands() + op->getNumResults();
+  unsigned count = operands.size() + resultTypes.size();
   auto tableType = MemRefType::get({static_cast<int64_t>(count)}, b.getI64Type());
   Value table = b.create<memref::AllocaOp>(loc, tableType);
   SmallVector<Value> results;
@@ -166,30 +182,23 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
     Value position = b.create<arith::ConstantIndexOp>(loc, slot++);
     b.create<memref::StoreOp>(loc, word, table, ValueRange{position});
   };
-  for (Value operand : op->getOperands())
+  for (Value operand : operands)
     store(b.create<bufferization::ToMemrefOp>(loc, contiguous(operand.getType()), operand));
   SmallVector<Value> buffers;
-  for (Value result : op->getResults()) {
-    Value buffer = b.create<memref::AllocOp>(loc, contiguous(result.getType()),
+  for (Type result : resultTypes) {
+    Value buffer = b.create<memref::AllocOp>(loc, contiguous(result),
                                              b.getI64IntegerAttr(64));
     store(buffer);
     buffers.push_back(buffer);
   }
 
-  StringRef opName = op->getName().stripDialect();
-  std::string callee = llvm::formatv("hetrt_{0}_{1}",
-                                     library == KernelLibrary::Dnnl && hasDnnlKernel(op)
-                                         ? "dnnl"
-                                         : "ref",
-                                     opName)
-                           .str();
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   declareRuntimeFunction(module, callee, b.getFunctionType({ptr, ptr}, {}));
   b.create<func::CallOp>(loc, callee, TypeRange{},
                          ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
 
-  for (auto [buffer, result] : llvm::zip(buffers, op->getResults()))
-    results.push_back(b.create<bufferization::ToTensorOp>(loc, result.getType(), buffer,
+  for (auto [buffer, result] : llvm::zip(buffers, resultTypes))
+    results.push_back(b.create<bufferization::ToTensorOp>(loc, result, buffer,
                                                           /*restrict=*/true, /*writable=*/true));
   return results;
 }

@@ -20,6 +20,14 @@ bool isLoweredToRuntimeCall(Operation *op);
 FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, Operation *op,
                                                  KernelLibrary library);
 
+/// A call `void callee(const int64_t *meta, void *const *buffers)`: `meta`
+/// is a constant with the operand and result counts, every buffer's rank
+/// and sizes, then `words`; `buffers` holds the operands' addresses, then
+/// those of fresh result buffers the callee fills (returned as tensors).
+SmallVector<Value> emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc, StringRef callee,
+                                   ValueRange operands, TypeRange resultTypes,
+                                   ArrayRef<int64_t> words);
+
 /// The address of `tensor`'s (contiguous) buffer as an !llvm.ptr, for
 /// runtime calls that read it.
 Value tensorAddress(OpBuilder &b, Location loc, Value tensor);

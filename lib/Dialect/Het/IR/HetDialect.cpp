@@ -51,6 +51,35 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == getParamAttrName())
     return op->emitError() << "'" << getParamAttrName()
                            << "' marks function arguments, not operations";
+  if (attr.getName() == getBackwardAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << getBackwardAttrName() << "' is a unit attribute, got "
+                             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getArgNamesAttrName() || attr.getName() == getResultNamesAttrName() ||
+      attr.getName() == getScheduleAttrName()) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be an array of strings, got " << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getMicroBatchesAttrName()) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!count || count.getInt() < 1)
+      return op->emitError() << "'" << getMicroBatchesAttrName()
+                             << "' must be a positive integer, got " << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getKernelLibraryAttrName()) {
+    auto library = dyn_cast<StringAttr>(attr.getValue());
+    if (!library || !llvm::is_contained(ArrayRef<StringRef>{"dnnl", "reference", "mlir"}, library.getValue()))
+      return op->emitError() << "'" << getKernelLibraryAttrName()
+                             << "' must be \"dnnl\", \"reference\" or \"mlir\", got "
+                             << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
 }
 

@@ -66,6 +66,36 @@ def Het_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStateAttrName() {
       return ::llvm::StringLiteral("het.state");
     }
+    /// Discardable unit attribute het-partition puts on ops (and on the
+    /// send/recv pairs) of the backward pass, so the pipeline lowering can
+    /// run forward and backward of different micro-batches separately.
+    static constexpr ::llvm::StringLiteral getBackwardAttrName() {
+      return ::llvm::StringLiteral("het.backward");
+    }
+    /// Discardable array of strings on a `het.stage`: the names of its
+    /// body's arguments (`het.arg_names`) and of its yielded values
+    /// (`het.result_names`), the step's own argument/result names.
+    static constexpr ::llvm::StringLiteral getArgNamesAttrName() {
+      return ::llvm::StringLiteral("het.arg_names");
+    }
+    static constexpr ::llvm::StringLiteral getResultNamesAttrName() {
+      return ::llvm::StringLiteral("het.result_names");
+    }
+    /// Discardable attributes het-pipeline-schedule puts on a `het.stage`:
+    /// the micro-batch count and the order of its forward (F<i>) and
+    /// backward (B<i>) passes.
+    static constexpr ::llvm::StringLiteral getMicroBatchesAttrName() {
+      return ::llvm::StringLiteral("het.micro_batches");
+    }
+    static constexpr ::llvm::StringLiteral getScheduleAttrName() {
+      return ::llvm::StringLiteral("het.schedule");
+    }
+    /// Discardable string on a function: the CPU kernel library its ops
+    /// lower to ("dnnl", "reference" or "mlir"), set per pipeline stage
+    /// from the stage's device kind.
+    static constexpr ::llvm::StringLiteral getKernelLibraryAttrName() {
+      return ::llvm::StringLiteral("het.kernel_library");
+    }
 
   }];
 }

@@ -1,0 +1,110 @@
+//===- Arguments.cpp - buffers, initializers and data of compiled steps ---===//
+
+#include "Arguments.h"
+
+#include "het/Eval/Npy.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+namespace het::rt {
+
+namespace eval = het::eval;
+
+void die(const std::string &message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+Buffer::Buffer(size_t n) : bytes(n) {
+  memory.reset(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64));
+  std::memset(memory.get(), 0, bytes);
+}
+
+size_t bytesOf(const TensorInfo &t) { return t.count() * (t.isInteger ? 8 : 4); }
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return "[" + s + "]";
+}
+
+void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
+                uint64_t stream) {
+  std::mt19937_64 generator(static_cast<uint64_t>(seed) * 1000003u + index +
+                            stream * 0x9E3779B97F4A7C15ull);
+  int64_t n = t.count();
+  if (t.init == "zeros")
+    return;
+  if (t.init == "randint") {
+    std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(t.a) - 1);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.i()[k] = pick(generator);
+  } else if (t.init == "uniform") {
+    std::uniform_real_distribution<double> pick(t.a, t.b);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.f()[k] = static_cast<float>(pick(generator));
+  } else {
+    std::normal_distribution<double> pick(0.0, 1.0);
+    for (int64_t k = 0; k < n; ++k)
+      buffer.f()[k] = static_cast<float>(pick(generator));
+  }
+}
+
+Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
+                    int64_t batch) {
+  auto arrays = eval::readNpz(path);
+  if (!arrays)
+    die(llvm::toString(arrays.takeError()));
+  const eval::HostArray *x = nullptr, *y = nullptr;
+  for (auto &[name, array] : *arrays) {
+    if (name == "x")
+      x = &array;
+    else if (name == "y")
+      y = &array;
+  }
+  if (!x || !y)
+    die(path + ": a dataset needs arrays 'x' (samples) and 'y' (labels)");
+  Dataset d;
+  d.size = x->shape.empty() ? 0 : x->shape[0];
+  d.sampleSize = data.count() / batch;
+  if (x->isInteger() || x->numElements() != d.size * d.sampleSize)
+    die(path + ": x is " + x->describe() + ", but the model takes float samples of " +
+        std::to_string(d.sampleSize) + " values (its input " + data.name + " is " +
+        shapeText(data.shape) + ")");
+  if (!y->isInteger() || y->shape.size() != 1 || y->shape[0] != d.size)
+    die(path + ": y must hold one integer label per sample, got " + y->describe());
+  if (labels.count() != batch)
+    die("--data needs a model with one label per sample; " + labels.name + " is " +
+        shapeText(labels.shape));
+  if (d.size == 0)
+    die(path + ": the dataset is empty");
+  d.x.assign(x->floats.begin(), x->floats.end());
+  d.y = y->integers;
+  return d;
+}
+
+BatchStream::BatchStream(const Dataset &data, int64_t batch, long long seed)
+    : data_(data), batch_(batch), perEpoch_(data.size / batch),
+      shuffler_(static_cast<uint64_t>(seed)), order_(data.size) {
+  std::iota(order_.begin(), order_.end(), 0);
+}
+
+void BatchStream::fill(int64_t k, float *x, int64_t *y) {
+  // Each epoch shuffles the previous epoch's order once more.
+  for (int64_t epoch = k / perEpoch_; epoch_ < epoch; ++epoch_)
+    std::shuffle(order_.begin(), order_.end(), shuffler_);
+  int64_t first = (k % perEpoch_) * batch_;
+  for (int64_t b = 0; b < batch_; ++b) {
+    int64_t sample = order_[first + b];
+    std::memcpy(x + b * data_.sampleSize, &data_.x[sample * data_.sampleSize],
+                data_.sampleSize * sizeof(float));
+    y[b] = data_.y[sample];
+  }
+}
+
+} // namespace het::rt

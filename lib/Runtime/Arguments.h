@@ -1,0 +1,74 @@
+//===- Arguments.h - buffers, initializers and data of compiled steps -*- C++ -*-===//
+//
+// What both drivers (hetrt_main for one rank, hetrt_pipeline_main for a
+// pipeline) need to hold a step's arguments: aligned buffers, the seeded
+// initializers het-eval --random-inputs uses, and the stream of training
+// batches cut from a dataset.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_RUNTIME_ARGUMENTS_H
+#define HET_LIB_RUNTIME_ARGUMENTS_H
+
+#include "ModelInfo.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace het::rt {
+
+[[noreturn]] void die(const std::string &message);
+
+/// A 64-byte aligned, zeroed buffer for one argument or result.
+struct Buffer {
+  std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};
+  size_t bytes = 0;
+  Buffer() = default;
+  explicit Buffer(size_t n);
+  float *f() const { return static_cast<float *>(memory.get()); }
+  int64_t *i() const { return static_cast<int64_t *>(memory.get()); }
+};
+
+size_t bytesOf(const TensorInfo &t);
+std::string shapeText(const std::vector<int64_t> &shape);
+
+/// Fills argument `index` as het::eval::randomArgument does (`stream` 0);
+/// other streams draw independent values of the same distribution (the
+/// synthetic data of further micro-batches).
+void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
+                uint64_t stream = 0);
+
+/// A dataset: x [N, ...] as floats, y [N] as labels.
+struct Dataset {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  int64_t size = 0, sampleSize = 0;
+};
+
+Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
+                    int64_t batch);
+
+/// Batches of a dataset in epoch-wise shuffled order: batch k of the
+/// stream is the same for every reader with the same seed, so ranks that
+/// each take some batches of a step see what one rank taking all of them
+/// would see.
+class BatchStream {
+public:
+  BatchStream(const Dataset &data, int64_t batch, long long seed);
+  /// Copies batch `k` (k never decreases between calls) into x and y.
+  void fill(int64_t k, float *x, int64_t *y);
+
+private:
+  const Dataset &data_;
+  int64_t batch_, perEpoch_, epoch_ = -1;
+  std::mt19937_64 shuffler_;
+  std::vector<int64_t> order_;
+};
+
+} // namespace het::rt
+
+#endif

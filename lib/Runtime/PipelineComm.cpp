@@ -1,0 +1,99 @@
+//===- PipelineComm.cpp - hetrt_send, hetrt_recv, hetrt_all_reduce --------===//
+
+#include "PipelineComm.h"
+
+#include "KernelCall.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace het::rt {
+
+PipelineComm &pipelineComm() {
+  static PipelineComm comm;
+  return comm;
+}
+
+void checkCcl(hetcclResult_t result, const std::string &what, hetcclComm_t comm) {
+  if (result != hetcclSuccess)
+    throw std::runtime_error(what + " failed: " + hetcclGetErrorString(result) + " (" +
+                             hetcclGetLastError(comm) + ")");
+}
+
+void PipelineComm::flush() {
+  if (pending.empty())
+    return;
+  checkCcl(hetcclGroupStart(), "hetcclGroupStart", world);
+  for (PendingSend &send : pending)
+    checkCcl(hetcclSend(send.bytes.data(), send.bytes.size(), hetcclUint8, send.peer, world),
+             "send to rank " + std::to_string(send.peer), world);
+  checkCcl(hetcclGroupEnd(), "sending activations/gradients", world);
+  pending.clear();
+}
+
+} // namespace het::rt
+
+using namespace het::rt;
+
+namespace {
+size_t bytesOf(const KernelCall &call, int buffer, int64_t elementBytes) {
+  return static_cast<size_t>(product(call.shapes[buffer]) * elementBytes);
+}
+} // namespace
+
+// Words: peer stage, channel, bytes per element. The channel orders the
+// messages of a stage pair; both sides issue them in channel order (the
+// lowering sorts receives), so the message order is the match.
+extern "C" void hetrt_send(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  PipelineComm &comm = pipelineComm();
+  size_t bytes = bytesOf(call, 0, call.attribute(2));
+  PipelineComm::PendingSend send;
+  send.peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
+  const auto *data = static_cast<const unsigned char *>(buffers[0]);
+  send.bytes.assign(data, data + bytes);
+  comm.bytesSent += bytes;
+  comm.pending.push_back(std::move(send));
+}
+
+extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  PipelineComm &comm = pipelineComm();
+  size_t bytes = bytesOf(call, 0, call.attribute(2));
+  int peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
+  std::string what = "receive from rank " + std::to_string(peer) + " (stage " +
+                     std::to_string(call.attribute(0)) + ", channel " +
+                     std::to_string(call.attribute(1)) + ")";
+  checkCcl(hetcclGroupStart(), "hetcclGroupStart", comm.world);
+  for (PipelineComm::PendingSend &send : comm.pending)
+    checkCcl(hetcclSend(send.bytes.data(), send.bytes.size(), hetcclUint8, send.peer, comm.world),
+             "send to rank " + std::to_string(send.peer), comm.world);
+  checkCcl(hetcclRecv(buffers[0], bytes, hetcclUint8, peer, comm.world), what, comm.world);
+  checkCcl(hetcclGroupEnd(), what, comm.world);
+  comm.pending.clear();
+  comm.bytesReceived += bytes;
+}
+
+// Words: reduction, algorithm, compression, top-k ratio (double bits); the
+// het enums have hetccl's values.
+extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  PipelineComm &comm = pipelineComm();
+  size_t count = static_cast<size_t>(product(call.operandShape(0)));
+  if (!comm.stage) { // one replica: the average of one
+    std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
+    return;
+  }
+  std::vector<unsigned char> &input = comm.reduceInputs[meta];
+  input.resize(count * sizeof(float));
+  std::memcpy(input.data(), call.operand(0), input.size());
+  auto algorithm = static_cast<hetcclAlgo_t>(call.attribute(1));
+  auto compression = static_cast<hetcclCompression_t>(call.attribute(2));
+  checkCcl(hetcclCommSetAlgorithm(comm.stage, algorithm), "setting the all-reduce algorithm",
+           comm.stage);
+  checkCcl(hetcclCommSetCompression(comm.stage, compression, call.floatAttribute(3)),
+           "setting the all-reduce compression", comm.stage);
+  checkCcl(hetcclAllReduce(input.data(), call.result(0), count, hetcclFloat32,
+                           static_cast<hetcclRedOp_t>(call.attribute(0)), comm.stage),
+           "gradient all-reduce of stage " + std::to_string(comm.stageIndex), comm.stage);
+}

@@ -1,0 +1,60 @@
+//===- PipelineComm.h - hetccl behind a pipeline's generated calls -*- C++ -*-===//
+//
+// Generated stage functions call hetrt_send / hetrt_recv / hetrt_all_reduce
+// (convert-het-to-runtime) with stage numbers; this maps them to ranks and
+// communicators. Ranks are numbered stage by stage: stage j's replica r is
+// rank (replicas of stages before j) + r, and talks to replica r of the
+// other stages (every stage has the same replica count).
+//
+// Sends are queued (copied) and leave together with the next receive in one
+// hetccl group, or when the runtime flushes them: neighbours that both send
+// before they receive (1F1B's steady state) then never wait on each other.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_RUNTIME_PIPELINECOMM_H
+#define HET_LIB_RUNTIME_PIPELINECOMM_H
+
+#include "het-c/hetccl.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace het::rt {
+
+struct PipelineComm {
+  hetcclComm_t world = nullptr; // every rank (point-to-point, agreement)
+  hetcclComm_t stage = nullptr; // this stage's replicas (gradient all-reduce)
+  int rank = 0, worldSize = 1;
+  int stageIndex = 0, replica = 0, replicas = 1;
+  std::vector<int> firstRank; // per stage
+
+  int rankOf(int stage, int replicaIndex) const { return firstRank[stage] + replicaIndex; }
+
+  /// Sends waiting for the next receive or flush.
+  struct PendingSend {
+    int peer;
+    std::vector<unsigned char> bytes;
+  };
+  std::vector<PendingSend> pending;
+  /// Persistent all-reduce inputs per call site (the meta pointer): top-k
+  /// keeps its error feedback per buffer address, and generated code hands
+  /// over a fresh buffer every step.
+  std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
+  uint64_t bytesSent = 0, bytesReceived = 0;
+
+  /// Sends every queued message (one group).
+  void flush();
+};
+
+/// The communicator state the generated calls use (one per process).
+PipelineComm &pipelineComm();
+
+/// Throws std::runtime_error naming `what` and hetccl's message on failure.
+void checkCcl(hetcclResult_t result, const std::string &what, hetcclComm_t comm);
+
+} // namespace het::rt
+
+#endif

@@ -1,0 +1,609 @@
+//===- PipelineMain.cpp - hetrt_pipeline_main: one rank of a pipeline -----===//
+//
+// The driver of executables built by `het-compile --cluster`. Every rank
+// runs the same executable; its rank (from het-run, torchrun or mpirun's
+// environment) picks its stage and replica. Per step it
+//
+//  1. takes its micro-batches: global batch k of the step's stream goes to
+//     replica k / M, micro-batch k % M, so R replicas x M micro-batches see
+//     exactly the batches one rank with R*M micro-batches would;
+//  2. runs the stage's forward and backward functions in the order
+//     het-pipeline-schedule recorded, keeping each micro-batch's saved
+//     activations until its backward pass, summing the gradients;
+//  3. divides the gradients by M and runs the update function, whose
+//     all-reduce averages them over the stage's replicas;
+//  4. (last stage) averages the loss over micro-batches and replicas and
+//     prints it, in the format of the single-rank driver.
+//
+// Parameters start as a single-rank run's do: every rank initializes the
+// whole step's arguments by their index and keeps the ones its stage reads.
+// Checkpoints (lib/Checkpoint) are per rank; a restarted job resumes from
+// the newest step valid on every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het-c/hetrt.h"
+
+#include "Arguments.h"
+#include "ModelInfo.h"
+#include "PipelineComm.h"
+
+#include "het/Checkpoint/Checkpointer.h"
+#include "het/Checkpoint/Store.h"
+#include "het/Eval/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <malloc.h>
+#include <omp.h>
+
+using namespace het::rt;
+namespace eval = het::eval;
+namespace ckpt = het::ckpt;
+
+extern "C" double hetrt_learning_rate(double compiled);
+void hetrtSetLearningRate(double lr); // Main.cpp
+
+namespace {
+
+struct Options {
+  long long steps = 100;
+  double lr = NAN;
+  long long seed = 0;
+  std::string data, save, checkpointDir;
+  int threads = 1;
+  long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
+  bool syncCheckpoint = false;
+  int killRank = -1;
+  std::string killStep;
+};
+
+const char *usage =
+    "usage: %s [options]   (one rank of a pipeline; start all ranks with het-run -n N)\n"
+    "Trains the compiled pipeline: each rank runs its stage's code for its device kind.\n"
+    "  --steps N             training steps (default 100)\n"
+    "  --lr X                learning rate (default: the one given to het-compile)\n"
+    "  --seed S              seed of parameter init, synthetic data and --data's\n"
+    "                        shuffle (default 0); a single-rank run with the same\n"
+    "                        seed and global batch sees the same values\n"
+    "  --data F.npz          training set: arrays x [N, ...] and y [N]; without it,\n"
+    "                        seeded synthetic batches\n"
+    "  --threads T           kernel threads per rank (default 1)\n"
+    "  --print-every K       print the loss every K steps (default 1)\n"
+    "  --checkpoint-dir D    asynchronous incremental checkpoints in D/rank<k>;\n"
+    "                        a (re)started job resumes from the newest step valid\n"
+    "                        on every rank\n"
+    "  --checkpoint-every K  checkpoint every K steps (default 0: never)\n"
+    "  --full-every F        every F-th checkpoint is full (default 4)\n"
+    "  --sync-checkpoint     write checkpoints on the training thread (to measure\n"
+    "                        the stall the asynchronous writer avoids)\n"
+    "  --save F.npz          all parameters and optimizer state after training\n"
+    "                        (gathered on rank 0)\n"
+    "  --kill-rank R --kill-step S|random\n"
+    "                        fault injection for recovery tests: rank R SIGKILLs\n"
+    "                        itself at step S of the first attempt (HET_RESTART=0)\n"
+    "Deterministic for a fixed seed, thread count and rank layout.\n";
+
+bool parseOptions(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") {
+      std::printf(usage, argv[0]);
+      std::exit(0);
+    }
+    if (arg == "--sync-checkpoint") {
+      o.syncCheckpoint = true;
+      continue;
+    }
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      die("option " + arg + " needs a value (see --help)");
+    }
+    auto integer = [&](long long min) {
+      char *end = nullptr;
+      long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end || v < min)
+        die("option " + arg + " expects an integer >= " + std::to_string(min) + ", got '" +
+            value + "'");
+      return v;
+    };
+    if (arg == "--steps")
+      o.steps = integer(0);
+    else if (arg == "--seed")
+      o.seed = integer(0);
+    else if (arg == "--threads")
+      o.threads = static_cast<int>(integer(1));
+    else if (arg == "--print-every")
+      o.printEvery = integer(1);
+    else if (arg == "--checkpoint-every")
+      o.checkpointEvery = integer(0);
+    else if (arg == "--full-every")
+      o.fullEvery = integer(1);
+    else if (arg == "--kill-rank")
+      o.killRank = static_cast<int>(integer(0));
+    else if (arg == "--kill-step")
+      o.killStep = value;
+    else if (arg == "--lr") {
+      char *end = nullptr;
+      o.lr = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(o.lr > 0))
+        die("option --lr expects a positive number, got '" + value + "'");
+    } else if (arg == "--data")
+      o.data = value;
+    else if (arg == "--checkpoint-dir")
+      o.checkpointDir = value;
+    else if (arg == "--save")
+      o.save = value;
+    else if (arg == "--batch" || arg == "--eval" || arg == "--load")
+      die("option " + arg + " is for single-rank executables; this one is a pipeline "
+          "(het-compile --cluster)");
+    else
+      die("unknown option '" + arg + "' (see --help)");
+  }
+  return true;
+}
+
+int envInt(const char *name, int fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+using Env = std::map<std::string, Buffer>;
+
+/// One rank's run of a pipeline.
+class PipelineRank {
+public:
+  PipelineRank(const ModelInfo &info, const Options &o) : info_(info), o_(o) {}
+  int run();
+
+private:
+  const ModelInfo &info_;
+  const Options &o_;
+  const StageInfo *stage_ = nullptr;
+  std::map<std::string, hetrt_entry_fn> entries_;
+  Env persistent_;                 // parameters and optimizer state
+  std::vector<Env> microBatch_;    // data and saved activations per micro-batch
+  Env gradients_;                  // summed over the step's micro-batches
+  std::map<std::string, unsigned> stepIndex_; // step argument -> its index
+  std::vector<std::string> batchInputs_;      // data/label/index arguments read here
+  std::unique_ptr<BatchStream> stream_;
+  Dataset train_;
+  int dataInput_ = -1, labelInput_ = -1;
+  double lossSum_ = 0;
+
+  void setUp();
+  hetrt_entry_fn entry(const StageFunction &f);
+  void call(const StageFunction &f, Env *batch, bool accumulate);
+  void fillBatch(int64_t step, int micro);
+  ckpt::Snapshot snapshot(int64_t step) const;
+  void restore(const ckpt::Snapshot &snap);
+  int64_t resume(const std::string &dir);
+  void saveAll(const std::string &path);
+  bool isLastStage() const { return stage_ == &info_.stages.back(); }
+};
+
+hetrt_entry_fn PipelineRank::entry(const StageFunction &f) {
+  auto it = entries_.find(f.symbol);
+  if (it != entries_.end())
+    return it->second;
+  std::string symbol = "het_entry_" + f.symbol;
+  void *address = dlsym(RTLD_DEFAULT, symbol.c_str());
+  if (!address)
+    die("the executable does not export " + symbol + " (link it with -rdynamic, as "
+        "het-compile does)");
+  return entries_[f.symbol] = reinterpret_cast<hetrt_entry_fn>(address);
+}
+
+void PipelineRank::setUp() {
+  PipelineComm &comm = pipelineComm();
+  // Every argument of the whole step, initialized by its index as a
+  // single-rank run would; this stage keeps what its functions read.
+  std::map<std::string, bool> read;
+  for (const StageFunction *f : {&stage_->forward, &stage_->backward, &stage_->update})
+    for (const TensorInfo &t : f->inputs)
+      read[t.name] = true;
+  for (unsigned i = 0; i < info_.inputs.size(); ++i) {
+    const TensorInfo &t = info_.inputs[i];
+    stepIndex_[t.name] = i;
+    if (t.role == "data")
+      dataInput_ = dataInput_ == -1 ? static_cast<int>(i) : -2;
+    if (t.role == "label")
+      labelInput_ = labelInput_ == -1 ? static_cast<int>(i) : -2;
+    if (!read.count(t.name))
+      continue;
+    if (t.role == "data" || t.role == "label" || t.role == "index") {
+      batchInputs_.push_back(t.name);
+      continue;
+    }
+    Buffer b(bytesOf(t));
+    initialize(t, i, o_.seed, b);
+    persistent_.emplace(t.name, std::move(b));
+  }
+  microBatch_.resize(info_.microBatches);
+  if (!o_.data.empty()) {
+    if (dataInput_ < 0 || labelInput_ < 0)
+      die("--data needs a model with exactly one float data argument and one label argument");
+    const TensorInfo &x = info_.inputs[dataInput_];
+    int64_t batch = x.shape.empty() ? 1 : x.shape[0];
+    train_ = loadDataset(o_.data, x, info_.inputs[labelInput_], batch);
+    if (train_.size < batch)
+      die(o_.data + " holds " + std::to_string(train_.size) +
+          " samples, fewer than one batch of " + std::to_string(batch));
+    stream_ = std::make_unique<BatchStream>(train_, batch, o_.seed);
+  }
+  (void)comm;
+}
+
+/// The step's data for micro-batch `micro` of this replica.
+void PipelineRank::fillBatch(int64_t step, int micro) {
+  PipelineComm &comm = pipelineComm();
+  int64_t M = info_.microBatches;
+  int64_t k = (step * comm.replicas + comm.replica) * M + micro; // global batch index
+  Env &env = microBatch_[micro];
+  for (const std::string &name : batchInputs_) {
+    unsigned index = stepIndex_[name];
+    const TensorInfo &t = info_.inputs[index];
+    Buffer b(bytesOf(t));
+    if (stream_ && (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
+      // Both arguments come from one batch: fill both, keep ours.
+      Buffer x(bytesOf(info_.inputs[dataInput_])), y(bytesOf(info_.inputs[labelInput_]));
+      stream_->fill(k, x.f(), y.i());
+      b = static_cast<int>(index) == dataInput_ ? std::move(x) : std::move(y);
+    } else {
+      initialize(t, index, o_.seed, b, static_cast<uint64_t>(k));
+    }
+    env[name] = std::move(b);
+  }
+}
+
+/// Runs `f` with inputs from the micro-batch's env, the gradient sums and
+/// the persistent state; files its outputs.
+void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
+  std::vector<void *> in, out;
+  for (const TensorInfo &t : f.inputs) {
+    Buffer *b = nullptr;
+    if (batch && batch->count(t.name))
+      b = &(*batch)[t.name];
+    else if (gradients_.count(t.name))
+      b = &gradients_[t.name];
+    else if (persistent_.count(t.name))
+      b = &persistent_[t.name];
+    if (!b)
+      die("internal error: no value for input '" + t.name + "' of " + f.symbol);
+    in.push_back(b->memory.get());
+  }
+  std::vector<Buffer> results;
+  for (const TensorInfo &t : f.outputs) {
+    results.emplace_back(bytesOf(t));
+    out.push_back(results.back().memory.get());
+  }
+  entry(f)(in.data(), out.data());
+  for (size_t j = 0; j < f.outputs.size(); ++j) {
+    const TensorInfo &t = f.outputs[j];
+    if (t.name == "loss") {
+      lossSum_ += results[j].f()[0];
+    } else if (t.name.rfind("grad.", 0) == 0 && accumulate) {
+      auto it = gradients_.find(t.name);
+      if (it == gradients_.end()) {
+        gradients_.emplace(t.name, std::move(results[j]));
+      } else {
+        float *sum = it->second.f();
+        const float *add = results[j].f();
+        for (int64_t e = 0; e < t.count(); ++e)
+          sum[e] += add[e];
+      }
+    } else if (batch && t.name.rfind("saved.", 0) == 0) {
+      (*batch)[t.name] = std::move(results[j]);
+    } else {
+      persistent_[t.name] = std::move(results[j]);
+    }
+  }
+}
+
+ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
+  ckpt::Snapshot snap;
+  for (const auto &[name, buffer] : persistent_) {
+    const TensorInfo &t = info_.inputs[stepIndex_.at(name)];
+    if (t.isInteger)
+      snap.put(name, "i64", buffer.i(), t.count(), t.shape);
+    else
+      snap.put(name, "f32", buffer.f(), t.count(), t.shape);
+  }
+  int64_t s = step;
+  snap.put("het.step", "i64", &s, 1);
+  return snap;
+}
+
+void PipelineRank::restore(const ckpt::Snapshot &snap) {
+  for (auto &[name, buffer] : persistent_) {
+    const ckpt::Tensor &t = snap.at(name);
+    if (t.bytes.size() != buffer.bytes)
+      die("checkpoint tensor '" + name + "' has " + std::to_string(t.bytes.size()) +
+          " bytes, the model's has " + std::to_string(buffer.bytes));
+    std::memcpy(buffer.memory.get(), t.bytes.data(), buffer.bytes);
+  }
+}
+
+/// The step to resume after (-1: none): the newest one valid on every rank.
+int64_t PipelineRank::resume(const std::string &dir) {
+  PipelineComm &comm = pipelineComm();
+  ckpt::ResumeResult mine = ckpt::resumeLatest(dir);
+  for (const ckpt::Skipped &k : mine.skipped)
+    std::printf("resume: skipped checkpoint step %lld: %s\n", static_cast<long long>(k.step),
+                k.reason.c_str());
+  int64_t latest = mine.found ? mine.step : -1, common = latest;
+  if (comm.world)
+    checkCcl(hetcclAllReduce(&latest, &common, 1, hetcclInt64, hetcclMin, comm.world),
+             "agreeing on the checkpoint to resume from", comm.world);
+  if (common < 0) {
+    std::printf("starting from scratch\n");
+    return -1;
+  }
+  ckpt::ResumeResult r = common == latest ? std::move(mine) : ckpt::resumeLatest(dir, common);
+  if (!r.found || r.step != common)
+    die("checkpoint step " + std::to_string(common) +
+        ", which every rank should have, is not valid in " + dir);
+  restore(r.snapshot);
+  std::printf("resumed from step %lld (%s)\n", static_cast<long long>(r.step),
+              r.full ? "full" : ("incremental on full step " + std::to_string(r.base)).c_str());
+  return common;
+}
+
+/// Rank 0 gathers replica 0's state of every stage and writes one .npz.
+void PipelineRank::saveAll(const std::string &path) {
+  PipelineComm &comm = pipelineComm();
+  eval::NamedArrays arrays;
+  auto add = [&](const std::string &name, const TensorInfo &t, const void *data) {
+    for (auto &[existing, array] : arrays)
+      if (existing == name)
+        return; // a per-stage copy of a shared counter (Adam's step)
+    eval::HostArray array;
+    array.shape = t.shape;
+    if (t.isInteger) {
+      array.kind = eval::ElementKind::I64;
+      const auto *p = static_cast<const int64_t *>(data);
+      array.integers.assign(p, p + t.count());
+    } else {
+      array.kind = eval::ElementKind::F32;
+      const auto *p = static_cast<const float *>(data);
+      array.floats.assign(p, p + t.count());
+    }
+    arrays.emplace_back(name, std::move(array));
+  };
+  for (size_t j = 0; j < info_.stages.size(); ++j) {
+    const StageFunction &update = info_.stages[j].update;
+    for (const TensorInfo &t : update.outputs) {
+      int owner = comm.rankOf(static_cast<int>(j), 0);
+      if (comm.rank == owner && owner == 0) {
+        add(t.name, t, persistent_.at(t.name).memory.get());
+      } else if (comm.rank == owner) {
+        const Buffer &b = persistent_.at(t.name);
+        checkCcl(hetcclSend(b.memory.get(), b.bytes, hetcclUint8, 0, comm.world),
+                 "sending '" + t.name + "' to rank 0", comm.world);
+      } else if (comm.rank == 0) {
+        Buffer b(bytesOf(t));
+        checkCcl(hetcclRecv(b.memory.get(), b.bytes, hetcclUint8, owner, comm.world),
+                 "receiving '" + t.name + "' from rank " + std::to_string(owner), comm.world);
+        add(t.name, t, b.memory.get());
+      }
+    }
+  }
+  if (comm.rank != 0)
+    return;
+  if (llvm::Error e = eval::writeNpz(path, arrays))
+    die(llvm::toString(std::move(e)));
+  std::printf("saved %zu arrays to %s\n", arrays.size(), path.c_str());
+}
+
+int PipelineRank::run() {
+  PipelineComm &comm = pipelineComm();
+  // Rank layout: stage by stage, all stages with the same replica count.
+  int total = 0;
+  for (const StageInfo &st : info_.stages) {
+    comm.firstRank.push_back(total);
+    total += st.replicas;
+    if (st.replicas != info_.stages.front().replicas)
+      die("stage " + st.name + " has " + std::to_string(st.replicas) + " replicas and stage " +
+          info_.stages.front().name + " " + std::to_string(info_.stages.front().replicas) +
+          "; pipelines with different replica counts per stage are not supported yet");
+  }
+  int worldSize = envInt("WORLD_SIZE", -1), rank = envInt("RANK", -1);
+  if (worldSize < 0 && total == 1)
+    worldSize = 1, rank = 0; // a one-rank pipeline runs without hetccl
+  if (worldSize != total || rank < 0 || rank >= total)
+    die("this pipeline needs " + std::to_string(total) + " ranks (" +
+        std::to_string(info_.stages.size()) + " stages x " +
+        std::to_string(info_.stages.front().replicas) + " replicas); start it with het-run -n " +
+        std::to_string(total) + " (got WORLD_SIZE=" + std::to_string(worldSize) + ")");
+  comm.rank = rank;
+  comm.worldSize = worldSize;
+  for (size_t j = 0; j < info_.stages.size(); ++j)
+    if (rank >= comm.firstRank[j] && rank < comm.firstRank[j] + info_.stages[j].replicas) {
+      stage_ = &info_.stages[j];
+      comm.stageIndex = static_cast<int>(j);
+      comm.replica = rank - comm.firstRank[j];
+      comm.replicas = stage_->replicas;
+    }
+  if (worldSize > 1) {
+    hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
+    config.algo = hetcclAlgoRing; // bitwise reproducible for a fixed rank count
+    checkCcl(hetcclCommInitFromEnv(&comm.world, &config), "joining the job (hetccl)", nullptr);
+    hetcclComm_t stageComm = nullptr;
+    checkCcl(hetcclCommSplit(comm.world, comm.stageIndex, comm.replica, &stageComm, nullptr),
+             "making stage " + stage_->name + "'s communicator", comm.world);
+    if (comm.replicas > 1)
+      comm.stage = stageComm;
+    else if (stageComm)
+      hetcclCommDestroy(stageComm);
+  }
+  std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d on %s (%s/%s, %s kernels)\n",
+              rank, stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, comm.replica,
+              comm.replicas, stage_->group.c_str(), stage_->vendor.c_str(), stage_->arch.c_str(),
+              stage_->library == "default" ? "dnnl" : stage_->library.c_str());
+  std::fflush(stdout);
+  setUp();
+
+  std::unique_ptr<ckpt::Checkpointer> checkpointer;
+  int64_t first = 0;
+  if (!o_.checkpointDir.empty()) {
+    std::string dir = o_.checkpointDir + "/rank" + std::to_string(rank);
+    first = resume(dir) + 1;
+    checkpointer = std::make_unique<ckpt::Checkpointer>(
+        ckpt::Checkpointer::Options{dir, !o_.syncCheckpoint, static_cast<int>(o_.fullEvery)});
+  }
+  int killStep = -1;
+  if (rank == o_.killRank && envInt("HET_RESTART", 0) == 0 && !o_.killStep.empty()) {
+    if (o_.killStep == "random") {
+      srand(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count() ^
+                                  getpid()));
+      // After the first checkpoint has landed, before the last step.
+      long long lo = std::max<long long>(1, 2 * o_.checkpointEvery + 1), hi = o_.steps - 1;
+      killStep = static_cast<int>(lo <= hi ? lo + rand() % (hi - lo + 1) : o_.steps);
+    } else {
+      killStep = std::atoi(o_.killStep.c_str());
+    }
+    std::printf("will SIGKILL myself at step %d\n", killStep);
+  }
+
+  const StageFunction *byPhase[2] = {&stage_->forward, &stage_->backward};
+  auto functionOf = [&](const std::string &entry) { return byPhase[entry[0] == 'B']; };
+  int64_t M = info_.microBatches;
+  int64_t samplesPerStep = 0;
+  if (dataInput_ >= 0 || labelInput_ >= 0) {
+    const TensorInfo &t = info_.inputs[dataInput_ >= 0 ? dataInput_ : labelInput_];
+    samplesPerStep = (t.shape.empty() ? 1 : t.shape[0]) * M * comm.replicas;
+  }
+  std::vector<double> stepSeconds;
+  double stallMax = 0, stallSum = 0;
+  long long saves = 0;
+  for (int64_t s = first; s < o_.steps; ++s) {
+    if (s == killStep) {
+      std::printf("SIGKILL at step %lld\n", static_cast<long long>(s));
+      std::fflush(stdout);
+      ::raise(SIGKILL);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < M; ++i)
+      fillBatch(s, i);
+    lossSum_ = 0;
+    gradients_.clear();
+    for (size_t e = 0; e < stage_->order.size(); ++e) {
+      const std::string &entry = stage_->order[e];
+      int micro = std::atoi(entry.c_str() + 1);
+      bool backward = entry[0] == 'B';
+      call(*functionOf(entry), &microBatch_[micro], /*accumulate=*/true);
+      if (backward)
+        microBatch_[micro].clear(); // its activations and data are done
+      // Queued sends leave with the next phase's first receive; if it has
+      // none (or this was the last), now.
+      if (e + 1 == stage_->order.size() || functionOf(stage_->order[e + 1])->receives == 0)
+        comm.flush();
+    }
+    comm.flush();
+    if (M > 1)
+      for (auto &[name, buffer] : gradients_) {
+        float *g = buffer.f();
+        size_t n = buffer.bytes / sizeof(float);
+        for (size_t k = 0; k < n; ++k)
+          g[k] /= static_cast<float>(M);
+      }
+    call(stage_->update, nullptr, /*accumulate=*/false);
+    double loss = lossSum_ / static_cast<double>(M);
+    if (isLastStage() && comm.stage) {
+      double mean = loss;
+      checkCcl(hetcclAllReduce(&loss, &mean, 1, hetcclFloat64, hetcclAvg, comm.stage),
+               "averaging the loss", comm.stage);
+      loss = mean;
+    }
+    stepSeconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (isLastStage() && comm.replica == 0) {
+      if (!std::isfinite(loss))
+        die("the loss is not finite at step " + std::to_string(s) + " (lower --lr?)");
+      if (s % o_.printEvery == 0 || s + 1 == o_.steps)
+        std::printf("step %lld loss %.9g\n", static_cast<long long>(s), loss);
+    }
+    if (checkpointer && o_.checkpointEvery > 0 && (s + 1) % o_.checkpointEvery == 0) {
+      auto c0 = std::chrono::steady_clock::now();
+      try {
+        checkpointer->save(s, snapshot(s));
+      } catch (const std::exception &error) {
+        die("checkpoint at step " + std::to_string(s) + ": " + error.what());
+      }
+      double stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      stallMax = std::max(stallMax, stall);
+      stallSum += stall;
+      ++saves;
+    }
+  }
+  if (checkpointer) {
+    try {
+      checkpointer->wait();
+    } catch (const std::exception &error) {
+      die(std::string("checkpoint: ") + error.what());
+    }
+    if (saves)
+      std::printf("checkpoint stall (%s): mean %.3f ms, max %.3f ms over %lld saves\n",
+                  o_.syncCheckpoint ? "synchronous" : "asynchronous", 1e3 * stallSum / saves,
+                  1e3 * stallMax, saves);
+  }
+  // Iteration time: the median step after the first (which sets up kernels).
+  if (stepSeconds.size() > 1 && isLastStage() && comm.replica == 0) {
+    std::vector<double> timed(stepSeconds.begin() + 1, stepSeconds.end());
+    std::sort(timed.begin(), timed.end());
+    double median = timed[timed.size() / 2];
+    std::printf("iteration time %.3f ms (median of %zu steps), throughput %.1f samples/s\n",
+                1e3 * median, timed.size(), samplesPerStep / median);
+  }
+  if (!o_.save.empty())
+    saveAll(o_.save);
+  std::fflush(stdout);
+  if (comm.world) {
+    checkCcl(hetcclBarrier(comm.world), "the final barrier", comm.world);
+    if (comm.stage)
+      hetcclCommDestroy(comm.stage);
+    hetcclCommDestroy(comm.world);
+  }
+  return 0;
+}
+
+} // namespace
+
+extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo) {
+  Options o;
+  parseOptions(argc, argv, o);
+  // As in hetrt_main: keep freed buffers in the heap instead of unmapping.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ModelInfo info;
+  std::string error;
+  if (!parseModelInfo(modelInfo, info, error))
+    die(error);
+  if (info.stages.empty())
+    die("the executable's model description has no pipeline (build it with het-compile "
+        "--cluster)");
+  hetrtSetLearningRate(o.lr);
+  omp_set_num_threads(o.threads);
+  try {
+    PipelineRank rank(info, o);
+    return rank.run();
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+}
