@@ -13,7 +13,8 @@ def trace(path):
     steps = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"step (\d+) loss (\S+)", line)
+            # Pipelines print through het-run, which prefixes "[rank k] ".
+            m = re.search(r"(?:^|\] )step (\d+) loss (\S+)", line)
             if m:
                 steps[int(m.group(1))] = float(m.group(2))
     return steps
