@@ -162,6 +162,13 @@ LogicalResult StageLowering::run(int index) {
     return stage.emitError("convert-het-to-runtime: stage '")
            << stage.getSymName()
            << "' lacks het.arg_names/het.result_names (made by het-partition)";
+  bool updates = false;
+  stage.getBodyBlock().walk([&](Operation *op) { updates |= isa<SGDOp, AdamOp>(op); });
+  if (!updates)
+    return stage.emitError("convert-het-to-runtime: stage '")
+           << stage.getSymName()
+           << "' updates no parameters; a pipelined step needs an optimizer in it "
+              "(het-autodiff optimizer=sgd or adam)";
   if (!order || !microBatches)
     return stage.emitError("convert-het-to-runtime: stage '")
            << stage.getSymName() << "' has no schedule (run het-pipeline-schedule first)";
