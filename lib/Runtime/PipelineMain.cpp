@@ -340,7 +340,8 @@ void PipelineRank::restore(const ckpt::Snapshot &snap) {
   }
 }
 
-/// The step to resume after (-1: none): the newest one valid on every rank.
+/// The number of steps done by the newest checkpoint valid on every rank
+/// (-1: none).
 int64_t PipelineRank::resume(const std::string &dir) {
   PipelineComm &comm = pipelineComm();
   ckpt::ResumeResult mine = ckpt::resumeLatest(dir);
@@ -463,7 +464,7 @@ int PipelineRank::run() {
   int64_t first = 0;
   if (!o_.checkpointDir.empty()) {
     std::string dir = o_.checkpointDir + "/rank" + std::to_string(rank);
-    first = resume(dir) + 1;
+    first = std::max<int64_t>(0, resume(dir));
     checkpointer = std::make_unique<ckpt::Checkpointer>(
         ckpt::Checkpointer::Options{dir, !o_.syncCheckpoint, static_cast<int>(o_.fullEvery)});
   }
@@ -542,7 +543,7 @@ int PipelineRank::run() {
     if (checkpointer && o_.checkpointEvery > 0 && (s + 1) % o_.checkpointEvery == 0) {
       auto c0 = std::chrono::steady_clock::now();
       try {
-        checkpointer->save(s, snapshot(s));
+        checkpointer->save(s + 1, snapshot(s + 1)); // named by the steps it holds
       } catch (const std::exception &error) {
         die("checkpoint at step " + std::to_string(s) + ": " + error.what());
       }
@@ -588,6 +589,9 @@ int PipelineRank::run() {
 extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo) {
   Options o;
   parseOptions(argc, argv, o);
+  // Line by line: het-run streams each rank's lines as they come, and a
+  // rank that is killed must not take buffered lines with it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   // As in hetrt_main: keep freed buffers in the heap instead of unmapping.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
