@@ -39,9 +39,9 @@ struct PipelineComm {
     std::vector<unsigned char> bytes;
   };
   std::vector<PendingSend> pending;
-  /// Persistent all-reduce inputs per call site (the meta pointer): top-k
+  /// Persistent all-reduce buffers per call site (the meta pointer): top-k
   /// keeps its error feedback per buffer address, and generated code hands
-  /// over a fresh buffer every step.
+  /// over fresh buffers every step.
   std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
   uint64_t bytesSent = 0, bytesReceived = 0;
 
