@@ -60,14 +60,27 @@ else
   echo "het: native training, 50 steps on the synthetic batch:"
   "$out/model" --steps 50 --print-every 10 --seed 1 --threads 1 | sed 's/^/het:   /'
 fi
-# Supervision and recovery: het-run starts 4 ranks of a small hetccl job that
-# checkpoints asynchronously, kills one of them mid-run, and restarts the job
-# from the newest valid checkpoint; all ranks must end on the same parameters.
-echo "het: het-run: 4 ranks with hetccl all-reduces and async checkpoints; rank 2 is SIGKILLed at a random step:"
-"$here/build/bin/het-run" -n 4 --max-restarts 1 --timeout-ms 2000 \
-  "$here/build/bin/het-run-demo" --steps 20 --ckpt-dir "$out/checkpoints" \
-  --kill-rank 2 --kill-step random > "$out/het-run.txt" 2>&1 \
+# The same model as one job on several ranks of two kinds of device: this
+# machine's CPUs as cpu.onednn (oneDNN kernels) and cpu.mlir (MLIR-generated
+# kernels), two ranks each. het-compile measures each kind's speed on the
+# model, plans the stage split, and builds one executable; het-run starts
+# the 4 ranks (2 stages x 2 replicas), SIGKILLs one at a random step, and
+# restarts the job from the newest checkpoint every rank has.
+two_kinds="$here/examples/clusters/local-two-kinds.json"
+echo "het: het-compile --cluster $(basename "$two_kinds") --plan auto (2 cpu.onednn + 2 cpu.mlir ranks):"
+"$here/build/bin/het-compile" "$model" --lr 0.1 --cluster "$two_kinds" --plan auto \
+  --micro-batches 2 -o "$out/pipeline" 2> "$out/pipeline-compile.txt" \
+  || { cat "$out/pipeline-compile.txt"; echo "het: het-compile --cluster failed" >&2; exit 1; }
+sed 's/^/het:   /' "$out/pipeline-compile.txt"
+pipeline_data=()
+if [ "$model" = "$here/examples/models/mlp.mlir" ] && [ -f "$data/digits_train.npz" ]; then
+  pipeline_data=(--data "$data/digits_train.npz")
+fi
+echo "het: het-run -n 4: pipelined training with async checkpoints; rank 1 is SIGKILLed at a random step:"
+"$here/build/bin/het-run" -n 4 --max-restarts 1 --timeout-ms 10000 \
+  "$out/pipeline" --steps 300 --print-every 50 "${pipeline_data[@]}" \
+  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank 1 --kill-step random \
+  > "$out/het-run.txt" 2>&1 \
   || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
-grep -E 'het-run:|resum|final step' "$out/het-run.txt" | sed 's/^/het:   /'
-echo "het: not yet done: training a compiled model on several ranks (the partitioned" \
-     "lowering, convert-het-to-runtime, is the open part of issue 7)"
+grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
+  "$out/het-run.txt" | grep -vE '^\[rank [013]\] (resumed|checkpoint stall)' | sed 's/^/het:   /'

@@ -49,6 +49,8 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
            info.microBatches > 0;
       if (ok)
         info.stages.resize(stages);
+    } else if (keyword == "predicted") {
+      ok = (line >> info.predictedSeconds) && info.predictedSeconds >= 0;
     } else if (keyword == "stage" || keyword == "order" || keyword == "function") {
       size_t j = 0;
       ok = (line >> j) && j < info.stages.size();

@@ -15,6 +15,7 @@
 // unpartitioned step (so every rank initializes arguments exactly as a
 // single-rank run would), then:
 //   pipeline <stages> <micro-batches>
+//   predicted <seconds>          (optional: the plan's iteration time)
 //   stage <j> <name> <replicas> <group> <vendor> <arch> <library> <begin> <end>
 //   order <j> F0 F1 B0 ...
 //   function <j> <forward|backward|update> <symbol> <inputs> <outputs> <receives>
@@ -59,6 +60,7 @@ struct StageInfo {
 struct ModelInfo {
   int version = 1;
   int microBatches = 1;
+  double predictedSeconds = 0; // the planner's iteration time, 0: unknown
   std::vector<StageInfo> stages; // a pipeline (version 2) only
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;

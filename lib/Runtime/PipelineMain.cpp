@@ -431,7 +431,9 @@ int PipelineRank::run() {
     die("this pipeline needs " + std::to_string(total) + " ranks (" +
         std::to_string(info_.stages.size()) + " stages x " +
         std::to_string(info_.stages.front().replicas) + " replicas); start it with het-run -n " +
-        std::to_string(total) + " (got WORLD_SIZE=" + std::to_string(worldSize) + ")");
+        std::to_string(total) +
+        (worldSize < 0 ? std::string(" (WORLD_SIZE is not set)")
+                       : " (WORLD_SIZE is " + std::to_string(worldSize) + ")"));
   comm.rank = rank;
   comm.worldSize = worldSize;
   for (size_t j = 0; j < info_.stages.size(); ++j)
@@ -571,6 +573,9 @@ int PipelineRank::run() {
     double median = timed[timed.size() / 2];
     std::printf("iteration time %.3f ms (median of %zu steps), throughput %.1f samples/s\n",
                 1e3 * median, timed.size(), samplesPerStep / median);
+    if (info_.predictedSeconds > 0)
+      std::printf("plan predicted %.3f ms per iteration; measured/predicted %.2f\n",
+                  1e3 * info_.predictedSeconds, median / info_.predictedSeconds);
   }
   if (!o_.save.empty())
     saveAll(o_.save);

@@ -12,6 +12,8 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
+
+#include "AutoPlan.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,6 +26,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -98,9 +101,10 @@ cl::opt<std::string> clusterFile("cluster",
                                           "het-run -n <ranks>)"),
                                  cl::value_desc("C.json"), cl::cat(distributed));
 cl::opt<std::string> planFile("plan",
-                              cl::desc("plan JSON (het-plan --write-plan), or auto (default): "
-                                       "the planner chooses stages and replicas for --cluster"),
-                              cl::value_desc("P.json|auto"), cl::init("auto"),
+                              cl::desc("plan JSON (het-plan --write-plan), or auto (the default "
+                                       "with --cluster): het-compile measures each local "
+                                       "device kind on the model and plans for --cluster"),
+                              cl::value_desc("P.json|auto"), cl::init(""),
                               cl::cat(distributed));
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
                               cl::init("1f1b"), cl::cat(distributed));
@@ -112,6 +116,10 @@ cl::opt<std::string> compression("compression",
                                  cl::desc("gradient all-reduce compression: none (default), "
                                           "fp16, bf16, int8, topk:<ratio>"),
                                  cl::init("none"), cl::cat(distributed));
+cl::opt<std::string> writePlan("write-plan",
+                               cl::desc("with --plan auto: where to write the chosen plan "
+                                        "(default: <output>.plan.json)"),
+                               cl::value_desc("P.json"), cl::cat(distributed));
 cl::opt<bool> timing("time", cl::desc("print the time of each stage to stderr"),
                      cl::init(false), cl::cat(category));
 
@@ -148,36 +156,100 @@ LogicalResult applyCompression(ModuleOp module) {
   if (compression == "none")
     return success();
   MLIRContext *ctx = module.getContext();
-  std::optional<het::CompressionKind> kind;
+  std::optional<mlir::het::CompressionKind> kind;
   double ratio = 0;
   llvm::StringRef text = compression;
   if (text.consume_front("topk:")) {
-    kind = het::CompressionKind::TopK;
+    kind = mlir::het::CompressionKind::TopK;
     if (text.getAsDouble(ratio) || !(ratio > 0 && ratio <= 1)) {
       fail("--compression topk:<ratio> needs a ratio in (0, 1], got '" + text + "'");
       return failure();
     }
   } else {
-    kind = het::symbolizeCompressionKind(text);
-    if (!kind || *kind == het::CompressionKind::TopK) {
+    kind = mlir::het::symbolizeCompressionKind(text);
+    if (!kind || *kind == mlir::het::CompressionKind::TopK) {
       fail("unknown --compression '" + compression + "' (use none, fp16, bf16, int8, "
            "topk:<ratio>)");
       return failure();
     }
   }
-  module.walk([&](het::AllReduceOp reduce) {
+  module.walk([&](mlir::het::AllReduceOp reduce) {
     reduce.setCompression(*kind);
-    if (*kind == het::CompressionKind::TopK)
+    if (*kind == mlir::het::CompressionKind::TopK)
       reduce.setTopkRatioAttr(FloatAttr::get(Float64Type::get(ctx), ratio));
   });
   return success();
 }
 
+std::optional<mlir::het::KernelLibrary> kernelLibraryNamed(llvm::StringRef name) {
+  if (name == "dnnl")
+    return mlir::het::KernelLibrary::Dnnl;
+  if (name == "reference")
+    return mlir::het::KernelLibrary::Reference;
+  return std::nullopt;
+}
+
+int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
+                 const std::string &output, StageTimer &timer);
+
+/// Seconds per step of the whole (unpartitioned) training step compiled
+/// with `library`'s kernels: a temporary executable runs 12 steps on one
+/// thread and reports its throughput.
+llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &library,
+                                   StageTimer &timer) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  std::optional<mlir::het::KernelLibrary> kernels = kernelLibraryNamed(library);
+  if (!kernels)
+    return error("no kernel library '" + library + "' in this build");
+  OwningOpRef<ModuleOp> copy(stepModule.clone());
+  llvm::SmallString<128> exe, log;
+  if (llvm::sys::fs::createTemporaryFile("het-calibrate", "", exe) ||
+      llvm::sys::fs::createTemporaryFile("het-calibrate", "out", log))
+    return error("cannot create temporary files for the calibration run");
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(exe);
+    llvm::sys::fs::remove(log);
+  });
+  mlir::het::CpuPipelineOptions options;
+  options.library = *kernels;
+  options.fuseElementwise = optLevel != '0';
+  if (lowerAndEmit(*copy, options, Emit::Exe, exe.str().str(), timer) != 0)
+    return error("could not compile the calibration executable for " + library);
+  llvm::SmallVector<llvm::StringRef> args{exe, "--steps", "12", "--threads", "1"};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                                llvm::StringRef(log)};
+  std::string message;
+  if (llvm::sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 120, 0, &message) != 0)
+    return error("the calibration run for " + library + " failed" +
+                 (message.empty() ? "" : ": " + message));
+  auto text = llvm::MemoryBuffer::getFile(log);
+  if (!text)
+    return error("cannot read the calibration run's output");
+  // "throughput <X> samples/s (<N> steps of batch <B> in <T> s after the first; ..."
+  for (llvm::StringRef line : llvm::split((*text)->getBuffer(), '\n')) {
+    if (!line.consume_front("throughput "))
+      continue;
+    double samplesPerSecond = 0;
+    long long batch = 0;
+    llvm::StringRef rest = line.split(" samples/s").second;
+    if (line.split(' ').first.getAsDouble(samplesPerSecond) ||
+        rest.split("of batch ").second.split(' ').first.getAsInteger(10, batch) ||
+        !(samplesPerSecond > 0))
+      break;
+    return double(batch) / samplesPerSecond;
+  }
+  return error("the calibration run for " + library + " printed no throughput");
+}
+
 /// Cuts the training step into the stages of a plan and lowers the stages
 /// to functions calling the runtime (het-partition, het-pipeline-schedule,
-/// convert-het-to-runtime).
-LogicalResult partitionForCluster(ModuleOp module, PassManager &pm) {
-  if (planFile == "auto" && clusterFile.empty()) {
+/// convert-het-to-runtime). With --plan auto the plan is chosen here, from
+/// speeds measured on this model.
+LogicalResult partitionForCluster(ModuleOp module, PassManager &pm, StageTimer &timer,
+                                  const std::string &output) {
+  if ((planFile.empty() || planFile == "auto") && clusterFile.empty()) {
     fail("--plan auto needs --cluster C.json");
     return failure();
   }
@@ -197,14 +269,37 @@ LogicalResult partitionForCluster(ModuleOp module, PassManager &pm) {
     fail("no training step (@<model>_train_step) to partition");
     return failure();
   }
-  FailureOr<std::string> signature = het::describeStep(step);
+  FailureOr<std::string> signature = mlir::het::describeStep(step);
   if (failed(signature))
     return failure();
+  std::string plan = planFile.empty() ? "auto" : planFile.getValue();
+  if (plan == "auto") {
+    ::het::compile::AutoPlanRequest request;
+    request.clusterFile = clusterFile;
+    request.microBatches = microBatches;
+    request.planOut = writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
+    request.measureStep = [&](const std::string &library) {
+      return measureStep(module, library, timer);
+    };
+    llvm::Expected<::het::compile::AutoPlanResult> chosen =
+        ::het::compile::planForCluster(module, step, request);
+    if (!chosen) {
+      fail("--plan auto: " + llvm::toString(chosen.takeError()));
+      return failure();
+    }
+    llvm::errs() << chosen->report << "het-compile: plan written to " << request.planOut
+                 << "\n";
+    module->setAttr("hetrt.predicted_iteration_s",
+                    FloatAttr::get(Float64Type::get(module.getContext()),
+                                   chosen->predictedSeconds));
+    plan = request.planOut;
+    timer.done("calibrate and plan");
+  }
   module->setAttr("hetrt.step_signature", StringAttr::get(module.getContext(), *signature));
   std::string partition = llvm::formatv(
       "het-partition{{plan={0} cluster={1} function={2}},"
       "het-pipeline-schedule{{schedule={3} micro-batches={4}}",
-      planFile.getValue(), clusterFile.getValue(), step.getName(), schedule.getValue(),
+      plan, clusterFile.getValue(), step.getName(), schedule.getValue(),
       microBatches.getValue());
   if (failed(parsePassPipeline(partition, pm, llvm::errs()))) {
     fail("internal error: bad partition pipeline '" + partition + "'");
@@ -217,91 +312,25 @@ LogicalResult partitionForCluster(ModuleOp module, PassManager &pm) {
   pm.clear();
   if (failed(applyCompression(module)))
     return failure();
-  pm.addPass(het::createConvertHetToRuntimePass());
+  pm.addPass(mlir::het::createConvertHetToRuntimePass());
   return success();
 }
 
 } // namespace
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  het::registerHetPasses();
-  het::registerHetTrainingPipeline();
-  het::registerHetPartitionPasses();
-  cl::HideUnrelatedOptions({&category, &distributed});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "het-compile: compile a het model into a native training executable\n\n"
-      "  het-compile model.mlir -o model && ./model --steps 100\n"
-      "  het-compile model.mlir --cluster C.json --plan auto -o model && het-run -n 4 ./model\n");
-
-  if (optLevel < '0' || optLevel > '3')
-    return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
-                " (use -O0 to -O3)");
-  if (target != "x86_64" && target != "x86-64")
-    return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
-  if (optimizer != "sgd" && optimizer != "adam")
-    return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
-  if (library != "dnnl" && library != "reference")
-    return fail("unknown kernel library '" + library + "' (use dnnl or reference)");
-  if (!(learningRate > 0))
-    return fail("--lr must be positive");
-  std::string output = outputFile.empty() ? defaultOutput() : outputFile.getValue();
-  StageTimer timer;
-
-  DialectRegistry registry;
-  het::registerCodegenDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  MLIRContext context(registry);
-  context.printOpOnDiagnostic(false); // messages name the op; a module dump buries them
-  context.loadAllAvailableDialects();
-
+namespace {
+/// Lowers a module holding a training step (or a pipeline's stage
+/// functions) to native code and writes what --emit asks for.
+int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
+                 const std::string &output, StageTimer &timer) {
   std::string errorMessage;
-  auto file = openInputFile(inputFile, &errorMessage);
-  if (!file)
-    return fail(errorMessage);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return fail("could not parse '" + inputFile + "' (see the diagnostics above)");
-  timer.done("parse");
-
-  // Build the training step unless the input is already one.
-  bool hasStep = false;
-  for (auto function : module->getOps<func::FuncOp>())
-    hasStep |= function.getName().ends_with("_train_step");
-  PassManager pm(&context);
-  if (!hasStep) {
-    std::string pipeline = llvm::formatv(
-        "het-training-pipeline{{optimizer={0} learning-rate={1:e17} momentum={2:e17} "
-        "fuse={3}}",
-        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
-        fuse ? "true" : "false");
-    if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-      return fail("internal error: bad training pipeline '" + pipeline + "'");
-  }
-  bool pipelined = !clusterFile.empty() || planFile != "auto";
-  if (pipelined) {
-    if (failed(pm.run(*module)))
-      return fail("could not build the training step of '" + inputFile +
-                  "' (see the diagnostics above)");
-    pm.clear();
-    if (failed(partitionForCluster(*module, pm)))
-      return 1;
-  }
-  het::CpuPipelineOptions options;
-  options.pipeline = pipelined;
-  options.library = library == "dnnl" ? het::KernelLibrary::Dnnl : het::KernelLibrary::Reference;
-  options.fuseElementwise = optLevel != '0';
-  het::buildHetToLLVMPipeline(pm, options);
-  if (failed(pm.run(*module)))
+  PassManager pm(module.getContext());
+  mlir::het::buildHetToLLVMPipeline(pm, options);
+  if (failed(pm.run(module)))
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
   timer.done("lower to LLVM dialect");
 
-  if (emit == Emit::Mlir) {
+  if (emitKind == Emit::Mlir) {
     auto out = openOutputFile(output, &errorMessage);
     if (!out)
       return fail(errorMessage);
@@ -338,7 +367,7 @@ int main(int argc, char **argv) {
     return fail("could not create a target machine for " + triple + " (" + cpu + ")");
 
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(*module, llvmContext);
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
     return fail("could not translate the LLVM dialect to LLVM IR");
   llvmModule->setTargetTriple(triple);
@@ -368,7 +397,7 @@ int main(int argc, char **argv) {
   }
   timer.done("optimize LLVM IR");
 
-  if (emit == Emit::Llvm) {
+  if (emitKind == Emit::Llvm) {
     auto out = openOutputFile(output, &errorMessage);
     if (!out)
       return fail(errorMessage);
@@ -380,7 +409,7 @@ int main(int argc, char **argv) {
   // Object code, in-process.
   std::string objectPath = output;
   llvm::SmallString<128> temporary;
-  if (emit == Emit::Exe) {
+  if (emitKind == Emit::Exe) {
     if (auto error = llvm::sys::fs::createTemporaryFile("het-compile", "o", temporary))
       return fail("cannot create a temporary object file: " + error.message());
     objectPath = temporary.str().str();
@@ -398,7 +427,7 @@ int main(int argc, char **argv) {
     object.keep();
   }
   timer.done("emit object code");
-  if (emit == Emit::Obj)
+  if (emitKind == Emit::Obj)
     return 0;
 
   // Link with the system compiler driver against libhetrt.
@@ -438,4 +467,84 @@ int main(int argc, char **argv) {
                 (linkError.empty() ? "" : ": " + linkError));
   timer.done("link");
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::het::registerHetPasses();
+  mlir::het::registerHetTrainingPipeline();
+  mlir::het::registerHetPartitionPasses();
+  cl::HideUnrelatedOptions({&category, &distributed});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "het-compile: compile a het model into a native training executable\n\n"
+      "  het-compile model.mlir -o model && ./model --steps 100\n"
+      "  het-compile model.mlir --cluster C.json --plan auto -o model && het-run -n 4 ./model\n");
+
+  if (optLevel < '0' || optLevel > '3')
+    return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
+                " (use -O0 to -O3)");
+  if (target != "x86_64" && target != "x86-64")
+    return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
+  if (optimizer != "sgd" && optimizer != "adam")
+    return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
+  if (library != "dnnl" && library != "reference")
+    return fail("unknown kernel library '" + library + "' (use dnnl or reference)");
+  if (!(learningRate > 0))
+    return fail("--lr must be positive");
+  std::string output = outputFile.empty() ? defaultOutput() : outputFile.getValue();
+  StageTimer timer;
+
+  DialectRegistry registry;
+  mlir::het::registerCodegenDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false); // messages name the op; a module dump buries them
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  auto file = openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return fail("could not parse '" + inputFile + "' (see the diagnostics above)");
+  timer.done("parse");
+
+  // Build the training step unless the input is already one.
+  bool hasStep = false;
+  for (auto function : module->getOps<func::FuncOp>())
+    hasStep |= function.getName().ends_with("_train_step");
+  PassManager pm(&context);
+  if (!hasStep) {
+    std::string pipeline = llvm::formatv(
+        "het-training-pipeline{{optimizer={0} learning-rate={1:e17} momentum={2:e17} "
+        "fuse={3}}",
+        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
+        fuse ? "true" : "false");
+    if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+      return fail("internal error: bad training pipeline '" + pipeline + "'");
+  }
+  bool pipelined = !clusterFile.empty() || !planFile.empty();
+  if (pipelined) {
+    if (failed(pm.run(*module)))
+      return fail("could not build the training step of '" + inputFile +
+                  "' (see the diagnostics above)");
+    pm.clear();
+    if (failed(partitionForCluster(*module, pm, timer, output)))
+      return 1;
+  }
+  mlir::het::CpuPipelineOptions options;
+  options.pipeline = pipelined;
+  options.library = *kernelLibraryNamed(library);
+  options.fuseElementwise = optLevel != '0';
+  if (failed(pm.run(*module)))
+    return fail("could not build the training step of '" + inputFile +
+                "' (see the diagnostics above)");
+  return lowerAndEmit(*module, options, emit, output, timer);
 }

@@ -366,6 +366,10 @@ struct ConvertHetToRuntimePass
         stages.front()->getAttrOfType<IntegerAttr>(HetDialect::getMicroBatchesAttrName());
     os << "pipeline " << stages.size() << ' ' << (microBatches ? microBatches.getInt() : 1)
        << '\n';
+    // The planner's prediction, printed by the runtime next to the measured
+    // iteration time.
+    if (auto predicted = module->getAttrOfType<FloatAttr>("hetrt.predicted_iteration_s"))
+      os << "predicted " << llvm::formatv("{0:e6}", predicted.getValueAsDouble()) << '\n';
     SmallVector<Attribute> entries;
     for (auto [j, stage] : llvm::enumerate(stages)) {
       auto group = SymbolTable::lookupNearestSymbolFrom<DeviceGroupOp>(stage,
@@ -411,6 +415,7 @@ struct ConvertHetToRuntimePass
     module->setAttr("hetrt.model_info", StringAttr::get(&getContext(), info));
     module->setAttr("hetrt.entries", ArrayAttr::get(&getContext(), entries));
     module->removeAttr("hetrt.step_signature");
+    module->removeAttr("hetrt.predicted_iteration_s");
   }
 };
 

@@ -1,0 +1,47 @@
+//===- AutoPlan.h - --plan auto: calibrate local device kinds, then plan -*- C++ -*-===//
+//
+// Catalog figures mean little for CPUs, and the two local CPU kinds
+// (cpu.onednn, cpu.mlir) differ by their code, not their silicon. So before
+// planning, each local kind's speed is measured on the model itself: the
+// step compiled for that kind's kernels runs a few steps on one thread, and
+// its achieved FLOP/s replaces the catalog's figure. The planner then
+// chooses the stage split from those speeds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_TOOLS_HET_COMPILE_AUTOPLAN_H
+#define HET_TOOLS_HET_COMPILE_AUTOPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+
+namespace het::compile {
+
+struct AutoPlanRequest {
+  std::string clusterFile;
+  int microBatches = 1;
+  /// Where the chosen plan is written (het-plan's JSON format).
+  std::string planOut;
+  /// Seconds one step of the whole model takes on one rank with `library`'s
+  /// kernels ("dnnl", "mlir", "reference"), one thread, the model's batch.
+  std::function<llvm::Expected<double>(const std::string &library)> measureStep;
+};
+
+struct AutoPlanResult {
+  double predictedSeconds = 0; // the plan's iteration time, per the cost model
+  std::string report;          // what was measured and chosen, for the user
+};
+
+/// Plans `step` (a training step with het.layer ops) for the cluster: one
+/// stage per device group, every group used, equal replica counts, the
+/// model's batch as micro-batch. Writes the plan to request.planOut.
+llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func::FuncOp step,
+                                              const AutoPlanRequest &request);
+
+} // namespace het::compile
+
+#endif
