@@ -81,7 +81,8 @@ cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, e
                    cl::init(true), cl::cat(category));
 cl::opt<std::string> library("library",
                              cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
-                                      "(oneDNN, default) or reference (het's loops)"),
+                                      "(oneDNN, default), reference (het's loops) or mlir "
+                                      "(matmul/linear/conv2d generated from linalg)"),
                              cl::init("dnnl"), cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("directory holding libhetrt.so (default: the build's)"),
@@ -139,8 +140,8 @@ int main(int argc, char **argv) {
     return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
-  if (library != "dnnl" && library != "reference")
-    return fail("unknown kernel library '" + library + "' (use dnnl or reference)");
+  if (!het::parseKernelLibrary(library))
+    return fail("unknown kernel library '" + library + "' (use dnnl, reference or mlir)");
   if (!(learningRate > 0))
     return fail("--lr must be positive");
   std::string output = outputFile.empty() ? defaultOutput() : outputFile.getValue();
@@ -181,7 +182,7 @@ int main(int argc, char **argv) {
       return fail("internal error: bad training pipeline '" + pipeline + "'");
   }
   het::CpuPipelineOptions options;
-  options.library = library == "dnnl" ? het::KernelLibrary::Dnnl : het::KernelLibrary::Reference;
+  options.library = *het::parseKernelLibrary(library);
   options.fuseElementwise = optLevel != '0';
   het::buildHetToLLVMPipeline(pm, options);
   if (failed(pm.run(*module)))
