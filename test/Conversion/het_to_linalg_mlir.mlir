@@ -78,15 +78,16 @@ func.func @linear_grad(%dy: tensor<8x3xf32>, %x: tensor<8x4xf32>, %w: tensor<3x4
 // -----
 
 // conv2d (stride 2, padding 1, dilation 2, bias): the zero-bordered input
-// is a gather (linalg.index, tensor.extract), then one contraction over
+// is a gather (tensor.generate, tensor.extract), then one contraction over
 // (n, f, c, kh, kw, oh, ow) reading (n, c, oh*2 + kh*2, ow*2 + kw*2), then
 // the bias.
 // CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, d5 * 2 + d3 * 2, d6 * 2 + d4 * 2)>
 // CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>
 // CHECK-DAG: #[[Y:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>
 // CHECK-LABEL: func.func @conv2d
-// CHECK: %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3x11x11xf32>)
+// CHECK: %[[P:.*]] = tensor.generate
 // CHECK: tensor.extract
+// CHECK: } : tensor<2x3x11x11xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[W]], #[[Y]]], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]} ins(%[[P]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<4x3x3x3xf32>)
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x4x4x4xf32>, tensor<4xf32>)
 // CHECK-NOT: hetrt_
@@ -99,11 +100,14 @@ func.func @conv2d(%x: tensor<2x3x9x9xf32>, %k: tensor<4x3x3x3xf32>, %b: tensor<4
 
 // -----
 
-// conv2d_grad_filter: (f, c, kh, kw, n, oh, ow), the output a plain
-// (f, c, kh, kw) map.
+// conv2d_grad_filter: partial sums per output column over (f, c, kh, kw,
+// n, oh, ow) into [F, C, KH, KW, OW] (ow parallel and innermost, so the loop
+// vectorizes), then the sum over ow.
 // CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5 * 2 + d2 * 2, d6 * 2 + d3 * 2)>
+// CHECK-DAG: #[[PART:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3, d6)>
 // CHECK-LABEL: func.func @conv2d_grad_filter
-// CHECK: linalg.generic {indexing_maps = [{{.*}}, #[[X]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [{{.*}}, #[[X]], #[[PART]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} {{.*}} outs(%{{.*}} : tensor<4x3x3x3x4xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[P]] : tensor<4x3x3x3x4xf32>) outs(%{{.*}} : tensor<4x3x3x3xf32>)
 // CHECK-NOT: hetrt_
 // CHECK: return
 func.func @conv2d_grad_filter(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x3x9x9xf32>) -> tensor<4x3x3x3xf32> {
@@ -120,10 +124,11 @@ func.func @conv2d_grad_filter(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x3x9x9xf32>)
 // CHECK-DAG: #[[FLIP:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>
 // CHECK-DAG: #[[SPREAD:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, d5 + d3 * 2, d6 + d4 * 2)>
 // CHECK-LABEL: func.func @conv2d_grad_input
-// CHECK: %[[S:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x13x13xf32>)
+// CHECK: %[[S:.*]] = tensor.generate
 // CHECK: arith.remui
 // CHECK: arith.divui
 // CHECK: tensor.extract
+// CHECK: } : tensor<2x4x13x13xf32>
 // CHECK: %[[F:.*]] = linalg.generic {indexing_maps = [#[[FLIP]], {{.*}}]} ins(%{{.*}} : tensor<4x3x3x3xf32>) outs(%{{.*}} : tensor<3x4x3x3xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[SPREAD]], {{.*}}]{{.*}} ins(%[[S]], %[[F]] : tensor<2x4x13x13xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x9x9xf32>)
 // CHECK-NOT: hetrt_

@@ -1009,32 +1009,32 @@ SmallVector<Value> buildLinearGrad(OpBuilder &b, Location loc, LinearGradOp op) 
 /// `source` ([N, C, S0, S1]) placed into zeros of `shape`: element (i, j)
 /// goes to (low[0] + i step[0], low[1] + j step[1]). With step 1 this is
 /// zero padding; with the stride as step it spreads a gradient out for the
-/// transposed convolution. Written as a gather (linalg.index, bounds and
-/// divisibility tests, tensor.extract) rather than tensor.pad /
-/// tensor.insert_slice: those bufferize to a copy into a strided subview,
-/// which lowers to a call to `memrefCopy` from MLIR's C runner library, and
-/// the executable links only libhetrt.
+/// transposed convolution. Written as a gather (tensor.generate: bounds and
+/// divisibility tests, tensor.extract), because
+/// - tensor.pad / tensor.insert_slice bufferize to a copy into a strided
+///   subview, which lowers to a call to `memrefCopy` from MLIR's C runner
+///   library, and the executable links only libhetrt;
+/// - as a linalg.generic, linalg-fuse-elementwise-ops would fuse the gather
+///   into the convolution and redo the bounds tests and the gather for every
+///   multiply-add (measured: most of the CNN step).
 Value buildZeroBordered(OpBuilder &b, Location loc, Value source, ArrayRef<int64_t> shape,
                         ArrayRef<int64_t> low, ArrayRef<int64_t> step) {
   auto type = cast<RankedTensorType>(source.getType());
   Type f = type.getElementType();
   if (llvm::equal(shape, type.getShape()))
     return source;
-  Value init = b.create<tensor::EmptyOp>(loc, shape, f);
-  return buildGeneric(
-      b, loc, {}, {}, {init}, {b.getMultiDimIdentityMap(4)},
-      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange) {
+  auto resultType = RankedTensorType::get(shape, f);
+  return b.create<tensor::GenerateOp>(
+      loc, resultType, ValueRange{},
+      [&](OpBuilder &nb, Location l, ValueRange at) {
         Value inside = nb.create<arith::ConstantIntOp>(l, 1, 1);
-        SmallVector<Value> indices{nb.create<linalg::IndexOp>(l, 0),
-                                   nb.create<linalg::IndexOp>(l, 1)};
+        SmallVector<Value> indices{at[0], at[1]};
         Value zeroIndex = nb.create<arith::ConstantIndexOp>(l, 0);
         for (unsigned dim = 0; dim < 2; ++dim) {
           // offset = index - low; as unsigned, a negative offset is huge, so
           // one `ult` tests both ends of [0, (S - 1) step].
           Value offset = nb.create<arith::SubIOp>(
-              l, nb.create<linalg::IndexOp>(l, 2 + dim),
-              nb.create<arith::ConstantIndexOp>(l, low[dim]));
+              l, at[2 + dim], nb.create<arith::ConstantIndexOp>(l, low[dim]));
           Value span = nb.create<arith::ConstantIndexOp>(
               l, (type.getDimSize(2 + dim) - 1) * step[dim] + 1);
           inside = nb.create<arith::AndIOp>(
@@ -1052,9 +1052,9 @@ Value buildZeroBordered(OpBuilder &b, Location loc, Value source, ArrayRef<int64
           indices.push_back(nb.create<arith::SelectOp>(l, inside, position, zeroIndex));
         }
         Value value = nb.create<tensor::ExtractOp>(l, source, indices);
-        return SmallVector<Value>{
-            nb.create<arith::SelectOp>(l, inside, value, constantLike(nb, l, f, 0.0))};
-      })[0];
+        nb.create<tensor::YieldOp>(
+            l, nb.create<arith::SelectOp>(l, inside, value, constantLike(nb, l, f, 0.0)));
+      });
 }
 
 /// `input` ([N, C, H, W]) with `padding` zeros around both spatial sides.
@@ -1122,18 +1122,34 @@ Value buildConv2dGradFilter(OpBuilder &b, Location loc, Conv2dGradFilterOp op) {
   SmallVector<AffineExpr> d;
   for (unsigned i = 0; i < 7; ++i)
     d.push_back(getAffineDimExpr(i, ctx));
-  // (f, c, kh, kw, n, oh, ow): the sum for one filter tap runs in the
-  // evaluator's (n, oh, ow) order.
+  // The sum over (n, oh, ow) would leave the innermost loop a scalar float
+  // reduction (LLVM does not reassociate it, so it is not vectorized).
+  // Instead, partial sums per output column: (f, c, kh, kw, n, oh, ow) into
+  // [F, C, KH, KW, OW] with ow parallel and innermost (contiguous in dy and,
+  // at stride 1, in the input), then a short sum over ow.
+  auto dyType = cast<RankedTensorType>(op.getGradOutput().getType());
+  Type f = resultType.getElementType();
+  SmallVector<int64_t> partialShape(resultType.getShape());
+  partialShape.push_back(dyType.getDimSize(3));
   Value input = padSpatially(b, loc, op.getInput(), g.padding);
-  return buildContraction(
+  Value partial = buildContraction(
       b, loc, op.getGradOutput(), mapOf(ctx, 7, {d[4], d[0], d[5], d[6]}), input,
       mapOf(ctx, 7, {d[4], d[1], g.tap(d[5], d[2], 0), g.tap(d[6], d[3], 1)}),
-      filledTensor(b, loc, resultType.getShape(), resultType.getElementType(), 0.0),
-      mapOf(ctx, 7, {d[0], d[1], d[2], d[3]}),
+      filledTensor(b, loc, partialShape, f, 0.0),
+      mapOf(ctx, 7, {d[0], d[1], d[2], d[3], d[6]}),
       {utils::IteratorType::parallel, utils::IteratorType::parallel,
        utils::IteratorType::parallel, utils::IteratorType::parallel,
        utils::IteratorType::reduction, utils::IteratorType::reduction,
-       utils::IteratorType::reduction});
+       utils::IteratorType::parallel});
+  return buildGeneric(b, loc, {partial}, {b.getMultiDimIdentityMap(5)},
+                      {filledTensor(b, loc, resultType.getShape(), f, 0.0)},
+                      {mapOf(ctx, 5, {d[0], d[1], d[2], d[3]})},
+                      {utils::IteratorType::parallel, utils::IteratorType::parallel,
+                       utils::IteratorType::parallel, utils::IteratorType::parallel,
+                       utils::IteratorType::reduction},
+                      [](OpBuilder &nb, Location l, ValueRange a) {
+                        return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[1], a[0])};
+                      })[0];
 }
 
 /// Whether conv2d_grad_input's transposed convolution needs no cropping:
