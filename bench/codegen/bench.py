@@ -8,7 +8,10 @@ Models (same shapes, batch, optimizer and thread count on both sides):
   CNN  3 x conv3x3-BN-ReLU (16/32/32 ch, 2x2 max pool after the 2nd), global
        average pool, linear; 32x32x3 inputs, batch 64, SGD (bench/codegen/cnn_b64.mlir)
 Prints samples/s for het and PyTorch and their ratio, the CNN step time with
-BN+ReLU fused and unfused (het-compile --fuse=false), and compile times.
+BN+ReLU fused and unfused (het-compile --fuse=false), compile times, and
+samples/s of both models with each kernel library (--library=dnnl, mlir,
+reference: the cpu.onednn and cpu.mlir device kinds, and het's loops), on
+one thread.
 Throughput excludes the first (warm-up) step on both sides. Not a test:
 numbers depend on the machine and its load; ratios come from the same run.
 """
@@ -55,6 +58,8 @@ def main():
     # both oneDNN and PyTorch slow down tenfold when a thread is descheduled.
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--library-steps", type=int, default=10,
+                   help="steps of the kernel-library comparison (the reference CNN is slow)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--torch-python", default=sys.executable,
                    help="interpreter that has torch (default: this one)")
@@ -101,6 +106,19 @@ def main():
     print(f"CNN step, BN+ReLU fused:   {step_ms['CNN']:8.2f} ms")
     print(f"CNN step, BN+ReLU unfused: {unfused_ms:8.2f} ms  (fused is "
           f"{unfused_ms / step_ms['CNN']:.2f}x as fast)")
+
+    # Kernel libraries, one thread each: generated linalg loops (mlir) are
+    # different code from oneDNN's primitives, with a different speed.
+    print()
+    print(f"kernel libraries, 1 thread, {a.library_steps} steps: samples/s")
+    print(f"{'model':6} {'dnnl':>10} {'mlir':>10} {'reference':>10}")
+    for name, (model, opts) in models.items():
+        speeds = []
+        for library in ("dnnl", "mlir", "reference"):
+            exe = os.path.join(work, f"{name.lower()}_{library}")
+            compile_model(compiler, model, exe, opts + [f"--library={library}"])
+            speeds.append(run_het(exe, a.library_steps, 1)[0])
+        print(f"{name:6} " + " ".join(f"{s:10.1f}" for s in speeds))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // RUN: het-opt %s --convert-het-to-linalg -split-input-file -verify-diagnostics
 // RUN: not het-opt %s --convert-het-to-linalg="library=mkl" -split-input-file 2>&1 | FileCheck %s
-// CHECK: convert-het-to-linalg: library must be 'dnnl' or 'reference', got 'mkl'
+// CHECK: convert-het-to-linalg: library must be 'dnnl', 'reference' or 'mlir', got 'mkl'
 
 func.func @f64_library_op(%x: tensor<8x4xf64>, %w: tensor<3x4xf64>) -> tensor<8x3xf64> {
   // expected-error @below {{CPU code generation supports f32 data (and i64 indices), got 'tensor<8x4xf64>'}}
@@ -18,4 +18,3 @@ func.func @collective(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %0 = het.all_reduce %x over @lab::@four sum : tensor<8x4xf32> -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
-

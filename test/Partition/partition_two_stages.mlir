@@ -19,7 +19,7 @@
 // CHECK:         het.linear %[[X]], %[[W1]]
 // CHECK:         %[[A2:.*]] = het.relu %{{.*}} {het.layer = 1 : i64} : tensor<32x64xf32>
 // CHECK-NEXT:    het.send %[[A2]] to @s1 : tensor<32x64xf32>
-// CHECK-NEXT:    %[[DA2:.*]] = het.recv from @s1 : tensor<32x64xf32>
+// CHECK-NEXT:    %[[DA2:.*]] = het.recv from @s1 {het.backward} : tensor<32x64xf32>
 // CHECK-NEXT:    het.relu_grad %[[DA2]]
 // Its four parameter gradients are averaged over its 4 replicas by ring.
 // CHECK-COUNT-4: het.all_reduce %{{.*}} over @s0 avg algorithm ring
@@ -34,7 +34,7 @@
 // CHECK-NEXT:    %[[LOSS:.*]] = het.cross_entropy
 // CHECK-NEXT:    arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK:         %[[DIN:.*]], %{{.*}}, %{{.*}} = het.linear_grad
-// CHECK-NEXT:    het.send %[[DIN]] to @s0 : tensor<32x64xf32>
+// CHECK-NEXT:    het.send %[[DIN]] to @s0 {het.backward} : tensor<32x64xf32>
 // CHECK-COUNT-2: het.all_reduce %{{.*}} over @s1 avg algorithm hierarchical
 // CHECK:         het.yield %[[LOSS]], %{{.*}}, %{{.*}} : tensor<f32>, tensor<10x64xf32>, tensor<10xf32>
 // CHECK-NOT:   func.func

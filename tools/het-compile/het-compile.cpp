@@ -86,7 +86,8 @@ cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, e
                    cl::init(true), cl::cat(category));
 cl::opt<std::string> library("library",
                              cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
-                                      "(oneDNN, default) or reference (het's loops)"),
+                                      "(oneDNN, default), reference (het's loops) or mlir "
+                                      "(matmul/linear/conv2d generated from linalg)"),
                              cl::init("dnnl"), cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("directory holding libhetrt.so (default: the build's)"),
@@ -181,13 +182,6 @@ LogicalResult applyCompression(ModuleOp module) {
   return success();
 }
 
-std::optional<mlir::het::KernelLibrary> kernelLibraryNamed(llvm::StringRef name) {
-  if (name == "dnnl")
-    return mlir::het::KernelLibrary::Dnnl;
-  if (name == "reference")
-    return mlir::het::KernelLibrary::Reference;
-  return std::nullopt;
-}
 
 int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
                  const std::string &output, StageTimer &timer);
@@ -200,7 +194,7 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
-  std::optional<mlir::het::KernelLibrary> kernels = kernelLibraryNamed(library);
+  std::optional<mlir::het::KernelLibrary> kernels = mlir::het::parseKernelLibrary(library);
   if (!kernels)
     return error("no kernel library '" + library + "' in this build");
   OwningOpRef<ModuleOp> copy(stepModule.clone());
@@ -489,8 +483,8 @@ int main(int argc, char **argv) {
     return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
-  if (library != "dnnl" && library != "reference")
-    return fail("unknown kernel library '" + library + "' (use dnnl or reference)");
+  if (!mlir::het::parseKernelLibrary(library))
+    return fail("unknown kernel library '" + library + "' (use dnnl, reference or mlir)");
   if (!(learningRate > 0))
     return fail("--lr must be positive");
   std::string output = outputFile.empty() ? defaultOutput() : outputFile.getValue();
@@ -541,7 +535,7 @@ int main(int argc, char **argv) {
   }
   mlir::het::CpuPipelineOptions options;
   options.pipeline = pipelined;
-  options.library = *kernelLibraryNamed(library);
+  options.library = *mlir::het::parseKernelLibrary(library);
   options.fuseElementwise = optLevel != '0';
   if (failed(pm.run(*module)))
     return fail("could not build the training step of '" + inputFile +

@@ -5,7 +5,9 @@
 // updates, layout changes) or calls into libhetrt (matmul, convolution,
 // batch normalization, pooling, embeddings), whose
 // library -- oneDNN or het's reference loops -- is chosen here and recorded
-// in the IR as the callee's name (`hetrt_dnnl_*` / `hetrt_ref_*`). Upstream
+// in the IR as the callee's name (`hetrt_dnnl_*` / `hetrt_ref_*`). The third
+// library, `mlir`, generates matmul, linear layers and convolutions as
+// linalg contractions instead of calling anything. Upstream
 // passes then bufferize and lower to the LLVM dialect; see docs/codegen.md.
 //
 //===----------------------------------------------------------------------===//
@@ -17,16 +19,32 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir::het {
 
-/// Which implementation the library-backed ops call.
-enum class KernelLibrary { Dnnl, Reference };
+/// Which implementation the library-backed ops get: oneDNN primitives,
+/// het's reference loops (libhetrt), or code generated from linalg (Mlir:
+/// matmul, linear, linear_grad, groups == 1 conv2d and its gradients; the
+/// other library ops call the reference kernels). These are the kernels of
+/// the `cpu.onednn` and `cpu.mlir` device kinds.
+enum class KernelLibrary { Dnnl, Reference, Mlir };
+
+/// "dnnl", "reference", "mlir" (the spelling of the pass option, of
+/// het-compile's --library and of the `het.kernel_library` function
+/// attribute); std::nullopt for anything else.
+std::optional<KernelLibrary> parseKernelLibrary(llvm::StringRef name);
+llvm::StringRef kernelLibraryName(KernelLibrary library);
 
 /// `convert-het-to-linalg`: every het compute op of a training step is
 /// lowered; an op the CPU backend does not handle is an error naming it.
+/// A function's `het.kernel_library` attribute ("dnnl" | "reference" |
+/// "mlir") overrides `library` for the ops inside it, so one module can
+/// hold stage functions compiled for different device kinds.
 std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library);
 
 /// `het-build-entry-points`: picks the training step (`@*_train_step`),

@@ -3,6 +3,9 @@
 // Walks every het op once, in order, and replaces it with its lowering:
 // linalg code (HetToLinalg.cpp) or a libhetrt call (HetToRuntime.cpp). Ops
 // that neither handles are reported, all of them, before anything changes.
+// The kernel library is the pass option unless the enclosing function's
+// `het.kernel_library` attribute says otherwise: a pipeline stage placed on
+// `cpu.mlir` and one on `cpu.onednn` can then live in one module.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +29,9 @@ using namespace mlir::het;
 
 namespace {
 
+/// The per-function override of the pass's `library` option.
+constexpr StringLiteral kKernelLibraryAttr = "het.kernel_library";
+
 struct ConvertHetToLinalgPass
     : public PassWrapper<ConvertHetToLinalgPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertHetToLinalgPass)
@@ -33,13 +39,13 @@ struct ConvertHetToLinalgPass
   ConvertHetToLinalgPass() = default;
   ConvertHetToLinalgPass(const ConvertHetToLinalgPass &other) : PassWrapper(other) {}
   explicit ConvertHetToLinalgPass(KernelLibrary library) {
-    this->library = library == KernelLibrary::Dnnl ? "dnnl" : "reference";
+    this->library = kernelLibraryName(library).str();
   }
 
   StringRef getArgument() const override { return "convert-het-to-linalg"; }
   StringRef getDescription() const override {
     return "Lower het compute ops to linalg/tensor/arith/math and libhetrt calls "
-           "(oneDNN or reference kernels)";
+           "(oneDNN or reference kernels) or generated linalg contractions (library=mlir)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
@@ -50,43 +56,63 @@ struct ConvertHetToLinalgPass
   Option<std::string> library{
       *this, "library",
       llvm::cl::desc("kernels of matmul/linear/conv2d/batch_norm: dnnl (oneDNN "
-                     "primitives) or reference (het's plain loops)"),
+                     "primitives), reference (het's plain loops) or mlir (matmul, "
+                     "linear and conv2d generated as linalg, the rest reference); "
+                     "a function's het.kernel_library attribute overrides it"),
       llvm::cl::init("dnnl")};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (library != "dnnl" && library != "reference") {
-      module.emitError("convert-het-to-linalg: library must be 'dnnl' or 'reference', got '")
+    std::optional<KernelLibrary> choice = parseKernelLibrary(library);
+    if (!choice) {
+      module.emitError("convert-het-to-linalg: library must be 'dnnl', 'reference' or 'mlir', "
+                       "got '")
           << library << "'";
       return signalPassFailure();
     }
-    KernelLibrary choice = library == "dnnl" ? KernelLibrary::Dnnl : KernelLibrary::Reference;
 
-    SmallVector<Operation *> work;
-    bool unsupported = false;
+    SmallVector<std::pair<Operation *, KernelLibrary>> work;
+    bool failedAny = false;
     // Only function bodies compute; module-level het ops (het.cluster and
     // its device groups) describe placement and are left alone.
-    for (auto function : module.getOps<func::FuncOp>())
-    function.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (!isa<HetDialect>(op->getDialect()))
-        return WalkResult::advance();
-      if (isLoweredToLinalg(op) || isLoweredToRuntimeCall(op)) {
-        work.push_back(op);
-        return WalkResult::skip(); // het.elementwise bodies go with their op
+    for (auto function : module.getOps<func::FuncOp>()) {
+      KernelLibrary functionLibrary = *choice;
+      if (Attribute attribute = function->getAttr(kKernelLibraryAttr)) {
+        auto name = dyn_cast<StringAttr>(attribute);
+        std::optional<KernelLibrary> parsed =
+            name ? parseKernelLibrary(name.getValue()) : std::nullopt;
+        if (!parsed) {
+          function.emitError("function @")
+              << function.getSymName() << ": " << kKernelLibraryAttr
+              << " must be \"dnnl\", \"reference\" or \"mlir\", got " << attribute;
+          failedAny = true;
+          continue;
+        }
+        functionLibrary = *parsed;
       }
-      op->emitOpError("is not supported by the CPU code generator");
-      unsupported = true;
-      return WalkResult::skip();
-    });
-    if (unsupported)
+      function.walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (!isa<HetDialect>(op->getDialect()))
+          return WalkResult::advance();
+        if (isLoweredToLinalg(op) || isLoweredToRuntimeCall(op)) {
+          work.emplace_back(op, functionLibrary);
+          return WalkResult::skip(); // het.elementwise bodies go with their op
+        }
+        op->emitOpError("is not supported by the CPU code generator");
+        failedAny = true;
+        return WalkResult::skip();
+      });
+    }
+    if (failedAny)
       return signalPassFailure();
 
     OpBuilder builder(&getContext());
-    for (Operation *op : work) {
+    for (auto [op, opLibrary] : work) {
       builder.setInsertionPoint(op);
       FailureOr<SmallVector<Value>> replacement =
           isLoweredToLinalg(op) ? lowerToLinalg(builder, op)
-                                : lowerToRuntimeCall(builder, module, op, choice);
+          : opLibrary == KernelLibrary::Mlir && isGeneratedAsLinalg(op)
+              ? lowerLibraryOpToLinalg(builder, op)
+              : lowerToRuntimeCall(builder, module, op, opLibrary);
       if (failed(replacement))
         return signalPassFailure();
       op->replaceAllUsesWith(*replacement);
@@ -96,6 +122,25 @@ struct ConvertHetToLinalgPass
 };
 
 } // namespace
+
+std::optional<KernelLibrary> mlir::het::parseKernelLibrary(StringRef name) {
+  if (name == "dnnl")
+    return KernelLibrary::Dnnl;
+  if (name == "reference")
+    return KernelLibrary::Reference;
+  if (name == "mlir")
+    return KernelLibrary::Mlir;
+  return std::nullopt;
+}
+
+StringRef mlir::het::kernelLibraryName(KernelLibrary library) {
+  switch (library) {
+  case KernelLibrary::Dnnl: return "dnnl";
+  case KernelLibrary::Reference: return "reference";
+  case KernelLibrary::Mlir: return "mlir";
+  }
+  llvm_unreachable("unknown kernel library");
+}
 
 std::unique_ptr<Pass> mlir::het::createConvertHetToLinalgPass(KernelLibrary library) {
   return std::make_unique<ConvertHetToLinalgPass>(library);

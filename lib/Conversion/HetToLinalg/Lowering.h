@@ -15,7 +15,15 @@ namespace mlir::het {
 bool isLoweredToLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerToLinalg(OpBuilder &b, Operation *op);
 
-/// Ops lowered to a call into libhetrt (HetToRuntime.cpp).
+/// library=mlir: matmul, linear, linear_grad and groups == 1 convolutions
+/// as generated linalg contractions (HetToLinalg.cpp). False for the cases
+/// left to the reference kernels (grouped convolutions, conv2d_grad_input
+/// with padding beyond the filter's reach, dynamic shapes).
+bool isGeneratedAsLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerLibraryOpToLinalg(OpBuilder &b, Operation *op);
+
+/// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with
+/// KernelLibrary::Mlir those calls go to the reference kernels.
 bool isLoweredToRuntimeCall(Operation *op);
 FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, Operation *op,
                                                  KernelLibrary library);
