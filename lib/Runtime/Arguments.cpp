@@ -19,6 +19,47 @@ void die(const std::string &message) {
   std::exit(1);
 }
 
+bool OptionReader::next(std::initializer_list<const char *> flags) {
+  if (++index_ >= argc_)
+    return false;
+  name_ = argv_[index_];
+  value_.clear();
+  if (name_ == "--help" || name_ == "-h") {
+    std::printf(usage_, argv_[0]);
+    std::exit(0);
+  }
+  for (const char *flag : flags)
+    if (name_ == flag)
+      return true;
+  size_t eq = name_.find('=');
+  if (name_.rfind("--", 0) == 0 && eq != std::string::npos) {
+    value_ = name_.substr(eq + 1);
+    name_ = name_.substr(0, eq);
+  } else if (index_ + 1 < argc_) {
+    value_ = argv_[++index_];
+  } else {
+    die("option " + name_ + " needs a value (see --help)");
+  }
+  return true;
+}
+
+long long OptionReader::integer(long long min) const {
+  char *end = nullptr;
+  long long v = std::strtoll(value_.c_str(), &end, 10);
+  if (value_.empty() || *end || v < min)
+    die("option " + name_ + " expects an integer >= " + std::to_string(min) + ", got '" +
+        value_ + "'");
+  return v;
+}
+
+double OptionReader::positive() const {
+  char *end = nullptr;
+  double v = std::strtod(value_.c_str(), &end);
+  if (value_.empty() || *end || !(v > 0))
+    die("option " + name_ + " expects a positive number, got '" + value_ + "'");
+  return v;
+}
+
 Buffer::Buffer(size_t n) : bytes(n) {
   memory.reset(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64));
   std::memset(memory.get(), 0, bytes);

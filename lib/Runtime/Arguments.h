@@ -23,6 +23,27 @@ namespace het::rt {
 
 [[noreturn]] void die(const std::string &message);
 
+/// The drivers' command lines: `--name value` or `--name=value`, `--help`
+/// prints `usage` (a printf format taking the program name) and exits, and
+/// malformed values are errors naming the option.
+class OptionReader {
+public:
+  OptionReader(int argc, char **argv, const char *usage) : argc_(argc), argv_(argv), usage_(usage) {}
+  /// Moves to the next option; false after the last. Options in `flags`
+  /// take no value.
+  bool next(std::initializer_list<const char *> flags = {});
+  const std::string &name() const { return name_; }
+  const std::string &value() const { return value_; }
+  long long integer(long long min) const;
+  double positive() const;
+
+private:
+  int argc_, index_ = 0;
+  char **argv_;
+  const char *usage_;
+  std::string name_, value_;
+};
+
 /// A 64-byte aligned, zeroed buffer for one argument or result.
 struct Buffer {
   std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};

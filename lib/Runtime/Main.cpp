@@ -68,45 +68,22 @@ const char *usage =
     "the per-step lines when stdout is a terminal.\n";
 
 bool parseOptions(int argc, char **argv, Options &o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    if (arg == "--help" || arg == "-h") {
-      std::printf(usage, argv[0]);
-      std::exit(0);
-    }
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      die("option " + arg + " needs a value (see --help)");
-    }
-    auto integer = [&](long long min) {
-      char *end = nullptr;
-      long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || v < min)
-        die("option " + arg + " expects an integer >= " + std::to_string(min) + ", got '" +
-            value + "'");
-      return v;
-    };
+  OptionReader options(argc, argv, usage);
+  while (options.next()) {
+    const std::string &arg = options.name(), &value = options.value();
     if (arg == "--steps")
-      o.steps = integer(0);
+      o.steps = options.integer(0);
     else if (arg == "--batch")
-      o.batch = integer(1);
+      o.batch = options.integer(1);
     else if (arg == "--seed")
-      o.seed = integer(0);
+      o.seed = options.integer(0);
     else if (arg == "--threads")
-      o.threads = static_cast<int>(integer(1));
+      o.threads = static_cast<int>(options.integer(1));
     else if (arg == "--print-every")
-      o.printEvery = integer(1);
-    else if (arg == "--lr") {
-      char *end = nullptr;
-      o.lr = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end || !(o.lr > 0))
-        die("option --lr expects a positive number, got '" + value + "'");
-    } else if (arg == "--data")
+      o.printEvery = options.integer(1);
+    else if (arg == "--lr")
+      o.lr = options.positive();
+    else if (arg == "--data")
       o.data = value;
     else if (arg == "--eval")
       o.evalData = value;
