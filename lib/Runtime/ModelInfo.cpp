@@ -49,6 +49,10 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
            info.microBatches > 0;
       if (ok)
         info.stages.resize(stages);
+    } else if (keyword == "group") {
+      std::pair<std::string, int> group;
+      ok = (line >> group.first >> group.second) && group.second > 0;
+      info.groups.push_back(group);
     } else if (keyword == "predicted") {
       ok = (line >> info.predictedSeconds) && info.predictedSeconds >= 0;
     } else if (keyword == "stage" || keyword == "order" || keyword == "function") {

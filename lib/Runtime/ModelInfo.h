@@ -15,6 +15,7 @@
 // unpartitioned step (so every rank initializes arguments exactly as a
 // single-rank run would), then:
 //   pipeline <stages> <micro-batches>
+//   group <name> <count>         (per device group, in the cluster's order)
 //   predicted <seconds>          (optional: the plan's iteration time)
 //   stage <j> <name> <replicas> <group> <vendor> <arch> <library> <begin> <end>
 //   order <j> F0 F1 B0 ...
@@ -61,6 +62,7 @@ struct ModelInfo {
   int version = 1;
   int microBatches = 1;
   double predictedSeconds = 0; // the planner's iteration time, 0: unknown
+  std::vector<std::pair<std::string, int>> groups; // device groups, cluster order
   std::vector<StageInfo> stages; // a pipeline (version 2) only
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;

@@ -389,15 +389,40 @@ void PipelineRank::saveAll(const std::string &path) {
 
 int PipelineRank::run() {
   PipelineComm &comm = pipelineComm();
-  // Rank layout: stage by stage, all stages with the same replica count.
-  int total = 0;
-  for (const StageInfo &st : info_.stages) {
-    comm.firstRank.push_back(total);
-    total += st.replicas;
+  for (const StageInfo &st : info_.stages)
     if (st.replicas != info_.stages.front().replicas)
       die("stage " + st.name + " has " + std::to_string(st.replicas) + " replicas and stage " +
           info_.stages.front().name + " " + std::to_string(info_.stages.front().replicas) +
           "; pipelines with different replica counts per stage are not supported yet");
+  // Rank layout: stage by stage; or, when het-run --cluster numbered the
+  // ranks group by group (HET_DEVICE_GROUP), the cluster's group order.
+  int total = 0;
+  const char *deviceGroup = std::getenv("HET_DEVICE_GROUP");
+  if (deviceGroup && *deviceGroup) {
+    std::map<std::string, int> offset, count, users;
+    for (const auto &[name, devices] : info_.groups) {
+      offset[name] = total;
+      count[name] = devices;
+      total += devices;
+    }
+    for (const StageInfo &st : info_.stages) {
+      if (!count.count(st.group) || count[st.group] != st.replicas || users[st.group]++)
+        die("het-run --cluster starts one rank per device of each group, in the cluster's "
+            "order, but stage " + st.name + " uses " + std::to_string(st.replicas) +
+            " replicas of group " + st.group +
+            (count.count(st.group) ? " (of " + std::to_string(count[st.group]) + ")" : "") +
+            "; start the job with het-run -n <ranks> and no --cluster (ranks stage by stage)");
+      comm.firstRank.push_back(offset[st.group]);
+    }
+    for (const auto &[name, devices] : info_.groups)
+      if (!users[name])
+        die("het-run --cluster starts ranks for group " + name +
+            ", which no stage of this pipeline uses; start the job without --cluster");
+  } else {
+    for (const StageInfo &st : info_.stages) {
+      comm.firstRank.push_back(total);
+      total += st.replicas;
+    }
   }
   int worldSize = envInt("WORLD_SIZE", -1), rank = envInt("RANK", -1);
   if (worldSize < 0 && total == 1)
@@ -430,6 +455,10 @@ int PipelineRank::run() {
     else if (stageComm)
       hetcclCommDestroy(stageComm);
   }
+  if (deviceGroup && *deviceGroup && stage_->group != deviceGroup)
+    die("rank " + std::to_string(rank) + " was started as a " + deviceGroup +
+        " device, but the pipeline's rank layout puts it on stage " + stage_->name + " (" +
+        stage_->group + ")");
   std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d on %s (%s/%s, %s kernels)\n",
               rank, stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, comm.replica,
               comm.replicas, stage_->group.c_str(), stage_->vendor.c_str(), stage_->arch.c_str(),

@@ -366,6 +366,10 @@ struct ConvertHetToRuntimePass
         stages.front()->getAttrOfType<IntegerAttr>(HetDialect::getMicroBatchesAttrName());
     os << "pipeline " << stages.size() << ' ' << (microBatches ? microBatches.getInt() : 1)
        << '\n';
+    // The device groups in the cluster's order: het-run --cluster numbers
+    // ranks group by group in this order.
+    for (auto group : clusters.front().getBodyBlock().getOps<DeviceGroupOp>())
+      os << "group " << group.getSymName() << ' ' << group.getCount() << '\n';
     // The planner's prediction, printed by the runtime next to the measured
     // iteration time.
     if (auto predicted = module->getAttrOfType<FloatAttr>("hetrt.predicted_iteration_s"))
