@@ -2,6 +2,7 @@
 
 #include "PipelineComm.h"
 
+#include "Arguments.h"
 #include "KernelCall.h"
 
 #include <cstring>
@@ -44,7 +45,7 @@ size_t bytesOf(const KernelCall &call, int buffer, int64_t elementBytes) {
 // Words: peer stage, channel, bytes per element. The channel orders the
 // messages of a stage pair; both sides issue them in channel order (the
 // lowering sorts receives), so the message order is the match.
-extern "C" void hetrt_send(const int64_t *meta, void *const *buffers) {
+static void send(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t bytes = bytesOf(call, 0, call.attribute(2));
@@ -56,7 +57,7 @@ extern "C" void hetrt_send(const int64_t *meta, void *const *buffers) {
   comm.pending.push_back(std::move(send));
 }
 
-extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
+static void receive(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t bytes = bytesOf(call, 0, call.attribute(2));
@@ -76,7 +77,7 @@ extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
 
 // Words: reduction, algorithm, compression, top-k ratio (double bits); the
 // het enums have hetccl's values.
-extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
+static void allReduce(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t count = static_cast<size_t>(product(call.operandShape(0)));
@@ -98,4 +99,25 @@ extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
                            static_cast<hetcclRedOp_t>(call.attribute(0)), comm.stage),
            "gradient all-reduce of stage " + std::to_string(comm.stageIndex), comm.stage);
   std::memcpy(call.result(0), input.data(), input.size());
+}
+
+// Generated code calls these; a failure must not unwind through its frames
+// (they may have no unwind tables): report it and end the rank here.
+template <typename F>
+static void guarded(F &&f, const int64_t *meta, void *const *buffers) {
+  try {
+    f(meta, buffers);
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+}
+
+extern "C" void hetrt_send(const int64_t *meta, void *const *buffers) {
+  guarded(send, meta, buffers);
+}
+extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
+  guarded(receive, meta, buffers);
+}
+extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
+  guarded(allReduce, meta, buffers);
 }
