@@ -269,6 +269,7 @@ void HetPartitionPass::runOnOperation() {
   // (value, consumer stage) -> channel of its send.
   llvm::DenseMap<std::pair<Value, int>, long> channelOf;
 
+  bool broken = false;
   // A value's copy inside stage j: mapped already, a received tensor, or a
   // constant-like unlayered op cloned on demand.
   std::function<Value(Value, int)> valueIn = [&](Value v, int j) -> Value {
@@ -278,14 +279,27 @@ void HetPartitionPass::runOnOperation() {
     if (def && !stageOf.count(def)) {
       OpBuilder ob = builderFor(j);
       IRMapping &map = maps[j];
-      for (Value operand : def->getOperands())
-        map.map(operand, valueIn(operand, j));
+      for (Value operand : def->getOperands()) {
+        Value copied = valueIn(operand, j);
+        if (!copied)
+          return Value();
+        map.map(operand, copied);
+      }
       Operation *copy = ob.clone(*def, map);
       return copy->getResult(cast<OpResult>(v).getResultNumber());
     }
     if (def) {
       int from = stageOf[def];
-      long channel = channelOf.lookup({v, j});
+      auto sent = channelOf.find({v, j});
+      if (sent == channelOf.end()) {
+        // Only reachable if a value is needed before the op making it ran.
+        def->emitError("het-partition: stage '")
+            << plan.stages[j].name << "' needs this value before stage '"
+            << plan.stages[from].name << "' sends it";
+        broken = true;
+        return Value();
+      }
+      long channel = sent->second;
       OpBuilder ob = builderFor(j);
       auto recv =
           ob.create<RecvOp>(def->getLoc(), v.getType(),
@@ -308,6 +322,8 @@ void HetPartitionPass::runOnOperation() {
     // every stage sends and receives in the program's order.
     for (Value operand : op.getOperands())
       valueIn(operand, j);
+    if (broken)
+      return signalPassFailure();
     OpBuilder ob = builderFor(j);
     Operation *copy = ob.clone(op, maps[j]);
     if (backward.contains(&op))
@@ -319,12 +335,12 @@ void HetPartitionPass::runOnOperation() {
                        averaged(j, copy->getOperand(1), op.getLoc(), before));
     }
     for (Value result : op.getResults()) {
+      // Unlayered users are copied into the stages that use them, so those
+      // stages receive the value too.
       std::set<int> consumers;
-      for (Operation *user : result.getUsers()) {
-        auto u = stageOf.find(user);
-        if (u != stageOf.end() && u->second != j)
-          consumers.insert(u->second);
-      }
+      for (Operation *user : result.getUsers())
+        stagesUsing(user, consumers);
+      consumers.erase(j);
       for (int c : consumers) {
         long channel = nextChannel[{j, c}]++;
         channelOf[{result, c}] = channel;

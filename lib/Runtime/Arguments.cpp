@@ -5,6 +5,9 @@
 #include "het/Eval/Npy.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -35,29 +38,47 @@ bool OptionReader::next(std::initializer_list<const char *> flags) {
   if (name_.rfind("--", 0) == 0 && eq != std::string::npos) {
     value_ = name_.substr(eq + 1);
     name_ = name_.substr(0, eq);
-  } else if (index_ + 1 < argc_) {
+  } else if (index_ + 1 < argc_ && std::string(argv_[index_ + 1]).rfind("--", 0) != 0) {
     value_ = argv_[++index_];
   } else {
     die("option " + name_ + " needs a value (see --help)");
   }
+  if (value_.empty())
+    die("option " + name_ + " needs a value (see --help)");
   return true;
 }
 
-long long OptionReader::integer(long long min) const {
+long long OptionReader::integer(long long min, long long max) const {
   char *end = nullptr;
+  errno = 0;
   long long v = std::strtoll(value_.c_str(), &end, 10);
-  if (value_.empty() || *end || v < min)
-    die("option " + name_ + " expects an integer >= " + std::to_string(min) + ", got '" +
-        value_ + "'");
+  if (value_.empty() || *end || errno == ERANGE || v < min || v > max)
+    die("option " + name_ + " expects an integer " +
+        (max == kNoLimit ? ">= " + std::to_string(min)
+                         : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]") +
+        ", got '" + value_ + "'");
   return v;
 }
 
 double OptionReader::positive() const {
   char *end = nullptr;
   double v = std::strtod(value_.c_str(), &end);
-  if (value_.empty() || *end || !(v > 0))
+  if (value_.empty() || *end || !(v > 0) || !std::isfinite(v))
     die("option " + name_ + " expects a positive number, got '" + value_ + "'");
   return v;
+}
+
+int envInteger(const char *name, int fallback) {
+  const char *text = std::getenv(name);
+  if (!text || !*text)
+    return fallback;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (*end || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+    die(std::string("the environment variable ") + name + " must be an integer, got '" + text +
+        "'");
+  return static_cast<int>(v);
 }
 
 Buffer::Buffer(size_t n) : bytes(n) {

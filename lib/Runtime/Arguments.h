@@ -23,6 +23,10 @@ namespace het::rt {
 
 [[noreturn]] void die(const std::string &message);
 
+/// The integer in environment variable `name`, `fallback` if unset; an
+/// error naming the variable if it holds anything else.
+int envInteger(const char *name, int fallback);
+
 /// The drivers' command lines: `--name value` or `--name=value`, `--help`
 /// prints `usage` (a printf format taking the program name) and exits, and
 /// malformed values are errors naming the option.
@@ -34,7 +38,8 @@ public:
   bool next(std::initializer_list<const char *> flags = {});
   const std::string &name() const { return name_; }
   const std::string &value() const { return value_; }
-  long long integer(long long min) const;
+  static constexpr long long kNoLimit = 1LL << 40;
+  long long integer(long long min, long long max = kNoLimit) const;
   double positive() const;
 
 private:

@@ -78,7 +78,7 @@ bool parseOptions(int argc, char **argv, Options &o) {
     else if (arg == "--seed")
       o.seed = options.integer(0);
     else if (arg == "--threads")
-      o.threads = static_cast<int>(options.integer(1));
+      o.threads = static_cast<int>(options.integer(1, 4096));
     else if (arg == "--print-every")
       o.printEvery = options.integer(1);
     else if (arg == "--lr")

@@ -2,6 +2,8 @@
 
 #include "ModelInfo.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace het::rt {
@@ -124,12 +126,30 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
     error = "the model description names no training step";
     return false;
   }
-  for (const StageInfo &st : info.stages)
+  for (const StageInfo &st : info.stages) {
     if (st.name.empty() || st.forward.symbol.empty() || st.backward.symbol.empty() ||
         st.update.symbol.empty()) {
       error = "the pipeline description misses a stage or one of its functions";
       return false;
     }
+    // Every micro-batch once forward, once backward, forward first.
+    std::vector<int> seen(info.microBatches, 0);
+    for (const std::string &entry : st.order) {
+      char *end = nullptr;
+      long micro = entry.size() > 1 ? std::strtol(entry.c_str() + 1, &end, 10) : -1;
+      bool backward = entry[0] == 'B';
+      if ((entry[0] != 'F' && !backward) || !end || *end || micro < 0 ||
+          micro >= info.microBatches || seen[micro] != (backward ? 1 : 0)) {
+        error = "stage " + st.name + ": malformed schedule entry '" + entry + "'";
+        return false;
+      }
+      seen[micro] += 1;
+    }
+    if (std::count(seen.begin(), seen.end(), 2) != info.microBatches) {
+      error = "stage " + st.name + ": the schedule does not run every micro-batch";
+      return false;
+    }
+  }
   return true;
 }
 

@@ -22,14 +22,23 @@ void checkCcl(hetcclResult_t result, const std::string &what, hetcclComm_t comm)
 }
 
 void PipelineComm::flush() {
-  if (pending.empty())
+  if (pending.empty() && receives.empty())
     return;
+  std::string what = "exchanging activations/gradients with rank";
   checkCcl(hetcclGroupStart(), "hetcclGroupStart", world);
   for (PendingSend &send : pending)
     checkCcl(hetcclSend(send.bytes.data(), send.bytes.size(), hetcclUint8, send.peer, world),
              "send to rank " + std::to_string(send.peer), world);
-  checkCcl(hetcclGroupEnd(), "sending activations/gradients", world);
+  for (PendingReceive &receive : receives) {
+    checkCcl(hetcclRecv(receive.buffer, receive.bytes, hetcclUint8, receive.peer, world),
+             "receive from rank " + std::to_string(receive.peer), world);
+    what += " " + std::to_string(receive.peer);
+  }
+  checkCcl(hetcclGroupEnd(), receives.empty() ? "sending activations/gradients" : what, world);
+  for (PendingReceive &receive : receives)
+    bytesReceived += receive.bytes;
   pending.clear();
+  receives.clear();
 }
 
 } // namespace het::rt
@@ -62,17 +71,11 @@ static void receive(const int64_t *meta, void *const *buffers) {
   PipelineComm &comm = pipelineComm();
   size_t bytes = bytesOf(call, 0, call.attribute(2));
   int peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
-  std::string what = "receive from rank " + std::to_string(peer) + " (stage " +
-                     std::to_string(call.attribute(0)) + ", channel " +
-                     std::to_string(call.attribute(1)) + ")";
-  checkCcl(hetcclGroupStart(), "hetcclGroupStart", comm.world);
-  for (PipelineComm::PendingSend &send : comm.pending)
-    checkCcl(hetcclSend(send.bytes.data(), send.bytes.size(), hetcclUint8, send.peer, comm.world),
-             "send to rank " + std::to_string(send.peer), comm.world);
-  checkCcl(hetcclRecv(buffers[0], bytes, hetcclUint8, peer, comm.world), what, comm.world);
-  checkCcl(hetcclGroupEnd(), what, comm.world);
-  comm.pending.clear();
-  comm.bytesReceived += bytes;
+  comm.receives.push_back({peer, buffers[0], bytes});
+  // The generated code reads no received buffer before its phase's last
+  // receive call, so the group can wait for it.
+  if (static_cast<int>(comm.receives.size()) >= comm.expectedReceives)
+    comm.flush();
 }
 
 // Words: reduction, algorithm, compression, top-k ratio (double bits); the

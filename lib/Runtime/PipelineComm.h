@@ -6,9 +6,12 @@
 // rank (replicas of stages before j) + r, and talks to replica r of the
 // other stages (every stage has the same replica count).
 //
-// Sends are queued (copied) and leave together with the next receive in one
-// hetccl group, or when the runtime flushes them: neighbours that both send
-// before they receive (1F1B's steady state) then never wait on each other.
+// Sends are queued (copied). A phase's receives (the lowering puts them
+// first in its function) are posted together, in one hetccl group with the
+// queued sends, when the last of them is called; or the runtime flushes the
+// sends at the end of a phase that no receive follows. Neighbours that both
+// send before they receive (1F1B's steady state), several tensors per
+// stage pair and skip connections then never wait on each other.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,13 +42,21 @@ struct PipelineComm {
     std::vector<unsigned char> bytes;
   };
   std::vector<PendingSend> pending;
+  /// Receives of the running phase, posted when all `expectedReceives` are.
+  struct PendingReceive {
+    int peer;
+    void *buffer;
+    size_t bytes;
+  };
+  std::vector<PendingReceive> receives;
+  int expectedReceives = 0;
   /// Persistent all-reduce buffers per call site (the meta pointer): top-k
   /// keeps its error feedback per buffer address, and generated code hands
   /// over fresh buffers every step.
   std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
   uint64_t bytesSent = 0, bytesReceived = 0;
 
-  /// Sends every queued message (one group).
+  /// Sends every queued message and posts every queued receive (one group).
   void flush();
 };
 

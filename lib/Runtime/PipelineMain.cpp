@@ -106,7 +106,7 @@ bool parseOptions(int argc, char **argv, Options &o) {
     else if (arg == "--seed")
       o.seed = options.integer(0);
     else if (arg == "--threads")
-      o.threads = static_cast<int>(options.integer(1));
+      o.threads = static_cast<int>(options.integer(1, 4096));
     else if (arg == "--print-every")
       o.printEvery = options.integer(1);
     else if (arg == "--checkpoint-every")
@@ -114,7 +114,7 @@ bool parseOptions(int argc, char **argv, Options &o) {
     else if (arg == "--full-every")
       o.fullEvery = options.integer(1);
     else if (arg == "--kill-rank")
-      o.killRank = static_cast<int>(options.integer(0));
+      o.killRank = static_cast<int>(options.integer(0, 1 << 20));
     else if (arg == "--kill-step")
       o.killStep = value;
     else if (arg == "--lr")
@@ -134,10 +134,6 @@ bool parseOptions(int argc, char **argv, Options &o) {
   return true;
 }
 
-int envInt(const char *name, int fallback) {
-  const char *v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 using Env = std::map<std::string, Buffer>;
 
@@ -268,7 +264,11 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
     results.emplace_back(bytesOf(t));
     out.push_back(results.back().memory.get());
   }
+  PipelineComm &comm = pipelineComm();
+  comm.expectedReceives = f.receives;
   entry(f)(in.data(), out.data());
+  if (!comm.receives.empty())
+    die("internal error: " + f.symbol + " made fewer receive calls than its description says");
   for (size_t j = 0; j < f.outputs.size(); ++j) {
     const TensorInfo &t = f.outputs[j];
     if (t.name == "loss") {
@@ -319,25 +319,41 @@ void PipelineRank::restore(const ckpt::Snapshot &snap) {
 /// (-1: none).
 int64_t PipelineRank::resume(const std::string &dir) {
   PipelineComm &comm = pipelineComm();
+  auto agree = [&](int64_t proposal) {
+    int64_t common = proposal;
+    if (comm.world)
+      checkCcl(hetcclAllReduce(&proposal, &common, 1, hetcclInt64, hetcclMin, comm.world),
+               "agreeing on the checkpoint to resume from", comm.world);
+    return common;
+  };
+  auto report = [](const ckpt::ResumeResult &r) {
+    for (const ckpt::Skipped &k : r.skipped)
+      std::printf("resume: skipped checkpoint step %lld: %s\n", static_cast<long long>(k.step),
+                  k.reason.c_str());
+  };
   ckpt::ResumeResult mine = ckpt::resumeLatest(dir);
-  for (const ckpt::Skipped &k : mine.skipped)
-    std::printf("resume: skipped checkpoint step %lld: %s\n", static_cast<long long>(k.step),
-                k.reason.c_str());
-  int64_t latest = mine.found ? mine.step : -1, common = latest;
-  if (comm.world)
-    checkCcl(hetcclAllReduce(&latest, &common, 1, hetcclInt64, hetcclMin, comm.world),
-             "agreeing on the checkpoint to resume from", comm.world);
+  report(mine);
+  // The newest step valid on every rank: each proposes its newest valid
+  // step not after the candidate until the MIN stops moving. Every rank
+  // sees the same candidates, so all make the same number of rounds.
+  int64_t common = agree(mine.found ? mine.step : -1);
+  while (common >= 0) {
+    if (!(mine.found && mine.step == common)) {
+      mine = ckpt::resumeLatest(dir, common);
+      report(mine);
+    }
+    int64_t next = agree(mine.found ? mine.step : -1);
+    if (next == common)
+      break;
+    common = next;
+  }
   if (common < 0) {
     std::printf("starting from scratch\n");
     return -1;
   }
-  ckpt::ResumeResult r = common == latest ? std::move(mine) : ckpt::resumeLatest(dir, common);
-  if (!r.found || r.step != common)
-    die("checkpoint step " + std::to_string(common) +
-        ", which every rank should have, is not valid in " + dir);
-  restore(r.snapshot);
-  std::printf("resumed from step %lld (%s)\n", static_cast<long long>(r.step),
-              r.full ? "full" : ("incremental on full step " + std::to_string(r.base)).c_str());
+  restore(mine.snapshot);
+  std::printf("resumed from step %lld (%s)\n", static_cast<long long>(mine.step),
+              mine.full ? "full" : ("incremental on full step " + std::to_string(mine.base)).c_str());
   return common;
 }
 
@@ -424,7 +440,7 @@ int PipelineRank::run() {
       total += st.replicas;
     }
   }
-  int worldSize = envInt("WORLD_SIZE", -1), rank = envInt("RANK", -1);
+  int worldSize = envInteger("WORLD_SIZE", -1), rank = envInteger("RANK", -1);
   if (worldSize < 0 && total == 1)
     worldSize = 1, rank = 0; // a one-rank pipeline runs without hetccl
   if (worldSize != total || rank < 0 || rank >= total)
@@ -475,7 +491,7 @@ int PipelineRank::run() {
         ckpt::Checkpointer::Options{dir, !o_.syncCheckpoint, static_cast<int>(o_.fullEvery)});
   }
   int killStep = -1;
-  if (rank == o_.killRank && envInt("HET_RESTART", 0) == 0 && !o_.killStep.empty()) {
+  if (rank == o_.killRank && envInteger("HET_RESTART", 0) == 0 && !o_.killStep.empty()) {
     if (o_.killStep == "random") {
       srand(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count() ^
                                   getpid()));
@@ -517,8 +533,8 @@ int PipelineRank::run() {
       call(*functionOf(entry), &microBatch_[micro], /*accumulate=*/true);
       if (backward)
         microBatch_[micro].clear(); // its activations and data are done
-      // Queued sends leave with the next phase's first receive; if it has
-      // none (or this was the last), now.
+      // Queued sends leave with the next phase's receives; if it has none
+      // (or this was the last), now.
       if (e + 1 == stage_->order.size() || functionOf(stage_->order[e + 1])->receives == 0)
         comm.flush();
     }

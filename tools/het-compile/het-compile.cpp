@@ -290,15 +290,16 @@ LogicalResult partitionForCluster(ModuleOp module, PassManager &pm, StageTimer &
     timer.done("calibrate and plan");
   }
   module->setAttr("hetrt.step_signature", StringAttr::get(module.getContext(), *signature));
-  std::string partition = llvm::formatv(
-      "het-partition{{plan={0} cluster={1} function={2}},"
-      "het-pipeline-schedule{{schedule={3} micro-batches={4}}",
-      plan, clusterFile.getValue(), step.getName(), schedule.getValue(),
-      microBatches.getValue());
-  if (failed(parsePassPipeline(partition, pm, llvm::errs()))) {
-    fail("internal error: bad partition pipeline '" + partition + "'");
-    return failure();
-  }
+  // Options set in code, not parsed from text: paths may hold any character.
+  mlir::het::HetPartitionOptions partition;
+  partition.planFile = plan;
+  partition.clusterFile = clusterFile;
+  partition.functionName = step.getName().str();
+  pm.addPass(mlir::het::createHetPartition(partition));
+  mlir::het::HetPipelineScheduleOptions order;
+  order.schedule = schedule;
+  order.microBatches = microBatches;
+  pm.addPass(mlir::het::createHetPipelineSchedule(order));
   if (failed(pm.run(module))) {
     fail("could not partition '" + inputFile + "' for the cluster (see the diagnostics above)");
     return failure();

@@ -162,12 +162,19 @@ LogicalResult StageLowering::run(int index) {
     return stage.emitError("convert-het-to-runtime: stage '")
            << stage.getSymName()
            << "' lacks het.arg_names/het.result_names (made by het-partition)";
-  bool updates = false;
-  stage.getBodyBlock().walk([&](Operation *op) { updates |= isa<SGDOp, AdamOp>(op); });
-  if (!updates)
+  // A stage without parameters (pooling, the loss) has nothing to update;
+  // one whose averaged gradients are its results (het-autodiff
+  // optimizer=none) would leave training to someone else.
+  bool updates = false, averages = false;
+  stage.getBodyBlock().walk([&](Operation *op) {
+    updates |= isa<SGDOp, AdamOp>(op);
+    averages |= isa<AllReduceOp>(op);
+  });
+  if (!updates && averages)
     return stage.emitError("convert-het-to-runtime: stage '")
            << stage.getSymName()
-           << "' updates no parameters; a pipelined step needs an optimizer in it "
+           << "' returns its gradients instead of applying them; a pipelined step needs an "
+              "optimizer in it "
               "(het-autodiff optimizer=sgd or adam)";
   if (!order || !microBatches)
     return stage.emitError("convert-het-to-runtime: stage '")
@@ -185,14 +192,15 @@ LogicalResult StageLowering::run(int index) {
         if (isa<YieldOp>(user))
           continue;
         Phase q = phase[user];
-        if (q == Anywhere || q <= p || boundaryName.count(result))
+        if (q == Anywhere || q <= p)
           continue;
         if (p == Forward && q == Update)
           return op.emitError("convert-het-to-runtime: a forward value feeds the optimizer "
                               "update directly; only gradients can be accumulated over "
                               "micro-batches");
-        boundaryName[result] = p == Forward ? llvm::formatv("saved.{0}", saved++).str()
-                                            : llvm::formatv("grad.{0}", gradients++).str();
+        if (!boundaryName.count(result))
+          boundaryName[result] = p == Forward ? llvm::formatv("saved.{0}", saved++).str()
+                                              : llvm::formatv("grad.{0}", gradients++).str();
       }
   }
   // What each phase yields.
