@@ -35,8 +35,6 @@ void PipelineComm::flush() {
     what += " " + std::to_string(receive.peer);
   }
   checkCcl(hetcclGroupEnd(), receives.empty() ? "sending activations/gradients" : what, world);
-  for (PendingReceive &receive : receives)
-    bytesReceived += receive.bytes;
   pending.clear();
   receives.clear();
 }
@@ -62,7 +60,6 @@ static void send(const int64_t *meta, void *const *buffers) {
   send.peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
   const auto *data = static_cast<const unsigned char *>(buffers[0]);
   send.bytes.assign(data, data + bytes);
-  comm.bytesSent += bytes;
   comm.pending.push_back(std::move(send));
 }
 

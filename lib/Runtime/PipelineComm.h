@@ -54,7 +54,6 @@ struct PipelineComm {
   /// keeps its error feedback per buffer address, and generated code hands
   /// over fresh buffers every step.
   std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
-  uint64_t bytesSent = 0, bytesReceived = 0;
 
   /// Sends every queued message and posts every queued receive (one group).
   void flush();

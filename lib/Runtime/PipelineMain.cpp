@@ -182,7 +182,6 @@ hetrt_entry_fn PipelineRank::entry(const StageFunction &f) {
 }
 
 void PipelineRank::setUp() {
-  PipelineComm &comm = pipelineComm();
   // Every argument of the whole step, initialized by its index as a
   // single-rank run would; this stage keeps what its functions read.
   std::map<std::string, bool> read;
@@ -218,7 +217,6 @@ void PipelineRank::setUp() {
           " samples, fewer than one batch of " + std::to_string(batch));
     stream_ = std::make_unique<BatchStream>(train_, batch, o_.seed);
   }
-  (void)comm;
 }
 
 /// The step's data for micro-batch `micro` of this replica.
@@ -227,19 +225,29 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
   int64_t M = info_.microBatches;
   int64_t k = (step * comm.replicas + comm.replica) * M + micro; // global batch index
   Env &env = microBatch_[micro];
+  bool fromStream = false;
   for (const std::string &name : batchInputs_) {
     unsigned index = stepIndex_[name];
+    if (stream_ && (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
+      fromStream = true;
+      continue;
+    }
     const TensorInfo &t = info_.inputs[index];
     Buffer b(bytesOf(t));
-    if (stream_ && (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
-      // Both arguments come from one batch: fill both, keep ours.
-      Buffer x(bytesOf(info_.inputs[dataInput_])), y(bytesOf(info_.inputs[labelInput_]));
-      stream_->fill(k, x.f(), y.i());
-      b = static_cast<int>(index) == dataInput_ ? std::move(x) : std::move(y);
-    } else {
-      initialize(t, index, o_.seed, b, static_cast<uint64_t>(k));
-    }
+    initialize(t, index, o_.seed, b, static_cast<uint64_t>(k));
     env[name] = std::move(b);
+  }
+  if (!fromStream)
+    return;
+  // One batch of the dataset gives both; keep what this stage reads.
+  const TensorInfo &data = info_.inputs[dataInput_], &labels = info_.inputs[labelInput_];
+  Buffer x(bytesOf(data)), y(bytesOf(labels));
+  stream_->fill(k, x.f(), y.i());
+  for (const std::string &name : batchInputs_) {
+    if (name == data.name)
+      env[name] = std::move(x);
+    else if (name == labels.name)
+      env[name] = std::move(y);
   }
 }
 

@@ -105,10 +105,10 @@ struct StageLowering {
 
 private:
   DenseMap<Operation *, Phase> phase;
-  LogicalResult assignPhases();
+  void assignPhases();
 };
 
-LogicalResult StageLowering::assignPhases() {
+void StageLowering::assignPhases() {
   Block &body = stage.getBodyBlock();
   for (Operation &op : body.without_terminator()) {
     Phase p = Forward;
@@ -144,13 +144,11 @@ LogicalResult StageLowering::assignPhases() {
           operands = std::max(operands, phase.lookup(def));
     phase[&op] = std::max(earliest, operands);
   }
-  return success();
 }
 
 LogicalResult StageLowering::run(int index) {
   MLIRContext *ctx = module.getContext();
-  if (failed(assignPhases()))
-    return failure();
+  assignPhases();
   auto argNames = stage->getAttrOfType<ArrayAttr>(HetDialect::getArgNamesAttrName());
   auto resultNames = stage->getAttrOfType<ArrayAttr>(HetDialect::getResultNamesAttrName());
   auto order = stage->getAttrOfType<ArrayAttr>(HetDialect::getScheduleAttrName());

@@ -99,7 +99,6 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
   /// stage function, which the runtime finds by name (the executable exports
   /// its symbols), and `main` calling hetrt_pipeline_main.
   void emitPipeline(ModuleOp module, StringAttr info, ArrayAttr entries) {
-    MLIRContext *context = &getContext();
     if (!info) {
       module.emitError("het-emit-entry-points: a pipeline module needs hetrt.model_info");
       return signalPassFailure();
@@ -121,22 +120,34 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
       if (failed(buildWrapper(module, function, inputs, ("het_entry_" + name).str())))
         return signalPassFailure();
     }
+    // int main(int argc, char **argv) {
+    //   return hetrt_pipeline_main(argc, argv, het_model_info); }
+    emitMain(module, info, "hetrt_pipeline_main", {}, nullptr);
+  }
+
+  /// `het_model_info` (the info text as a NUL-terminated global) and
+  /// `int main(int argc, char **argv)` returning
+  /// `runtimeEntry(argc, argv, het_model_info, extra...)`; `extra` builds
+  /// the further arguments inside main.
+  void emitMain(ModuleOp module, StringAttr info, StringRef runtimeEntry, TypeRange extraTypes,
+                function_ref<SmallVector<Value>(OpBuilder &, Location)> extra) {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = module.getLoc();
     emitInfoGlobal(b, loc, info);
-    auto ptr = LLVM::LLVMPointerType::get(context);
+    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
     auto i32 = b.getI32Type();
-    auto pipelineMain = b.create<func::FuncOp>(
-        loc, "hetrt_pipeline_main", b.getFunctionType({i32, ptr, ptr}, {i32}));
-    pipelineMain.setPrivate();
+    SmallVector<Type> parameters{i32, ptr, ptr};
+    parameters.append(extraTypes.begin(), extraTypes.end());
+    auto callee = b.create<func::FuncOp>(loc, runtimeEntry, b.getFunctionType(parameters, {i32}));
+    callee.setPrivate();
     auto main = b.create<func::FuncOp>(loc, "main", b.getFunctionType({i32, ptr}, {i32}));
     Block *entry = main.addEntryBlock();
     b.setInsertionPointToStart(entry);
-    Value address = b.create<LLVM::AddressOfOp>(loc, ptr, "het_model_info");
-    Value status = b.create<func::CallOp>(loc, pipelineMain,
-                                          ValueRange{entry->getArgument(0),
-                                                     entry->getArgument(1), address})
-                       .getResult(0);
+    SmallVector<Value> arguments{entry->getArgument(0), entry->getArgument(1),
+                                 b.create<LLVM::AddressOfOp>(loc, ptr, "het_model_info")};
+    if (extra)
+      arguments.append(extra(b, loc));
+    Value status = b.create<func::CallOp>(loc, callee, arguments).getResult(0);
     b.create<func::ReturnOp>(loc, status);
   }
 
@@ -182,37 +193,24 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
         return signalPassFailure();
     }
 
-    // The info text as a NUL-terminated global.
-    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    Location loc = module.getLoc();
-    emitInfoGlobal(b, loc, info);
-
     // int main(int argc, char **argv) {
     //   return hetrt_main(argc, argv, het_model_info, het_step, het_predict); }
     auto ptr = LLVM::LLVMPointerType::get(context);
-    auto i32 = b.getI32Type();
-    auto entryType = b.getFunctionType({ptr, ptr}, {});
-    auto hetrtMain = b.create<func::FuncOp>(
-        loc, "hetrt_main", b.getFunctionType({i32, ptr, ptr, entryType, ptr}, {i32}));
-    hetrtMain.setPrivate();
-    auto main = b.create<func::FuncOp>(loc, "main", b.getFunctionType({i32, ptr}, {i32}));
-    Block *entry = main.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    Value infoAddress = b.create<LLVM::AddressOfOp>(loc, ptr, "het_model_info");
-    Value stepFn = b.create<func::ConstantOp>(loc, entryType, FlatSymbolRefAttr::get(context, "het_step"));
-    Value predictFn;
-    if (predict) {
-      Value fn = b.create<func::ConstantOp>(loc, entryType,
-                                            FlatSymbolRefAttr::get(context, "het_predict"));
-      predictFn = b.create<UnrealizedConversionCastOp>(loc, ptr, fn).getResult(0);
-    } else {
-      predictFn = b.create<LLVM::ZeroOp>(loc, ptr);
-    }
-    Value status = b.create<func::CallOp>(loc, hetrtMain,
-                                          ValueRange{entry->getArgument(0), entry->getArgument(1),
-                                                     infoAddress, stepFn, predictFn})
-                       .getResult(0);
-    b.create<func::ReturnOp>(loc, status);
+    auto entryType = FunctionType::get(context, {ptr, ptr}, {});
+    emitMain(module, info, "hetrt_main", {entryType, ptr},
+             [&](OpBuilder &b, Location loc) -> SmallVector<Value> {
+               Value stepFn = b.create<func::ConstantOp>(
+                   loc, entryType, FlatSymbolRefAttr::get(context, "het_step"));
+               Value predictFn;
+               if (predict) {
+                 Value fn = b.create<func::ConstantOp>(
+                     loc, entryType, FlatSymbolRefAttr::get(context, "het_predict"));
+                 predictFn = b.create<UnrealizedConversionCastOp>(loc, ptr, fn).getResult(0);
+               } else {
+                 predictFn = b.create<LLVM::ZeroOp>(loc, ptr);
+               }
+               return {stepFn, predictFn};
+             });
   }
 };
 
