@@ -424,11 +424,18 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                             integers(o.getLabels())));
         return success();
       })
-      .Case([&](EmbeddingOp o) {
+      .Case([&](EmbeddingOp o) -> LogicalResult {
+        if (o.getVocabShard())
+          return o.emitOpError("is one member's shard of a tensor-parallel vocabulary; the "
+                               "evaluator runs a single process (evaluate the model before "
+                               "het-tensor-parallel)");
         set(o.getResult(), embedding(floats(o.getTable()), integers(o.getIndices())));
         return success();
       })
       .Case([&](EmbeddingGradOp o) -> LogicalResult {
+        if (o.getVocabShard())
+          return o.emitOpError("is one member's shard of a tensor-parallel vocabulary; the "
+                               "evaluator runs a single process");
         auto shape = staticShape(op, o.getResult());
         if (failed(shape))
           return failure();

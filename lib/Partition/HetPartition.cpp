@@ -1,5 +1,6 @@
 //===- HetPartition.cpp - cut a step into het.stage regions ---------------===//
-#include "PartitionPlan.h"
+#include "het/Partition/PartitionPlan.h"
+#include "SyncBatchNorm.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
@@ -12,7 +13,9 @@
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Planner.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
@@ -113,9 +116,39 @@ void HetPartitionPass::runOnOperation() {
   FailureOr<PartitionPlan> loaded = loadPlan(module);
   if (failed(loaded))
     return signalPassFailure();
-  const PartitionPlan &plan = *loaded;
+  PartitionPlan &plan = *loaded;
 
   Block &body = func.getBody().front();
+  // The micro-batch the stages share: given, or the plan's, or (a plan
+  // without a batch) each replica of the first stage taking the step's batch.
+  int64_t microBatch = microBatchSamples;
+  if (microBatch <= 0 && plan.globalBatch > 0 && plan.microBatches > 0) {
+    if (plan.globalBatch % plan.microBatches != 0) {
+      module.emitError() << "het-partition: " << plan.file << ": global_batch "
+                         << plan.globalBatch << " does not divide into micro_batches "
+                         << plan.microBatches;
+      return signalPassFailure();
+    }
+    microBatch = plan.globalBatch / plan.microBatches;
+  }
+  if (microBatch <= 0)
+    microBatch = ::het::plan::modelFromModule(module, "(input IR)", func.getName().str()).batch *
+                 plan.stages.front().replicas();
+  try {
+    ::het::partition::resolveShares(plan, microBatch);
+  } catch (const ::het::plan::PlanError &e) {
+    module.emitError() << "het-partition: " << e.what();
+    return signalPassFailure();
+  }
+  for (const auto &st : plan.stages)
+    if (!lossWeighted && !st.evenShares()) {
+      module.emitError() << "het-partition: stage '" << st.name
+                         << "' splits its micro-batch unevenly over its replicas; averaging "
+                            "their gradients would be wrong: the step's loss must be weighted "
+                            "by each replica's share (het-compile builds it so) and "
+                            "partitioned with loss-weighted=true";
+      return signalPassFailure();
+    }
   long layers = 0;
   for (Operation &op : body)
     layers = std::max(layers, layerOf(&op) + 1);
@@ -222,13 +255,16 @@ void HetPartitionPass::runOnOperation() {
     }
     algorithms.push_back(*algorithm);
   }
+  // Weighted losses make each replica's gradient its share of the
+  // micro-batch's: the replicas' sum is the whole.
+  ReductionKind combine = lossWeighted ? ReductionKind::Sum : ReductionKind::Avg;
   auto averaged = [&](int j, Value gradient, Location loc,
                       OpBuilder &ob) -> Value {
-    if (plan.stages[j].replicas <= 1)
+    if (plan.stages[j].replicas() <= 1)
       return gradient;
     return ob.create<AllReduceOp>(loc, gradient.getType(), gradient,
                                   SymbolRefAttr::get(ctx, plan.stages[j].name),
-                                  ReductionKind::Avg, algorithms[j],
+                                  combine, algorithms[j],
                                   CompressionKind::None, FloatAttr());
   };
 
@@ -254,10 +290,14 @@ void HetPartitionPass::runOnOperation() {
     SmallVector<Type> argTypes;
     for (unsigned a : stageArgs[j])
       argTypes.push_back(func.getArgument(a).getType());
-    auto group = SymbolRefAttr::get(b.getStringAttr(clusterName),
-                                    {FlatSymbolRefAttr::get(ctx, st.group)});
-    stages[j] = b.create<StageOp>(func.getLoc(), st.name, group, st.replicas,
-                                  st.layerBegin, st.layerEnd, argTypes);
+    SmallVector<ReplicaGroupAttr> replicaGroups;
+    for (const auto &g : st.replicaGroups)
+      replicaGroups.push_back(ReplicaGroupAttr::get(
+          ctx,
+          SymbolRefAttr::get(b.getStringAttr(clusterName), {FlatSymbolRefAttr::get(ctx, g.group)}),
+          g.replicas, g.samples));
+    stages[j] = b.create<StageOp>(func.getLoc(), st.name, replicaGroups, st.layerBegin,
+                                  st.layerEnd, st.tensorParallel, argTypes);
     for (size_t i = 0; i < stageArgs[j].size(); ++i)
       maps[j].map(func.getArgument(stageArgs[j][i]),
                   stages[j].getBodyBlock().getArgument(i));
@@ -394,6 +434,11 @@ void HetPartitionPass::runOnOperation() {
     stages[j]->setAttr(HetDialect::getArgNamesAttrName(), b.getArrayAttr(argNames));
     stages[j]->setAttr(HetDialect::getResultNamesAttrName(), b.getArrayAttr(yieldNames[j]));
   }
+  // Replicas of one stage normalize over the whole micro-batch.
+  for (size_t j = 0; j < S; ++j)
+    if (plan.stages[j].replicas() > 1 &&
+        failed(::het::partition::synchronizeBatchNorm(stages[j], microBatch)))
+      return signalPassFailure();
   func.erase();
 }
 

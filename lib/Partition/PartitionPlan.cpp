@@ -1,8 +1,10 @@
 //===- PartitionPlan.cpp --------------------------------------------------===//
-#include "PartitionPlan.h"
+#include "het/Partition/PartitionPlan.h"
 #include "het/Plan/Error.h"
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace het::partition {
@@ -43,6 +45,13 @@ double number(const json &o, const std::string &key, const std::string &file,
 }
 } // namespace
 
+const GroupInfo *PartitionPlan::group(const std::string &name) const {
+  for (const GroupInfo &g : groups)
+    if (g.name == name)
+      return &g;
+  return nullptr;
+}
+
 PartitionPlan readPartitionPlan(const std::string &path) {
   std::ifstream in(path);
   if (!in)
@@ -54,6 +63,7 @@ PartitionPlan readPartitionPlan(const std::string &path) {
     fail(path, "", std::string("not valid JSON: ") + e.what());
   }
   PartitionPlan p;
+  p.file = path;
   p.cluster = str(j, "cluster", path, "");
   const json &groups = need(j, "groups", path, "");
   if (!groups.is_array() || groups.empty())
@@ -86,42 +96,24 @@ PartitionPlan readPartitionPlan(const std::string &path) {
                          number(links[i], "latency_us", path, at)});
     }
   }
-  const json &stages = need(j, "stages", path, "");
-  if (!stages.is_array() || stages.empty())
-    fail(path, "stages", "must be a non-empty list");
-  for (size_t i = 0; i < stages.size(); ++i) {
-    std::string at = "stages[" + std::to_string(i) + "]";
-    StageInfo s;
-    s.name = stages[i].contains("name") ? str(stages[i], "name", path, at)
-                                        : "s" + std::to_string(i);
-    s.group = str(stages[i], "group", path, at);
-    s.replicas = count(stages[i], "replicas", path, at, 1);
-    const json &layers = need(stages[i], "layers", path, at);
-    if (!layers.is_array() || layers.size() != 2 ||
-        !layers[0].is_number_integer() || !layers[1].is_number_integer() ||
-        layers[0].get<long>() < 0 ||
-        layers[0].get<long>() >= layers[1].get<long>())
-      fail(path, at + ".layers", "must be a non-empty range [begin, end)");
-    s.layerBegin = layers[0];
-    s.layerEnd = layers[1];
-    if (stages[i].contains("all_reduce"))
-      s.allReduce = str(stages[i], "all_reduce", path, at);
-    bool known = false;
-    for (const auto &g : p.groups)
-      known |= g.name == s.group;
-    if (!known)
-      fail(path, at + ".group",
-           "names group '" + s.group +
-               "', which the plan's groups do not list");
-    p.stages.push_back(s);
-  }
+  if (j.contains("global_batch"))
+    p.globalBatch = count(j, "global_batch", path, "", 1);
+  if (j.contains("micro_batches"))
+    p.microBatches = count(j, "micro_batches", path, "", 1);
+  std::vector<std::string> names;
+  for (const GroupInfo &g : p.groups)
+    names.push_back(g.name);
+  p.stages = het::plan::readStageSpecs(j, path, names);
   return p;
 }
 
 PartitionPlan fromPlan(const het::plan::Plan &plan,
                        const het::plan::Cluster &cluster) {
   PartitionPlan p;
+  p.file = "(the planner's plan)";
   p.cluster = cluster.name;
+  p.globalBatch = plan.globalBatch;
+  p.microBatches = plan.microBatches;
   for (const auto &g : cluster.groups)
     p.groups.push_back({g.name, g.spec->vendor, g.spec->arch, g.count(),
                         g.nodes, g.spec->memoryGib});
@@ -132,11 +124,89 @@ PartitionPlan fromPlan(const het::plan::Plan &plan,
                          cluster.links[a][b].latencyUs});
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const auto &s = plan.stages[j];
-    p.stages.push_back({"s" + std::to_string(j), cluster.groups[s.group].name,
-                        s.replicas, s.layerBegin, s.layerEnd,
-                        het::plan::toString(s.allReduce)});
+    StageInfo st;
+    st.name = "s" + std::to_string(j);
+    for (const auto &m : s.replicaGroups)
+      st.replicaGroups.push_back({cluster.groups[m.group].name, m.replicas, m.samples});
+    st.explicitShares = s.explicitShares();
+    st.tensorParallel = s.tensorParallel;
+    st.layerBegin = s.layerBegin;
+    st.layerEnd = s.layerEnd;
+    st.allReduce = het::plan::toString(s.allReduce);
+    p.stages.push_back(st);
   }
   return p;
+}
+
+void resolveShares(PartitionPlan &plan, long microBatchSamples) {
+  const std::string &file = plan.file;
+  std::map<std::string, long> used;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    StageInfo &s = plan.stages[i];
+    std::string at = "stages[" + std::to_string(i) + "] ('" + s.name + "')";
+    long replicas = s.replicas();
+    if (!s.explicitShares) {
+      if (replicas > microBatchSamples)
+        fail(file, at + ".replicas",
+             std::to_string(replicas) + " replicas cannot share a micro-batch of " +
+                 std::to_string(microBatchSamples) + " samples (each needs at least one)");
+      // Even shares; when the micro-batch does not divide, the first
+      // replicas take one sample more (a group of them becomes two replica
+      // groups).
+      long base = microBatchSamples / replicas, extra = microBatchSamples % replicas;
+      std::vector<ReplicaGroupInfo> even;
+      for (const ReplicaGroupInfo &g : s.replicaGroups) {
+        long more = std::min(extra, g.replicas);
+        extra -= more;
+        if (more > 0)
+          even.push_back({g.group, more, base + 1});
+        if (g.replicas - more > 0)
+          even.push_back({g.group, g.replicas - more, base});
+      }
+      s.replicaGroups = even;
+    } else {
+      long total = 0;
+      std::string shares;
+      for (const ReplicaGroupInfo &g : s.replicaGroups) {
+        total += g.replicas * g.samples;
+        shares += (shares.empty() ? "" : " + ") + std::to_string(g.replicas) + " x " +
+                  std::to_string(g.samples);
+      }
+      if (total != microBatchSamples)
+        fail(file, at + ".replica_groups",
+             "the shares add up to " + shares + " = " + std::to_string(total) +
+                 " samples, but a micro-batch has " + std::to_string(microBatchSamples) +
+                 " (global_batch / micro_batches)");
+    }
+    for (size_t k = 0; k < s.replicaGroups.size(); ++k) {
+      const ReplicaGroupInfo &g = s.replicaGroups[k];
+      const GroupInfo *group = plan.group(g.group);
+      if (s.tensorParallel > 1 && group->devicesPerNode() % s.tensorParallel != 0)
+        fail(file, at + ".tensor_parallel",
+             "splits each replica over " + std::to_string(s.tensorParallel) +
+                 " devices, which does not divide the " +
+                 std::to_string(group->devicesPerNode()) + " devices per node of group '" +
+                 g.group + "' (tensor parallelism stays inside a node)");
+      used[g.group] += g.replicas * s.tensorParallel;
+    }
+  }
+  for (size_t i = 0; i < plan.stages.size(); ++i)
+    for (const ReplicaGroupInfo &g : plan.stages[i].replicaGroups) {
+      const GroupInfo *group = plan.group(g.group);
+      if (used[g.group] > group->count)
+        fail(file, "stages[" + std::to_string(i) + "] ('" + plan.stages[i].name + "').replicas",
+             "the stages use " + std::to_string(used[g.group]) + " devices of group '" +
+                 g.group + "' (replicas x tensor_parallel), which has " +
+                 std::to_string(group->count));
+    }
+}
+
+std::vector<long> distinctShares(const PartitionPlan &plan) {
+  std::set<long> shares;
+  for (const StageInfo &s : plan.stages)
+    for (const ReplicaGroupInfo &g : s.replicaGroups)
+      shares.insert(g.samples);
+  return {shares.begin(), shares.end()};
 }
 
 } // namespace het::partition

@@ -89,37 +89,85 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
   return cache.emplace(key, std::move(t)).first->second;
 }
 
-double CostModel::boundaryTime(int layer, long samples, int a, int ra, int b,
-                               int rb) const {
+int CostModel::StageContext::replicas() const {
+  int total = 0;
+  for (const Member &m : members)
+    total += m.replicas;
+  return total;
+}
+
+std::vector<int> CostModel::StageContext::groups() const {
+  std::vector<int> out;
+  for (const Member &m : members)
+    out.push_back(m.group);
+  return out;
+}
+
+std::vector<const LayerTable *> CostModel::tables(const StageContext &ctx) const {
+  std::vector<const LayerTable *> out;
+  for (const Member &m : ctx.members)
+    out.push_back(&table(m.group, ctx.tp, m.mbs));
+  return out;
+}
+
+double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &a, int ra,
+                               const std::vector<int> &b, int rb) const {
   if (layer <= 0 || layer >= int(modelDesc.layers.size()))
     return 0;
   double bytes = modelDesc.layers[layer - 1].outputBytes * samples;
   if (bytes <= 0)
     return 0;
-  const Link *link = &clusterDesc.link(a, b);
-  // Two stages of one group on different nodes talk over the network.
-  if (a == b && clusterDesc.groups[a].nodes > 1 && clusterDesc.hasNetwork)
-    link = &clusterDesc.network;
+  // The slowest of the links between the two stages' groups.
+  const Link *link = nullptr;
+  for (int x : a)
+    for (int y : b) {
+      const Link *l = &clusterDesc.link(x, y);
+      // Two stages of one group on different nodes talk over the network.
+      if (x == y && clusterDesc.groups[x].nodes > 1 && clusterDesc.hasNetwork)
+        l = &clusterDesc.network;
+      if (!link || l->bytesPerSecond() < link->bytesPerSecond())
+        link = l;
+    }
   int streams = std::max(1, std::min(ra, rb));
   return link->latencySeconds() + bytes / (streams * link->bytesPerSecond());
 }
 
-double CostModel::syncTime(int g, int tp, int replicas, double params,
+double CostModel::syncTime(const std::vector<Member> &members, int tp, double params,
                            AllReduceAlgorithm algorithm) const {
-  const DeviceGroup &group = clusterDesc.groups[g];
-  int perNode = std::max(1, group.devicesPerNode / tp);
-  const Link &intra = clusterDesc.link(g, g);
-  const Link &inter = clusterDesc.hasNetwork ? clusterDesc.network : intra;
-  return allReduceTime(algorithm, params * training.gradientBytesPerParam,
-                       replicas, perNode, intra, inter);
+  int replicas = 0;
+  for (const Member &m : members)
+    replicas += m.replicas;
+  double bytes = params * training.gradientBytesPerParam;
+  if (members.size() == 1) {
+    int g = members.front().group;
+    const DeviceGroup &group = clusterDesc.groups[g];
+    int perNode = std::max(1, group.devicesPerNode / tp);
+    const Link &intra = clusterDesc.link(g, g);
+    const Link &inter = clusterDesc.hasNetwork ? clusterDesc.network : intra;
+    return allReduceTime(algorithm, bytes, replicas, perNode, intra, inter);
+  }
+  // Replicas of several kinds: one flat collective over the slowest link
+  // between any two of them.
+  const Link *slowest = nullptr;
+  for (const Member &x : members)
+    for (const Member &y : members) {
+      if (x.group == y.group && x.replicas < 2)
+        continue;
+      const Link *l = &clusterDesc.link(x.group, y.group);
+      if (x.group == y.group && clusterDesc.groups[x.group].nodes > 1 && clusterDesc.hasNetwork)
+        l = &clusterDesc.network;
+      if (!slowest || l->bytesPerSecond() < slowest->bytesPerSecond())
+        slowest = l;
+    }
+  return allReduceTime(algorithm, bytes, replicas, 1, *slowest, *slowest);
 }
 
-AllReduceAlgorithm CostModel::bestAlgorithm(int g, int tp, int replicas,
+AllReduceAlgorithm CostModel::bestAlgorithm(const std::vector<Member> &members, int tp,
                                             double params) const {
   AllReduceAlgorithm best = AllReduceAlgorithm::Ring;
-  double bestTime = syncTime(g, tp, replicas, params, best);
+  double bestTime = syncTime(members, tp, params, best);
   for (auto a : {AllReduceAlgorithm::Tree, AllReduceAlgorithm::Hierarchical}) {
-    double t = syncTime(g, tp, replicas, params, a);
+    double t = syncTime(members, tp, params, a);
     if (t < bestTime) {
       bestTime = t;
       best = a;
@@ -140,29 +188,77 @@ double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
          double(inFlight) * mbs * t.range(t.stash, b, e);
 }
 
-StageCost CostModel::stageCost(const LayerTable &t, const StageContext &ctx,
-                               int b, int e, AllReduceAlgorithm *chosen) const {
+StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
+                               const StageContext &ctx, int b, int e,
+                               AllReduceAlgorithm *chosen) const {
   StageCost c;
-  c.fwd = t.range(t.fwd, b, e);
-  c.bwd = t.range(t.compute, b, e) - c.fwd;
+  // Replicas work in parallel: the slowest member sets the stage's time,
+  // and each must fit in its own device's memory.
+  double worstExcess = -INFINITY;
+  for (size_t k = 0; k < ctx.members.size(); ++k) {
+    const LayerTable &t = *tables[k];
+    double fwd = t.range(t.fwd, b, e), bwd = t.range(t.compute, b, e) - fwd;
+    if (fwd + bwd > c.fwd + c.bwd) {
+      c.fwd = fwd;
+      c.bwd = bwd;
+    }
+    c.update = std::max(c.update, t.range(t.update, b, e));
+    double memory = memoryBytes(t, b, e, ctx.tp, ctx.members[k].mbs, ctx.inFlight);
+    double capacity = capacityBytes(ctx.members[k].group);
+    if (memory - capacity > worstExcess) {
+      worstExcess = memory - capacity;
+      c.memoryBytes = memory;
+      c.capacityBytes = capacity;
+    }
+  }
   // Each stage pays for what it sends: activations forward, gradients back.
-  if (ctx.nextGroup >= 0)
-    c.p2p += boundaryTime(e, ctx.samples, ctx.group, ctx.replicas,
-                          ctx.nextGroup, ctx.nextReplicas);
-  if (ctx.prevGroup >= 0)
-    c.p2p += boundaryTime(b, ctx.samples, ctx.group, ctx.replicas,
-                          ctx.prevGroup, ctx.prevReplicas);
-  double params = t.range(t.params, b, e);
+  std::vector<int> groups = ctx.groups();
+  if (!ctx.nextGroups.empty())
+    c.p2p += boundaryTime(e, ctx.samples, groups, ctx.replicas(), ctx.nextGroups,
+                          ctx.nextReplicas);
+  if (!ctx.prevGroups.empty())
+    c.p2p += boundaryTime(b, ctx.samples, groups, ctx.replicas(), ctx.prevGroups,
+                          ctx.prevReplicas);
+  const LayerTable &first = *tables.front();
+  double params = first.range(first.params, b, e);
   AllReduceAlgorithm algorithm =
-      ctx.bestAlgorithm ? bestAlgorithm(ctx.group, ctx.tp, ctx.replicas, params)
-                        : ctx.algorithm;
+      ctx.bestAlgorithm ? bestAlgorithm(ctx.members, ctx.tp, params) : ctx.algorithm;
   if (chosen)
     *chosen = algorithm;
-  c.sync = syncTime(ctx.group, ctx.tp, ctx.replicas, params, algorithm);
-  c.update = t.range(t.update, b, e);
-  c.memoryBytes = memoryBytes(t, b, e, ctx.tp, ctx.mbs, ctx.inFlight);
-  c.capacityBytes = capacityBytes(ctx.group);
+  c.sync = syncTime(ctx.members, ctx.tp, params, algorithm);
   return c;
+}
+
+CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
+  const int S = int(plan.stages.size());
+  const StagePlan &s = plan.stages[j];
+  StageContext ctx;
+  ctx.tp = s.tensorParallel;
+  for (const ReplicaGroupPlan &g : s.replicaGroups)
+    ctx.members.push_back(
+        {g.group, g.replicas,
+         g.samples > 0 ? g.samples
+                       : microBatchPerReplica(plan.globalBatch, plan.microBatches,
+                                              s.replicas())});
+  auto groupsOf = [](const StagePlan &st) {
+    std::vector<int> out;
+    for (const ReplicaGroupPlan &g : st.replicaGroups)
+      out.push_back(g.group);
+    return out;
+  };
+  if (j > 0) {
+    ctx.prevGroups = groupsOf(plan.stages[j - 1]);
+    ctx.prevReplicas = plan.stages[j - 1].replicas();
+  }
+  if (j + 1 < S) {
+    ctx.nextGroups = groupsOf(plan.stages[j + 1]);
+    ctx.nextReplicas = plan.stages[j + 1].replicas();
+  }
+  ctx.samples = plan.globalBatch / std::max(1, plan.microBatches);
+  ctx.inFlight = std::min(S - j, plan.microBatches);
+  ctx.bestAlgorithm = false;
+  ctx.algorithm = s.allReduce;
+  return ctx;
 }
 
 Evaluation CostModel::evaluate(const Plan &plan) const {
@@ -179,6 +275,7 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     return invalid("the plan has no stages");
   if (plan.microBatches < 1 || plan.globalBatch % plan.microBatches != 0)
     return invalid("micro_batches must divide the global batch");
+  const long samples = plan.globalBatch / plan.microBatches;
   std::vector<int> used(clusterDesc.groups.size(), 0);
   for (int j = 0; j < S; ++j) {
     const StagePlan &s = plan.stages[j];
@@ -186,13 +283,26 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     if (s.layerBegin != (j == 0 ? 0 : plan.stages[j - 1].layerEnd) ||
         s.layerEnd <= s.layerBegin)
       return invalid(at + "layer ranges must be contiguous and non-empty");
-    const DeviceGroup &g = clusterDesc.groups[s.group];
-    if (s.tensorParallel < 1 || g.devicesPerNode % s.tensorParallel != 0)
-      return invalid(at + "tensor_parallel must divide the devices per node (" +
-                     std::to_string(g.devicesPerNode) + ")");
-    if (s.replicas < 1)
-      return invalid(at + "replicas must be >= 1");
-    used[s.group] += s.replicas * s.tensorParallel;
+    if (s.replicaGroups.empty())
+      return invalid(at + "has no replicas");
+    long shares = 0;
+    for (const ReplicaGroupPlan &m : s.replicaGroups) {
+      const DeviceGroup &g = clusterDesc.groups[m.group];
+      if (s.tensorParallel < 1 || g.devicesPerNode % s.tensorParallel != 0)
+        return invalid(at + "tensor_parallel must divide the devices per node (" +
+                       std::to_string(g.devicesPerNode) + ") of group '" + g.name + "'");
+      if (m.replicas < 1)
+        return invalid(at + "replicas must be >= 1");
+      used[m.group] += m.replicas * s.tensorParallel;
+      shares += long(m.replicas) * m.samples;
+    }
+    if (s.replicas() > samples)
+      return invalid(at + std::to_string(s.replicas()) +
+                     " replicas cannot each take a sample of a micro-batch of " +
+                     std::to_string(samples));
+    if (s.explicitShares() && shares != samples)
+      return invalid(at + "the replicas' shares add up to " + std::to_string(shares) +
+                     " samples, not the micro-batch's " + std::to_string(samples));
   }
   if (plan.stages.back().layerEnd != L)
     return invalid("the stages must cover all " + std::to_string(L) +
@@ -203,30 +313,11 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
                      std::to_string(clusterDesc.groups[g].count()) +
                      " devices but the plan uses " + std::to_string(used[g]));
 
-  const long samples = plan.globalBatch / plan.microBatches;
   double sum = 0, maxT = -1, maxSync = 0;
   for (int j = 0; j < S; ++j) {
     const StagePlan &s = plan.stages[j];
-    StageContext ctx;
-    ctx.group = s.group;
-    ctx.tp = s.tensorParallel;
-    ctx.replicas = s.replicas;
-    ctx.mbs =
-        microBatchPerReplica(plan.globalBatch, plan.microBatches, s.replicas);
-    if (j > 0) {
-      ctx.prevGroup = plan.stages[j - 1].group;
-      ctx.prevReplicas = plan.stages[j - 1].replicas;
-    }
-    if (j + 1 < S) {
-      ctx.nextGroup = plan.stages[j + 1].group;
-      ctx.nextReplicas = plan.stages[j + 1].replicas;
-    }
-    ctx.samples = samples;
-    ctx.inFlight = std::min(S - j, plan.microBatches);
-    ctx.bestAlgorithm = false;
-    ctx.algorithm = s.allReduce;
-    const LayerTable &t = table(s.group, s.tensorParallel, ctx.mbs);
-    StageCost c = stageCost(t, ctx, s.layerBegin, s.layerEnd);
+    StageContext ctx = contextOf(plan, j);
+    StageCost c = stageCost(tables(ctx), ctx, s.layerBegin, s.layerEnd);
     if (c.memoryBytes > c.capacityBytes) {
       ev.fits = false;
       ev.worstShortfallBytes =

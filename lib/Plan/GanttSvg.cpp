@@ -35,14 +35,13 @@ Timeline simulateIteration(const CostModel &cost, const Plan &plan,
     const StagePlan &s = plan.stages[j];
     F[j] = ev.stages[j].fwd;
     B[j] = ev.stages[j].bwd;
+    CostModel::StageContext ctx = cost.contextOf(plan, j);
     if (j + 1 < S)
-      sendNext[j] = cost.boundaryTime(s.layerEnd, samples, s.group, s.replicas,
-                                      plan.stages[j + 1].group,
-                                      plan.stages[j + 1].replicas);
+      sendNext[j] = cost.boundaryTime(s.layerEnd, samples, ctx.groups(), ctx.replicas(),
+                                      ctx.nextGroups, ctx.nextReplicas);
     if (j > 0)
-      sendPrev[j] = cost.boundaryTime(s.layerBegin, samples, s.group,
-                                      s.replicas, plan.stages[j - 1].group,
-                                      plan.stages[j - 1].replicas);
+      sendPrev[j] = cost.boundaryTime(s.layerBegin, samples, ctx.groups(), ctx.replicas(),
+                                      ctx.prevGroups, ctx.prevReplicas);
   }
   // Per stage, its 1F1B order: +i is forward of micro-batch i, -(i+1) backward.
   std::vector<std::vector<int>> order(S);
@@ -131,9 +130,11 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
   for (int j = 0; j < S; ++j) {
     const StagePlan &s = plan.stages[j];
     double y = top + rowH * j;
-    svg << "<text x=\"5\" y=\"" << y + 18 << "\">s" << j << " "
-        << cost.cluster().groups[s.group].name << " [" << s.layerBegin << ","
-        << s.layerEnd << ")</text>\n";
+    std::string groups;
+    for (const ReplicaGroupPlan &g : s.replicaGroups)
+      groups += (groups.empty() ? "" : "+") + cost.cluster().groups[g.group].name;
+    svg << "<text x=\"5\" y=\"" << y + 18 << "\">s" << j << " " << groups << " ["
+        << s.layerBegin << "," << s.layerEnd << ")</text>\n";
     svg << "<rect x=\"" << left << "\" y=\"" << y + 2 << "\" width=\"" << width
         << "\" height=\"" << rowH - 4
         << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
@@ -188,10 +189,11 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
   }
   // Utilization: busy compute time over the iteration, per device group.
   std::map<int, std::pair<double, int>> perGroup;
-  for (int j = 0; j < S; ++j) {
-    perGroup[plan.stages[j].group].first += busy[j];
-    perGroup[plan.stages[j].group].second += 1;
-  }
+  for (int j = 0; j < S; ++j)
+    for (const ReplicaGroupPlan &g : plan.stages[j].replicaGroups) {
+      perGroup[g.group].first += busy[j];
+      perGroup[g.group].second += 1;
+    }
   double y = top + rowH * S + 30;
   svg << "<text x=\"5\" y=\"" << y
       << "\">utilization per device group (compute "

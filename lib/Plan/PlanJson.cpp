@@ -5,8 +5,103 @@
 #include "het/Plan/ModelDesc.h"
 #include "het/Plan/Plan.h"
 
+#include <algorithm>
+
 namespace het::plan {
 using namespace json_util;
+
+long StageSpec::replicas() const {
+  long total = 0;
+  for (const Replicas &g : replicaGroups)
+    total += g.replicas;
+  return total;
+}
+
+bool StageSpec::evenShares() const {
+  for (const Replicas &g : replicaGroups)
+    if (g.samples != replicaGroups.front().samples)
+      return false;
+  return true;
+}
+
+int StagePlan::replicas() const {
+  int total = 0;
+  for (const ReplicaGroupPlan &g : replicaGroups)
+    total += g.replicas;
+  return total;
+}
+
+bool StagePlan::explicitShares() const {
+  return mixed() || replicaGroups.front().samples > 0;
+}
+
+std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
+                                      const std::vector<std::string> &groupNames) {
+  std::string known;
+  for (const std::string &g : groupNames)
+    known += (known.empty() ? "" : ", ") + g;
+  auto groupName = [&](const json &o, const std::string &at) {
+    std::string name = string(o, "group", file, at);
+    if (std::find(groupNames.begin(), groupNames.end(), name) == groupNames.end())
+      fail(file, join(at, "group"), "unknown group '" + name + "' (the groups are: " + known + ")");
+    return name;
+  };
+  const json &stages = array(j, "stages", file, "");
+  std::vector<StageSpec> out;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const json &st = stages[i];
+    std::string at = join("stages", i);
+    StageSpec s;
+    s.name = st.contains("name") ? string(st, "name", file, at) : "s" + std::to_string(i);
+    if (st.contains("replica_groups")) {
+      if (st.contains("group") || st.contains("replicas"))
+        fail(file, at, "has both 'replica_groups' and 'group'/'replicas'; use one form");
+      const json &list = array(st, "replica_groups", file, at);
+      size_t withShare = 0;
+      for (size_t k = 0; k < list.size(); ++k) {
+        std::string gat = join(join(at, "replica_groups"), k);
+        StageSpec::Replicas g;
+        g.group = groupName(list[k], gat);
+        g.replicas = integer(list[k], "replicas", file, gat, 1);
+        if (list[k].contains("micro_batch_size")) {
+          g.samples = integer(list[k], "micro_batch_size", file, gat, 1);
+          ++withShare;
+        }
+        for (const StageSpec::Replicas &other : s.replicaGroups)
+          if (other.group == g.group)
+            fail(file, join(gat, "group"),
+                 "lists group '" + g.group +
+                     "' a second time in this stage; give it once with all its replicas");
+        s.replicaGroups.push_back(g);
+      }
+      if (withShare != 0 && withShare != list.size())
+        fail(file, join(at, "replica_groups"),
+             "gives 'micro_batch_size' to some replica groups but not to others; give all "
+             "or none (none: an even split)");
+      s.explicitShares = withShare != 0;
+    } else {
+      // The original form: one group, an even share each (a planner's
+      // micro_batch_size there is informational).
+      StageSpec::Replicas g;
+      g.group = groupName(st, at);
+      g.replicas = integer(st, "replicas", file, at, 1);
+      s.replicaGroups.push_back(g);
+    }
+    if (st.contains("tensor_parallel"))
+      s.tensorParallel = integer(st, "tensor_parallel", file, at, 1);
+    const json &layers = field(st, "layers", file, at);
+    if (!layers.is_array() || layers.size() != 2 || !layers[0].is_number_integer() ||
+        !layers[1].is_number_integer() || layers[0].get<long>() < 0 ||
+        layers[0].get<long>() >= layers[1].get<long>())
+      fail(file, join(at, "layers"), "must be a non-empty range [begin, end)");
+    s.layerBegin = layers[0].get<long>();
+    s.layerEnd = layers[1].get<long>();
+    if (st.contains("all_reduce"))
+      s.allReduce = string(st, "all_reduce", file, at);
+    out.push_back(s);
+  }
+  return out;
+}
 
 json planToJson(const Plan &plan, const Cluster &cluster,
                 const ModelDesc &model) {
@@ -28,15 +123,24 @@ json planToJson(const Plan &plan, const Cluster &cluster,
            {"latency_us", cluster.links[a][b].latencyUs}});
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StagePlan &s = plan.stages[j];
-    stages.push_back({{"name", "s" + std::to_string(j)},
-                      {"group", cluster.groups[s.group].name},
-                      {"replicas", s.replicas},
-                      {"tensor_parallel", s.tensorParallel},
-                      {"layers", {s.layerBegin, s.layerEnd}},
-                      {"micro_batch_size",
-                       CostModel::microBatchPerReplica(
-                           plan.globalBatch, plan.microBatches, s.replicas)},
-                      {"all_reduce", toString(s.allReduce)}});
+    json stage = {{"name", "s" + std::to_string(j)}};
+    if (s.explicitShares()) {
+      json members = json::array();
+      for (const ReplicaGroupPlan &g : s.replicaGroups)
+        members.push_back({{"group", cluster.groups[g.group].name},
+                           {"replicas", g.replicas},
+                           {"micro_batch_size", g.samples}});
+      stage["replica_groups"] = members;
+    } else {
+      stage["group"] = cluster.groups[s.group()].name;
+      stage["replicas"] = s.replicas();
+      stage["micro_batch_size"] =
+          CostModel::microBatchPerReplica(plan.globalBatch, plan.microBatches, s.replicas());
+    }
+    stage["tensor_parallel"] = s.tensorParallel;
+    stage["layers"] = {s.layerBegin, s.layerEnd};
+    stage["all_reduce"] = toString(s.allReduce);
+    stages.push_back(stage);
   }
   return {{"format", "het-plan/1"},
           {"cluster", cluster.name},
@@ -57,42 +161,38 @@ Plan planFromJson(const json &j, const std::string &file,
   Plan plan;
   plan.globalBatch = integer(j, "global_batch", file, "", 1);
   plan.microBatches = int(integer(j, "micro_batches", file, "", 1));
-  const json &stages = array(j, "stages", file, "");
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const json &s = stages[i];
+  std::vector<std::string> names;
+  for (const auto &g : cluster.groups)
+    names.push_back(g.name);
+  std::vector<StageSpec> specs = readStageSpecs(j, file, names);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const StageSpec &spec = specs[i];
     std::string at = join("stages", i);
     StagePlan st;
-    std::string group = string(s, "group", file, at);
-    st.group = -1;
-    std::string known;
-    for (size_t g = 0; g < cluster.groups.size(); ++g) {
-      known += (g ? ", " : "") + cluster.groups[g].name;
-      if (cluster.groups[g].name == group)
-        st.group = int(g);
+    for (const StageSpec::Replicas &g : spec.replicaGroups) {
+      int index = int(std::find(names.begin(), names.end(), g.group) - names.begin());
+      st.replicaGroups.push_back({index, int(g.replicas), int(g.samples)});
     }
-    if (st.group < 0)
-      fail(file, join(at, "group"),
-           "unknown group '" + group + "' (the cluster has: " + known + ")");
-    st.replicas = int(integer(s, "replicas", file, at, 1));
-    st.tensorParallel = s.contains("tensor_parallel")
-                            ? int(integer(s, "tensor_parallel", file, at, 1))
-                            : 1;
-    const json &layers = array(s, "layers", file, at);
-    if (layers.size() != 2 || !layers[0].is_number_integer() ||
-        !layers[1].is_number_integer())
-      fail(file, join(at, "layers"), "must be [begin, end)");
-    st.layerBegin = layers[0].get<int>();
-    st.layerEnd = layers[1].get<int>();
-    if (st.layerBegin < 0 || st.layerEnd > int(model.layers.size()) ||
-        st.layerBegin >= st.layerEnd)
+    st.tensorParallel = int(spec.tensorParallel);
+    st.layerBegin = int(spec.layerBegin);
+    st.layerEnd = int(spec.layerEnd);
+    if (st.layerEnd > int(model.layers.size()))
       fail(file, join(at, "layers"),
            "must be a non-empty range inside [0, " +
                std::to_string(model.layers.size()) + ")");
-    if (s.contains("all_reduce")) {
-      std::string a = string(s, "all_reduce", file, at);
-      if (!parseAllReduceAlgorithm(a, st.allReduce))
-        fail(file, join(at, "all_reduce"),
-             "unknown algorithm '" + a + "' (ring, tree, hierarchical)");
+    if (!parseAllReduceAlgorithm(spec.allReduce, st.allReduce))
+      fail(file, join(at, "all_reduce"),
+           "unknown algorithm '" + spec.allReduce + "' (ring, tree, hierarchical)");
+    if (spec.explicitShares) {
+      long total = 0;
+      for (const auto &g : spec.replicaGroups)
+        total += g.replicas * g.samples;
+      long micro = plan.globalBatch / plan.microBatches;
+      if (plan.globalBatch % plan.microBatches == 0 && total != micro)
+        fail(file, join(at, "replica_groups"),
+             "the shares add up to " + std::to_string(total) +
+                 " samples, but a micro-batch has " + std::to_string(micro) +
+                 " (global_batch / micro_batches)");
     }
     plan.stages.push_back(st);
   }

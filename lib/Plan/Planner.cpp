@@ -54,13 +54,14 @@ private:
 struct Shortfall {
   double bytes = INFINITY;
   std::string where;
+  SplitPolicy policy = SplitPolicy::Optimal;
   double offer(const CostModel &cost, const SplitSolver &solver,
                const Shape &shape) {
     int stage = -1;
-    double s = solver.minShortfall(shape, stage);
+    double s = solver.minShortfall(shape, policy, stage);
     if (s < bytes && stage >= 0) {
       bytes = s;
-      int group = expand(shape)[stage].group;
+      int group = expand(shape)[stage].group();
       where = "stage " + std::to_string(stage) + " on group '" +
               cost.cluster().groups[group].name + "' (" +
               cost.cluster().groups[group].kind + ")";
@@ -73,7 +74,7 @@ void finish(const CostModel &cost, const PlannerOptions &options,
             const TopK &top, PlanResult &result) {
   for (const auto &c : top.all()) {
     RankedPlan r;
-    r.plan = makePlan(c.shape, c.split.bounds, c.split.algorithms,
+    r.plan = makePlan(cost, c.shape, c.split.bounds, c.split.algorithms,
                       options.globalBatch);
     r.evaluation = cost.evaluate(r.plan);
     result.plans.push_back(std::move(r));
@@ -115,7 +116,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         (it->second.value < 1e29 || it->second.cutoff >= cutoff))
       return it->second.value;
     double value;
-    if (s.stageCount() > L || s.order.empty()) {
+    if (s.stageCount() > L || s.order.empty() ||
+        !s.valid(options.globalBatch / std::max(1, s.microBatches))) {
       value = INFINITY;
     } else {
       ++result.shapesEvaluated;
@@ -165,7 +167,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
   auto startMicro = [&](const Shape &s) {
     int fewest = 1 << 30;
     for (const auto &o : s.options)
-      fewest = std::min(fewest, o.replicas);
+      for (int r : o.replicas)
+        fewest = std::min(fewest, r);
     long target = 4L * std::max(1, s.stageCount());
     if (oneSamplePerReplica)
       target =
@@ -200,10 +203,10 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         double layers = std::max(1.0, share * L);
         const GroupOption *pick = nullptr;
         for (const auto &o : opts[g]) {
-          if (o.tp != maxTp)
+          if (o.tp != maxTp || !o.uniform())
             continue;
           int mbs = CostModel::microBatchPerReplica(options.globalBatch,
-                                                    s.microBatches, o.replicas);
+                                                    s.microBatches, o.replicas.front());
           double perStage = std::ceil(layers / o.stages);
           double memory =
               perStage *
@@ -290,7 +293,9 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         for (const GroupOption *o : {fewer, more, lessTp, moreTp})
           if (o) {
             Shape n = current;
+            bool joined = n.options[i].mixedWithNext;
             n.options[i] = *o;
+            n.options[i].mixedWithNext = joined;
             moves.push_back(n);
           }
         if (i + 1 < current.order.size()) {
@@ -298,6 +303,12 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
           std::swap(n.order[i], n.order[i + 1]);
           std::swap(n.options[i], n.options[i + 1]);
           moves.push_back(n);
+          // Join the two groups' stages into one mixed-kind stage, or part
+          // them again.
+          Shape joined = current;
+          joined.options[i].mixedWithNext = !joined.options[i].mixedWithNext;
+          if (options.mixedStages && joined.valid())
+            moves.push_back(joined);
         }
         if (options.allowSubsets && current.order.size() > 1) {
           Shape n = current;
@@ -386,6 +397,7 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
   SplitSolver solver(cost, options.globalBatch);
   TopK top(options.topK);
   Shortfall shortfall;
+  shortfall.policy = options.split;
   result.shapes = countShapes(cost.cluster(), options, L);
 
   if (result.shapes <= options.exhaustiveLimit) {
@@ -444,7 +456,10 @@ PlanResult bruteForcePlan(const CostModel &cost,
   forEachShape(cost.cluster(), options, L, [&](const Shape &shape) {
     ++result.shapesEvaluated;
     const int S = shape.stageCount();
-    std::vector<Slot> slots = expand(shape);
+    if (!shape.valid(options.globalBatch / std::max(1, shape.microBatches)))
+      return;
+    std::vector<CostModel::StageContext> contexts =
+        stageContexts(cost, shape, options.globalBatch);
     std::vector<int> bounds(S + 1, 0);
     bounds[S] = L;
     SplitResult best;
@@ -455,22 +470,18 @@ PlanResult bruteForcePlan(const CostModel &cost,
       if (j == S) {
         for (int variant = 0; variant < 3; ++variant) {
           std::vector<AllReduceAlgorithm> algs(S, AllReduceAlgorithm(variant));
-          Plan plan = makePlan(shape, bounds, algs, options.globalBatch);
+          Plan plan = makePlan(cost, shape, bounds, algs, options.globalBatch);
           if (variant == 0) {
             // The cheapest algorithm per stage, as the planner picks it.
             for (int s = 0; s < S; ++s) {
-              double params = 0;
-              int mbs = CostModel::microBatchPerReplica(
-                  options.globalBatch, shape.microBatches, slots[s].replicas);
-              const LayerTable &t =
-                  cost.table(slots[s].group, slots[s].tp, mbs);
-              params = t.range(t.params, bounds[s], bounds[s + 1]);
-              plan.stages[s].allReduce = cost.bestAlgorithm(
-                  slots[s].group, slots[s].tp, slots[s].replicas, params);
+              const LayerTable &t = *cost.tables(contexts[s]).front();
+              double params = t.range(t.params, bounds[s], bounds[s + 1]);
+              plan.stages[s].allReduce =
+                  cost.bestAlgorithm(contexts[s].members, contexts[s].tp, params);
             }
           }
           Evaluation ev = cost.evaluate(plan);
-          if (!ev.fits)
+          if (!ev.fits && ev.worstShortfallBytes > 0)
             shortfall = std::min(shortfall, ev.worstShortfallBytes);
           if (ev.fits && ev.iterationTime < best.objective) {
             best.feasible = true;

@@ -7,30 +7,6 @@
 namespace het::plan {
 using namespace space;
 
-std::vector<CostModel::StageContext>
-SplitSolver::contexts(const std::vector<Slot> &slots, int micro) const {
-  const int S = int(slots.size());
-  std::vector<CostModel::StageContext> out(S);
-  for (int j = 0; j < S; ++j) {
-    auto &c = out[j];
-    c.group = slots[j].group;
-    c.tp = slots[j].tp;
-    c.replicas = slots[j].replicas;
-    c.mbs = CostModel::microBatchPerReplica(globalBatch, micro, c.replicas);
-    if (j > 0) {
-      c.prevGroup = slots[j - 1].group;
-      c.prevReplicas = slots[j - 1].replicas;
-    }
-    if (j + 1 < S) {
-      c.nextGroup = slots[j + 1].group;
-      c.nextReplicas = slots[j + 1].replicas;
-    }
-    c.samples = globalBatch / micro;
-    c.inFlight = std::min(S - j, micro);
-  }
-  return out;
-}
-
 namespace {
 struct Label {
   double sum, maxT, sync;
@@ -55,17 +31,24 @@ void insertPareto(std::vector<Label> &front, const Label &n) {
 
 SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
                                double cutoff) const {
-  const std::vector<Slot> slots = expand(shape);
-  const int S = int(slots.size());
+  const int S = shape.stageCount();
   const int L = int(cost.model().layers.size());
   const int m = shape.microBatches;
   SplitResult result;
-  if (S == 0 || S > L)
+  if (S == 0 || S > L || !shape.valid(globalBatch / std::max(1, m)))
     return result;
-  auto ctx = contexts(slots, m);
-  std::vector<const LayerTable *> tables(S);
+  auto ctx = stageContexts(cost, shape, globalBatch);
+  // Each stage's member tables; a mixed stage takes as long as its slowest
+  // member over a range.
+  std::vector<std::vector<const LayerTable *>> tables(S);
   for (int j = 0; j < S; ++j)
-    tables[j] = &cost.table(ctx[j].group, ctx[j].tp, ctx[j].mbs);
+    tables[j] = cost.tables(ctx[j]);
+  auto rangeTime = [&](int j, int a, int b) {
+    double worst = 0;
+    for (const LayerTable *t : tables[j])
+      worst = std::max(worst, t->range(t->compute, a, b));
+    return worst;
+  };
 
   if (policy == SplitPolicy::Uniform) {
     // Megatron-style: L / S layers each, the remainder to the first stages.
@@ -75,7 +58,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     double sum = 0, maxT = -1, sync = 0;
     std::vector<AllReduceAlgorithm> algorithms(S);
     for (int j = 0; j < S; ++j) {
-      StageCost c = cost.stageCost(*tables[j], ctx[j], bounds[j], bounds[j + 1],
+      StageCost c = cost.stageCost(tables[j], ctx[j], bounds[j], bounds[j + 1],
                                    &algorithms[j]);
       if (c.memoryBytes > c.capacityBytes)
         return result;
@@ -97,7 +80,9 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   struct Stage {
     std::vector<double> sendNext, sendPrev; // by boundary layer
     double syncA[3], syncB[3];
-    double capacity, stateBytes, stashFactor;
+    double stateBytes;
+    // Per member: capacity and the activation memory factor.
+    std::vector<double> capacity, stashFactor;
   };
   std::vector<Stage> pre(S);
   const double gradBytes = cost.setup().gradientBytesPerParam;
@@ -105,39 +90,44 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     Stage &st = pre[j];
     st.sendNext.assign(L + 1, 0);
     st.sendPrev.assign(L + 1, 0);
+    std::vector<int> groups = ctx[j].groups();
     for (int l = 0; l <= L; ++l) {
-      if (ctx[j].nextGroup >= 0)
-        st.sendNext[l] =
-            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
-                              ctx[j].nextGroup, ctx[j].nextReplicas);
-      if (ctx[j].prevGroup >= 0)
-        st.sendPrev[l] =
-            cost.boundaryTime(l, ctx[j].samples, ctx[j].group, ctx[j].replicas,
-                              ctx[j].prevGroup, ctx[j].prevReplicas);
+      if (!ctx[j].nextGroups.empty())
+        st.sendNext[l] = cost.boundaryTime(l, ctx[j].samples, groups, ctx[j].replicas(),
+                                           ctx[j].nextGroups, ctx[j].nextReplicas);
+      if (!ctx[j].prevGroups.empty())
+        st.sendPrev[l] = cost.boundaryTime(l, ctx[j].samples, groups, ctx[j].replicas(),
+                                           ctx[j].prevGroups, ctx[j].prevReplicas);
     }
     for (int k = 0; k < 3; ++k) {
       auto alg = AllReduceAlgorithm(k);
       // Two points of the line: 1 and 2 bytes on the wire.
-      double one = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
-                                 1 / gradBytes, alg);
-      double two = cost.syncTime(ctx[j].group, ctx[j].tp, ctx[j].replicas,
-                                 2 / gradBytes, alg);
+      double one = cost.syncTime(ctx[j].members, ctx[j].tp, 1 / gradBytes, alg);
+      double two = cost.syncTime(ctx[j].members, ctx[j].tp, 2 / gradBytes, alg);
       st.syncB[k] = two - one; // seconds per byte
       st.syncA[k] = one - st.syncB[k];
     }
-    st.capacity = cost.capacityBytes(ctx[j].group);
     st.stateBytes = cost.setup().stateBytesPerParam;
-    st.stashFactor = double(ctx[j].inFlight) * ctx[j].mbs;
+    for (const auto &member : ctx[j].members) {
+      st.capacity.push_back(cost.capacityBytes(member.group));
+      st.stashFactor.push_back(double(ctx[j].inFlight) * member.mbs);
+    }
   }
   // A lower bound on what stages j.. add to the sum for layers [l, L): each
-  // layer at its cheapest remaining stage.
+  // layer at its cheapest remaining stage, a mixed stage counted by its
+  // costliest member (its time over any range is at least that member's).
   std::vector<std::vector<double>> restMin(S + 1,
                                            std::vector<double>(L + 1, 0));
+  std::vector<const LayerTable *> slowest(S);
+  for (int j = 0; j < S; ++j)
+    for (const LayerTable *t : tables[j])
+      if (!slowest[j] || t->range(t->compute, 0, L) > slowest[j]->range(slowest[j]->compute, 0, L))
+        slowest[j] = t;
   for (int j = S - 1; j >= 0; --j)
     for (int l = L - 1; l >= 0; --l) {
       double c = INFINITY;
       for (int k = j; k < S; ++k)
-        c = std::min(c, tables[k]->range(tables[k]->compute, l, l + 1));
+        c = std::min(c, slowest[k]->range(slowest[k]->compute, l, l + 1));
       restMin[j][l] = restMin[j][l + 1] + c;
     }
 
@@ -148,19 +138,24 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   for (int j = 0; j < S; ++j) {
     const int remaining = S - j - 1; // stages after this one
     const Stage &st = pre[j];
-    const LayerTable &t = *tables[j];
+    const LayerTable &t = *tables[j].front();
     for (int a = j; a + 1 + remaining <= L; ++a) {
       if (front[j][a].empty())
         continue;
       for (int b = a + 1; b + remaining <= L; ++b) {
         double params = t.range(t.params, a, b);
-        double memory =
-            params * st.stateBytes + st.stashFactor * t.range(t.stash, a, b);
         // Memory only grows with the range: longer ranges cannot fit either.
-        if (memory > st.capacity)
+        bool fits = true;
+        double update = 0;
+        for (size_t k = 0; k < tables[j].size(); ++k) {
+          const LayerTable &mt = *tables[j][k];
+          double memory = params * st.stateBytes + st.stashFactor[k] * mt.range(mt.stash, a, b);
+          fits &= memory <= st.capacity[k];
+          update = std::max(update, mt.range(mt.update, a, b));
+        }
+        if (!fits)
           break;
-        double time =
-            t.range(t.compute, a, b) + st.sendNext[b] + st.sendPrev[a];
+        double time = rangeTime(j, a, b) + st.sendNext[b] + st.sendPrev[a];
         double sync = 0;
         if (params > 0) {
           double bytes = params * gradBytes;
@@ -168,7 +163,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
           for (int k = 0; k < 3; ++k)
             sync = std::min(sync, st.syncA[k] + st.syncB[k] * bytes);
         }
-        sync += t.range(t.update, a, b);
+        sync += update;
         const double rest = restMin[j + 1][b];
         auto &next = front[j + 1][b];
         for (size_t i = 0; i < front[j][a].size(); ++i) {
@@ -213,24 +208,22 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   }
   result.algorithms.resize(S);
   for (int j = 0; j < S; ++j)
-    cost.stageCost(*tables[j], ctx[j], result.bounds[j], result.bounds[j + 1],
+    cost.stageCost(tables[j], ctx[j], result.bounds[j], result.bounds[j + 1],
                    &result.algorithms[j]);
   return result;
 }
 
 double SplitSolver::lowerBound(const Shape &shape) const {
-  const std::vector<Slot> slots = expand(shape);
-  const int S = int(slots.size());
+  const int S = shape.stageCount();
   const int L = int(cost.model().layers.size());
   const int m = shape.microBatches;
+  if (S == 0 || !shape.valid(globalBatch / std::max(1, m)))
+    return INFINITY;
   std::vector<double> cheapest(L, INFINITY);
-  for (size_t i = 0; i < shape.order.size(); ++i) {
-    const auto &o = shape.options[i];
-    int mbs = CostModel::microBatchPerReplica(globalBatch, m, o.replicas);
-    const LayerTable &t = cost.table(shape.order[i], o.tp, mbs);
-    for (int l = 0; l < L; ++l)
-      cheapest[l] = std::min(cheapest[l], t.range(t.compute, l, l + 1));
-  }
+  for (const CostModel::StageContext &ctx : stageContexts(cost, shape, globalBatch))
+    for (const LayerTable *t : cost.tables(ctx))
+      for (int l = 0; l < L; ++l)
+        cheapest[l] = std::min(cheapest[l], t->range(t->compute, l, l + 1));
   double sum = 0;
   for (double c : cheapest)
     sum += c;
@@ -238,28 +231,50 @@ double SplitSolver::lowerBound(const Shape &shape) const {
   return sum * (1.0 + double(m - 1) / S);
 }
 
-double SplitSolver::minShortfall(const Shape &shape, int &stage) const {
-  const std::vector<Slot> slots = expand(shape);
-  const int S = int(slots.size());
+double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &stage) const {
+  const int S = shape.stageCount();
   const int L = int(cost.model().layers.size());
   stage = -1;
-  if (S == 0 || S > L)
+  if (S == 0 || S > L || !shape.valid(globalBatch / std::max(1, shape.microBatches)))
     return INFINITY;
-  auto ctx = contexts(slots, shape.microBatches);
+  auto ctx = stageContexts(cost, shape, globalBatch);
+  std::vector<std::vector<const LayerTable *>> stageTables;
+  for (const auto &c : ctx)
+    stageTables.push_back(cost.tables(c));
+  auto excessOf = [&](int j, int a, int b) {
+    const std::vector<const LayerTable *> &tables = stageTables[j];
+    double excess = 0;
+    for (size_t k = 0; k < tables.size(); ++k) {
+      double mem = cost.memoryBytes(*tables[k], a, b, ctx[j].tp, ctx[j].members[k].mbs,
+                                    ctx[j].inFlight);
+      excess = std::max(excess, mem - cost.capacityBytes(ctx[j].members[k].group));
+    }
+    return excess;
+  };
+  if (policy == SplitPolicy::Uniform) {
+    double worst = 0;
+    for (int j = 0, a = 0; j < S; ++j) {
+      int b = a + L / S + (j < L % S ? 1 : 0);
+      double excess = excessOf(j, a, b);
+      if (excess > worst || stage < 0) {
+        worst = std::max(worst, excess);
+        stage = j;
+      }
+      a = b;
+    }
+    return worst;
+  }
   // worst[j][l]: the least possible largest excess of stages < j over [0, l).
   std::vector<std::vector<double>> worst(S + 1,
                                          std::vector<double>(L + 1, INFINITY));
   std::vector<std::vector<int>> where(S + 1, std::vector<int>(L + 1, -1));
   worst[0][0] = 0;
   for (int j = 0; j < S; ++j) {
-    const LayerTable &t = cost.table(ctx[j].group, ctx[j].tp, ctx[j].mbs);
     for (int a = j; a < L; ++a) {
       if (!std::isfinite(worst[j][a]))
         continue;
       for (int b = a + 1; b + (S - j - 1) <= L; ++b) {
-        double mem =
-            cost.memoryBytes(t, a, b, ctx[j].tp, ctx[j].mbs, ctx[j].inFlight);
-        double excess = std::max(0.0, mem - cost.capacityBytes(ctx[j].group));
+        double excess = excessOf(j, a, b);
         double w = std::max(worst[j][a], excess);
         if (w < worst[j + 1][b]) {
           worst[j + 1][b] = w;

@@ -34,15 +34,14 @@ public:
   /// A lower bound on any split's iteration time: every layer at its
   /// cheapest stage, spread perfectly over the stages.
   double lowerBound(const space::Shape &shape) const;
-  /// The smallest possible worst memory excess over all splits (a min-max
-  /// dynamic program), and the stage where it occurs.
-  double minShortfall(const space::Shape &shape, int &stage) const;
+  /// The smallest possible worst memory excess over all splits the policy
+  /// allows (a min-max dynamic program; the one split for Uniform), and the
+  /// stage where it occurs.
+  double minShortfall(const space::Shape &shape, SplitPolicy policy, int &stage) const;
 
 private:
   const CostModel &cost;
   long globalBatch;
-  std::vector<CostModel::StageContext>
-  contexts(const std::vector<space::Slot> &slots, int micro) const;
 };
 
 } // namespace het::plan

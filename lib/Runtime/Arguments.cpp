@@ -156,16 +156,39 @@ BatchStream::BatchStream(const Dataset &data, int64_t batch, long long seed)
   std::iota(order_.begin(), order_.end(), 0);
 }
 
-void BatchStream::fill(int64_t k, float *x, int64_t *y) {
-  // Each epoch shuffles the previous epoch's order once more.
-  for (int64_t epoch = k / perEpoch_; epoch_ < epoch; ++epoch_)
-    std::shuffle(order_.begin(), order_.end(), shuffler_);
-  int64_t first = (k % perEpoch_) * batch_;
-  for (int64_t b = 0; b < batch_; ++b) {
-    int64_t sample = order_[first + b];
+void BatchStream::fillSamples(int64_t first, int64_t count, float *x, int64_t *y) {
+  const int64_t epochSamples = perEpoch_ * batch_;
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t position = first + b;
+    // Each epoch shuffles the previous epoch's order once more.
+    for (int64_t epoch = position / epochSamples; epoch_ < epoch; ++epoch_)
+      std::shuffle(order_.begin(), order_.end(), shuffler_);
+    int64_t sample = order_[position % epochSamples];
     std::memcpy(x + b * data_.sampleSize, &data_.x[sample * data_.sampleSize],
                 data_.sampleSize * sizeof(float));
     y[b] = data_.y[sample];
+  }
+}
+
+void initializeSamples(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
+                       int64_t first, int64_t count) {
+  int64_t row = t.shape.empty() ? 1 : t.count() / t.shape[0];
+  for (int64_t s = 0; s < count; ++s) {
+    std::mt19937_64 generator(static_cast<uint64_t>(seed) * 1000003u + index +
+                              static_cast<uint64_t>(first + s + 1) * 0x5851F42D4C957F2Dull);
+    if (t.init == "randint") {
+      std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(t.a) - 1);
+      for (int64_t k = 0; k < row; ++k)
+        buffer.i()[s * row + k] = pick(generator);
+    } else if (t.init == "uniform") {
+      std::uniform_real_distribution<double> pick(t.a, t.b);
+      for (int64_t k = 0; k < row; ++k)
+        buffer.f()[s * row + k] = static_cast<float>(pick(generator));
+    } else if (t.init != "zeros") {
+      std::normal_distribution<double> pick(0.0, 1.0);
+      for (int64_t k = 0; k < row; ++k)
+        buffer.f()[s * row + k] = static_cast<float>(pick(generator));
+    }
   }
 }
 

@@ -68,6 +68,14 @@ std::string shapeText(const std::vector<int64_t> &shape);
 void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
                 uint64_t stream = 0);
 
+/// Fills `count` samples (rows of the first dimension of `t`, the step's
+/// argument at the model's batch) starting at sample `first` of the
+/// synthetic stream of argument `index`: each sample's values depend on the
+/// seed, the argument and the sample's index only, so any split of a batch
+/// over replicas sees the values one rank would.
+void initializeSamples(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
+                       int64_t first, int64_t count);
+
 /// A dataset: x [N, ...] as floats, y [N] as labels.
 struct Dataset {
   std::vector<float> x;
@@ -86,7 +94,11 @@ class BatchStream {
 public:
   BatchStream(const Dataset &data, int64_t batch, long long seed);
   /// Copies batch `k` (k never decreases between calls) into x and y.
-  void fill(int64_t k, float *x, int64_t *y);
+  void fill(int64_t k, float *x, int64_t *y) { fillSamples(k * batch_, batch_, x, y); }
+  /// Copies samples [first, first + count) of the stream into x and y; an
+  /// epoch is every whole batch of the dataset, reshuffled (first never
+  /// moves back to an earlier epoch between calls).
+  void fillSamples(int64_t first, int64_t count, float *x, int64_t *y);
 
 private:
   const Dataset &data_;

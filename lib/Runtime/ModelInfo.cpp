@@ -30,6 +30,38 @@ bool readTensor(std::istringstream &line, TensorInfo &t) {
 }
 } // namespace
 
+int StageInfo::replicas() const {
+  int total = 0;
+  for (const ReplicaGroupInfo &g : replicaGroups)
+    total += g.count;
+  return total;
+}
+
+const StageVariant *StageInfo::variant(const std::string &key) const {
+  for (const StageVariant &v : variants)
+    if (v.key == key)
+      return &v;
+  return nullptr;
+}
+
+bool ModelInfo::isBatched(const std::string &name) const {
+  return std::find(batched.begin(), batched.end(), name) != batched.end();
+}
+
+const ChannelInfo *ModelInfo::channel(int from, int to, int number) const {
+  for (const ChannelInfo &c : channels)
+    if (c.from == from && c.to == to && c.channel == number)
+      return &c;
+  return nullptr;
+}
+
+const ShardInfo *ModelInfo::shard(const std::string &name) const {
+  for (const ShardInfo &s : shards)
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
 bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
   std::istringstream all(text ? text : "");
   std::string raw, section;
@@ -44,44 +76,81 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
     line >> keyword;
     bool ok = true;
     if (keyword == "het-model") {
-      ok = (line >> info.version) && (info.version == 1 || info.version == 2);
+      ok = (line >> info.version) && (info.version == 1 || info.version == 3);
     } else if (keyword == "pipeline") {
       size_t stages = 0;
-      ok = (line >> stages >> info.microBatches) && stages > 0 && stages < 4096 &&
-           info.microBatches > 0;
+      std::string combine;
+      ok = (line >> stages >> info.microBatches >> info.globalBatch >> combine) && stages > 0 &&
+           stages < 4096 && info.microBatches > 0 && info.globalBatch > 0 &&
+           info.globalBatch % info.microBatches == 0 && (combine == "sum" || combine == "avg");
+      info.lossSum = combine == "sum";
       if (ok)
         info.stages.resize(stages);
+    } else if (keyword == "batched") {
+      std::string name;
+      ok = static_cast<bool>(line >> name);
+      info.batched.push_back(name);
     } else if (keyword == "group") {
       std::pair<std::string, int> group;
       ok = (line >> group.first >> group.second) && group.second > 0;
       info.groups.push_back(group);
     } else if (keyword == "predicted") {
       ok = (line >> info.predictedSeconds) && info.predictedSeconds >= 0;
-    } else if (keyword == "stage" || keyword == "order" || keyword == "function") {
+    } else if (keyword == "stage" || keyword == "order" || keyword == "function" ||
+               keyword == "replicas") {
       size_t j = 0;
       ok = (line >> j) && j < info.stages.size();
+      StageInfo *st = ok ? &info.stages[j] : nullptr;
       if (ok && keyword == "stage") {
-        StageInfo &st = info.stages[j];
-        ok = static_cast<bool>(line >> st.name >> st.replicas >> st.group >> st.vendor >>
-                               st.arch >> st.library >> st.layerBegin >> st.layerEnd) &&
-             st.replicas > 0;
+        size_t groups = 0;
+        ok = static_cast<bool>(line >> st->name >> st->layerBegin >> st->layerEnd >>
+                               st->tensorParallel >> groups) &&
+             st->tensorParallel > 0 && groups > 0;
+      } else if (ok && keyword == "replicas") {
+        ReplicaGroupInfo g;
+        ok = static_cast<bool>(line >> g.group >> g.vendor >> g.arch >> g.library >> g.count >>
+                               g.samples >> g.variant) &&
+             g.count > 0 && g.samples >= 0;
+        st->replicaGroups.push_back(g);
       } else if (ok && keyword == "order") {
         std::string entry;
         while (line >> entry)
-          info.stages[j].order.push_back(entry);
+          st->order.push_back(entry);
       } else if (ok) {
-        std::string phase;
+        std::string key, phase;
         size_t inputs = 0, outputs = 0;
-        StageFunction *f = nullptr;
-        if (line >> phase)
-          f = phase == "forward"    ? &info.stages[j].forward
-              : phase == "backward" ? &info.stages[j].backward
-              : phase == "update"   ? &info.stages[j].update
-                                    : nullptr;
+        ok = static_cast<bool>(line >> key >> phase);
+        StageVariant *v = nullptr;
+        for (StageVariant &existing : st->variants)
+          if (existing.key == key)
+            v = &existing;
+        if (ok && !v) {
+          st->variants.push_back({});
+          v = &st->variants.back();
+          v->key = key;
+        }
+        StageFunction *f = !ok                  ? nullptr
+                           : phase == "forward"  ? &v->forward
+                           : phase == "backward" ? &v->backward
+                           : phase == "update"   ? &v->update
+                                                 : nullptr;
         ok = f && (line >> f->symbol >> inputs >> outputs >> f->receives);
         current = f;
         section = "function";
       }
+    } else if (keyword == "channel") {
+      ChannelInfo c;
+      std::string direction;
+      ok = (line >> c.from >> c.to >> c.channel >> direction >> c.rowsPerSample) &&
+           (direction == "forward" || direction == "backward") && c.from >= 0 &&
+           c.to >= 0 && size_t(c.from) < info.stages.size() &&
+           size_t(c.to) < info.stages.size() && c.rowsPerSample >= -1;
+      c.backward = direction == "backward";
+      info.channels.push_back(c);
+    } else if (keyword == "shard") {
+      ShardInfo sh;
+      ok = (line >> sh.name >> sh.axis >> sh.parts) && sh.axis >= 0 && sh.parts > 0;
+      info.shards.push_back(sh);
     } else if (keyword == "in" && section == "function" && current) {
       TensorInfo t;
       ok = readTensor(line, t);
@@ -127,10 +196,17 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
     return false;
   }
   for (const StageInfo &st : info.stages) {
-    if (st.name.empty() || st.forward.symbol.empty() || st.backward.symbol.empty() ||
-        st.update.symbol.empty()) {
-      error = "the pipeline description misses a stage or one of its functions";
+    if (st.name.empty() || st.replicaGroups.empty()) {
+      error = "the pipeline description misses a stage or its replicas";
       return false;
+    }
+    for (const ReplicaGroupInfo &g : st.replicaGroups) {
+      const StageVariant *v = st.variant(g.variant);
+      if (!v || v->forward.symbol.empty() || v->backward.symbol.empty() ||
+          v->update.symbol.empty()) {
+        error = "stage " + st.name + ": no functions for the replicas on " + g.group;
+        return false;
+      }
     }
     // Every micro-batch once forward, once backward, forward first.
     std::vector<int> seen(info.microBatches, 0);

@@ -11,17 +11,27 @@
 // Roles: data, label, index, param, state. Inits: `zeros`, `randint B`,
 // `uniform LO HI`, `normal` (as het-eval --random-inputs draws them).
 //
-// A pipeline (het-compile --cluster; version 2) has the step lines of the
-// unpartitioned step (so every rank initializes arguments exactly as a
-// single-rank run would), then:
-//   pipeline <stages> <micro-batches>
+// A pipeline (het-compile --cluster; version 3) has the step lines of the
+// unpartitioned step at the model's batch (so every rank initializes
+// arguments exactly as a single-rank run would), then
+// (lib/Conversion/Distributed writes it):
+//   pipeline <stages> <micro-batches> <global-batch> <sum|avg>
+//   batched <name>               (per step input with one row per sample)
 //   group <name> <count>         (per device group, in the cluster's order)
 //   predicted <seconds>          (optional: the plan's iteration time)
-//   stage <j> <name> <replicas> <group> <vendor> <arch> <library> <begin> <end>
+//   stage <j> <name> <begin> <end> <tensor-parallel> <replica-groups>
+//   replicas <j> <group> <vendor> <arch> <library> <count> <samples> <variant>
 //   order <j> F0 F1 B0 ...
-//   function <j> <forward|backward|update> <symbol> <inputs> <outputs> <receives>
+//   function <j> <variant> <forward|backward|update> <symbol> <inputs> <outputs> <receives>
 //   in <name> <f32|i64> <rank> <sizes...>                     (per input)
 //   out <name> <f32|i64> <rank> <sizes...>                    (per output)
+//   channel <from> <to> <channel> <forward|backward> <rows-per-sample>
+//   shard <name> <axis> <parts>
+// `sum`: each replica's loss is weighted by its share of the micro-batch,
+// so replicas' losses and gradients add up; `avg`: they are averaged.
+// Rows per sample of a channel: > 0 re-sharded by sample range, 0 the same
+// for every sample (replicated forward, a partial sum backward), -1 only
+// between stages with the same replicas and shares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,26 +60,62 @@ struct StageFunction {
   int receives = 0; // hetrt_recv calls per run
 };
 
-struct StageInfo {
-  std::string name, group, vendor, arch, library;
-  int replicas = 1;
-  long layerBegin = 0, layerEnd = 0;
-  std::vector<std::string> order; // "F<i>" / "B<i>"
+/// The replicas of a stage on one device group.
+struct ReplicaGroupInfo {
+  std::string group, vendor, arch, library, variant;
+  int count = 1;
+  int64_t samples = 0; // of every micro-batch, per replica
+};
+
+/// The functions of a stage for one share of the micro-batch and kernel
+/// library.
+struct StageVariant {
+  std::string key;
   StageFunction forward, backward, update;
+};
+
+struct StageInfo {
+  std::string name;
+  long layerBegin = 0, layerEnd = 0;
+  int tensorParallel = 1;
+  std::vector<ReplicaGroupInfo> replicaGroups;
+  std::vector<std::string> order; // "F<i>" / "B<i>"
+  std::vector<StageVariant> variants;
+  int replicas() const;
+  const StageVariant *variant(const std::string &key) const;
+};
+
+struct ChannelInfo {
+  int from = 0, to = 0, channel = 0;
+  bool backward = false;
+  int64_t rowsPerSample = -1;
+};
+
+struct ShardInfo {
+  std::string name;
+  int axis = 0, parts = 1;
 };
 
 struct ModelInfo {
   int version = 1;
   int microBatches = 1;
-  double predictedSeconds = 0; // the planner's iteration time, 0: unknown
+  int64_t globalBatch = 0;
+  bool lossSum = false;            // replicas' losses add up (weighted)
+  double predictedSeconds = 0;     // the planner's iteration time, 0: unknown
   std::vector<std::pair<std::string, int>> groups; // device groups, cluster order
-  std::vector<StageInfo> stages; // a pipeline (version 2) only
+  std::vector<StageInfo> stages;   // a pipeline (version 3) only
+  std::vector<std::string> batched;
+  std::vector<ChannelInfo> channels;
+  std::vector<ShardInfo> shards;
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;
   std::string predictName;
   std::vector<std::string> predictInputs; // names of step inputs
   TensorInfo logits;
   bool hasPredict() const { return !predictName.empty(); }
+  bool isBatched(const std::string &name) const;
+  const ChannelInfo *channel(int from, int to, int channel) const;
+  const ShardInfo *shard(const std::string &name) const;
 };
 
 /// Parses the embedded text; on failure returns false and sets `error`.

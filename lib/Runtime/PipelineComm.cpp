@@ -1,4 +1,4 @@
-//===- PipelineComm.cpp - hetrt_send, hetrt_recv, hetrt_all_reduce --------===//
+//===- PipelineComm.cpp - hetrt_send/recv and the collectives of stages ---===//
 
 #include "PipelineComm.h"
 
@@ -21,6 +21,15 @@ void checkCcl(hetcclResult_t result, const std::string &what, hetcclComm_t comm)
                              hetcclGetLastError(comm) + ")");
 }
 
+const ChannelInfo &PipelineComm::channel(int from, int to, int number) const {
+  const ChannelInfo *c = info->channel(from, to, number);
+  if (!c)
+    throw std::runtime_error("the model description has no channel " + std::to_string(number) +
+                             " from stage " + std::to_string(from) + " to stage " +
+                             std::to_string(to));
+  return *c;
+}
+
 void PipelineComm::flush() {
   if (pending.empty() && receives.empty())
     return;
@@ -35,6 +44,11 @@ void PipelineComm::flush() {
     what += " " + std::to_string(receive.peer);
   }
   checkCcl(hetcclGroupEnd(), receives.empty() ? "sending activations/gradients" : what, world);
+  // Partial sums from several senders add up in place.
+  for (PendingReceive &receive : receives)
+    if (receive.target)
+      for (size_t k = 0; k < receive.scratch.size(); ++k)
+        receive.target[k] += receive.scratch[k];
   pending.clear();
   receives.clear();
 }
@@ -44,9 +58,16 @@ void PipelineComm::flush() {
 using namespace het::rt;
 
 namespace {
+
 size_t bytesOf(const KernelCall &call, int buffer, int64_t elementBytes) {
   return static_cast<size_t>(product(call.shapes[buffer]) * elementBytes);
 }
+
+/// Bytes per sample of a buffer holding this rank's share.
+size_t sampleBytes(const PipelineComm &comm, size_t bytes) {
+  return bytes / static_cast<size_t>(comm.layout.share(comm.place.stage, comm.place.replica));
+}
+
 } // namespace
 
 // Words: peer stage, channel, bytes per element. The channel orders the
@@ -56,32 +77,89 @@ static void send(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t bytes = bytesOf(call, 0, call.attribute(2));
-  PipelineComm::PendingSend send;
-  send.peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
+  const ChannelInfo &channel = comm.channel(comm.place.stage, static_cast<int>(call.attribute(0)),
+                                            static_cast<int>(call.attribute(1)));
   const auto *data = static_cast<const unsigned char *>(buffers[0]);
-  send.bytes.assign(data, data + bytes);
-  comm.pending.push_back(std::move(send));
+  for (const Transfer &t : comm.layout.sends(channel, comm.place)) {
+    PipelineComm::PendingSend send;
+    send.peer = t.peer;
+    if (t.samples < 0) {
+      send.bytes.assign(data, data + bytes);
+    } else {
+      size_t unit = sampleBytes(comm, bytes);
+      send.bytes.assign(data + t.firstSample * unit, data + (t.firstSample + t.samples) * unit);
+    }
+    comm.pending.push_back(std::move(send));
+  }
 }
 
 static void receive(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t bytes = bytesOf(call, 0, call.attribute(2));
-  int peer = comm.rankOf(static_cast<int>(call.attribute(0)), comm.replica);
-  comm.receives.push_back({peer, buffers[0], bytes});
+  const ChannelInfo &channel = comm.channel(static_cast<int>(call.attribute(0)), comm.place.stage,
+                                            static_cast<int>(call.attribute(1)));
+  bool accumulate = false;
+  auto *data = static_cast<unsigned char *>(buffers[0]);
+  std::vector<Transfer> transfers = comm.layout.receives(channel, comm.place, accumulate);
+  if (accumulate) {
+    // A partial sum of the senders' (none: zero).
+    if (call.attribute(2) != 4)
+      throw std::runtime_error("a partial sum between stages must be f32");
+    std::memset(data, 0, bytes);
+    for (const Transfer &t : transfers) {
+      PipelineComm::PendingReceive r{t.peer, nullptr, bytes, reinterpret_cast<float *>(data), {}};
+      r.scratch.resize(bytes / sizeof(float));
+      r.buffer = r.scratch.data();
+      comm.receives.push_back(std::move(r));
+    }
+  } else {
+    for (const Transfer &t : transfers) {
+      size_t offset = 0, size = bytes;
+      if (t.samples >= 0) {
+        size_t unit = sampleBytes(comm, bytes);
+        offset = t.firstSample * unit;
+        size = t.samples * unit;
+      }
+      comm.receives.push_back({t.peer, data + offset, size, nullptr, {}});
+    }
+  }
   // The generated code reads no received buffer before its phase's last
   // receive call, so the group can wait for it.
-  if (static_cast<int>(comm.receives.size()) >= comm.expectedReceives)
+  if (++comm.receiveCalls >= comm.expectedReceives)
     comm.flush();
 }
 
-// Words: reduction, algorithm, compression, top-k ratio (double bits); the
-// het enums have hetccl's values.
+namespace {
+
+/// The communicator a collective runs on (word: 0 the stage's replicas, 1
+/// this replica's tensor-parallel devices); null: a group of one.
+hetcclComm_t communicator(const PipelineComm &comm, int64_t word) {
+  return word == 1 ? comm.tensor : comm.data;
+}
+
+/// Elements before, along and after `axis` of `shape`.
+void split(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer, int64_t &along,
+           int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  along = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+} // namespace
+
+// Words: reduction, algorithm, compression, top-k ratio (double bits),
+// communicator; the het enums have hetccl's values.
 static void allReduce(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
   size_t count = static_cast<size_t>(product(call.operandShape(0)));
-  if (!comm.stage) { // one replica: the average of one
+  hetcclComm_t group = communicator(comm, call.attribute(4));
+  if (!group) { // one member: the sum or average of one
     std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
     return;
   }
@@ -90,15 +168,71 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
   std::memcpy(input.data(), call.operand(0), input.size());
   auto algorithm = static_cast<hetcclAlgo_t>(call.attribute(1));
   auto compression = static_cast<hetcclCompression_t>(call.attribute(2));
-  checkCcl(hetcclCommSetAlgorithm(comm.stage, algorithm), "setting the all-reduce algorithm",
-           comm.stage);
-  checkCcl(hetcclCommSetCompression(comm.stage, compression, call.floatAttribute(3)),
-           "setting the all-reduce compression", comm.stage);
+  checkCcl(hetcclCommSetAlgorithm(group, algorithm), "setting the all-reduce algorithm", group);
+  checkCcl(hetcclCommSetCompression(group, compression, call.floatAttribute(3)),
+           "setting the all-reduce compression", group);
   // In place: hetccl keys top-k's error feedback by the receive buffer.
   checkCcl(hetcclAllReduce(input.data(), input.data(), count, hetcclFloat32,
-                           static_cast<hetcclRedOp_t>(call.attribute(0)), comm.stage),
-           "gradient all-reduce of stage " + std::to_string(comm.stageIndex), comm.stage);
+                           static_cast<hetcclRedOp_t>(call.attribute(0)), group),
+           std::string(call.attribute(4) == 1 ? "tensor-parallel" : "gradient") +
+               " all-reduce of stage " + std::to_string(comm.place.stage),
+           group);
   std::memcpy(call.result(0), input.data(), input.size());
+}
+
+// Words: axis, communicator. Each member's tensor becomes its slice of the
+// result along `axis`.
+static void allGather(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  PipelineComm &comm = pipelineComm();
+  hetcclComm_t group = communicator(comm, call.attribute(1));
+  const std::vector<int64_t> &in = call.operandShape(0);
+  size_t count = static_cast<size_t>(product(in));
+  if (!group) {
+    std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
+    return;
+  }
+  int members = 0;
+  checkCcl(hetcclCommCount(group, &members), "counting the group", group);
+  std::vector<float> gathered(count * members);
+  checkCcl(hetcclAllGather(call.operand(0), gathered.data(), count, hetcclFloat32, group),
+           "tensor-parallel all-gather of stage " + std::to_string(comm.place.stage), group);
+  int64_t outer, along, inner;
+  split(in, call.attribute(0), outer, along, inner);
+  float *out = call.result(0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int m = 0; m < members; ++m)
+      std::memcpy(out + (o * members + m) * along * inner,
+                  gathered.data() + m * count + o * along * inner, along * inner * sizeof(float));
+}
+
+// Words: reduction, axis, communicator. Member m keeps slice m (along
+// `axis`) of the reduction.
+static void reduceScatter(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  PipelineComm &comm = pipelineComm();
+  hetcclComm_t group = communicator(comm, call.attribute(2));
+  const std::vector<int64_t> &in = call.operandShape(0);
+  size_t count = static_cast<size_t>(product(in));
+  if (!group) {
+    std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
+    return;
+  }
+  int members = 0;
+  checkCcl(hetcclCommCount(group, &members), "counting the group", group);
+  int64_t outer, along, inner;
+  split(in, call.attribute(1), outer, along, inner);
+  int64_t part = along / members;
+  // Slice m of every outer index together, so each member's part is one run.
+  std::vector<float> arranged(count);
+  const float *input = call.operand(0);
+  for (int m = 0; m < members; ++m)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(arranged.data() + (m * outer + o) * part * inner,
+                  input + (o * along + m * part) * inner, part * inner * sizeof(float));
+  checkCcl(hetcclReduceScatter(arranged.data(), call.result(0), count / members, hetcclFloat32,
+                               static_cast<hetcclRedOp_t>(call.attribute(0)), group),
+           "tensor-parallel reduce-scatter of stage " + std::to_string(comm.place.stage), group);
 }
 
 // Generated code calls these; a failure must not unwind through its frames
@@ -121,3 +255,13 @@ extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
 extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
   guarded(allReduce, meta, buffers);
 }
+extern "C" void hetrt_all_gather(const int64_t *meta, void *const *buffers) {
+  guarded(allGather, meta, buffers);
+}
+extern "C" void hetrt_reduce_scatter(const int64_t *meta, void *const *buffers) {
+  guarded(reduceScatter, meta, buffers);
+}
+
+/// The index of this rank among its replica's tensor-parallel devices (0
+/// outside pipelines): which shard of a split vocabulary it holds.
+int hetrtTensorParallelRank() { return pipelineComm().place.tp; }

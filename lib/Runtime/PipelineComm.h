@@ -1,22 +1,25 @@
 //===- PipelineComm.h - hetccl behind a pipeline's generated calls -*- C++ -*-===//
 //
-// Generated stage functions call hetrt_send / hetrt_recv / hetrt_all_reduce
-// (convert-het-to-runtime) with stage numbers; this maps them to ranks and
-// communicators. Ranks are numbered stage by stage: stage j's replica r is
-// rank (replicas of stages before j) + r, and talks to replica r of the
-// other stages (every stage has the same replica count).
+// Generated stage functions call hetrt_send / hetrt_recv (stage numbers and
+// channels) and hetrt_all_reduce / hetrt_all_gather / hetrt_reduce_scatter
+// (a communicator word: the stage's data-parallel replicas, or the
+// tensor-parallel devices of this replica); this maps them to ranks
+// (PipelineLayout) and communicators.
 //
 // Sends are queued (copied). A phase's receives (the lowering puts them
 // first in its function) are posted together, in one hetccl group with the
 // queued sends, when the last of them is called; or the runtime flushes the
 // sends at the end of a phase that no receive follows. Neighbours that both
 // send before they receive (1F1B's steady state), several tensors per
-// stage pair and skip connections then never wait on each other.
+// stage pair, skip connections and stages of different splits (one call,
+// several messages) then never wait on each other.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HET_LIB_RUNTIME_PIPELINECOMM_H
 #define HET_LIB_RUNTIME_PIPELINECOMM_H
+
+#include "PipelineLayout.h"
 
 #include "het-c/hetccl.h"
 
@@ -28,13 +31,14 @@
 namespace het::rt {
 
 struct PipelineComm {
-  hetcclComm_t world = nullptr; // every rank (point-to-point, agreement)
-  hetcclComm_t stage = nullptr; // this stage's replicas (gradient all-reduce)
+  hetcclComm_t world = nullptr;  // every rank (point-to-point, agreement)
+  hetcclComm_t data = nullptr;   // this stage's replicas at this device (gradients,
+                                 // batch statistics); null with one replica
+  hetcclComm_t tensor = nullptr; // this replica's devices; null without tensor parallelism
   int rank = 0, worldSize = 1;
-  int stageIndex = 0, replica = 0, replicas = 1;
-  std::vector<int> firstRank; // per stage
-
-  int rankOf(int stage, int replicaIndex) const { return firstRank[stage] + replicaIndex; }
+  RankPlace place;
+  const ModelInfo *info = nullptr;
+  PipelineLayout layout;
 
   /// Sends waiting for the next receive or flush.
   struct PendingSend {
@@ -42,19 +46,24 @@ struct PipelineComm {
     std::vector<unsigned char> bytes;
   };
   std::vector<PendingSend> pending;
-  /// Receives of the running phase, posted when all `expectedReceives` are.
+  /// Receives of the running phase, posted when all `expectedReceives`
+  /// calls have been made. An accumulated receive lands in `scratch` and is
+  /// added to `target` (float) after the group.
   struct PendingReceive {
     int peer;
     void *buffer;
     size_t bytes;
+    float *target = nullptr;
+    std::vector<float> scratch;
   };
   std::vector<PendingReceive> receives;
-  int expectedReceives = 0;
+  int expectedReceives = 0, receiveCalls = 0;
   /// Persistent all-reduce buffers per call site (the meta pointer): top-k
   /// keeps its error feedback per buffer address, and generated code hands
   /// over fresh buffers every step.
   std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
 
+  const ChannelInfo &channel(int from, int to, int number) const;
   /// Sends every queued message and posts every queued receive (one group).
   void flush();
 };

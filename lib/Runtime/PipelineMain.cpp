@@ -2,23 +2,29 @@
 //
 // The driver of executables built by `het-compile --cluster`. Every rank
 // runs the same executable; its rank (from het-run, torchrun or mpirun's
-// environment) picks its stage and replica. Per step it
+// environment) picks its stage, replica and tensor-parallel device
+// (PipelineLayout), and the replica's group picks the stage code compiled
+// for its share of the micro-batch and its kernel library. Per step it
 //
-//  1. takes its micro-batches: global batch k of the step's stream goes to
-//     replica k / M, micro-batch k % M, so R replicas x M micro-batches see
-//     exactly the batches one rank with R*M micro-batches would;
+//  1. takes its samples: step s trains on samples [s*G, (s+1)*G) of the
+//     stream (G the global batch) in M micro-batches; replica r of a stage
+//     holds its share of each, a contiguous range of the micro-batch, so
+//     any plan sees exactly the samples one rank with the same global batch
+//     would;
 //  2. runs the stage's forward and backward functions in the order
 //     het-pipeline-schedule recorded, keeping each micro-batch's saved
 //     activations until its backward pass, summing the gradients;
 //  3. divides the gradients by M and runs the update function, whose
-//     all-reduce averages them over the stage's replicas;
-//  4. (last stage) averages the loss over micro-batches and replicas and
-//     prints it, in the format of the single-rank driver.
+//     all-reduce combines them over the stage's replicas (a sum: each
+//     replica's loss is already weighted by its share);
+//  4. (last stage) averages the loss over micro-batches, adds it up over
+//     the replicas and prints it, in the format of the single-rank driver.
 //
 // Parameters start as a single-rank run's do: every rank initializes the
-// whole step's arguments by their index and keeps the ones its stage reads.
-// Checkpoints (lib/Checkpoint) are per rank; a restarted job resumes from
-// the newest step valid on every rank.
+// whole step's arguments by their index and keeps the ones its stage reads
+// (its part of those split over tensor-parallel devices). Checkpoints
+// (lib/Checkpoint) are per rank; a restarted job resumes from the newest
+// step valid on every rank.
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,6 +143,30 @@ bool parseOptions(int argc, char **argv, Options &o) {
 
 using Env = std::map<std::string, Buffer>;
 
+/// The part `index` of `parts` of a row-major tensor along `axis`.
+std::vector<int64_t> shardShape(std::vector<int64_t> shape, int axis, int parts) {
+  shape[axis] /= parts;
+  return shape;
+}
+void copyShard(const unsigned char *whole, unsigned char *part, const std::vector<int64_t> &shape,
+               int axis, int parts, int index, size_t element, bool toWhole) {
+  int64_t outer = 1, inner = element;
+  for (int d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t along = shape[axis], chunk = along / parts;
+  for (int64_t o = 0; o < outer; ++o) {
+    const size_t bytes = chunk * inner;
+    unsigned char *w = const_cast<unsigned char *>(whole) + (o * along + index * chunk) * inner;
+    unsigned char *p = part + o * bytes;
+    if (toWhole)
+      std::memcpy(w, p, bytes);
+    else
+      std::memcpy(p, w, bytes);
+  }
+}
+
 /// One rank's run of a pipeline.
 class PipelineRank {
 public:
@@ -147,8 +177,10 @@ private:
   const ModelInfo &info_;
   const Options &o_;
   const StageInfo *stage_ = nullptr;
+  const StageVariant *variant_ = nullptr;
   std::map<std::string, hetrt_entry_fn> entries_;
   Env persistent_;                 // parameters and optimizer state
+  std::map<std::string, TensorInfo> persistentInfo_; // their (local) shapes
   std::vector<Env> microBatch_;    // data and saved activations per micro-batch
   Env gradients_;                  // summed over the step's micro-batches
   std::map<std::string, unsigned> stepIndex_; // step argument -> its index
@@ -157,6 +189,7 @@ private:
   Dataset train_;
   int dataInput_ = -1, labelInput_ = -1;
   double lossSum_ = 0;
+  int64_t microBatchSamples_ = 0, firstSample_ = 0, share_ = 0;
 
   void setUp();
   hetrt_entry_fn entry(const StageFunction &f);
@@ -165,7 +198,9 @@ private:
   ckpt::Snapshot snapshot(int64_t step) const;
   void restore(const ckpt::Snapshot &snap);
   int64_t resume(const std::string &dir);
+  int64_t agree(int64_t proposal);
   void saveAll(const std::string &path);
+  int idle();
   bool isLastStage() const { return stage_ == &info_.stages.back(); }
 };
 
@@ -182,12 +217,14 @@ hetrt_entry_fn PipelineRank::entry(const StageFunction &f) {
 }
 
 void PipelineRank::setUp() {
+  PipelineComm &comm = pipelineComm();
   // Every argument of the whole step, initialized by its index as a
-  // single-rank run would; this stage keeps what its functions read.
-  std::map<std::string, bool> read;
-  for (const StageFunction *f : {&stage_->forward, &stage_->backward, &stage_->update})
+  // single-rank run would; this stage keeps what its functions read, and of
+  // a split parameter its own part.
+  std::map<std::string, const TensorInfo *> read;
+  for (const StageFunction *f : {&variant_->forward, &variant_->backward, &variant_->update})
     for (const TensorInfo &t : f->inputs)
-      read[t.name] = true;
+      read[t.name] = &t;
   for (unsigned i = 0; i < info_.inputs.size(); ++i) {
     const TensorInfo &t = info_.inputs[i];
     stepIndex_[t.name] = i;
@@ -201,10 +238,30 @@ void PipelineRank::setUp() {
       batchInputs_.push_back(t.name);
       continue;
     }
-    Buffer b(bytesOf(t));
-    initialize(t, i, o_.seed, b);
-    persistent_.emplace(t.name, std::move(b));
+    Buffer whole(bytesOf(t));
+    initialize(t, i, o_.seed, whole);
+    TensorInfo local = t;
+    local.shape = read[t.name]->shape;
+    if (const ShardInfo *shard = info_.shard(t.name)) {
+      if (shardShape(t.shape, shard->axis, shard->parts) != local.shape)
+        die("internal error: the shard of '" + t.name + "' has the wrong shape");
+      Buffer part(bytesOf(local));
+      copyShard(static_cast<unsigned char *>(whole.memory.get()),
+                static_cast<unsigned char *>(part.memory.get()), t.shape, shard->axis,
+                shard->parts, comm.place.tp, t.isInteger ? 8 : 4, /*toWhole=*/false);
+      persistent_.emplace(t.name, std::move(part));
+    } else {
+      if (local.shape != t.shape)
+        die("internal error: stage input '" + t.name + "' is " + shapeText(local.shape) +
+            ", the step's argument " + shapeText(t.shape));
+      persistent_.emplace(t.name, std::move(whole));
+    }
+    persistentInfo_[t.name] = local;
   }
+  // Outputs of the update that are state it did not read (none so far) get
+  // their shapes from the update's description.
+  for (const TensorInfo &t : variant_->update.outputs)
+    persistentInfo_.emplace(t.name, t);
   microBatch_.resize(info_.microBatches);
   if (!o_.data.empty()) {
     if (dataInput_ < 0 || labelInput_ < 0)
@@ -212,18 +269,17 @@ void PipelineRank::setUp() {
     const TensorInfo &x = info_.inputs[dataInput_];
     int64_t batch = x.shape.empty() ? 1 : x.shape[0];
     train_ = loadDataset(o_.data, x, info_.inputs[labelInput_], batch);
-    if (train_.size < batch)
+    if (train_.size < info_.globalBatch)
       die(o_.data + " holds " + std::to_string(train_.size) +
-          " samples, fewer than one batch of " + std::to_string(batch));
-    stream_ = std::make_unique<BatchStream>(train_, batch, o_.seed);
+          " samples, fewer than one global batch of " + std::to_string(info_.globalBatch));
+    stream_ = std::make_unique<BatchStream>(train_, info_.globalBatch, o_.seed);
   }
 }
 
-/// The step's data for micro-batch `micro` of this replica.
+/// This replica's share of micro-batch `micro` of step `step`: its samples
+/// of every batched input, and the micro-batch's values of the others.
 void PipelineRank::fillBatch(int64_t step, int micro) {
-  PipelineComm &comm = pipelineComm();
-  int64_t M = info_.microBatches;
-  int64_t k = (step * comm.replicas + comm.replica) * M + micro; // global batch index
+  int64_t first = step * info_.globalBatch + micro * microBatchSamples_ + firstSample_;
   Env &env = microBatch_[micro];
   bool fromStream = false;
   for (const std::string &name : batchInputs_) {
@@ -233,16 +289,28 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       continue;
     }
     const TensorInfo &t = info_.inputs[index];
-    Buffer b(bytesOf(t));
-    initialize(t, index, o_.seed, b, static_cast<uint64_t>(k));
-    env[name] = std::move(b);
+    if (info_.isBatched(name)) {
+      TensorInfo local = t;
+      local.shape[0] = share_;
+      Buffer b(bytesOf(local));
+      initializeSamples(t, index, o_.seed, b, first, share_);
+      env[name] = std::move(b);
+    } else {
+      // Not one row per sample (position ids): the same for the whole step,
+      // whatever its micro-batches and replicas.
+      Buffer b(bytesOf(t));
+      initialize(t, index, o_.seed, b, static_cast<uint64_t>(step) + 1);
+      env[name] = std::move(b);
+    }
   }
   if (!fromStream)
     return;
-  // One batch of the dataset gives both; keep what this stage reads.
-  const TensorInfo &data = info_.inputs[dataInput_], &labels = info_.inputs[labelInput_];
+  // One range of the dataset gives both; keep what this stage reads.
+  TensorInfo data = info_.inputs[dataInput_], labels = info_.inputs[labelInput_];
+  data.shape[0] = share_;
+  labels.shape[0] = share_;
   Buffer x(bytesOf(data)), y(bytesOf(labels));
-  stream_->fill(k, x.f(), y.i());
+  stream_->fillSamples(first, share_, x.f(), y.i());
   for (const std::string &name : batchInputs_) {
     if (name == data.name)
       env[name] = std::move(x);
@@ -265,6 +333,9 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
       b = &persistent_[t.name];
     if (!b)
       die("internal error: no value for input '" + t.name + "' of " + f.symbol);
+    if (b->bytes != bytesOf(t))
+      die("internal error: input '" + t.name + "' of " + f.symbol + " has " +
+          std::to_string(b->bytes) + " bytes, the function takes " + std::to_string(bytesOf(t)));
     in.push_back(b->memory.get());
   }
   std::vector<Buffer> results;
@@ -274,6 +345,7 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
   }
   PipelineComm &comm = pipelineComm();
   comm.expectedReceives = f.receives;
+  comm.receiveCalls = 0;
   entry(f)(in.data(), out.data());
   if (!comm.receives.empty())
     die("internal error: " + f.symbol + " made fewer receive calls than its description says");
@@ -302,7 +374,7 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
 ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
   ckpt::Snapshot snap;
   for (const auto &[name, buffer] : persistent_) {
-    const TensorInfo &t = info_.inputs[stepIndex_.at(name)];
+    const TensorInfo &t = persistentInfo_.at(name);
     if (t.isInteger)
       snap.put(name, "i64", buffer.i(), t.count(), t.shape);
     else
@@ -323,17 +395,19 @@ void PipelineRank::restore(const ckpt::Snapshot &snap) {
   }
 }
 
+/// The MIN of every rank's proposal.
+int64_t PipelineRank::agree(int64_t proposal) {
+  PipelineComm &comm = pipelineComm();
+  int64_t common = proposal;
+  if (comm.world)
+    checkCcl(hetcclAllReduce(&proposal, &common, 1, hetcclInt64, hetcclMin, comm.world),
+             "agreeing on the checkpoint to resume from", comm.world);
+  return common;
+}
+
 /// The number of steps done by the newest checkpoint valid on every rank
 /// (-1: none).
 int64_t PipelineRank::resume(const std::string &dir) {
-  PipelineComm &comm = pipelineComm();
-  auto agree = [&](int64_t proposal) {
-    int64_t common = proposal;
-    if (comm.world)
-      checkCcl(hetcclAllReduce(&proposal, &common, 1, hetcclInt64, hetcclMin, comm.world),
-               "agreeing on the checkpoint to resume from", comm.world);
-    return common;
-  };
   auto report = [](const ckpt::ResumeResult &r) {
     for (const ckpt::Skipped &k : r.skipped)
       std::printf("resume: skipped checkpoint step %lld: %s\n", static_cast<long long>(k.step),
@@ -365,7 +439,8 @@ int64_t PipelineRank::resume(const std::string &dir) {
   return common;
 }
 
-/// Rank 0 gathers replica 0's state of every stage and writes one .npz.
+/// Rank 0 gathers replica 0's state of every stage (the parts of split
+/// parameters from each of its devices) and writes one .npz.
 void PipelineRank::saveAll(const std::string &path) {
   PipelineComm &comm = pipelineComm();
   eval::NamedArrays arrays;
@@ -387,21 +462,38 @@ void PipelineRank::saveAll(const std::string &path) {
     arrays.emplace_back(name, std::move(array));
   };
   for (size_t j = 0; j < info_.stages.size(); ++j) {
-    const StageFunction &update = info_.stages[j].update;
-    for (const TensorInfo &t : update.outputs) {
-      int owner = comm.rankOf(static_cast<int>(j), 0);
-      if (comm.rank == owner && owner == 0) {
-        add(t.name, t, persistent_.at(t.name).memory.get());
-      } else if (comm.rank == owner) {
-        const Buffer &b = persistent_.at(t.name);
-        checkCcl(hetcclSend(b.memory.get(), b.bytes, hetcclUint8, 0, comm.world),
-                 "sending '" + t.name + "' to rank 0", comm.world);
-      } else if (comm.rank == 0) {
-        Buffer b(bytesOf(t));
-        checkCcl(hetcclRecv(b.memory.get(), b.bytes, hetcclUint8, owner, comm.world),
-                 "receiving '" + t.name + "' from rank " + std::to_string(owner), comm.world);
-        add(t.name, t, b.memory.get());
+    const StageInfo &st = info_.stages[j];
+    const StageVariant *v = st.variant(st.replicaGroups.front().variant);
+    for (const TensorInfo &local : v->update.outputs) {
+      const ShardInfo *shard = info_.shard(local.name);
+      int parts = shard ? shard->parts : 1;
+      TensorInfo whole = local;
+      if (shard)
+        whole.shape[shard->axis] *= parts;
+      Buffer gathered(bytesOf(whole));
+      for (int t = 0; t < parts; ++t) {
+        int owner = comm.layout.rankOf(static_cast<int>(j), 0, t);
+        Buffer part(bytesOf(local));
+        if (comm.rank == owner)
+          std::memcpy(part.memory.get(), persistent_.at(local.name).memory.get(), part.bytes);
+        if (comm.rank == owner && owner != 0)
+          checkCcl(hetcclSend(part.memory.get(), part.bytes, hetcclUint8, 0, comm.world),
+                   "sending '" + local.name + "' to rank 0", comm.world);
+        if (comm.rank == 0 && owner != 0)
+          checkCcl(hetcclRecv(part.memory.get(), part.bytes, hetcclUint8, owner, comm.world),
+                   "receiving '" + local.name + "' from rank " + std::to_string(owner),
+                   comm.world);
+        if (comm.rank != 0)
+          continue;
+        if (shard)
+          copyShard(static_cast<unsigned char *>(gathered.memory.get()),
+                    static_cast<unsigned char *>(part.memory.get()), whole.shape, shard->axis,
+                    parts, t, local.isInteger ? 8 : 4, /*toWhole=*/true);
+        else
+          std::memcpy(gathered.memory.get(), part.memory.get(), part.bytes);
       }
+      if (comm.rank == 0)
+        add(local.name, whole, gathered.memory.get());
     }
   }
   if (comm.rank != 0)
@@ -411,82 +503,129 @@ void PipelineRank::saveAll(const std::string &path) {
   std::printf("saved %zu arrays to %s\n", arrays.size(), path.c_str());
 }
 
-int PipelineRank::run() {
+/// A rank of a device no stage uses (het-run --cluster starts one per
+/// device): it takes part in the job's agreements only.
+int PipelineRank::idle() {
   PipelineComm &comm = pipelineComm();
-  for (const StageInfo &st : info_.stages)
-    if (st.replicas != info_.stages.front().replicas)
-      die("stage " + st.name + " has " + std::to_string(st.replicas) + " replicas and stage " +
-          info_.stages.front().name + " " + std::to_string(info_.stages.front().replicas) +
-          "; pipelines with different replica counts per stage are not supported yet");
-  // Rank layout: stage by stage; or, when het-run --cluster numbered the
-  // ranks group by group (HET_DEVICE_GROUP), the cluster's group order.
-  int total = 0;
-  const char *deviceGroup = std::getenv("HET_DEVICE_GROUP");
-  if (deviceGroup && *deviceGroup) {
-    std::map<std::string, int> offset, count, users;
-    for (const auto &[name, devices] : info_.groups) {
-      offset[name] = total;
-      count[name] = devices;
-      total += devices;
-    }
-    for (const StageInfo &st : info_.stages) {
-      if (!count.count(st.group) || count[st.group] != st.replicas || users[st.group]++)
-        die("het-run --cluster starts one rank per device of each group, in the cluster's "
-            "order, but stage " + st.name + " uses " + std::to_string(st.replicas) +
-            " replicas of group " + st.group +
-            (count.count(st.group) ? " (of " + std::to_string(count[st.group]) + ")" : "") +
-            "; start the job with het-run -n <ranks> and no --cluster (ranks stage by stage)");
-      comm.firstRank.push_back(offset[st.group]);
-    }
-    for (const auto &[name, devices] : info_.groups)
-      if (!users[name])
-        die("het-run --cluster starts ranks for group " + name +
-            ", which no stage of this pipeline uses; start the job without --cluster");
-  } else {
-    for (const StageInfo &st : info_.stages) {
-      comm.firstRank.push_back(total);
-      total += st.replicas;
+  std::printf("rank %d: idle (the plan uses no device of it)\n", comm.rank);
+  std::fflush(stdout);
+  if (!o_.checkpointDir.empty()) {
+    // Propose no limit in every round the others make.
+    int64_t common = agree(INT64_MAX);
+    while (common >= 0) {
+      int64_t next = agree(INT64_MAX);
+      if (next == common)
+        break;
+      common = next;
     }
   }
+  if (!o_.save.empty())
+    saveAll(o_.save);
+  checkCcl(hetcclBarrier(comm.world), "the final barrier", comm.world);
+  hetcclCommDestroy(comm.world);
+  return 0;
+}
+
+int PipelineRank::run() {
+  PipelineComm &comm = pipelineComm();
+  comm.info = &info_;
+  // Rank layout: stage by stage; or, when het-run --cluster numbered the
+  // ranks group by group (HET_DEVICE_GROUP), the cluster's group order.
+  const char *deviceGroup = std::getenv("HET_DEVICE_GROUP");
+  bool byGroup = deviceGroup && *deviceGroup;
+  std::string error;
+  if (!PipelineLayout::build(info_, byGroup, comm.layout, error))
+    die(error);
+  for (const ChannelInfo &c : info_.channels) {
+    bool same = c.rowsPerSample != -1 ||
+                comm.layout.replicas(c.from) == comm.layout.replicas(c.to);
+    for (int q = 0; same && c.rowsPerSample == -1 && q < comm.layout.replicas(c.from); ++q)
+      same = comm.layout.share(c.from, q) == comm.layout.share(c.to, q);
+    if (!same)
+      die("internal error: channel " + std::to_string(c.channel) + " from stage " +
+          std::to_string(c.from) + " to " + std::to_string(c.to) +
+          " joins stages of different splits but its split by sample is unknown");
+  }
+  int total = comm.layout.ranks();
   int worldSize = envInteger("WORLD_SIZE", -1), rank = envInteger("RANK", -1);
   if (worldSize < 0 && total == 1)
     worldSize = 1, rank = 0; // a one-rank pipeline runs without hetccl
-  if (worldSize != total || rank < 0 || rank >= total)
-    die("this pipeline needs " + std::to_string(total) + " ranks (" +
-        std::to_string(info_.stages.size()) + " stages x " +
-        std::to_string(info_.stages.front().replicas) + " replicas); start it with het-run -n " +
+  if (worldSize != total || rank < 0 || rank >= total) {
+    std::string shape;
+    for (const StageInfo &st : info_.stages)
+      shape += (shape.empty() ? "" : ", ") + st.name + ": " + std::to_string(st.replicas()) +
+               (st.replicas() == 1 ? " replica" : " replicas") +
+               (st.tensorParallel > 1 ? " x " + std::to_string(st.tensorParallel) + " devices"
+                                      : "");
+    die("this pipeline needs " + std::to_string(total) + " ranks (" + shape +
+        (byGroup ? "; one per device of the cluster" : "") + "); start it with het-run -n " +
         std::to_string(total) +
         (worldSize < 0 ? std::string(" (WORLD_SIZE is not set)")
                        : " (WORLD_SIZE is " + std::to_string(worldSize) + ")"));
+  }
   comm.rank = rank;
   comm.worldSize = worldSize;
-  for (size_t j = 0; j < info_.stages.size(); ++j)
-    if (rank >= comm.firstRank[j] && rank < comm.firstRank[j] + info_.stages[j].replicas) {
-      stage_ = &info_.stages[j];
-      comm.stageIndex = static_cast<int>(j);
-      comm.replica = rank - comm.firstRank[j];
-      comm.replicas = stage_->replicas;
-    }
+  comm.place = comm.layout.place(rank);
+  const RankPlace &place = comm.place;
   if (worldSize > 1) {
     hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
     config.algo = hetcclAlgoRing; // bitwise reproducible for a fixed rank count
     checkCcl(hetcclCommInitFromEnv(&comm.world, &config), "joining the job (hetccl)", nullptr);
-    hetcclComm_t stageComm = nullptr;
-    checkCcl(hetcclCommSplit(comm.world, comm.stageIndex, comm.replica, &stageComm, nullptr),
-             "making stage " + stage_->name + "'s communicator", comm.world);
-    if (comm.replicas > 1)
-      comm.stage = stageComm;
-    else if (stageComm)
-      hetcclCommDestroy(stageComm);
+    // The stage's replicas at this device, and this replica's devices.
+    int maxTp = 1;
+    for (const StageInfo &st : info_.stages)
+      maxTp = std::max(maxTp, st.tensorParallel);
+    hetcclComm_t data = nullptr, tensor = nullptr;
+    checkCcl(hetcclCommSplit(comm.world,
+                             place.idle() ? HETCCL_SPLIT_NOCOLOR : place.stage * maxTp + place.tp,
+                             place.replica, &data, nullptr),
+             "making the data-parallel communicator", comm.world);
+    checkCcl(hetcclCommSplit(comm.world,
+                             place.idle() ? HETCCL_SPLIT_NOCOLOR
+                                          : comm.layout.rankOf(place.stage, place.replica, 0),
+                             place.tp, &tensor, nullptr),
+             "making the tensor-parallel communicator", comm.world);
+    if (!place.idle() && comm.layout.replicas(place.stage) > 1)
+      comm.data = data;
+    else if (data)
+      hetcclCommDestroy(data);
+    if (!place.idle() && comm.layout.tensorParallel(place.stage) > 1)
+      comm.tensor = tensor;
+    else if (tensor)
+      hetcclCommDestroy(tensor);
   }
-  if (deviceGroup && *deviceGroup && stage_->group != deviceGroup)
-    die("rank " + std::to_string(rank) + " was started as a " + deviceGroup +
-        " device, but the pipeline's rank layout puts it on stage " + stage_->name + " (" +
-        stage_->group + ")");
-  std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d on %s (%s/%s, %s kernels)\n",
-              rank, stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, comm.replica,
-              comm.replicas, stage_->group.c_str(), stage_->vendor.c_str(), stage_->arch.c_str(),
-              stage_->library == "default" ? "dnnl" : stage_->library.c_str());
+  if (byGroup) {
+    // The group this rank was started as: the cluster's order.
+    std::string mine;
+    int offset = 0;
+    for (const auto &[name, devices] : info_.groups) {
+      if (rank >= offset && rank < offset + devices)
+        mine = name;
+      offset += devices;
+    }
+    if (mine != deviceGroup)
+      die("rank " + std::to_string(rank) + " was started as a " + deviceGroup +
+          " device, but the pipeline's rank layout makes it one of " + mine);
+  }
+  if (place.idle())
+    return idle();
+  stage_ = &info_.stages[place.stage];
+  const ReplicaGroupInfo &replicas = stage_->replicaGroups[place.replicaGroup];
+  variant_ = stage_->variant(replicas.variant);
+  microBatchSamples_ = info_.globalBatch / info_.microBatches;
+  firstSample_ = comm.layout.firstSample(place.stage, place.replica);
+  share_ = comm.layout.share(place.stage, place.replica);
+  std::string tp = stage_->tensorParallel > 1 ? " device " + std::to_string(place.tp) + "/" +
+                                                    std::to_string(stage_->tensorParallel)
+                                              : "";
+  std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d%s on %s (%s/%s, %s kernels), "
+              "samples [%lld, %lld) of each micro-batch of %lld\n",
+              rank, stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, place.replica,
+              stage_->replicas(), tp.c_str(), replicas.group.c_str(), replicas.vendor.c_str(),
+              replicas.arch.c_str(),
+              replicas.library == "default" ? "dnnl" : replicas.library.c_str(),
+              static_cast<long long>(firstSample_), static_cast<long long>(firstSample_ + share_),
+              static_cast<long long>(microBatchSamples_));
   std::fflush(stdout);
   setUp();
 
@@ -512,14 +651,10 @@ int PipelineRank::run() {
     std::printf("will SIGKILL myself at step %d\n", killStep);
   }
 
-  const StageFunction *byPhase[2] = {&stage_->forward, &stage_->backward};
+  const StageFunction *byPhase[2] = {&variant_->forward, &variant_->backward};
   auto functionOf = [&](const std::string &entry) { return byPhase[entry[0] == 'B']; };
   int64_t M = info_.microBatches;
-  int64_t samplesPerStep = 0;
-  if (dataInput_ >= 0 || labelInput_ >= 0) {
-    const TensorInfo &t = info_.inputs[dataInput_ >= 0 ? dataInput_ : labelInput_];
-    samplesPerStep = (t.shape.empty() ? 1 : t.shape[0]) * M * comm.replicas;
-  }
+  bool reports = isLastStage() && place.replica == 0 && place.tp == 0;
   std::vector<double> stepSeconds;
   double stallMax = 0, stallSum = 0;
   long long saves = 0;
@@ -554,17 +689,18 @@ int PipelineRank::run() {
         for (size_t k = 0; k < n; ++k)
           g[k] /= static_cast<float>(M);
       }
-    call(stage_->update, nullptr, /*accumulate=*/false);
+    call(variant_->update, nullptr, /*accumulate=*/false);
     double loss = lossSum_ / static_cast<double>(M);
-    if (isLastStage() && comm.stage) {
-      double mean = loss;
-      checkCcl(hetcclAllReduce(&loss, &mean, 1, hetcclFloat64, hetcclAvg, comm.stage),
-               "averaging the loss", comm.stage);
-      loss = mean;
+    if (isLastStage() && comm.data) {
+      double combined = loss;
+      checkCcl(hetcclAllReduce(&loss, &combined, 1, hetcclFloat64,
+                               info_.lossSum ? hetcclSum : hetcclAvg, comm.data),
+               "combining the loss", comm.data);
+      loss = combined;
     }
     stepSeconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (isLastStage() && comm.replica == 0) {
+    if (reports) {
       if (!std::isfinite(loss))
         die("the loss is not finite at step " + std::to_string(s) + " (lower --lr?)");
       if (s % o_.printEvery == 0 || s + 1 == o_.steps)
@@ -595,12 +731,12 @@ int PipelineRank::run() {
                   1e3 * stallMax, saves);
   }
   // Iteration time: the median step after the first (which sets up kernels).
-  if (stepSeconds.size() > 1 && isLastStage() && comm.replica == 0) {
+  if (stepSeconds.size() > 1 && reports) {
     std::vector<double> timed(stepSeconds.begin() + 1, stepSeconds.end());
     std::sort(timed.begin(), timed.end());
     double median = timed[timed.size() / 2];
     std::printf("iteration time %.3f ms (median of %zu steps), throughput %.1f samples/s\n",
-                1e3 * median, timed.size(), samplesPerStep / median);
+                1e3 * median, timed.size(), info_.globalBatch / median);
     if (info_.predictedSeconds > 0)
       std::printf("plan predicted %.3f ms per iteration; measured/predicted %.2f\n",
                   1e3 * info_.predictedSeconds, median / info_.predictedSeconds);
@@ -610,8 +746,10 @@ int PipelineRank::run() {
   std::fflush(stdout);
   if (comm.world) {
     checkCcl(hetcclBarrier(comm.world), "the final barrier", comm.world);
-    if (comm.stage)
-      hetcclCommDestroy(comm.stage);
+    if (comm.data)
+      hetcclCommDestroy(comm.data);
+    if (comm.tensor)
+      hetcclCommDestroy(comm.tensor);
     hetcclCommDestroy(comm.world);
   }
   return 0;

@@ -6,11 +6,11 @@
 // every layer.
 
 // CHECK: het.cluster @mixed_node
-// CHECK: het.stage @s0 on @mixed_node::@{{a100|mi250x}} replicas {{[0-9]+}} layers [0,
+// CHECK: het.stage @s0 on @mixed_node::@{{a100|mi250x}} replicas {{[0-9]+}} samples {{[0-9]+}} layers [0,
 // CHECK: layers [{{[0-9]+}}, 3)
 // CHECK-NOT: func.func
 
-// GPT: het.stage @s0 on @mixed_node::@{{a100|mi250x}} replicas {{[0-9]+}} layers [0,
+// GPT: het.stage @s0 on @mixed_node::@{{a100|mi250x}} replicas {{[0-9]+}} samples {{[0-9]+}} layers [0,
 // GPT: het.embedding
 // GPT: layers [{{[0-9]+}}, 4)
 // GPT: het.cross_entropy

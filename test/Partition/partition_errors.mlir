@@ -8,7 +8,7 @@
 // SHORT: error: het-partition: the plan covers layers [0, 2) but the function has 3 layers
 
 // RUN: not het-opt --het-partition="plan=%S/Inputs/bad_group.plan.json" %S/Inputs/mlp_step.mlir 2>&1 | FileCheck %s --check-prefix=GROUP
-// GROUP: error: het-partition: {{.*}}bad_group.plan.json: stages[1].group: names group 'h100', which the plan's groups do not list
+// GROUP: error: het-partition: {{.*}}bad_group.plan.json: stages[1].group: unknown group 'h100' (the groups are: a100)
 
 // RUN: not het-opt --het-partition="plan=auto cluster=%het_src_root/test/plan/Inputs/clusters/unknown_kind.json" %S/Inputs/mlp_step.mlir 2>&1 | FileCheck %s --check-prefix=KIND
 // KIND: error: het-partition: {{.*}}unknown_kind.json: nodes[0].devices[0].kind: unknown device kind 'B200-imaginary'

@@ -6,20 +6,20 @@
 
 // CHECK-LABEL: het.cluster @lab
 // CHECK:         het.device_group @cpu kind #het.device<cpu, "x86_64"> count 1
-// CHECK-LABEL: het.stage @s0 on @lab::@a100 replicas 8 layers [0, 1)
+// CHECK-LABEL: het.stage @s0 on @lab::@a100 replicas 8 samples 1 layers [0, 1)
 // CHECK:         %[[A1:.*]] = het.relu
 // CHECK-NEXT:    het.send %[[A1]] to @s1 : tensor<32x128xf32>
 // CHECK-NOT:     het.send
 // CHECK:         het.recv from @s1 {het.backward} : tensor<32x128xf32>
 // CHECK-COUNT-2: het.all_reduce {{.*}} over @s0 avg algorithm tree
-// CHECK-LABEL: het.stage @s1 on @lab::@mi300x replicas 8 layers [1, 2)
+// CHECK-LABEL: het.stage @s1 on @lab::@mi300x replicas 8 samples 1 layers [1, 2)
 // CHECK:         %[[IN:.*]] = het.recv from @s0 : tensor<32x128xf32>
 // CHECK:         het.send %{{.*}} to @s2 : tensor<32x64xf32>
 // CHECK:         het.recv from @s2 {het.backward} : tensor<32x64xf32>
 // CHECK:         het.linear_grad %{{.*}}, %[[IN]]
 // CHECK:         het.send %{{.*}} to @s0 {het.backward} : tensor<32x128xf32>
 // CHECK-COUNT-2: het.all_reduce {{.*}} over @s1 avg algorithm ring
-// CHECK-LABEL: het.stage @s2 on @lab::@cpu replicas 1 layers [2, 3)
+// CHECK-LABEL: het.stage @s2 on @lab::@cpu replicas 1 samples 8 layers [2, 3)
 // CHECK-NOT:     het.all_reduce
 // CHECK:         het.yield
 

@@ -7,11 +7,11 @@
 
 // The forward function stays for inference.
 // CHECK-LABEL: func.func @mlp(
-// CHECK-LABEL: het.stage @s0 on @mixed_node::@a100 replicas 4 layers [0, 2)
+// CHECK-LABEL: het.stage @s0 on @mixed_node::@a100 replicas 4 samples 8 layers [0, 2)
 // CHECK:         %{{.*}}, %{{.*}}, %{{.*}} = het.linear_grad %{{.*}}, %{{.*}}, %[[W1:[^ ]*]] {het.backward, het.layer = 0 : i64}
 // CHECK:         %[[G:.*]] = het.all_reduce %{{.*}} over @s0 avg algorithm ring : tensor<128x64xf32>
 // CHECK-NEXT:    het.sgd %[[W1]], %[[G]], %{{.*}} {het.layer = 0 : i64
-// CHECK-LABEL: het.stage @s1 on @mixed_node::@mi250x replicas 2 layers [2, 3)
+// CHECK-LABEL: het.stage @s1 on @mixed_node::@mi250x replicas 2 samples 16 layers [2, 3)
 // CHECK:         %[[G3:.*]] = het.all_reduce %{{.*}} over @s1 avg algorithm hierarchical : tensor<10x64xf32>
 // CHECK-NEXT:    het.sgd %{{.*}}, %[[G3]], %{{.*}} {het.layer = 2 : i64
 // CHECK:         het.yield %{{.*}}, %{{.*}}, %{{.*}} : tensor<f32>, tensor<10x64xf32>, tensor<10x64xf32>

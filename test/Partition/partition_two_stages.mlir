@@ -14,7 +14,7 @@
 
 // Stage 0 takes x and the parameters of layers 0 and 1, sends the activation
 // forward right after making it and receives its gradient back.
-// CHECK-LABEL: het.stage @s0 on @mixed_node::@a100 replicas 4 layers [0, 2)
+// CHECK-LABEL: het.stage @s0 on @mixed_node::@a100 replicas 4 samples 8 layers [0, 2)
 // CHECK-SAME:    (%[[X:.*]]: tensor<32x64xf32>, %[[W1:.*]]: tensor<128x64xf32>, %{{.*}}: tensor<128xf32>, %{{.*}}: tensor<64x128xf32>, %{{.*}}: tensor<64xf32>)
 // CHECK:         het.linear %[[X]], %[[W1]]
 // CHECK:         %[[A2:.*]] = het.relu %{{.*}} {het.layer = 1 : i64} : tensor<32x64xf32>
@@ -27,7 +27,7 @@
 
 // Stage 1 receives the activation before its first use, copies the constant
 // it needs, and sends the input gradient back.
-// CHECK-LABEL: het.stage @s1 on @mixed_node::@mi250x replicas 2 layers [2, 3)
+// CHECK-LABEL: het.stage @s1 on @mixed_node::@mi250x replicas 2 samples 16 layers [2, 3)
 // CHECK-SAME:    (%[[LABELS:.*]]: tensor<32xi64>, %{{.*}}: tensor<10x64xf32>, %{{.*}}: tensor<10xf32>)
 // CHECK-NEXT:    %[[ACT:.*]] = het.recv from @s0 : tensor<32x64xf32>
 // CHECK-NEXT:    het.linear %[[ACT]]

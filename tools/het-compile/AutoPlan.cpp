@@ -102,7 +102,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     for (const RankedPlan &candidate : planned.plans) {
       bool usable = candidate.plan.microBatches == request.microBatches;
       for (const StagePlan &stage : candidate.plan.stages)
-        usable &= stage.replicas == replicas && stage.tensorParallel == 1;
+        usable &= !stage.mixed() && stage.replicas() == replicas && stage.tensorParallel == 1;
       if (usable) {
         chosen = &candidate;
         break;
@@ -116,7 +116,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
           replicas, request.microBatches, model.batch, request.clusterFile));
     for (const StagePlan &stage : chosen->plan.stages)
       report << llvm::formatv("stage on {0} x{1}: layers [{2}, {3})\n",
-                              cluster.groups[stage.group].name, stage.replicas,
+                              cluster.groups[stage.group()].name, stage.replicas(),
                               stage.layerBegin, stage.layerEnd);
     result.predictedSeconds = chosen->evaluation.iterationTime;
     report << llvm::formatv("predicted iteration time {0:f3} ms ({1} micro-batches of {2})\n",

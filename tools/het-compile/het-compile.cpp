@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "het/Conversion/Distributed.h"
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
@@ -152,37 +153,6 @@ struct StageTimer {
   }
 };
 
-/// The het.all_reduce compression of --compression.
-LogicalResult applyCompression(ModuleOp module) {
-  if (compression == "none")
-    return success();
-  MLIRContext *ctx = module.getContext();
-  std::optional<mlir::het::CompressionKind> kind;
-  double ratio = 0;
-  llvm::StringRef text = compression;
-  if (text.consume_front("topk:")) {
-    kind = mlir::het::CompressionKind::TopK;
-    if (text.getAsDouble(ratio) || !(ratio > 0 && ratio <= 1)) {
-      fail("--compression topk:<ratio> needs a ratio in (0, 1], got '" + text + "'");
-      return failure();
-    }
-  } else {
-    kind = mlir::het::symbolizeCompressionKind(text);
-    if (!kind || *kind == mlir::het::CompressionKind::TopK) {
-      fail("unknown --compression '" + compression + "' (use none, fp16, bf16, int8, "
-           "topk:<ratio>)");
-      return failure();
-    }
-  }
-  module.walk([&](mlir::het::AllReduceOp reduce) {
-    reduce.setCompression(*kind);
-    if (*kind == mlir::het::CompressionKind::TopK)
-      reduce.setTopkRatioAttr(FloatAttr::get(Float64Type::get(ctx), ratio));
-  });
-  return success();
-}
-
-
 int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
                  const std::string &output, StageTimer &timer);
 
@@ -237,78 +207,92 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   return error("the calibration run for " + library + " printed no throughput");
 }
 
-/// Cuts the training step into the stages of a plan and lowers the stages
-/// to functions calling the runtime (het-partition, het-pipeline-schedule,
-/// convert-het-to-runtime). With --plan auto the plan is chosen here, from
-/// speeds measured on this model.
-LogicalResult partitionForCluster(ModuleOp module, PassManager &pm, StageTimer &timer,
-                                  const std::string &output) {
+/// The options of het-training-pipeline that --optimizer, --lr, --momentum
+/// and --fuse ask for.
+std::string trainingOptions() {
+  return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3}",
+                       optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
+                       fuse ? "true" : "false");
+}
+
+/// --cluster/--plan: one module holding every stage's code for every share
+/// of the micro-batch its replicas take (lib/Conversion/Distributed). With
+/// --plan auto the plan is chosen here first, from speeds measured on this
+/// model.
+FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &timer,
+                                                 const std::string &output) {
   if ((planFile.empty() || planFile == "auto") && clusterFile.empty()) {
     fail("--plan auto needs --cluster C.json");
-    return failure();
-  }
-  if (schedule != "1f1b" && schedule != "gpipe") {
-    fail("unknown --schedule '" + schedule + "' (use 1f1b or gpipe)");
     return failure();
   }
   if (microBatches < 1) {
     fail("--micro-batches must be at least 1");
     return failure();
   }
-  func::FuncOp step;
-  for (auto function : module.getOps<func::FuncOp>())
-    if (function.getName().ends_with("_train_step"))
-      step = function;
-  if (!step) {
-    fail("no training step (@<model>_train_step) to partition");
+  if (schedule != "1f1b" && schedule != "gpipe") {
+    fail("unknown --schedule '" + schedule + "' (use 1f1b or gpipe)");
     return failure();
   }
-  FailureOr<std::string> signature = mlir::het::describeStep(step);
-  if (failed(signature))
+  int compressionKind = 0;
+  double ratio = 0;
+  std::string problem;
+  if (!mlir::het::parseCompression(compression, compressionKind, ratio, problem)) {
+    fail(problem);
     return failure();
-  std::string plan = planFile.empty() ? "auto" : planFile.getValue();
-  if (plan == "auto") {
+  }
+  mlir::het::PipelineBuildOptions build;
+  build.planFile = planFile.empty() ? "auto" : planFile.getValue();
+  build.trainingPipeline = trainingOptions();
+  build.schedule = schedule;
+  build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
+  build.compression = compression;
+  if (build.planFile == "auto") {
+    // Calibration and planning need the training step.
+    OwningOpRef<ModuleOp> stepModule(module.clone());
+    bool hasStep = false;
+    for (auto function : stepModule->getOps<func::FuncOp>())
+      hasStep |= function.getName().ends_with("_train_step");
+    if (!hasStep) {
+      PassManager pm(module.getContext());
+      if (failed(parsePassPipeline("het-training-pipeline{" + trainingOptions() + "}", pm,
+                                   llvm::errs())) ||
+          failed(pm.run(*stepModule))) {
+        fail("could not build the training step of '" + inputFile +
+             "' (see the diagnostics above)");
+        return failure();
+      }
+    }
+    func::FuncOp step;
+    for (auto function : stepModule->getOps<func::FuncOp>())
+      if (function.getName().ends_with("_train_step"))
+        step = function;
     ::het::compile::AutoPlanRequest request;
     request.clusterFile = clusterFile;
     request.microBatches = microBatches;
     request.planOut = writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
     request.measureStep = [&](const std::string &library) {
-      return measureStep(module, library, timer);
+      return measureStep(*stepModule, library, timer);
     };
     llvm::Expected<::het::compile::AutoPlanResult> chosen =
-        ::het::compile::planForCluster(module, step, request);
+        ::het::compile::planForCluster(*stepModule, step, request);
     if (!chosen) {
       fail("--plan auto: " + llvm::toString(chosen.takeError()));
       return failure();
     }
     llvm::errs() << chosen->report << "het-compile: plan written to " << request.planOut
                  << "\n";
-    module->setAttr("hetrt.predicted_iteration_s",
-                    FloatAttr::get(Float64Type::get(module.getContext()),
-                                   chosen->predictedSeconds));
-    plan = request.planOut;
+    build.predictedSeconds = chosen->predictedSeconds;
+    build.planFile = request.planOut;
     timer.done("calibrate and plan");
   }
-  module->setAttr("hetrt.step_signature", StringAttr::get(module.getContext(), *signature));
-  // Options set in code, not parsed from text: paths may hold any character.
-  mlir::het::HetPartitionOptions partition;
-  partition.planFile = plan;
-  partition.clusterFile = clusterFile;
-  partition.functionName = step.getName().str();
-  pm.addPass(mlir::het::createHetPartition(partition));
-  mlir::het::HetPipelineScheduleOptions order;
-  order.schedule = schedule;
-  order.microBatches = microBatches;
-  pm.addPass(mlir::het::createHetPipelineSchedule(order));
-  if (failed(pm.run(module))) {
-    fail("could not partition '" + inputFile + "' for the cluster (see the diagnostics above)");
+  FailureOr<OwningOpRef<ModuleOp>> built = mlir::het::buildPipeline(module, build);
+  if (failed(built)) {
+    fail("could not build the pipeline of '" + inputFile + "' for " + build.planFile +
+         " (see the diagnostics above)");
     return failure();
   }
-  pm.clear();
-  if (failed(applyCompression(module)))
-    return failure();
-  pm.addPass(mlir::het::createConvertHetToRuntimePass());
-  return success();
+  timer.done("partition and specialise stages");
+  return built;
 }
 
 } // namespace
@@ -511,33 +495,26 @@ int main(int argc, char **argv) {
     return fail("could not parse '" + inputFile + "' (see the diagnostics above)");
   timer.done("parse");
 
+  mlir::het::CpuPipelineOptions options;
+  options.library = *mlir::het::parseKernelLibrary(library);
+  options.fuseElementwise = optLevel != '0';
+  if (!clusterFile.empty() || !planFile.empty()) {
+    FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
+    if (failed(pipeline))
+      return 1;
+    options.pipeline = true;
+    return lowerAndEmit(**pipeline, options, emit, output, timer);
+  }
   // Build the training step unless the input is already one.
   bool hasStep = false;
   for (auto function : module->getOps<func::FuncOp>())
     hasStep |= function.getName().ends_with("_train_step");
   PassManager pm(&context);
   if (!hasStep) {
-    std::string pipeline = llvm::formatv(
-        "het-training-pipeline{{optimizer={0} learning-rate={1:e17} momentum={2:e17} "
-        "fuse={3}}",
-        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
-        fuse ? "true" : "false");
+    std::string pipeline = "het-training-pipeline{" + trainingOptions() + "}";
     if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
       return fail("internal error: bad training pipeline '" + pipeline + "'");
   }
-  bool pipelined = !clusterFile.empty() || !planFile.empty();
-  if (pipelined) {
-    if (failed(pm.run(*module)))
-      return fail("could not build the training step of '" + inputFile +
-                  "' (see the diagnostics above)");
-    pm.clear();
-    if (failed(partitionForCluster(*module, pm, timer, output)))
-      return 1;
-  }
-  mlir::het::CpuPipelineOptions options;
-  options.pipeline = pipelined;
-  options.library = *mlir::het::parseKernelLibrary(library);
-  options.fuseElementwise = optLevel != '0';
   if (failed(pm.run(*module)))
     return fail("could not build the training step of '" + inputFile +
                 "' (see the diagnostics above)");

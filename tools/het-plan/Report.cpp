@@ -53,7 +53,7 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StagePlan &s = plan.stages[j];
     const StageCost &sc = ev.stages[j];
-    const DeviceGroup &g = c.groups[s.group];
+    CostModel::StageContext ctx = cost.contextOf(plan, int(j));
     char layers[32];
     std::snprintf(layers, sizeof layers, "[%d, %d)", s.layerBegin, s.layerEnd);
     char mem[64];
@@ -61,17 +61,25 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                   sc.memoryBytes / double(1ull << 30),
                   sc.capacityBytes / double(1ull << 30),
                   sc.memoryBytes > sc.capacityBytes ? " !" : "");
-    std::snprintf(line, sizeof line,
-                  "  s%-4zu %-10s %-12s %5d %3d %8d %-11s %5d %12.3f %10.3f "
-                  "%10.3f %21s%s\n",
-                  j, g.name.c_str(), g.kind.c_str(),
-                  s.replicas * s.tensorParallel, s.tensorParallel, s.replicas,
-                  layers,
-                  CostModel::microBatchPerReplica(
-                      plan.globalBatch, plan.microBatches, s.replicas),
-                  (sc.fwd + sc.bwd) * 1e3, sc.p2p * 1e3, sc.sync * 1e3, mem,
-                  int(j) == ev.bottleneck ? "  <- bottleneck" : "");
-    os << line;
+    // A stage on several groups gets a row per group; the costs are the
+    // stage's (its slowest member's).
+    for (size_t k = 0; k < s.replicaGroups.size(); ++k) {
+      const ReplicaGroupPlan &m = s.replicaGroups[k];
+      const DeviceGroup &g = c.groups[m.group];
+      if (k == 0)
+        std::snprintf(line, sizeof line,
+                      "  s%-4zu %-10s %-12s %5d %3d %8d %-11s %5d %12.3f %10.3f "
+                      "%10.3f %21s%s\n",
+                      j, g.name.c_str(), g.kind.c_str(), m.replicas * s.tensorParallel,
+                      s.tensorParallel, m.replicas, layers, ctx.members[k].mbs,
+                      (sc.fwd + sc.bwd) * 1e3, sc.p2p * 1e3, sc.sync * 1e3, mem,
+                      int(j) == ev.bottleneck ? "  <- bottleneck" : "");
+      else
+        std::snprintf(line, sizeof line, "  %-5s %-10s %-12s %5d %3d %8d %-11s %5d\n", "+",
+                      g.name.c_str(), g.kind.c_str(), m.replicas * s.tensorParallel,
+                      s.tensorParallel, m.replicas, "", ctx.members[k].mbs);
+      os << line;
+    }
   }
   std::snprintf(line, sizeof line, "  all-reduce per stage:");
   os << line;

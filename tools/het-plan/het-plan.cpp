@@ -229,6 +229,8 @@ int main(int argc, char **argv) {
       uniform.topK = 1;
       uniform.split = SplitPolicy::Uniform;
       uniform.allowSubsets = false;
+      uniform.mixedStages = false; // Megatron: each stage on one kind,
+      uniform.unevenReplicas = false; // every stage as wide as the others
       baselines.push_back({"uniform layer split, all groups (Megatron-style)",
                            planPipeline(cost, uniform)});
     }

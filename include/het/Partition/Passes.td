@@ -22,12 +22,22 @@ def HetPartition : Pass<"het-partition", "::mlir::ModuleOp"> {
     through `het.recv` right before its first use (one channel per tensor
     between a pair of stages). Ops without `het.layer` (constants) are copied
     into every stage that uses them. Each optimizer update (`het.sgd`,
-    `het.adam`) takes its gradient averaged over the stage's replicas
-    (`het.all_reduce ... avg` with the plan's algorithm); in a step without
-    an optimizer, results made by gradient ops (`*_grad`) are averaged
-    instead. The function's results become the stages' `het.yield`s, and
-    the function is erased (other functions, e.g. the forward one kept for
-    inference, stay).
+    `het.adam`) takes its gradient combined over the stage's replicas
+    (`het.all_reduce` with the plan's algorithm): averaged, or summed when
+    `loss-weighted` says each replica's loss is already weighted by its
+    share of the micro-batch (what het-compile builds, and what stages with
+    uneven shares need); in a step without an optimizer, results made by
+    gradient ops (`*_grad`) are combined instead. The function's results
+    become the stages' `het.yield`s, and the function is erased (other
+    functions, e.g. the forward one kept for inference, stay).
+
+    Each stage lists its replicas by device group with their share of a
+    micro-batch (the plan's `replica_groups`, or even shares of
+    `global_batch / micro_batches`) and its `tensor_parallel` degree. In a
+    stage with several replicas, batch normalization uses the statistics of
+    the whole micro-batch (as SyncBatchNorm does): each `het.batch_norm`
+    and its gradient become per-channel sums, `het.all_reduce`s of them over
+    the stage, and element-wise normalization.
 
     The plan is a JSON file written by `het-plan --write-plan` (format in
     docs/planner.md), or `auto`: run the planner on the IR's own layer costs
@@ -46,9 +56,16 @@ def HetPartition : Pass<"het-partition", "::mlir::ModuleOp"> {
     Option<"globalBatch", "global-batch", "int64_t", "0",
            "samples per iteration for plan=auto (default: the IR's batch)">,
     Option<"functionName", "function", "std::string", "\"\"",
-           "the function to partition (default: the first with het.layer ops)">
+           "the function to partition (default: the first with het.layer ops)">,
+    Option<"microBatchSamples", "micro-batch-samples", "int64_t", "0",
+           "samples per micro-batch that the stages share (default: the plan's "
+           "global_batch / micro_batches)">,
+    Option<"lossWeighted", "loss-weighted", "bool", "false",
+           "each replica's loss is weighted by its share of the micro-batch: sum "
+           "gradients over replicas instead of averaging them">
   ];
-  let dependentDialects = ["::mlir::het::HetDialect"];
+  let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def HetPipelineSchedule : Pass<"het-pipeline-schedule", "::mlir::ModuleOp"> {

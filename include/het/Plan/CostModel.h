@@ -74,16 +74,34 @@ public:
   /// then over replicas (rounded up: the slowest replica sets the pace).
   static int microBatchPerReplica(long globalBatch, int microBatches,
                                   int replicas);
+
+  /// The replicas of a stage on one device group, and each one's share of
+  /// a micro-batch.
+  struct Member {
+    int group = 0, replicas = 1, mbs = 1;
+  };
+
   /// Time to send one micro-batch's activations across boundary `layer`
-  /// (output of layer-1) from a stage with ra replicas on group a to one with
-  /// rb replicas on group b: min(ra, rb) parallel streams.
-  double boundaryTime(int layer, long microBatchSamples, int a, int ra, int b,
-                      int rb) const;
-  /// Gradient all-reduce of `params` elements over a stage's replicas.
-  double syncTime(int g, int tp, int replicas, double params,
+  /// (output of layer-1) from a stage whose `ra` replicas run on the groups
+  /// `a` to one whose `rb` replicas run on `b`: min(ra, rb) parallel
+  /// streams over the slowest of the links between them.
+  double boundaryTime(int layer, long microBatchSamples, const std::vector<int> &a, int ra,
+                      const std::vector<int> &b, int rb) const;
+  double boundaryTime(int layer, long microBatchSamples, int a, int ra, int b, int rb) const {
+    return boundaryTime(layer, microBatchSamples, std::vector<int>{a}, ra, std::vector<int>{b},
+                        rb);
+  }
+  /// Gradient all-reduce of `params` elements over a stage's replicas
+  /// (of one group: hierarchical where the algorithm is; of several: a
+  /// flat ring or tree over the slowest link between them).
+  double syncTime(const std::vector<Member> &members, int tp, double params,
                   AllReduceAlgorithm algorithm) const;
+  double syncTime(int g, int tp, int replicas, double params,
+                  AllReduceAlgorithm algorithm) const {
+    return syncTime({{g, replicas, 1}}, tp, params, algorithm);
+  }
   /// The cheapest algorithm for that all-reduce.
-  AllReduceAlgorithm bestAlgorithm(int g, int tp, int replicas,
+  AllReduceAlgorithm bestAlgorithm(const std::vector<Member> &members, int tp,
                                    double params) const;
   double capacityBytes(int g) const;
   /// Memory per device of a stage: its state (split over TP) and the
@@ -94,18 +112,28 @@ public:
   /// Where a stage sits in its pipeline: what the cost of its layer range
   /// depends on besides the range itself.
   struct StageContext {
-    int group = 0, tp = 1, replicas = 1, mbs = 1;
-    int prevGroup = -1, prevReplicas = 0; // -1: first stage
-    int nextGroup = -1, nextReplicas = 0; // -1: last stage
+    std::vector<Member> members;
+    int tp = 1;
+    std::vector<int> prevGroups, nextGroups; // empty: first / last stage
+    int prevReplicas = 0, nextReplicas = 0;
     long samples = 1; // per micro-batch, all replicas together
     int inFlight = 1; // micro-batches whose activations it holds (1F1B)
     bool bestAlgorithm = true; // pick the all-reduce; else use `algorithm`
     AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
+    int replicas() const;
+    std::vector<int> groups() const;
   };
-  /// The cost of layers [b, e) as that stage; `t` is table(group, tp, mbs).
-  /// Sets `chosen` to the all-reduce algorithm used.
-  StageCost stageCost(const LayerTable &t, const StageContext &ctx, int b,
-                      int e, AllReduceAlgorithm *chosen = nullptr) const;
+  /// The tables of a stage's members: table(group, tp, mbs) of each.
+  std::vector<const LayerTable *> tables(const StageContext &ctx) const;
+  /// The cost of layers [b, e) as that stage; `tables` are tables(ctx).
+  /// Replicas of several kinds run in parallel: the stage takes as long as
+  /// its slowest member and must fit on each. Sets `chosen` to the
+  /// all-reduce algorithm used.
+  StageCost stageCost(const std::vector<const LayerTable *> &tables, const StageContext &ctx,
+                      int b, int e, AllReduceAlgorithm *chosen = nullptr) const;
+
+  /// The context of stage `j` of `plan` (shares from the plan, or even).
+  StageContext contextOf(const Plan &plan, int j) const;
 
   /// Predicts a whole plan: 1F1B pipeline time sum(t_i) + (m-1) max(t_i),
   /// plus the slowest stage's gradient sync and optimizer step.

@@ -5,6 +5,7 @@
 #include "het/Plan/Collectives.h"
 
 #include <nlohmann/json_fwd.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,38 @@ namespace het::plan {
 struct Cluster;
 struct ModelDesc;
 
+/// Replicas of a stage on one device group.
+struct ReplicaGroupPlan {
+  int group = 0;    // index into Cluster::groups
+  int replicas = 1; // data-parallel copies on this group
+  int samples = 0;  // per replica and micro-batch; 0: an even share
+};
+
+/// One pipeline stage: a contiguous layer range run by data-parallel
+/// replicas, possibly of several kinds (one ReplicaGroupPlan per device
+/// group, each replica taking its share of every micro-batch), each replica
+/// split over `tensorParallel` devices of one node.
 struct StagePlan {
-  int group = 0;          // index into Cluster::groups
+  std::vector<ReplicaGroupPlan> replicaGroups;
   int tensorParallel = 1; // devices per replica (inside one node)
-  int replicas = 1;       // data-parallel copies
   int layerBegin = 0, layerEnd = 0;
   AllReduceAlgorithm allReduce = AllReduceAlgorithm::Ring;
+
+  StagePlan() = default;
+  /// A stage on one group with an even split.
+  StagePlan(int group, int tp, int replicas, int begin, int end,
+            AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring)
+      : replicaGroups{{group, replicas, 0}}, tensorParallel(tp),
+        layerBegin(begin), layerEnd(end), allReduce(algorithm) {}
+
+  /// All replicas, over every group.
+  int replicas() const;
+  /// The device group of a single-group stage (the first group otherwise).
+  int group() const { return replicaGroups.front().group; }
+  /// Replicas on more than one device group.
+  bool mixed() const { return replicaGroups.size() > 1; }
+  /// Shares that an even split would not give (written as replica_groups).
+  bool explicitShares() const;
 };
 
 struct Plan {
@@ -26,6 +53,35 @@ struct Plan {
   int microBatches = 1;
   std::vector<StagePlan> stages;
 };
+
+/// A stage as a plan file names it (device groups by name). Both readers of
+/// plan files (het-plan --evaluate against a cluster spec, het-partition
+/// against the plan's own group list) parse stages with readStageSpecs.
+struct StageSpec {
+  struct Replicas {
+    std::string group;
+    long replicas = 1;
+    long samples = 0; // per replica and micro-batch; 0: an even share
+  };
+  std::string name;
+  std::vector<Replicas> replicaGroups;
+  long tensorParallel = 1;
+  long layerBegin = 0, layerEnd = 0;
+  std::string allReduce = "ring";
+  /// The plan gave the shares (`replica_groups` with `micro_batch_size`).
+  bool explicitShares = false;
+  long replicas() const;
+  /// Every replica takes the same number of samples.
+  bool evenShares() const;
+};
+
+/// Reads the "stages" list of a plan JSON, in either form (docs/planner.md):
+/// `{"group", "replicas"}` or `{"replica_groups": [{"group", "replicas",
+/// "micro_batch_size"}, ...]}`, each with optional "tensor_parallel",
+/// "layers", "name", "all_reduce". `groupNames` lists the groups a stage may
+/// name. Errors (PlanError) name the file and the field.
+std::vector<StageSpec> readStageSpecs(const nlohmann::json &plan, const std::string &file,
+                                      const std::vector<std::string> &groupNames);
 
 /// Writes the documented plan JSON (docs/planner.md); group names, kinds,
 /// counts and links are included so het-partition needs nothing else.

@@ -1,10 +1,13 @@
 //===- Planner.h - search for the fastest plan that fits --------*- C++ -*-===//
 //
 // The search space: which device groups take part and in which order along
-// the pipeline; per group a tensor-parallel degree (inside a node) and a
-// number of stages (its devices split evenly, the rest data-parallel
-// replicas); a contiguous, non-uniform layer range per stage; the number of
-// micro-batches; the all-reduce algorithm of each stage's gradients.
+// the pipeline; per group a tensor-parallel degree (inside a node), a
+// number of stages and the data-parallel replicas of each (equal, or for
+// small groups any split of its devices); neighbouring groups whose stage
+// they share (a mixed-kind stage, each replica's share of a micro-batch
+// proportional to its speed); a contiguous, non-uniform layer range per
+// stage; the number of micro-batches; the all-reduce algorithm of each
+// stage's gradients.
 // A "shape" fixes everything but the layer ranges; for each shape a Pareto
 // dynamic program over (sum of stage times, slowest stage, slowest sync)
 // finds the best ranges exactly. Shapes are enumerated with a lower bound
@@ -36,6 +39,13 @@ struct PlannerOptions {
   int maxStagesPerGroup = 0;    // 0: up to the number of layers
   int maxMicroBatches = 0;      // 0: any divisor of the global batch
   bool allowSubsets = true;     // may leave device groups unused
+  /// Neighbouring groups may form one stage whose replicas are of both
+  /// kinds, each replica's share of the micro-batch proportional to its
+  /// kind's speed.
+  bool mixedStages = true;
+  /// A group's stages may have different replica counts (groups of at most
+  /// 8 replicas; larger ones split evenly).
+  bool unevenReplicas = true;
   double exhaustiveLimit = 2e5; // shapes; above it, local search
 };
 

@@ -2,45 +2,55 @@
 //
 // Input: the output of het-partition and het-pipeline-schedule (a
 // het.cluster and one het.stage per pipeline stage). Output: for each stage
-// three functions the runtime calls,
+// and each of its variants (a distinct share of the micro-batch and kernel
+// library among its replica groups) three functions the runtime calls,
 //
-//   @<stage>_forward   one micro-batch's forward pass: data and parameters
-//                      in; the loss (last stage) and the activations the
-//                      backward pass needs ("saved.<k>") out;
-//   @<stage>_backward  one micro-batch's backward pass: saved activations
-//                      and parameters in; the gradients ("grad.<k>") out;
-//   @<stage>_update    once per step: the gradients, summed over the
-//                      micro-batches and divided by their count by the
-//                      runtime, are all-reduced over the stage's replicas and
+//   @<stage>[_<variant>]_forward   one micro-batch's forward pass: data and
+//                      parameters in; the loss (last stage) and the
+//                      activations the backward pass needs ("saved.<k>") out;
+//   @<stage>[_<variant>]_backward  one micro-batch's backward pass: saved
+//                      activations and parameters in; the gradients
+//                      ("grad.<k>") out;
+//   @<stage>[_<variant>]_update    once per step: the gradients, summed over
+//                      the micro-batches and divided by their count by the
+//                      runtime, are combined over the stage's replicas and
 //                      applied; new parameters and optimizer state out,
 //
-// with het.send / het.recv / het.all_reduce turned into calls
+// with het.send / het.recv and the collectives turned into calls
 //
 //   hetrt_send(meta, buffers)        meta words: peer stage, channel, bytes
 //                                    per element
-//   hetrt_recv(meta, buffers)        meta words: source stage, channel, bytes
-//                                    per element
-//   hetrt_all_reduce(meta, buffers)  meta words: reduction, algorithm,
-//                                    compression, top-k ratio (bits)
+//   hetrt_recv(meta, buffers)        the same, for the source stage
+//   hetrt_all_reduce(meta, buffers)  reduction, algorithm, compression,
+//                                    top-k ratio (bits), communicator
+//   hetrt_all_gather(meta, buffers)  axis, communicator
+//   hetrt_reduce_scatter(meta, ...)  reduction, axis, communicator
 //
-// in the KernelCall convention of the compute kernels. Which replica of the
-// peer stage a rank talks to, and which hetccl communicator an all-reduce
-// uses, is the runtime's business (lib/Runtime/Pipeline*.cpp): the IR says
-// stages, the runtime maps them to ranks.
+// in the KernelCall convention of the compute kernels. The communicator is
+// 0 for the stage's data-parallel replicas (a collective over the stage:
+// gradient all-reduces, batch statistics) and 1 for the tensor-parallel
+// devices of one replica (a collective over a het.tensor_parallel_group).
+// Which ranks a rank talks to is the runtime's business
+// (lib/Runtime/Pipeline*.cpp): the IR says stages, the runtime maps them to
+// ranks and re-shards by sample range between stages of different splits.
+// het.tensor_parallel_copy is the identity.
 //
 // Within a phase the receives move to the start, ordered by source and
 // channel: channels number a stage pair's tensors in send order, so both
 // sides then agree on the order of the messages between them, and the
 // runtime can post a phase's receives together with the sends still queued
 // from the previous phase (no deadlock between neighbours that both send).
+// Gradient all-reduces (those feeding an optimizer update) run in the update
+// phase; every other collective runs where its operands are made.
 //
-// Each function carries het.kernel_library from its stage's device kind
-// (cpu/onednn -> dnnl, cpu/mlir -> mlir, cpu/x86_64 -> the compile-wide
-// default), so convert-het-to-linalg lowers each stage for its device.
+// Each function carries het.kernel_library from its replica group's device
+// kind (cpu/onednn -> dnnl, cpu/mlir -> mlir, cpu/x86_64 -> the compile-wide
+// default), so convert-het-to-linalg lowers each variant for its device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../HetToLinalg/Lowering.h"
+#include "het/Conversion/Distributed.h"
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
@@ -57,6 +67,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::het;
@@ -76,8 +87,8 @@ int64_t elementBytes(Type type) {
   return (cast<RankedTensorType>(type).getElementTypeBitWidth() + 7) / 8;
 }
 
-/// The CPU kernel library a device kind compiles with; empty: the
-/// compile-wide default.
+/// The CPU kernel library a device kind compiles with; "default": the
+/// compile-wide one.
 FailureOr<std::string> libraryFor(StageOp stage, DeviceKindAttr kind) {
   if (kind.getVendor() != DeviceVendor::CPU)
     return stage.emitError() << "convert-het-to-runtime: stage '" << stage.getSymName()
@@ -91,17 +102,33 @@ FailureOr<std::string> libraryFor(StageOp stage, DeviceKindAttr kind) {
     return std::string("mlir");
   if (arch == "reference")
     return std::string("reference");
-  return std::string();
+  return std::string("default");
+}
+
+/// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
+/// devices of a replica.
+int64_t communicatorOf(Operation *op, SymbolRefAttr group) {
+  return SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(op, group) ? 1 : 0;
+}
+
+/// A gradient all-reduce: its result only feeds optimizer updates or
+/// leaves the stage.
+bool feedsUpdate(Operation *op) {
+  if (!isa<AllReduceOp>(op))
+    return false;
+  return llvm::all_of(op->getUsers(), [](Operation *user) {
+    return isa<SGDOp, AdamOp, YieldOp>(user);
+  });
 }
 
 struct StageLowering {
   ModuleOp module;
   StageOp stage;
   std::map<std::string, int> stageIndex;
-  std::string library;
-  std::string info; // the stage's part of hetrt.model_info
 
-  LogicalResult run(int index);
+  /// Adds the three functions of `variant` (named with `prefix`).
+  LogicalResult lower(const std::string &prefix, const std::string &library,
+                      PipelineDescription::Variant &variant);
 
 private:
   DenseMap<Operation *, Phase> phase;
@@ -109,12 +136,13 @@ private:
 };
 
 void StageLowering::assignPhases() {
+  phase.clear();
   Block &body = stage.getBodyBlock();
   for (Operation &op : body.without_terminator()) {
     Phase p = Forward;
     if (op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>())
       p = Anywhere; // copied into each function that uses it
-    else if (isa<SGDOp, AdamOp, AllReduceOp>(op))
+    else if (isa<SGDOp, AdamOp>(op) || feedsUpdate(&op))
       p = Update;
     else if (op.hasAttr(HetDialect::getBackwardAttrName()))
       p = Backward;
@@ -130,7 +158,7 @@ void StageLowering::assignPhases() {
   // counter) run in the first phase that needs them.
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (op.hasAttr(HetDialect::getLayerAttrName()) || phase[&op] == Anywhere ||
-        isa<SGDOp, AdamOp, AllReduceOp, SendOp, RecvOp>(op) ||
+        isa<SGDOp, AdamOp, AllReduceOp, AllGatherOp, ReduceScatterOp, SendOp, RecvOp>(op) ||
         op.hasAttr(HetDialect::getBackwardAttrName()))
       continue;
     Phase earliest = Update;
@@ -146,13 +174,12 @@ void StageLowering::assignPhases() {
   }
 }
 
-LogicalResult StageLowering::run(int index) {
+LogicalResult StageLowering::lower(const std::string &prefix, const std::string &library,
+                                   PipelineDescription::Variant &variant) {
   MLIRContext *ctx = module.getContext();
   assignPhases();
   auto argNames = stage->getAttrOfType<ArrayAttr>(HetDialect::getArgNamesAttrName());
   auto resultNames = stage->getAttrOfType<ArrayAttr>(HetDialect::getResultNamesAttrName());
-  auto order = stage->getAttrOfType<ArrayAttr>(HetDialect::getScheduleAttrName());
-  auto microBatches = stage->getAttrOfType<IntegerAttr>(HetDialect::getMicroBatchesAttrName());
   Block &body = stage.getBodyBlock();
   YieldOp yield = stage.getYield();
   if (!argNames || argNames.size() != body.getNumArguments() || !resultNames ||
@@ -161,22 +188,19 @@ LogicalResult StageLowering::run(int index) {
            << stage.getSymName()
            << "' lacks het.arg_names/het.result_names (made by het-partition)";
   // A stage without parameters (pooling, the loss) has nothing to update;
-  // one whose averaged gradients are its results (het-autodiff
+  // one whose combined gradients are its results (het-autodiff
   // optimizer=none) would leave training to someone else.
-  bool updates = false, averages = false;
-  stage.getBodyBlock().walk([&](Operation *op) {
+  bool updates = false, combines = false;
+  body.walk([&](Operation *op) {
     updates |= isa<SGDOp, AdamOp>(op);
-    averages |= isa<AllReduceOp>(op);
+    combines |= feedsUpdate(op);
   });
-  if (!updates && averages)
+  if (!updates && combines)
     return stage.emitError("convert-het-to-runtime: stage '")
            << stage.getSymName()
            << "' returns its gradients instead of applying them; a pipelined step needs an "
               "optimizer in it "
               "(het-autodiff optimizer=sgd or adam)";
-  if (!order || !microBatches)
-    return stage.emitError("convert-het-to-runtime: stage '")
-           << stage.getSymName() << "' has no schedule (run het-pipeline-schedule first)";
 
   // Values that cross phases, and what they are called at the boundary.
   DenseMap<Value, std::string> boundaryName;
@@ -219,11 +243,9 @@ LogicalResult StageLowering::run(int index) {
     yielded[p].push_back({value, text});
   }
 
-  std::string stageName = stage.getSymName().str();
-  llvm::raw_string_ostream os(info);
   OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
   for (int p = Forward; p <= Update; ++p) {
-    std::string functionName = stageName + "_" + phaseNames[p];
+    std::string functionName = prefix + "_" + phaseNames[p];
     if (module.lookupSymbol(functionName))
       return stage.emitError("convert-het-to-runtime: the module already has a symbol @")
              << functionName;
@@ -289,11 +311,29 @@ LogicalResult StageLowering::run(int index) {
             b, module, loc, "hetrt_all_reduce", map.lookup(reduce.getInput()), reduce.getType(),
             {static_cast<int64_t>(reduce.getReduction()),
              static_cast<int64_t>(reduce.getAlgorithm()),
-             static_cast<int64_t>(reduce.getCompression()), bitsOf(ratio)});
+             static_cast<int64_t>(reduce.getCompression()), bitsOf(ratio),
+             communicatorOf(op, reduce.getGroup())});
         map.map(reduce.getResult(), r.front());
+      } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+        SmallVector<Value> r = emitRuntimeCall(
+            b, module, loc, "hetrt_all_gather", map.lookup(gather.getInput()), gather.getType(),
+            {gather.getAxis(), communicatorOf(op, gather.getGroup())});
+        map.map(gather.getResult(), r.front());
+      } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+        SmallVector<Value> r = emitRuntimeCall(
+            b, module, loc, "hetrt_reduce_scatter", map.lookup(scatter.getInput()),
+            scatter.getType(),
+            {static_cast<int64_t>(scatter.getReduction()), scatter.getAxis(),
+             communicatorOf(op, scatter.getGroup())});
+        map.map(scatter.getResult(), r.front());
+      } else if (auto copy = dyn_cast<TensorParallelCopyOp>(op)) {
+        map.map(copy.getResult(), map.lookup(copy.getInput()));
+      } else if (isa<BroadcastOp, AllToAllOp>(op)) {
+        return op->emitError("convert-het-to-runtime: ")
+               << op->getName() << " inside a stage is not supported by the pipeline runtime";
       } else {
-        Operation *copy = b.clone(*op, map);
-        copy->removeAttr(HetDialect::getBackwardAttrName());
+        Operation *clone = b.clone(*op, map);
+        clone->removeAttr(HetDialect::getBackwardAttrName());
       }
     }
     // Results: values later phases read, then the stage results made here.
@@ -311,27 +351,155 @@ LogicalResult StageLowering::run(int index) {
     }
     b.create<func::ReturnOp>(stage.getLoc(), results);
     function.setType(FunctionType::get(ctx, entry->getArgumentTypes(), ValueRange(results).getTypes()));
-    if (!library.empty())
+    if (library != "default")
       function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr(library));
 
-    size_t receives = llvm::count_if(ops, [](Operation *op) { return isa<RecvOp>(op); });
-    os << "function " << index << ' ' << phaseNames[p] << ' ' << functionName << ' '
-       << entry->getNumArguments() << ' ' << results.size() << ' ' << receives << '\n';
+    PipelineDescription::Function described;
+    described.phase = phaseNames[p];
+    described.symbol = functionName;
+    described.receives = llvm::count_if(ops, [](Operation *op) { return isa<RecvOp>(op); });
     for (auto [name, arg] : llvm::zip(inputNames, entry->getArguments())) {
       auto type = describeTensorType(stage, arg.getType());
       if (failed(type))
         return failure();
-      os << "in " << name << ' ' << *type << '\n';
+      described.inputs.push_back(name + " " + *type);
     }
     for (auto [name, value] : llvm::zip(outputNames, results)) {
       auto type = describeTensorType(stage, value.getType());
       if (failed(type))
         return failure();
-      os << "out " << name << ' ' << *type << '\n';
+      described.outputs.push_back(name + " " + *type);
     }
+    variant.functions.push_back(std::move(described));
   }
   return success();
 }
+
+std::string sanitized(StringRef text) {
+  std::string out;
+  for (char c : text)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+} // namespace
+
+FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
+                                                            int64_t samples) {
+  SmallVector<StageOp> stages(module.getOps<StageOp>());
+  SmallVector<ClusterOp> clusters(module.getOps<ClusterOp>());
+  if (stages.empty() || clusters.size() != 1)
+    return module.emitError("convert-het-to-runtime needs one het.cluster and its het.stage ops "
+                            "(run het-partition and het-pipeline-schedule first)");
+  PipelineDescription d;
+  std::map<std::string, int> stageIndex;
+  for (auto [j, stage] : llvm::enumerate(stages))
+    stageIndex[stage.getSymName().str()] = static_cast<int>(j);
+  auto microBatches =
+      stages.front()->getAttrOfType<IntegerAttr>(HetDialect::getMicroBatchesAttrName());
+  d.microBatches = microBatches ? microBatches.getInt() : 1;
+  // The device groups in the cluster's order: het-run --cluster numbers
+  // ranks group by group in this order.
+  for (auto group : clusters.front().getBodyBlock().getOps<DeviceGroupOp>())
+    d.groups.push_back({group.getSymName().str(), group.getCount()});
+  bool sum = false;
+  module.walk([&](AllReduceOp reduce) {
+    sum |= feedsUpdate(reduce) && reduce.getReduction() == ReductionKind::Sum;
+  });
+  d.lossCombine = sum ? "sum" : "avg";
+  // The global batch, where the stages say their shares.
+  d.globalBatch = stages.front().getMicroBatchSamples() * d.microBatches;
+
+  for (auto [j, stage] : llvm::enumerate(stages)) {
+    auto order = stage->getAttrOfType<ArrayAttr>(HetDialect::getScheduleAttrName());
+    if (!order || !microBatches)
+      return stage.emitError("convert-het-to-runtime: stage '")
+             << stage.getSymName() << "' has no schedule (run het-pipeline-schedule first)";
+    PipelineDescription::Stage described;
+    described.name = stage.getSymName().str();
+    described.layerBegin = stage.getLayerBegin();
+    described.layerEnd = stage.getLayerEnd();
+    described.tensorParallel = stage.getTensorParallel();
+    for (Attribute entry : order)
+      described.order.push_back(cast<StringAttr>(entry).getValue().str());
+    // Variants: one per distinct (share, kernel library) of its replicas.
+    std::set<std::pair<int64_t, std::string>> keys;
+    for (ReplicaGroupAttr replicas : stage.getReplicaGroupList()) {
+      auto group =
+          SymbolTable::lookupNearestSymbolFrom<DeviceGroupOp>(stage, replicas.getGroup());
+      if (!group)
+        return stage.emitError("convert-het-to-runtime: unknown device group ")
+               << replicas.getGroup();
+      FailureOr<std::string> library = libraryFor(stage, group.getKind());
+      if (failed(library))
+        return failure();
+      keys.insert({replicas.getSamples(), *library});
+      PipelineDescription::Replicas r;
+      r.group = group.getSymName().str();
+      r.vendor = stringifyDeviceVendor(group.getKind().getVendor()).str();
+      r.arch = group.getKind().getArch().str();
+      r.library = *library;
+      r.count = replicas.getReplicas();
+      r.samples = replicas.getSamples();
+      described.replicas.push_back(r);
+    }
+    bool single = keys.size() == 1;
+    for (PipelineDescription::Replicas &r : described.replicas)
+      r.variant = single ? "-" : llvm::formatv("{0}_{1}", r.samples, r.library).str();
+
+    // What it sends, at this module's shapes.
+    for (auto send : stage.getBodyBlock().getOps<SendOp>()) {
+      auto type = describeTensorType(stage, send.getValue().getType());
+      if (failed(type))
+        return failure();
+      PipelineDescription::Channel channel;
+      channel.from = static_cast<int64_t>(j);
+      channel.to = stageIndex[send.getTarget().str()];
+      channel.channel = send.getChannel();
+      channel.backward = send->hasAttr(HetDialect::getBackwardAttrName());
+      channel.type = *type;
+      d.channels.push_back(channel);
+    }
+    StageLowering lowering;
+    lowering.module = module;
+    lowering.stage = stage;
+    lowering.stageIndex = stageIndex;
+    for (const auto &[share, library] : keys) {
+      if (samples > 0 && share != samples)
+        continue;
+      PipelineDescription::Variant variant;
+      variant.key = single ? "-" : llvm::formatv("{0}_{1}", share, library).str();
+      std::string prefix =
+          single ? described.name : described.name + "_" + sanitized(variant.key);
+      if (failed(lowering.lower(prefix, library, variant)))
+        return failure();
+      described.variants.push_back(std::move(variant));
+    }
+    d.stages.push_back(std::move(described));
+  }
+  // Only the stage functions remain (the forward model kept for inference
+  // and the cluster description have served their purpose).
+  std::set<std::string> entries;
+  for (const auto &stage : d.stages)
+    for (const auto &variant : stage.variants)
+      for (const auto &function : variant.functions)
+        entries.insert(function.symbol);
+  for (StageOp stage : stages)
+    stage.erase();
+  clusters.front().erase();
+  for (auto group : llvm::make_early_inc_range(module.getOps<TensorParallelGroupOp>()))
+    group.erase();
+  for (auto function : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+    if (!function.isExternal() && !entries.count(function.getName().str()))
+      function.erase();
+  SmallVector<Attribute> names;
+  for (const std::string &name : entries)
+    names.push_back(StringAttr::get(module.getContext(), name));
+  module->setAttr("hetrt.entries", ArrayAttr::get(module.getContext(), names));
+  return d;
+}
+
+namespace {
 
 struct ConvertHetToRuntimePass
     : public PassWrapper<ConvertHetToRuntimePass, OperationPass<ModuleOp>> {
@@ -340,7 +508,7 @@ struct ConvertHetToRuntimePass
   StringRef getArgument() const override { return "convert-het-to-runtime"; }
   StringRef getDescription() const override {
     return "Turn het.stage into per-stage forward/backward/update functions and "
-           "het.send/recv/all_reduce into libhetrt calls (after het-partition and "
+           "het.send/recv and collectives into libhetrt calls (after het-partition and "
            "het-pipeline-schedule)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
@@ -355,75 +523,15 @@ struct ConvertHetToRuntimePass
                        "hetrt.step_signature (het-compile --cluster sets it)");
       return signalPassFailure();
     }
-    SmallVector<StageOp> stages(module.getOps<StageOp>());
-    SmallVector<ClusterOp> clusters(module.getOps<ClusterOp>());
-    if (stages.empty() || clusters.size() != 1) {
-      module.emitError("convert-het-to-runtime needs one het.cluster and its het.stage ops "
-                       "(run het-partition and het-pipeline-schedule first)");
+    FailureOr<PipelineDescription> description = lowerPipelineStages(module, /*samples=*/0);
+    if (failed(description))
       return signalPassFailure();
-    }
-    std::map<std::string, int> stageIndex;
-    for (auto [j, stage] : llvm::enumerate(stages))
-      stageIndex[stage.getSymName().str()] = static_cast<int>(j);
-
-    std::string info = "het-model 2\n" + signature.getValue().str();
-    llvm::raw_string_ostream os(info);
-    auto microBatches =
-        stages.front()->getAttrOfType<IntegerAttr>(HetDialect::getMicroBatchesAttrName());
-    os << "pipeline " << stages.size() << ' ' << (microBatches ? microBatches.getInt() : 1)
-       << '\n';
-    // The device groups in the cluster's order: het-run --cluster numbers
-    // ranks group by group in this order.
-    for (auto group : clusters.front().getBodyBlock().getOps<DeviceGroupOp>())
-      os << "group " << group.getSymName() << ' ' << group.getCount() << '\n';
     // The planner's prediction, printed by the runtime next to the measured
     // iteration time.
     if (auto predicted = module->getAttrOfType<FloatAttr>("hetrt.predicted_iteration_s"))
-      os << "predicted " << llvm::formatv("{0:e6}", predicted.getValueAsDouble()) << '\n';
-    SmallVector<Attribute> entries;
-    for (auto [j, stage] : llvm::enumerate(stages)) {
-      auto group = SymbolTable::lookupNearestSymbolFrom<DeviceGroupOp>(stage,
-                                                                      stage.getDeviceGroup());
-      if (!group) {
-        stage.emitError("convert-het-to-runtime: unknown device group ") << stage.getDeviceGroup();
-        return signalPassFailure();
-      }
-      FailureOr<std::string> library = libraryFor(stage, group.getKind());
-      if (failed(library))
-        return signalPassFailure();
-      auto order = stage->getAttrOfType<ArrayAttr>(HetDialect::getScheduleAttrName());
-      os << "stage " << j << ' ' << stage.getSymName() << ' ' << stage.getReplicas() << ' '
-         << group.getSymName() << ' ' << stringifyDeviceVendor(group.getKind().getVendor())
-         << ' ' << group.getKind().getArch() << ' '
-         << (library->empty() ? "default" : library->c_str()) << ' ' << stage.getLayerBegin()
-         << ' ' << stage.getLayerEnd() << '\n';
-      os << "order " << j;
-      if (order)
-        for (Attribute entry : order)
-          os << ' ' << cast<StringAttr>(entry).getValue();
-      os << '\n';
-      StageLowering lowering;
-      lowering.module = module;
-      lowering.stage = stage;
-      lowering.stageIndex = stageIndex;
-      lowering.library = *library;
-      if (failed(lowering.run(static_cast<int>(j))))
-        return signalPassFailure();
-      os << lowering.info;
-      for (const char *p : phaseNames)
-        entries.push_back(StringAttr::get(&getContext(), (stage.getSymName() + "_" + p).str()));
-    }
-    // Only the stage functions remain (the forward model kept for inference
-    // and the cluster description have served their purpose).
-    for (StageOp stage : stages)
-      stage.erase();
-    clusters.front().erase();
-    for (auto function : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (!function.isExternal() &&
-          !llvm::is_contained(entries, StringAttr::get(&getContext(), function.getName())))
-        function.erase();
-    module->setAttr("hetrt.model_info", StringAttr::get(&getContext(), info));
-    module->setAttr("hetrt.entries", ArrayAttr::get(&getContext(), entries));
+      description->predictedSeconds = predicted.getValueAsDouble();
+    module->setAttr("hetrt.model_info",
+                    StringAttr::get(&getContext(), description->text(signature.getValue().str())));
     module->removeAttr("hetrt.step_signature");
     module->removeAttr("hetrt.predicted_iteration_s");
   }
@@ -438,3 +546,43 @@ std::unique_ptr<Pass> mlir::het::createConvertHetToRuntimePass() {
 namespace mlir::het {
 void registerConvertHetToRuntimePass() { PassRegistration<ConvertHetToRuntimePass>(); }
 } // namespace mlir::het
+
+std::string PipelineDescription::text(const std::string &signature) const {
+  std::string info = "het-model 3\n" + signature;
+  llvm::raw_string_ostream os(info);
+  os << "pipeline " << stages.size() << ' ' << microBatches << ' ' << globalBatch << ' '
+     << lossCombine << '\n';
+  for (const std::string &name : batched)
+    os << "batched " << name << '\n';
+  for (const Group &g : groups)
+    os << "group " << g.name << ' ' << g.count << '\n';
+  if (predictedSeconds > 0)
+    os << "predicted " << llvm::formatv("{0:e6}", predictedSeconds) << '\n';
+  for (size_t j = 0; j < stages.size(); ++j) {
+    const Stage &s = stages[j];
+    os << "stage " << j << ' ' << s.name << ' ' << s.layerBegin << ' ' << s.layerEnd << ' '
+       << s.tensorParallel << ' ' << s.replicas.size() << '\n';
+    for (const Replicas &r : s.replicas)
+      os << "replicas " << j << ' ' << r.group << ' ' << r.vendor << ' ' << r.arch << ' '
+         << r.library << ' ' << r.count << ' ' << r.samples << ' ' << r.variant << '\n';
+    os << "order " << j;
+    for (const std::string &entry : s.order)
+      os << ' ' << entry;
+    os << '\n';
+    for (const Variant &v : s.variants)
+      for (const Function &f : v.functions) {
+        os << "function " << j << ' ' << v.key << ' ' << f.phase << ' ' << f.symbol << ' '
+           << f.inputs.size() << ' ' << f.outputs.size() << ' ' << f.receives << '\n';
+        for (const std::string &in : f.inputs)
+          os << "in " << in << '\n';
+        for (const std::string &out : f.outputs)
+          os << "out " << out << '\n';
+      }
+  }
+  for (const Channel &c : channels)
+    os << "channel " << c.from << ' ' << c.to << ' ' << c.channel << ' '
+       << (c.backward ? "backward" : "forward") << ' ' << c.rowsPerSample << '\n';
+  for (const Shard &s : shards)
+    os << "shard " << s.name << ' ' << s.axis << ' ' << s.parts << '\n';
+  return info;
+}

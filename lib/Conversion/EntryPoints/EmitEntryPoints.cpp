@@ -109,8 +109,9 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
       for (StringRef line : llvm::split(info.getValue(), '\n')) {
         SmallVector<StringRef> words;
         line.split(words, ' ');
-        if (words.size() == 7 && words[0] == "function" && words[3] == name)
-          (void)words[4].getAsInteger(10, inputs);
+        // function <stage> <variant> <phase> <symbol> <inputs> <outputs> <receives>
+        if (words.size() == 8 && words[0] == "function" && words[4] == name)
+          (void)words[5].getAsInteger(10, inputs);
       }
       auto function = module.lookupSymbol<func::FuncOp>(name);
       if (!function || inputs < 0) {

@@ -8,7 +8,7 @@ het.cluster @lab {
 // Every collective over a single member is its input.
 // CHECK-LABEL: het.stage @solo
 // CHECK-NEXT: het.yield %arg0, %arg0, %arg0, %arg0, %arg0, %arg0 :
-het.stage @solo on @lab::@four replicas 1 layers [0, 1) (%x: tensor<8x4xf32>) {
+het.stage @solo on @lab::@one replicas 1 layers [0, 1) (%x: tensor<8x4xf32>) {
   %0 = het.all_reduce %x over @solo sum algorithm ring compression int8 : tensor<8x4xf32> -> tensor<8x4xf32>
   %1 = het.all_reduce %0 over @lab::@one avg : tensor<8x4xf32> -> tensor<8x4xf32>
   %2 = het.reduce_scatter %x over @solo sum axis 0 : tensor<8x4xf32> -> tensor<8x4xf32>

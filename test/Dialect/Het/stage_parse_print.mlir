@@ -1,7 +1,7 @@
 // RUN: het-opt %s | het-opt | FileCheck %s
 
 het.cluster @lab {
-  het.device_group @a100 kind #het.device<nvidia, "sm_80"> count 8 memory_gib 80.0
+  het.device_group @a100 kind #het.device<nvidia, "sm_80"> count 12 memory_gib 80.0
   het.device_group @mi250 kind #het.device<amd, "gfx90a"> count 8 memory_gib 64.0
 }
 
@@ -32,4 +32,25 @@ het.stage @s1 on @lab::@mi250 replicas 4 layers [2, 6) {
 // Discardable attributes on a stage are kept.
 // CHECK-LABEL: het.stage @s2 on @lab::@mi250 replicas 1 layers [6, 7) attributes {note = "tail"}
 het.stage @s2 on @lab::@mi250 replicas 1 layers [6, 7) attributes {note = "tail"} {
+}
+
+// A stage whose replicas are of two kinds, each with its share of a
+// micro-batch, split over 2 devices each (tensor parallelism).
+// CHECK-LABEL: het.stage @s3 on @lab::@a100 replicas 1 samples 48, @lab::@mi250 replicas 1 samples 16 layers [7, 8) tensor_parallel 2 {
+het.stage @s3 on @lab::@a100 replicas 1 samples 48, @lab::@mi250 replicas 1 samples 16 layers [7, 8) tensor_parallel 2 {
+}
+
+// Tensor-parallel groups and the ops that use them.
+// CHECK-LABEL: het.tensor_parallel_group @tp2 size 2
+// CHECK-LABEL: func.func @megatron
+// CHECK: het.tensor_parallel_copy %{{.*}} over @tp2 : tensor<4x8xf32>
+// CHECK: het.all_reduce %{{.*}} over @tp2 sum
+// CHECK: het.embedding %{{.*}}, %{{.*}} {vocab_shard = @tp2}
+het.tensor_parallel_group @tp2 size 2
+func.func @megatron(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %t: tensor<16x8xf32>, %i: tensor<4xi64>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c = het.tensor_parallel_copy %x over @tp2 : tensor<4x8xf32>
+  %y = het.linear %c, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %s = het.all_reduce %y over @tp2 sum : tensor<4x8xf32> -> tensor<4x8xf32>
+  %e = het.embedding %t, %i {vocab_shard = @tp2} : tensor<16x8xf32>, tensor<4xi64> -> tensor<4x8xf32>
+  return %s, %e : tensor<4x8xf32>, tensor<4x8xf32>
 }

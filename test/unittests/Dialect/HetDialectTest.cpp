@@ -124,7 +124,10 @@ TEST_F(HetDialectTest, StageBuilderMakesAVerifiableStage) {
       /*nodes=*/inCluster.getI64IntegerAttr(1));
   auto group = SymbolRefAttr::get(b.getStringAttr("lab"),
                                   {FlatSymbolRefAttr::get(b.getStringAttr("cpu"))});
-  auto stage = b.create<StageOp>(b.getUnknownLoc(), "s0", group, 2, 0, 3,
+  auto stage = b.create<StageOp>(b.getUnknownLoc(), "s0",
+                                 ArrayRef<ReplicaGroupAttr>{ReplicaGroupAttr::get(
+                                     b.getContext(), group, /*replicas=*/2, /*samples=*/0)},
+                                 /*layerBegin=*/0, /*layerEnd=*/3, /*tensorParallel=*/1,
                                  TypeRange{tensor({4})});
   EXPECT_EQ(stage.getBodyBlock().getNumArguments(), 1u);
   EXPECT_TRUE(stage.getYield());

@@ -195,7 +195,7 @@ TEST_F(Fixture, InvalidPlansSayWhy) {
   EXPECT_EQ(cost.evaluate(plan).problem,
             "micro_batches must divide the global batch");
   plan.microBatches = 2;
-  plan.stages[0].replicas = 3;
+  plan.stages[0].replicaGroups[0].replicas = 3;
   EXPECT_NE(cost.evaluate(plan).problem.find(
                 "group 'g' has 2 devices but the plan uses 3"),
             std::string::npos);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <map>
 #include <set>
 
 using namespace het::plan;
@@ -84,7 +85,7 @@ bool same(double a, double b) {
 
 // Fixed seeds: the instances are the same on every run.
 TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
-  int agreed = 0, infeasible = 0, nonUniform = 0;
+  int agreed = 0, infeasible = 0, nonUniform = 0, mixed = 0, uneven = 0;
   const int instances = 60;
   for (unsigned seed = 1; seed <= instances; ++seed) {
     Instance in = randomInstance(seed);
@@ -120,6 +121,16 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
       for (size_t s = 1; s < p.stages.size(); ++s)
         nonUniform += (p.stages[s].layerEnd - p.stages[s].layerBegin) !=
                       (p.stages[0].layerEnd - p.stages[0].layerBegin);
+      // The extended space: stages of several kinds, stages of one group
+      // with different replica counts.
+      std::map<int, std::set<int>> widths;
+      for (const auto &s : p.stages) {
+        mixed += s.mixed();
+        if (!s.mixed())
+          widths[s.group()].insert(s.replicas());
+      }
+      for (const auto &[g, w] : widths)
+        uneven += w.size() > 1;
     }
   }
   EXPECT_EQ(agreed, instances);
@@ -127,9 +138,12 @@ TEST(Planner, AgreesWithBruteForceOnRandomSmallInstances) {
   EXPECT_GT(infeasible, 0);
   EXPECT_LT(infeasible, instances / 2);
   EXPECT_GT(nonUniform, 0);
+  EXPECT_GT(mixed, 0);
+  EXPECT_GT(uneven, 0);
   std::printf("planner == brute force on %d of %d instances (%d with no plan "
-              "that fits)\n",
-              agreed, instances, infeasible);
+              "that fits; best plans with %d mixed-kind stages and %d groups "
+              "with stages of different widths)\n",
+              agreed, instances, infeasible, mixed, uneven);
 }
 
 TEST(Planner, SmallestShortfallAgreesWithBruteForce) {
@@ -189,6 +203,7 @@ TEST(Planner, NonUniformSplitBeatsUniformOnUnevenLayers) {
   PlannerOptions options;
   options.globalBatch = 32;
   options.allowSubsets = false;
+  options.mixedStages = false; // one mixed stage would need no layer split
   PlannerOptions uniform = options;
   uniform.split = SplitPolicy::Uniform;
   PlanResult best = planPipeline(cost, options);
@@ -229,7 +244,7 @@ TEST(Planner, LargeSpacesUseLocalSearchAndStillFit) {
   // It uses more than one vendor.
   std::set<int> groups;
   for (const auto &s : r.plans[0].plan.stages)
-    groups.insert(s.group);
+    groups.insert(s.group());
   EXPECT_GT(groups.size(), 1u);
 }
 

@@ -23,6 +23,8 @@ FailureOr<int64_t> mlir::het::resolveGroupSize(Operation *op,
     return stage.getReplicas();
   if (auto devices = dyn_cast_or_null<DeviceGroupOp>(target))
     return devices.getCount();
+  if (auto tensorParallel = dyn_cast_or_null<TensorParallelGroupOp>(target))
+    return tensorParallel.getSize();
   return failure();
 }
 
@@ -76,9 +78,22 @@ LogicalResult verifyCollectiveCommon(Operation *op, Value input, Value result,
 FailureOr<int64_t> groupSizeOrError(Operation *op, SymbolRefAttr group,
                                     SymbolTableCollection &symbolTable) {
   FailureOr<int64_t> size = resolveGroupSize(op, group, symbolTable);
-  if (failed(size))
+  if (failed(size)) {
     op->emitOpError("is over ")
-        << group << ", which is neither a het.stage nor a het.device_group";
+        << group
+        << ", which is neither a het.stage, a het.device_group nor a het.tensor_parallel_group";
+    return size;
+  }
+  // Inside a stage, a tensor-parallel collective is among the devices of one
+  // replica, so the group must be as large as the stage's split.
+  auto stage = op->getParentOfType<StageOp>();
+  if (stage && isa<TensorParallelGroupOp>(symbolTable.lookupNearestSymbolFrom(op, group)) &&
+      *size != stage.getTensorParallel()) {
+    op->emitOpError("is over tensor-parallel group ")
+        << group << " of " << *size << " devices, but stage @" << stage.getSymName()
+        << " splits each replica over " << stage.getTensorParallel();
+    return failure();
+  }
   return size;
 }
 
@@ -295,4 +310,15 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 void AllToAllOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                              MLIRContext *context) {
   results.add<DropSingleMemberCollective<AllToAllOp>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// tensor_parallel_copy
+//===----------------------------------------------------------------------===//
+
+LogicalResult TensorParallelCopyOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!symbolTable.lookupNearestSymbolFrom<TensorParallelGroupOp>(*this, getGroupAttr()))
+    return emitOpError("is over ") << getGroupAttr()
+                                   << ", which is not a het.tensor_parallel_group";
+  return success();
 }

@@ -154,3 +154,17 @@ DeviceKindAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "' needs a non-empty architecture name";
   return success();
 }
+
+LogicalResult
+ReplicaGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         SymbolRefAttr group, int64_t replicas, int64_t samples) {
+  if (!group)
+    return emitError() << "a replica group needs a device group";
+  if (replicas < 1)
+    return emitError() << "replica group " << group << " needs at least one replica, got "
+                       << replicas;
+  if (samples < 0)
+    return emitError() << "replica group " << group
+                       << " has a negative share of the micro-batch (" << samples << ")";
+  return success();
+}

@@ -271,7 +271,7 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
   dxs.push_back(b.create<EmbeddingGradOp>(getLoc(), getTable().getType(), dys[0],
-                                          getIndices()));
+                                          getIndices(), getVocabShardAttr()));
   dxs.push_back(Value()); // token ids are integers
   return success();
 }
@@ -328,5 +328,55 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     inverse[source] = static_cast<int64_t>(index);
   dxs.push_back(b.create<TransposeOp>(getLoc(), dys[0],
                                       b.getDenseI64ArrayAttr(inverse)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism (Megatron's conjugate pair)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Collectives are differentiable only among tensor-parallel devices, whose
+/// computation after the collective is replicated; among data-parallel
+/// replicas each member's loss is a different term and these rules would
+/// be wrong.
+LogicalResult requireTensorParallelGroup(Operation *op, SymbolRefAttr group) {
+  if (SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(op, group))
+    return success();
+  return op->emitOpError("has a gradient only over a het.tensor_parallel_group, not over ")
+         << group;
+}
+} // namespace
+
+LogicalResult TensorParallelCopyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                   SmallVectorImpl<Value> &dxs) {
+  // Every member's partial product used the replicated input: its gradient
+  // is the sum of the members' partial gradients.
+  dxs.push_back(b.create<AllReduceOp>(getLoc(), dys[0].getType(), dys[0], getGroupAttr(),
+                                      ReductionKind::Sum, CollectiveAlgorithm::Auto,
+                                      CompressionKind::None, FloatAttr()));
+  return success();
+}
+
+LogicalResult AllReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (failed(requireTensorParallelGroup(*this, getGroup())))
+    return failure();
+  if (getReduction() != ReductionKind::Sum)
+    return emitOpError("has a gradient only for a sum over tensor-parallel devices");
+  dxs.push_back(dys[0]);
+  return success();
+}
+
+LogicalResult AllGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  if (failed(requireTensorParallelGroup(*this, getGroup())))
+    return failure();
+  // Every member holds the same gradient of the gathered tensor; the mean
+  // of them, scattered, is each member's own slice.
+  dxs.push_back(b.create<ReduceScatterOp>(getLoc(), getInput().getType(), dys[0], getGroup(),
+                                          ReductionKind::Avg, getAxis(),
+                                          CollectiveAlgorithm::Auto, CompressionKind::None,
+                                          FloatAttr()));
   return success();
 }

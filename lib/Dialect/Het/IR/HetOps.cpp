@@ -109,20 +109,21 @@ static void printReduction(OpAsmPrinter &printer, Operation *,
 
 //===----------------------------------------------------------------------===//
 // StageOp assembly:
-//   het.stage @name on @cluster::@group replicas N layers [B, E)
+//   het.stage @name on <group> replicas N [samples S] (, <group> replicas N
+//       [samples S])* layers [B, E) [tensor_parallel T]
 //       (%arg: type, ...) attributes {...} { body }
 //===----------------------------------------------------------------------===//
 
 void StageOp::build(OpBuilder &builder, OperationState &state, StringRef name,
-                    SymbolRefAttr deviceGroup, int64_t replicas,
-                    int64_t layerBegin, int64_t layerEnd,
-                    TypeRange argumentTypes) {
+                    ArrayRef<ReplicaGroupAttr> replicaGroups, int64_t layerBegin,
+                    int64_t layerEnd, int64_t tensorParallel, TypeRange argumentTypes) {
   Properties &props = state.getOrAddProperties<Properties>();
   props.sym_name = builder.getStringAttr(name);
-  props.device_group = deviceGroup;
-  props.replicas = builder.getI64IntegerAttr(replicas);
+  props.replica_groups = builder.getArrayAttr(
+      SmallVector<Attribute>(replicaGroups.begin(), replicaGroups.end()));
   props.layer_begin = builder.getI64IntegerAttr(layerBegin);
   props.layer_end = builder.getI64IntegerAttr(layerEnd);
+  props.tensor_parallel = builder.getI64IntegerAttr(tensorParallel);
   Region *body = state.addRegion();
   Block *block = new Block();
   body->push_back(block);
@@ -134,20 +135,37 @@ void StageOp::build(OpBuilder &builder, OperationState &state, StringRef name,
 ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
   Builder &builder = parser.getBuilder();
   StringAttr name;
-  SymbolRefAttr group;
-  int64_t replicas, begin, end;
-  if (parser.parseSymbolName(name) || parser.parseKeyword("on") ||
-      parser.parseAttribute(group) || parser.parseKeyword("replicas") ||
-      parser.parseInteger(replicas) || parser.parseKeyword("layers") ||
-      parser.parseLSquare() || parser.parseInteger(begin) ||
+  int64_t begin, end, tensorParallel = 1;
+  if (parser.parseSymbolName(name) || parser.parseKeyword("on"))
+    return failure();
+  SmallVector<Attribute> groups;
+  do {
+    SymbolRefAttr group;
+    int64_t replicas, samples = 0;
+    SMLoc at = parser.getCurrentLocation();
+    if (parser.parseAttribute(group) || parser.parseKeyword("replicas") ||
+        parser.parseInteger(replicas))
+      return failure();
+    if (succeeded(parser.parseOptionalKeyword("samples")) && parser.parseInteger(samples))
+      return failure();
+    auto attr = ReplicaGroupAttr::getChecked(
+        [&] { return parser.emitError(at); }, builder.getContext(), group, replicas, samples);
+    if (!attr)
+      return failure();
+    groups.push_back(attr);
+  } while (succeeded(parser.parseOptionalComma()));
+  if (parser.parseKeyword("layers") || parser.parseLSquare() || parser.parseInteger(begin) ||
       parser.parseComma() || parser.parseInteger(end) || parser.parseRParen())
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("tensor_parallel")) &&
+      parser.parseInteger(tensorParallel))
     return failure();
   Properties &props = result.getOrAddProperties<Properties>();
   props.sym_name = name;
-  props.device_group = group;
-  props.replicas = builder.getI64IntegerAttr(replicas);
+  props.replica_groups = builder.getArrayAttr(groups);
   props.layer_begin = builder.getI64IntegerAttr(begin);
   props.layer_end = builder.getI64IntegerAttr(end);
+  props.tensor_parallel = builder.getI64IntegerAttr(tensorParallel);
 
   SmallVector<OpAsmParser::Argument> arguments;
   if (parser.parseArgumentList(arguments, OpAsmParser::Delimiter::OptionalParen,
@@ -165,8 +183,15 @@ ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
 void StageOp::print(OpAsmPrinter &p) {
   p << " ";
   p.printSymbolName(getSymName());
-  p << " on " << getDeviceGroupAttr() << " replicas " << getReplicas()
-    << " layers [" << getLayerBegin() << ", " << getLayerEnd() << ")";
+  p << " on ";
+  llvm::interleaveComma(getReplicaGroupList(), p, [&](ReplicaGroupAttr group) {
+    p << group.getGroup() << " replicas " << group.getReplicas();
+    if (group.getSamples() > 0)
+      p << " samples " << group.getSamples();
+  });
+  p << " layers [" << getLayerBegin() << ", " << getLayerEnd() << ")";
+  if (getTensorParallel() != 1)
+    p << " tensor_parallel " << getTensorParallel();
   Block &block = getBodyBlock();
   if (block.getNumArguments() != 0) {
     p << " (";
@@ -176,13 +201,37 @@ void StageOp::print(OpAsmPrinter &p) {
     p << ")";
   }
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(), {getSymNameAttrName(), getDeviceGroupAttrName(),
-                            getReplicasAttrName(), getLayerBeginAttrName(),
-                            getLayerEndAttrName()});
+      (*this)->getAttrs(), {getSymNameAttrName(), getReplicaGroupsAttrName(),
+                            getLayerBeginAttrName(), getLayerEndAttrName(),
+                            getTensorParallelAttrName()});
   p << " ";
   bool printTerminator = getYield() && getYield().getNumOperands() != 0;
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/printTerminator);
+}
+
+SmallVector<ReplicaGroupAttr> StageOp::getReplicaGroupList() {
+  SmallVector<ReplicaGroupAttr> groups;
+  for (Attribute a : getReplicaGroups())
+    groups.push_back(cast<ReplicaGroupAttr>(a));
+  return groups;
+}
+
+int64_t StageOp::getReplicas() {
+  int64_t total = 0;
+  for (ReplicaGroupAttr group : getReplicaGroupList())
+    total += group.getReplicas();
+  return total;
+}
+
+int64_t StageOp::getMicroBatchSamples() {
+  int64_t total = 0;
+  for (ReplicaGroupAttr group : getReplicaGroupList()) {
+    if (group.getSamples() == 0)
+      return 0;
+    total += group.getReplicas() * group.getSamples();
+  }
+  return total;
 }
 
 YieldOp StageOp::getYield() {

@@ -92,8 +92,21 @@ LogicalResult LinkOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult StageOp::verify() {
-  if (getReplicas() < 1)
-    return emitOpError("'replicas' must be >= 1, got ") << getReplicas();
+  SmallVector<ReplicaGroupAttr> groups = getReplicaGroupList();
+  if (groups.empty())
+    return emitOpError("needs at least one replica group");
+  size_t withShare = llvm::count_if(groups, [](ReplicaGroupAttr g) { return g.getSamples() > 0; });
+  if (withShare != 0 && withShare != groups.size())
+    return emitOpError("gives a share of the micro-batch ('samples') to some replica groups "
+                       "but not to others; give all or none");
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (groups[i].getGroup() == groups[j].getGroup() &&
+          groups[i].getSamples() == groups[j].getSamples())
+        return emitOpError("lists replica group ")
+               << groups[i].getGroup() << " twice with the same share; merge them";
+  if (getTensorParallel() < 1)
+    return emitOpError("'tensor_parallel' must be >= 1, got ") << getTensorParallel();
   if (getLayerBegin() < 0 || getLayerEnd() <= getLayerBegin())
     return emitOpError("layer range [")
            << getLayerBegin() << ", " << getLayerEnd()
@@ -119,17 +132,67 @@ LogicalResult StageOp::verifyRegions() {
 }
 
 LogicalResult StageOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  Operation *target =
-      symbolTable.lookupNearestSymbolFrom(*this, getDeviceGroupAttr());
-  auto group = dyn_cast_or_null<DeviceGroupOp>(target);
-  if (!group)
-    return emitOpError("is placed on ")
-           << getDeviceGroupAttr()
-           << ", which is not a het.device_group (expected @cluster::@group)";
-  if (getReplicas() > group.getCount())
-    return emitOpError("has ") << getReplicas() << " replicas but device group "
-                               << getDeviceGroupAttr() << " has only "
-                               << group.getCount() << " devices";
+  int64_t tp = getTensorParallel();
+  for (ReplicaGroupAttr replicas : getReplicaGroupList()) {
+    Operation *target = symbolTable.lookupNearestSymbolFrom(*this, replicas.getGroup());
+    auto group = dyn_cast_or_null<DeviceGroupOp>(target);
+    if (!group)
+      return emitOpError("is placed on ")
+             << replicas.getGroup()
+             << ", which is not a het.device_group (expected @cluster::@group)";
+    if (replicas.getReplicas() * tp > group.getCount())
+      return emitOpError("has ") << replicas.getReplicas() << " replicas"
+                                 << (tp > 1 ? " of " + std::to_string(tp) + " devices" : "")
+                                 << " on device group " << replicas.getGroup() << ", which has only "
+                                 << group.getCount() << " devices";
+    if (tp > 1 && (group.getCount() / group.getNodes()) % tp != 0)
+      return emitOpError("splits each replica over ")
+             << tp << " devices, which does not divide the "
+             << group.getCount() / group.getNodes() << " devices per node of "
+             << replicas.getGroup() << " (tensor parallelism stays inside a node)";
+  }
+  // Across the module's stages: the shares describe one micro-batch, and no
+  // device group gives out more devices than it has.
+  Operation *parent = (*this)->getParentOp();
+  if (!parent)
+    return success();
+  int64_t samples = getMicroBatchSamples();
+  for (auto other : parent->getRegion(0).getOps<StageOp>()) {
+    if (other == *this)
+      break; // each pair is checked once, by the later stage
+    int64_t theirs = other.getMicroBatchSamples();
+    if (samples > 0 && theirs > 0 && samples != theirs)
+      return emitOpError("shares add up to ")
+             << samples << " samples per micro-batch, but those of stage @"
+             << other.getSymName() << " add up to " << theirs;
+  }
+  // Devices of each group used by the stages before this one and by it:
+  // the stage that takes a group past its count reports it.
+  llvm::DenseMap<Operation *, int64_t> used;
+  for (auto stage : parent->getRegion(0).getOps<StageOp>()) {
+    for (ReplicaGroupAttr replicas : stage.getReplicaGroupList())
+      if (Operation *group = symbolTable.lookupNearestSymbolFrom(stage, replicas.getGroup()))
+        used[group] += replicas.getReplicas() * stage.getTensorParallel();
+    if (stage == *this)
+      break;
+  }
+  for (ReplicaGroupAttr replicas : getReplicaGroupList()) {
+    auto group = cast<DeviceGroupOp>(symbolTable.lookupNearestSymbolFrom(*this, replicas.getGroup()));
+    if (used[group] > group.getCount())
+      return emitOpError("and the stages before it use ")
+             << used[group] << " devices of " << replicas.getGroup() << ", which has only "
+             << group.getCount();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TensorParallelGroupOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TensorParallelGroupOp::verify() {
+  if (getSize() < 1)
+    return emitOpError("'size' must be >= 1, got ") << getSize();
   return success();
 }
 

@@ -129,4 +129,23 @@ def Het_DeviceKindAttr : Het_Attr<"DeviceKind", "device"> {
   let genVerifyDecl = 1;
 }
 
+def Het_ReplicaGroupAttr : Het_Attr<"ReplicaGroup", "replica_group"> {
+  let summary = "replicas of a stage on one device group, with their share of a micro-batch";
+  let description = [{
+    `replicas` data-parallel copies of a stage placed on the device group
+    `group`, each taking `samples` samples of every micro-batch (0: an even
+    share of it). A stage lists one replica group per device group it runs
+    on, so the replicas of one stage may be of different kinds, each with a
+    share proportional to its speed.
+
+    ```mlir
+    #het.replica_group<@lab::@a100, 2, 48>
+    ```
+  }];
+  let parameters = (ins "::mlir::SymbolRefAttr":$group, "int64_t":$replicas,
+                        "int64_t":$samples);
+  let assemblyFormat = "`<` $group `,` $replicas `,` $samples `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // HET_DIALECT_HET_IR_HETATTRS_TD

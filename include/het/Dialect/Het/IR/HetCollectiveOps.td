@@ -39,7 +39,8 @@ class Het_CollectiveOp<string mnemonic, dag extraArgs, string format,
 }
 
 def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
-    (ins Het_ReductionKindAttr:$reduction), "`` custom<Reduction>($reduction)"> {
+    (ins Het_ReductionKindAttr:$reduction), "`` custom<Reduction>($reduction)",
+    [DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>]> {
   let summary = "reduce a tensor over a group; every member gets the result";
   let description = [{
     The gradient all-reduce of data parallelism. `algorithm` is one of
@@ -50,6 +51,11 @@ def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
     (per-chunk scales) or `topk(ratio)` (sparsification with error
     feedback); `int8` and `topk` need a float tensor and `sum` or `avg`.
     Over a group of one member it is its input.
+
+    Over a `het.tensor_parallel_group` it joins the partial sums of a
+    split matrix product (Megatron's "reduce from the tensor-parallel
+    region"); its gradient is then the result's gradient itself, since
+    every member computes the same thing after it.
 
     ```mlir
     %g = het.all_reduce %dw over @s1 sum algorithm hierarchical compression int8 : tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
@@ -73,10 +79,14 @@ def Het_ReduceScatterOp : Het_CollectiveOp<"reduce_scatter",
 }
 
 def Het_AllGatherOp : Het_CollectiveOp<"all_gather", (ins Het_I64Attr:$axis),
-    "`axis` $axis"> {
+    "`axis` $axis", [DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>]> {
   let summary = "concatenate every member's tensor along an axis";
   let description = [{
     The result's `axis` dimension is the input's times the group size.
+    Over a `het.tensor_parallel_group` (the logits of a vocabulary-parallel
+    output layer) its gradient is each member's slice of the result's
+    gradient, computed as a reduce-scatter average of the identical
+    gradients every member holds.
 
     ```mlir
     %a = het.all_gather %s over @s0 axis 0 : tensor<16x32xf32> -> tensor<64x32xf32>
@@ -107,6 +117,27 @@ def Het_AllToAllOp : Het_CollectiveOp<"all_to_all",
     %t = het.all_to_all %x over @s0 split 0 concat 1 : tensor<8x16xf32> -> tensor<2x64xf32>
     ```
   }];
+}
+
+def Het_TensorParallelCopyOp : Het_Op<"tensor_parallel_copy", [
+    SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>]> {
+  let summary = "a replicated value entering split computation (identity)";
+  let description = [{
+    Megatron's "copy to the tensor-parallel region": the value is the same
+    on every member of `group` and each member computes its part of a split
+    product from it. The forward pass does nothing; the gradient is the sum
+    of the members' partial gradients, an all-reduce over the group (which
+    het-autodiff emits as a `het.all_reduce`). Lowering drops the op.
+
+    ```mlir
+    %x1 = het.tensor_parallel_copy %x over @tp2 : tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $group attr-dict `:` type($input)";
 }
 
 #endif // HET_DIALECT_HET_IR_HETCOLLECTIVEOPS_TD

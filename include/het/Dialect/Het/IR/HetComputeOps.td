@@ -639,11 +639,18 @@ def Het_EmbeddingOp : Het_InferredComputeOp<"embedding", [Differentiable]> {
     `table` is `[V, D]`, `indices` any shape `[...]` of i32/i64; the result
     is `[..., D]`. An index outside `[0, V)` is a run-time error.
 
+    With `vocab_shard = @group` (a `het.tensor_parallel_group` of size `n`,
+    made by het-tensor-parallel) the table is member `m`'s shard of a
+    vocabulary of `n * V` rows, rows `[m * V, (m + 1) * V)`: an index in it
+    gives its row, any other valid index a row of zeros, and an all-reduce
+    over the group assembles the full lookup.
+
     ```mlir
     %e = het.embedding %table, %tokens : tensor<512x64xf32>, tensor<4x16xi64> -> tensor<4x16x64xf32>
     ```
   }];
-  let arguments = (ins Het_FloatTensor:$table, Het_IndexTensor:$indices);
+  let arguments = (ins Het_FloatTensor:$table, Het_IndexTensor:$indices,
+                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
@@ -654,13 +661,16 @@ def Het_EmbeddingGradOp : Het_ComputeOp<"embedding_grad"> {
   let summary = "gradient of het.embedding with respect to its table";
   let description = [{
     Scatter-adds each row of `grad_output` into the table row its index
-    names; the table's row count comes from the result type.
+    names; the table's row count comes from the result type. With
+    `vocab_shard`, as for `het.embedding`, only the indices of this member's
+    rows contribute.
 
     ```mlir
     %dtable = het.embedding_grad %de, %tokens : tensor<4x16x64xf32>, tensor<4x16xi64> -> tensor<512x64xf32>
     ```
   }];
-  let arguments = (ins Het_FloatTensor:$grad_output, Het_IndexTensor:$indices);
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_IndexTensor:$indices,
+                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard);
   let results = (outs Het_FloatTensor:$grad_table);
   let assemblyFormat = [{
     $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices)

@@ -93,10 +93,17 @@ def Het_LinkOp : Het_Op<"link", [HasParent<"ClusterOp">,
 def Het_StageOp : Het_Op<"stage", [Symbol, IsolatedFromAbove,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     SingleBlockImplicitTerminator<"YieldOp">]> {
-  let summary = "one pipeline stage placed on a device group";
+  let summary = "one pipeline stage placed on one or more device groups";
   let description = [{
-    The code that `replicas` data-parallel copies of one pipeline stage run,
-    on devices of `device_group`, for the layers `[layer_begin, layer_end)`.
+    The code that the data-parallel replicas of one pipeline stage run, for
+    the layers `[layer_begin, layer_end)`. The replicas are listed by device
+    group (`replica_groups`): each group contributes `replicas` copies, each
+    taking `samples` samples of every micro-batch (omitted: an even share).
+    Replicas of one stage may be of different kinds, each with a share that
+    suits its speed; the shares of every stage add up to the micro-batch.
+    Each replica spans `tensor_parallel` devices of its group (default 1),
+    which split its matrices (het-tensor-parallel).
+
     The body's arguments are the stage's inputs (its parameters, optimizer
     state and, for the first stage, the batch); `het.yield` returns its
     outputs. Activations enter through `het.recv` and leave through
@@ -109,24 +116,56 @@ def Het_StageOp : Het_Op<"stage", [Symbol, IsolatedFromAbove,
       het.send %act to @s1 : tensor<8x64xf32>
       het.yield %w1 : tensor<64x64xf32>
     }
+    het.stage @s1 on @lab::@a100 replicas 1 samples 48, @lab::@mi250 replicas 1 samples 16
+        layers [14, 24) tensor_parallel 2 { ... }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, SymbolRefAttr:$device_group,
-      Het_I64Attr:$replicas, Het_I64Attr:$layer_begin, Het_I64Attr:$layer_end);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+      TypedArrayAttrBase<Het_ReplicaGroupAttr, "replica groups">:$replica_groups,
+      Het_I64Attr:$layer_begin, Het_I64Attr:$layer_end,
+      DefaultValuedAttr<Het_I64Attr, "1">:$tensor_parallel);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [
-    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::SymbolRefAttr":$deviceGroup,
-                   "int64_t":$replicas, "int64_t":$layerBegin, "int64_t":$layerEnd,
+    OpBuilder<(ins "::llvm::StringRef":$name,
+                   "::llvm::ArrayRef<::mlir::het::ReplicaGroupAttr>":$replicaGroups,
+                   "int64_t":$layerBegin, "int64_t":$layerEnd, "int64_t":$tensorParallel,
                    "::mlir::TypeRange":$argumentTypes)>
   ];
   let extraClassDeclaration = [{
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
     YieldOp getYield();
+    /// The replica groups, typed.
+    ::llvm::SmallVector<::mlir::het::ReplicaGroupAttr> getReplicaGroupList();
+    /// All data-parallel replicas of the stage, over every group.
+    int64_t getReplicas();
+    /// Samples per micro-batch over all replicas; 0 when the shares are
+    /// not given (even split).
+    int64_t getMicroBatchSamples();
   }];
+}
+
+def Het_TensorParallelGroupOp : Het_Op<"tensor_parallel_group", [Symbol]> {
+  let summary = "the devices that run one replica of a stage together";
+  let description = [{
+    A module-level symbol for the `size` devices over which
+    het-tensor-parallel splits the matrices of one replica (Megatron-style
+    tensor parallelism). Collectives over it join the partial results of
+    those devices; their gradient rules assume, as Megatron does, that what
+    follows them is computed identically on every member. After partitioning,
+    a collective over it inside a `het.stage` is among the tensor-parallel
+    ranks of the replica running that stage.
+
+    ```mlir
+    het.tensor_parallel_group @tp2 size 2
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Het_I64Attr:$size);
+  let assemblyFormat = "$sym_name `size` $size attr-dict";
+  let hasVerifier = 1;
 }
 
 def Het_YieldOp : Het_Op<"yield", [Pure, Terminator, ReturnLike,

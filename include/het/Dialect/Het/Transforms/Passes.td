@@ -31,6 +31,39 @@ def HetInferLayers : Pass<"het-infer-layers", "func::FuncOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetRebatch : Pass<"het-rebatch", "ModuleOp"> {
+  let summary = "specialise a model to another batch size, weighting its loss by its share";
+  let description = [{
+    A model's declared batch size is only a default. This pass gives the
+    forward model (`function`, else the first function returning a 0-d float
+    loss) `samples` samples per call: every data argument whose first
+    dimension is the model's batch (the first dimension of its first
+    non-parameter argument) gets `samples`, and every result type downstream
+    follows (ShapeRespecialization.h: reshapes that fold the batch into
+    another dimension, broadcasts that add it).
+
+    With `micro-batch` M (a pipeline replica that takes `samples` of every
+    micro-batch of M samples), the loss is multiplied by `samples / M`: a
+    replica's loss is then its share of the micro-batch's mean loss, so the
+    replicas' gradients add up (an all-reduce sum) to the gradient of the
+    whole micro-batch, however unevenly it was split. This assumes the loss
+    is a mean over samples (plus terms that do not depend on them), as
+    cross-entropy is.
+
+    ```
+    het-opt --het-rebatch="samples=48 micro-batch=64" mlp.mlir
+    ```
+  }];
+  let options = [
+    Option<"samples", "samples", "int64_t", "0", "samples per call (required)">,
+    Option<"microBatch", "micro-batch", "int64_t", "0",
+           "samples of the micro-batch this call takes a share of (default: samples)">,
+    Option<"function", "function", "std::string", "\"\"",
+           "the forward model (default: the first function returning a 0-d float loss)">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect"];
+}
+
 def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
   let summary = "build the training step of a model: gradients and optimizer update";
   let description = [{

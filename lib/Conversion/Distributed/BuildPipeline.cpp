@@ -1,0 +1,310 @@
+//===- BuildPipeline.cpp - one module for every rank of a pipeline --------===//
+//
+// The plan says, per stage, which replicas take which share of every
+// micro-batch. Stage code has static shapes, so each distinct share gets its
+// own copy of the model: rebatched to the share with its loss weighted by
+// it (het-rebatch), differentiated and fused (het-training-pipeline), cut
+// into the plan's stages (het-partition, with gradients summed over
+// replicas since the losses are weighted) and scheduled. From each copy the
+// stages keep the functions of their replica groups with that share; all
+// copies have the same structure (only shapes differ), so their channels
+// agree, and comparing a channel's shape at two shares tells how many rows
+// of it belong to each sample -- what the runtime needs to re-shard
+// activations and gradients between stages of different splits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/Distributed.h"
+#include "het/Conversion/Passes.h"
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/Passes.h"
+#include "het/Partition/PartitionPlan.h"
+#include "het/Partition/Passes.h"
+#include "het/Plan/Error.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+InFlightDiagnostic error(ModuleOp module, const llvm::Twine &message) {
+  return module.emitError() << "het-compile: " << message;
+}
+
+func::FuncOp trainingStep(ModuleOp module) {
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.getName().ends_with("_train_step"))
+      return f;
+  return nullptr;
+}
+
+/// Arguments with one row per sample: data, labels and token ids whose
+/// first dimension is the batch (that of the first such argument).
+std::vector<unsigned> batchedArguments(func::FuncOp f) {
+  int64_t batch = 0;
+  std::vector<unsigned> out;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
+    if (!type || type.getRank() < 1 || f.getArgAttr(i, HetDialect::getParamAttrName()) ||
+        f.getArgAttr(i, HetDialect::getStateAttrName()))
+      continue;
+    if (batch == 0)
+      batch = type.getDimSize(0);
+    if (type.getDimSize(0) == batch)
+      out.push_back(i);
+  }
+  return out;
+}
+
+/// The gradient all-reduces get --compression; collectives inside the
+/// forward and backward passes (batch statistics, tensor parallelism) stay
+/// exact.
+LogicalResult applyCompression(ModuleOp module, const std::string &compression) {
+  int kind = 0;
+  double ratio = 0;
+  std::string message;
+  if (!parseCompression(compression, kind, ratio, message))
+    return error(module, message);
+  if (kind == static_cast<int>(CompressionKind::None))
+    return success();
+  module.walk([&](AllReduceOp reduce) {
+    bool gradient = llvm::all_of(reduce->getUsers(), [](Operation *user) {
+      return isa<SGDOp, AdamOp, YieldOp>(user);
+    });
+    if (!gradient || !isa_and_nonnull<StageOp>(SymbolTable::lookupNearestSymbolFrom(
+                         reduce, reduce.getGroup())))
+      return;
+    reduce.setCompression(static_cast<CompressionKind>(kind));
+    if (kind == static_cast<int>(CompressionKind::TopK))
+      reduce.setTopkRatioAttr(FloatAttr::get(Float64Type::get(module.getContext()), ratio));
+  });
+  return success();
+}
+
+/// "f32 2 32 64" -> {32, 64}.
+std::vector<int64_t> shapeOf(const std::string &type) {
+  std::istringstream in(type);
+  std::string element;
+  size_t rank = 0;
+  in >> element >> rank;
+  std::vector<int64_t> shape(rank);
+  for (int64_t &d : shape)
+    in >> d;
+  return shape;
+}
+
+/// Moves the functions and constant globals of `from` into `into`.
+LogicalResult mergeInto(ModuleOp into, ModuleOp from) {
+  SymbolTable symbols(into);
+  for (Operation &op : llvm::make_early_inc_range(from.getBody()->getOperations())) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (!symbol)
+      continue;
+    if (Operation *existing = symbols.lookup(symbol.getName())) {
+      auto f = dyn_cast<func::FuncOp>(op);
+      if (f && f.isExternal() && isa<func::FuncOp>(existing))
+        continue; // a runtime entry point declared by both
+      return error(into, "internal error: two variants of the pipeline define @")
+             << symbol.getName();
+    }
+    op.moveBefore(into.getBody(), into.getBody()->end());
+    symbols.insert(&op);
+  }
+  return success();
+}
+
+} // namespace
+
+bool mlir::het::parseCompression(const std::string &compression, int &kind, double &ratio,
+                                 std::string &message) {
+  StringRef text = compression;
+  ratio = 0;
+  if (text.consume_front("topk:")) {
+    kind = static_cast<int>(CompressionKind::TopK);
+    if (text.getAsDouble(ratio) || !(ratio > 0 && ratio <= 1)) {
+      message = "--compression topk:<ratio> needs a ratio in (0, 1], got '" + text.str() + "'";
+      return false;
+    }
+    return true;
+  }
+  std::optional<CompressionKind> parsed = symbolizeCompressionKind(text);
+  if (!parsed || *parsed == CompressionKind::TopK) {
+    message = "unknown --compression '" + compression +
+              "' (use none, fp16, bf16, int8, topk:<ratio>)";
+    return false;
+  }
+  kind = static_cast<int>(*parsed);
+  return true;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
+                                                          const PipelineBuildOptions &options) {
+  MLIRContext *ctx = input.getContext();
+  if (options.schedule != "1f1b" && options.schedule != "gpipe")
+    return error(input, "unknown --schedule '") << options.schedule << "' (use 1f1b or gpipe)";
+  bool givenStep = static_cast<bool>(trainingStep(input));
+
+  // The step at the model's own batch: how every rank initializes the
+  // step's arguments, as a single-rank run would.
+  OwningOpRef<ModuleOp> reference(input.clone());
+  if (!givenStep) {
+    PassManager pm(ctx);
+    if (failed(parsePassPipeline("het-training-pipeline{" + options.trainingPipeline + "}", pm,
+                                 llvm::errs())) ||
+        failed(pm.run(*reference)))
+      return error(input, "could not build the training step (see the diagnostics above)");
+  }
+  func::FuncOp step = trainingStep(*reference);
+  if (!step)
+    return error(input, "no training step (@<model>_train_step) to partition");
+  FailureOr<std::string> signature = describeStep(step);
+  if (failed(signature))
+    return failure();
+  std::vector<unsigned> batchedArgs = batchedArguments(step);
+  if (batchedArgs.empty())
+    return error(input, "the training step has no data argument with a batch dimension");
+  int64_t modelBatch = cast<RankedTensorType>(step.getArgumentTypes()[batchedArgs.front()])
+                           .getDimSize(0);
+
+  // The plan, with every replica's share resolved.
+  ::het::partition::PartitionPlan plan;
+  int64_t microBatches = 0, globalBatch = 0, microBatch = 0;
+  try {
+    plan = ::het::partition::readPartitionPlan(options.planFile);
+    microBatches = options.microBatches > 0 ? options.microBatches : plan.microBatches;
+    if (microBatches <= 0)
+      microBatches = 1;
+    globalBatch = plan.globalBatch > 0
+                      ? plan.globalBatch
+                      : modelBatch * plan.stages.front().replicas() * microBatches;
+    if (globalBatch % microBatches != 0)
+      return error(input, llvm::formatv("{0}: global_batch {1} does not split into {2} "
+                                        "micro-batches{3}",
+                                        options.planFile, globalBatch, microBatches,
+                                        options.microBatches > 0 ? " (--micro-batches)" : ""));
+    microBatch = globalBatch / microBatches;
+    ::het::partition::resolveShares(plan, microBatch);
+  } catch (const ::het::plan::PlanError &e) {
+    return error(input, e.what());
+  }
+  std::vector<long> shares = ::het::partition::distinctShares(plan);
+  if (givenStep) {
+    // A step cannot be specialised: every replica must take the step's batch.
+    for (long share : shares)
+      if (share != modelBatch)
+        return error(input, llvm::formatv(
+                                "{0}: the plan gives replicas {1} samples of each micro-batch "
+                                "but the input is a training step of batch {2}, which cannot be "
+                                "specialised; give het-compile the forward model instead",
+                                options.planFile, share, modelBatch));
+  }
+
+  PipelineDescription description;
+  OwningOpRef<ModuleOp> merged;
+  // Each channel's type at each share, to tell how it splits by sample.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<long, std::string>> channelTypes;
+  for (long share : shares) {
+    OwningOpRef<ModuleOp> variant(input.clone());
+    PassManager pm(ctx);
+    std::string pipeline;
+    if (!givenStep)
+      pipeline = llvm::formatv("het-rebatch{{samples={0} micro-batch={1}},"
+                               "het-training-pipeline{{{2}}",
+                               share, microBatch, options.trainingPipeline)
+                     .str();
+    if (!pipeline.empty() && failed(parsePassPipeline(pipeline, pm, llvm::errs())))
+      return error(input, "internal error: bad pipeline '") << pipeline << "'";
+    // Options set in code, not parsed from text: paths may hold any character.
+    HetPartitionOptions partition;
+    partition.planFile = options.planFile;
+    partition.functionName = step.getName().str();
+    partition.microBatchSamples = microBatch;
+    partition.lossWeighted = !givenStep;
+    pm.addPass(createHetPartition(partition));
+    HetPipelineScheduleOptions order;
+    order.schedule = options.schedule;
+    order.microBatches = microBatches;
+    pm.addPass(createHetPipelineSchedule(order));
+    if (failed(pm.run(*variant)))
+      return error(input, llvm::formatv("could not build the stages for replicas taking {0} "
+                                        "samples of each micro-batch (see the diagnostics above)",
+                                        share));
+    if (failed(applyCompression(*variant, options.compression)))
+      return failure();
+    FailureOr<PipelineDescription> lowered = lowerPipelineStages(*variant, share);
+    if (failed(lowered))
+      return failure();
+    for (const auto &channel : lowered->channels)
+      channelTypes[{channel.from, channel.to, channel.channel}][share] = channel.type;
+    if (!merged) {
+      description = *lowered;
+      merged = std::move(variant);
+      continue;
+    }
+    if (lowered->stages.size() != description.stages.size() ||
+        lowered->channels.size() != description.channels.size())
+      return error(input, "internal error: the pipeline's variants differ in structure");
+    for (size_t j = 0; j < lowered->stages.size(); ++j)
+      for (auto &v : lowered->stages[j].variants)
+        description.stages[j].variants.push_back(std::move(v));
+    if (failed(mergeInto(*merged, *variant)))
+      return failure();
+  }
+
+  // How each channel splits by sample: rows per sample from two shares.
+  for (PipelineDescription::Channel &channel : description.channels) {
+    const auto &types = channelTypes[{channel.from, channel.to, channel.channel}];
+    if (types.size() != shares.size())
+      return error(input, "internal error: a channel exists at some shares only");
+    if (types.size() < 2) {
+      channel.rowsPerSample = -1; // one share everywhere: replicas line up
+      continue;
+    }
+    auto [b1, t1] = *types.begin();
+    auto [b2, t2] = *std::next(types.begin());
+    std::vector<int64_t> s1 = shapeOf(t1), s2 = shapeOf(t2);
+    if (s1 == s2) {
+      channel.rowsPerSample = 0;
+      continue;
+    }
+    bool split = !s1.empty() && s1.size() == s2.size() && s1[0] % b1 == 0 &&
+                 s1[0] / b1 * b2 == s2[0] &&
+                 std::equal(s1.begin() + 1, s1.end(), s2.begin() + 1);
+    if (!split)
+      return error(input, llvm::formatv(
+                              "stage {0} sends stage {1} a tensor (channel {2}) of shape {3} at "
+                              "{4} samples and {5} at {6}: it is not split by sample along its "
+                              "first dimension, so it cannot move between stages of different "
+                              "splits",
+                              description.stages[channel.from].name,
+                              description.stages[channel.to].name, channel.channel, t1, b1, t2,
+                              b2));
+    channel.rowsPerSample = s1[0] / b1;
+  }
+  description.globalBatch = globalBatch;
+  description.microBatches = microBatches;
+  description.predictedSeconds = options.predictedSeconds;
+  for (unsigned i : batchedArgs)
+    description.batched.push_back(argumentName(step, i));
+
+  SmallVector<Attribute> entries;
+  for (const auto &stage : description.stages)
+    for (const auto &variant : stage.variants)
+      for (const auto &function : variant.functions)
+        entries.push_back(StringAttr::get(ctx, function.symbol));
+  (*merged)->setAttr("hetrt.entries", ArrayAttr::get(ctx, entries));
+  (*merged)->setAttr("hetrt.model_info", StringAttr::get(ctx, description.text(*signature)));
+  return merged;
+}

@@ -1,0 +1,212 @@
+//===- SyncBatchNorm.cpp - batch statistics over a stage's replicas --------===//
+//
+// Forward, for x [b, C, ...] (this replica's b of the micro-batch's N samples,
+// n = N times the spatial size):
+//   mean    = allreduce(sum(x)) / n
+//   inv_std = rsqrt(allreduce(sum((x - mean)^2)) / n + eps)   (two passes)
+//   y       = (x - mean) * inv_std * gamma + beta              (relu: max(y, 0))
+// Backward, with xhat = (x - mean) * inv_std and dy the (relu-masked) output
+// gradient:
+//   dbeta   = sum(dy),  dgamma = sum(dy * xhat)                (this replica's)
+//   dx      = gamma * inv_std * (dy - allreduce(dbeta) / n - xhat * allreduce(dgamma) / n)
+// Every op is het IR: reductions, all-reduces over the stage and
+// het.elementwise bodies, which the CPU lowering fuses into single loops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SyncBatchNorm.h"
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace het::partition {
+
+namespace {
+
+struct Builder {
+  OpBuilder &b;
+  Location loc;
+  StageOp stage;
+  RankedTensorType input; // [b, C, ...]
+  double count;           // samples of the micro-batch times the spatial size
+
+  SmallVector<int64_t> reducedAxes() const {
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < input.getRank(); ++i)
+      if (i != 1)
+        axes.push_back(i);
+    return axes;
+  }
+  RankedTensorType channels() const {
+    return RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+  }
+  /// [C] -> [C, 1, ...] so it broadcasts against [b, C, ...].
+  Value perChannel(Value v) {
+    SmallVector<int64_t> shape(input.getRank() - 1, 1);
+    shape[0] = input.getDimSize(1);
+    return b.create<ReshapeOp>(loc, RankedTensorType::get(shape, input.getElementType()), v);
+  }
+  Value sum(Value v) {
+    return b.create<ReduceSumOp>(loc, channels(), v, b.getDenseI64ArrayAttr(reducedAxes()),
+                                 /*keep_dims=*/false);
+  }
+  Value overReplicas(Value v) {
+    return b.create<AllReduceOp>(loc, v.getType(), v,
+                                 SymbolRefAttr::get(stage.getSymNameAttr()), ReductionKind::Sum,
+                                 CollectiveAlgorithm::Ring, CompressionKind::None, FloatAttr());
+  }
+  Value scalar(Type element, double value) {
+    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(element, value));
+  }
+  Value elementwise(Type type, ValueRange inputs,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    return b.create<ElementwiseOp>(loc, type, inputs, body);
+  }
+};
+
+/// Copies the discardable attributes (het.layer, het.backward) of `from`
+/// onto every op built since `mark` in its block.
+void inherit(Operation *from, Block *block, Block::iterator mark) {
+  for (Operation &op : llvm::make_range(mark, Block::iterator(from)))
+    for (NamedAttribute attr : from->getDiscardableAttrs())
+      op.setAttr(attr.getName(), attr.getValue());
+}
+
+LogicalResult rewriteForward(Operation *op, bool relu, double samples) {
+  OpBuilder b(op);
+  Block *block = op->getBlock();
+  Block::iterator mark = op->getIterator();
+  bool first = mark == block->begin();
+  if (!first)
+    --mark;
+  Value x = op->getOperand(0), gamma = op->getOperand(1), beta = op->getOperand(2);
+  double epsilon = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
+  auto input = cast<RankedTensorType>(x.getType());
+  double spatial = 1;
+  for (int64_t i = 2; i < input.getRank(); ++i)
+    spatial *= double(input.getDimSize(i));
+  Builder h{b, op->getLoc(), op->getParentOfType<StageOp>(), input, samples * spatial};
+  Type element = input.getElementType();
+  double n = h.count;
+  Value total = h.overReplicas(h.sum(x));
+  Value mean = h.elementwise(h.channels(), total, [&](OpBuilder &nb, Location l, ValueRange v) {
+    return nb.create<arith::MulFOp>(l, v[0], h.scalar(element, 1.0 / n)).getResult();
+  });
+  Value meanC = h.perChannel(mean);
+  Value squares = h.elementwise(input, {x, meanC}, [&](OpBuilder &nb, Location l, ValueRange v) {
+    Value d = nb.create<arith::SubFOp>(l, v[0], v[1]);
+    return nb.create<arith::MulFOp>(l, d, d).getResult();
+  });
+  Value spread = h.overReplicas(h.sum(squares));
+  Value invStd =
+      h.elementwise(h.channels(), spread, [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value var = nb.create<arith::MulFOp>(l, v[0], h.scalar(element, 1.0 / n));
+        Value shifted = nb.create<arith::AddFOp>(l, var, h.scalar(element, epsilon));
+        return nb.create<math::RsqrtOp>(l, shifted).getResult();
+      });
+  Value y = h.elementwise(
+      input, {x, meanC, h.perChannel(invStd), h.perChannel(gamma), h.perChannel(beta)},
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value d = nb.create<arith::SubFOp>(l, v[0], v[1]);
+        Value scaled = nb.create<arith::MulFOp>(l, nb.create<arith::MulFOp>(l, d, v[2]), v[3]);
+        Value out = nb.create<arith::AddFOp>(l, scaled, v[4]);
+        if (relu)
+          out = nb.create<arith::MaximumFOp>(l, out, h.scalar(element, 0.0));
+        return out;
+      });
+  inherit(op, block, first ? block->begin() : std::next(mark));
+  op->getResult(0).replaceAllUsesWith(y);
+  op->getResult(1).replaceAllUsesWith(mean);
+  op->getResult(2).replaceAllUsesWith(invStd);
+  op->erase();
+  return success();
+}
+
+LogicalResult rewriteBackward(Operation *op, bool relu, double samples) {
+  OpBuilder b(op);
+  Block *block = op->getBlock();
+  Block::iterator mark = op->getIterator();
+  bool first = mark == block->begin();
+  if (!first)
+    --mark;
+  // batch_norm_grad(dy, x, gamma, mean, inv_std);
+  // batch_norm_relu_grad(dy, y, x, gamma, mean, inv_std).
+  unsigned k = relu ? 1 : 0;
+  Value dy = op->getOperand(0), x = op->getOperand(1 + k), gamma = op->getOperand(2 + k),
+        mean = op->getOperand(3 + k), invStd = op->getOperand(4 + k);
+  auto input = cast<RankedTensorType>(x.getType());
+  double spatial = 1;
+  for (int64_t i = 2; i < input.getRank(); ++i)
+    spatial *= double(input.getDimSize(i));
+  Builder h{b, op->getLoc(), op->getParentOfType<StageOp>(), input, samples * spatial};
+  Type element = input.getElementType();
+  double n = h.count;
+  if (relu) // y > 0 exactly where the normalized value was
+    dy = h.elementwise(input, {dy, op->getOperand(1)}, [&](OpBuilder &nb, Location l,
+                                                          ValueRange v) {
+      Value positive =
+          nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, v[1], h.scalar(element, 0.0));
+      return nb.create<arith::SelectOp>(l, positive, v[0], h.scalar(element, 0.0)).getResult();
+    });
+  Value meanC = h.perChannel(mean), invStdC = h.perChannel(invStd);
+  Value xhat = h.elementwise(input, {x, meanC, invStdC}, [&](OpBuilder &nb, Location l,
+                                                            ValueRange v) {
+    return nb.create<arith::MulFOp>(l, nb.create<arith::SubFOp>(l, v[0], v[1]), v[2])
+        .getResult();
+  });
+  Value dbeta = h.sum(dy);
+  Value dgamma = h.sum(h.elementwise(input, {dy, xhat}, [&](OpBuilder &nb, Location l,
+                                                           ValueRange v) {
+    return nb.create<arith::MulFOp>(l, v[0], v[1]).getResult();
+  }));
+  Value dbetaAll = h.perChannel(h.overReplicas(dbeta));
+  Value dgammaAll = h.perChannel(h.overReplicas(dgamma));
+  Value dx = h.elementwise(
+      input, {dy, xhat, h.perChannel(gamma), invStdC, dbetaAll, dgammaAll},
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value inverse = h.scalar(element, 1.0 / n);
+        Value meanDy = nb.create<arith::MulFOp>(l, v[4], inverse);
+        Value meanDyXhat = nb.create<arith::MulFOp>(l, v[5], inverse);
+        Value centred = nb.create<arith::SubFOp>(
+            l, nb.create<arith::SubFOp>(l, v[0], meanDy),
+            nb.create<arith::MulFOp>(l, v[1], meanDyXhat));
+        return nb.create<arith::MulFOp>(l, nb.create<arith::MulFOp>(l, v[2], v[3]), centred)
+            .getResult();
+      });
+  inherit(op, block, first ? block->begin() : std::next(mark));
+  op->getResult(0).replaceAllUsesWith(dx);
+  op->getResult(1).replaceAllUsesWith(dgamma);
+  op->getResult(2).replaceAllUsesWith(dbeta);
+  op->erase();
+  return success();
+}
+
+} // namespace
+
+LogicalResult synchronizeBatchNorm(StageOp stage, int64_t microBatchSamples) {
+  SmallVector<Operation *> ops;
+  stage.getBodyBlock().walk([&](Operation *op) {
+    if (isa<BatchNormOp, BatchNormReluOp, BatchNormGradOp, BatchNormReluGradOp>(op))
+      ops.push_back(op);
+  });
+  double samples = double(microBatchSamples);
+  for (Operation *op : ops) {
+    LogicalResult done =
+        TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](BatchNormOp) { return rewriteForward(op, false, samples); })
+            .Case([&](BatchNormReluOp) { return rewriteForward(op, true, samples); })
+            .Case([&](BatchNormGradOp) { return rewriteBackward(op, false, samples); })
+            .Case([&](BatchNormReluGradOp) { return rewriteBackward(op, true, samples); });
+    if (failed(done))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace het::partition
