@@ -106,11 +106,15 @@ Tensor<T> crossEntropy(const Tensor<T> &logits, const Tensor<int64_t> &labels);
 template <typename T>
 Tensor<T> crossEntropyGrad(const Tensor<T> &dloss, const Tensor<T> &logits,
                            const Tensor<int64_t> &labels);
+/// With `members` > 1 the table is shard `member` of a vocabulary split
+/// by rows (het.embedding's vocab_shard): other rows look up zeros and
+/// take no gradient.
 template <typename T>
-Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices);
+Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices, int64_t member = 0,
+                    int64_t members = 1);
 template <typename T>
 Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
-                        const Shape &tableShape);
+                        const Shape &tableShape, int64_t member = 0, int64_t members = 1);
 
 // Reductions and layout (LayoutKernels.cpp) ---------------------------------
 template <typename T>

@@ -120,13 +120,17 @@ int64_t checkedRow(const Tensor<int64_t> &indices, int64_t position, int64_t row
 } // namespace
 
 template <typename T>
-Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices) {
-  int64_t rows = table.dim(0), D = table.dim(1);
+Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices, int64_t member,
+                    int64_t members) {
+  // This member's rows of a vocabulary of members * rows (one member: all).
+  int64_t rows = table.dim(0), D = table.dim(1), first = member * rows;
   Shape shape = indices.shape;
   shape.push_back(D);
-  Tensor<T> out(shape);
+  Tensor<T> out(shape, T(0));
   for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t row = checkedRow(indices, i, rows);
+    int64_t row = checkedRow(indices, i, rows * members) - first;
+    if (row < 0 || row >= rows)
+      continue;
     for (int64_t d = 0; d < D; ++d)
       out[i * D + d] = table[row * D + d];
   }
@@ -135,11 +139,13 @@ Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices) {
 
 template <typename T>
 Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
-                        const Shape &tableShape) {
-  int64_t rows = tableShape[0], D = tableShape[1];
+                        const Shape &tableShape, int64_t member, int64_t members) {
+  int64_t rows = tableShape[0], D = tableShape[1], first = member * rows;
   Tensor<T> dtable(tableShape, T(0));
   for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t row = checkedRow(indices, i, rows);
+    int64_t row = checkedRow(indices, i, rows * members) - first;
+    if (row < 0 || row >= rows)
+      continue;
     for (int64_t d = 0; d < D; ++d)
       dtable[row * D + d] += dy[i * D + d];
   }
@@ -153,9 +159,10 @@ Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
   template Tensor<T> crossEntropy(const Tensor<T> &, const Tensor<int64_t> &);   \
   template Tensor<T> crossEntropyGrad(const Tensor<T> &, const Tensor<T> &,      \
                                       const Tensor<int64_t> &);                  \
-  template Tensor<T> embedding(const Tensor<T> &, const Tensor<int64_t> &);      \
-  template Tensor<T> embeddingGrad(const Tensor<T> &, const Tensor<int64_t> &,   \
-                                   const Shape &);
+  template Tensor<T> embedding(const Tensor<T> &, const Tensor<int64_t> &, int64_t,     \
+                               int64_t);                                               \
+  template Tensor<T> embeddingGrad(const Tensor<T> &, const Tensor<int64_t> &,          \
+                                   const Shape &, int64_t, int64_t);
 HET_INSTANTIATE(float)
 HET_INSTANTIATE(double)
 HET_INSTANTIATE(long double)

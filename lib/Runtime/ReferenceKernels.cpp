@@ -22,6 +22,8 @@
 using namespace het::eval;
 using het::rt::KernelCall;
 
+int hetrtTensorParallelRank(); // PipelineComm.cpp
+
 namespace {
 
 Tensor<float> floats(const KernelCall &call, int i) {
@@ -127,9 +129,16 @@ HETRT_REF(batch_norm_relu_grad) {
   storeAll(c, batchNormGrad(floats(c, 0), &output, floats(c, 2), floats(c, 3), floats(c, 4),
                             floats(c, 5)));
 }
-HETRT_REF(embedding) { store(c, 0, embedding(floats(c, 0), integers(c, 1))); }
+// Word: the members over which the vocabulary is split (1: not split);
+// this rank's shard is its index among its replica's tensor-parallel
+// devices.
+HETRT_REF(embedding) {
+  int64_t members = c.attribute(0), member = members > 1 ? hetrtTensorParallelRank() : 0;
+  store(c, 0, embedding(floats(c, 0), integers(c, 1), member, members));
+}
 HETRT_REF(embedding_grad) {
-  store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0)));
+  int64_t members = c.attribute(0), member = members > 1 ? hetrtTensorParallelRank() : 0;
+  store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0), member, members));
 }
 
 /// Generated cross-entropy code gathers logits by label: the labels are

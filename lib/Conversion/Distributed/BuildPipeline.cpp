@@ -20,6 +20,7 @@
 #include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
+#include "het/Dialect/Het/Transforms/TensorParallel.h"
 #include "het/Partition/PartitionPlan.h"
 #include "het/Partition/Passes.h"
 #include "het/Plan/Error.h"
@@ -116,6 +117,10 @@ LogicalResult mergeInto(ModuleOp into, ModuleOp from) {
       auto f = dyn_cast<func::FuncOp>(op);
       if (f && f.isExternal() && isa<func::FuncOp>(existing))
         continue; // a runtime entry point declared by both
+      auto group = dyn_cast<TensorParallelGroupOp>(op);
+      auto same = dyn_cast<TensorParallelGroupOp>(existing);
+      if (group && same && group.getSize() == same.getSize())
+        continue; // the same tensor-parallel group in both
       return error(into, "internal error: two variants of the pipeline define @")
              << symbol.getName();
     }
@@ -200,6 +205,51 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     return error(input, e.what());
   }
   std::vector<long> shares = ::het::partition::distinctShares(plan);
+  // Tensor parallelism, layer by layer from the stages' degrees; checked on
+  // the forward model before anything is built, so a degree that does not
+  // fit names the stage.
+  std::vector<int64_t> layerDegrees, layerStages;
+  bool tensorParallel = false;
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const auto &st = plan.stages[j];
+    if (layerDegrees.size() < size_t(st.layerEnd)) {
+      layerDegrees.resize(st.layerEnd, 1);
+      layerStages.resize(st.layerEnd, -1);
+    }
+    for (long l = st.layerBegin; l < st.layerEnd; ++l) {
+      layerDegrees[l] = st.tensorParallel;
+      layerStages[l] = static_cast<int64_t>(j);
+    }
+    tensorParallel |= st.tensorParallel > 1;
+  }
+  if (tensorParallel && givenStep)
+    return error(input, llvm::formatv("{0}: the plan splits stages over tensor-parallel "
+                                      "devices, which needs the forward model; the input is a "
+                                      "training step",
+                                      options.planFile));
+  if (tensorParallel) {
+    func::FuncOp model;
+    for (auto f : input.getOps<func::FuncOp>())
+      if (!f.isExternal()) {
+        model = f;
+        break;
+      }
+    TensorParallelLayout layout;
+    layout.degree = [&](int64_t layer) {
+      return layer < int64_t(layerDegrees.size()) ? layerDegrees[layer] : int64_t(1);
+    };
+    layout.segment = [&](int64_t layer) {
+      return layer < int64_t(layerStages.size()) ? layerStages[layer] : int64_t(-1);
+    };
+    TensorParallelReport report = analyzeTensorParallel(model, layout);
+    for (const auto &[layer, problem] : report.problems)
+      for (size_t j = 0; j < plan.stages.size(); ++j)
+        if (layer >= plan.stages[j].layerBegin && layer < plan.stages[j].layerEnd)
+          return error(input, llvm::formatv("{0}: stages[{1}] ('{2}').tensor_parallel: layer "
+                                            "{3}: {4}",
+                                            options.planFile, j, plan.stages[j].name, layer,
+                                            problem));
+  }
   if (givenStep) {
     // A step cannot be specialised: every replica must take the step's batch.
     for (long share : shares)
@@ -212,6 +262,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   }
 
   PipelineDescription description;
+  std::vector<PipelineDescription::Shard> shards;
   OwningOpRef<ModuleOp> merged;
   // Each channel's type at each share, to tell how it splits by sample.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<long, std::string>> channelTypes;
@@ -219,13 +270,47 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     OwningOpRef<ModuleOp> variant(input.clone());
     PassManager pm(ctx);
     std::string pipeline;
-    if (!givenStep)
-      pipeline = llvm::formatv("het-rebatch{{samples={0} micro-batch={1}},"
-                               "het-training-pipeline{{{2}}",
-                               share, microBatch, options.trainingPipeline)
-                     .str();
-    if (!pipeline.empty() && failed(parsePassPipeline(pipeline, pm, llvm::errs())))
-      return error(input, "internal error: bad pipeline '") << pipeline << "'";
+    if (!givenStep) {
+      pipeline = llvm::formatv("het-rebatch{{samples={0} micro-batch={1}}", share, microBatch);
+      if (tensorParallel) {
+        std::string degrees, stages;
+        for (size_t l = 0; l < layerDegrees.size(); ++l) {
+          degrees += (l ? "," : "") + std::to_string(layerDegrees[l]);
+          stages += (l ? "," : "") + std::to_string(layerStages[l]);
+        }
+        pipeline += ",het-tensor-parallel{layer-degrees=" + degrees + " layer-segments=" +
+                    stages + "}";
+      }
+      pipeline += ",het-training-pipeline{" + options.trainingPipeline + "}";
+    }
+    if (!pipeline.empty() &&
+        (failed(parsePassPipeline(pipeline, pm, llvm::errs())) || failed(pm.run(*variant))))
+      return error(input, llvm::formatv("could not build the training step for replicas "
+                                        "taking {0} samples of each micro-batch (see the "
+                                        "diagnostics above)",
+                                        share));
+    pm.clear();
+    // Which step arguments the tensor-parallel split gave a shard's shape.
+    if (tensorParallel && description.stages.empty()) {
+      func::FuncOp split = trainingStep(*variant);
+      std::set<std::string> batched;
+      for (unsigned i : batchedArgs)
+        batched.insert(argumentName(step, i));
+      for (unsigned i = 0; i < split.getNumArguments(); ++i) {
+        std::string name = argumentName(split, i);
+        if (batched.count(name))
+          continue;
+        auto now = cast<RankedTensorType>(split.getArgumentTypes()[i]);
+        for (unsigned k = 0; k < step.getNumArguments(); ++k) {
+          if (argumentName(step, k) != name)
+            continue;
+          auto whole = cast<RankedTensorType>(step.getArgumentTypes()[k]);
+          for (int64_t axis = 0; axis < whole.getRank(); ++axis)
+            if (whole.getDimSize(axis) != now.getDimSize(axis))
+              shards.push_back({name, axis, whole.getDimSize(axis) / now.getDimSize(axis)});
+        }
+      }
+    }
     // Options set in code, not parsed from text: paths may hold any character.
     HetPartitionOptions partition;
     partition.planFile = options.planFile;
@@ -294,6 +379,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     channel.rowsPerSample = s1[0] / b1;
   }
   description.globalBatch = globalBatch;
+  description.shards = shards;
   description.microBatches = microBatches;
   description.predictedSeconds = options.predictedSeconds;
   for (unsigned i : batchedArgs)

@@ -138,6 +138,13 @@ private:
 void StageLowering::assignPhases() {
   phase.clear();
   Block &body = stage.getBodyBlock();
+  // tensor_parallel_copy is the identity once the backward pass exists: its
+  // uses take its input (so a replicated input the backward pass needs is
+  // read as the stage's input, not passed on as a saved activation).
+  for (auto copy : llvm::make_early_inc_range(body.getOps<TensorParallelCopyOp>())) {
+    copy.getResult().replaceAllUsesWith(copy.getInput());
+    copy.erase();
+  }
   for (Operation &op : body.without_terminator()) {
     Phase p = Forward;
     if (op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>())
@@ -326,8 +333,6 @@ LogicalResult StageLowering::lower(const std::string &prefix, const std::string 
             {static_cast<int64_t>(scatter.getReduction()), scatter.getAxis(),
              communicatorOf(op, scatter.getGroup())});
         map.map(scatter.getResult(), r.front());
-      } else if (auto copy = dyn_cast<TensorParallelCopyOp>(op)) {
-        map.map(copy.getResult(), map.lookup(copy.getInput()));
       } else if (isa<BroadcastOp, AllToAllOp>(op)) {
         return op->emitError("convert-het-to-runtime: ")
                << op->getName() << " inside a stage is not supported by the pipeline runtime";
@@ -487,8 +492,6 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
   for (StageOp stage : stages)
     stage.erase();
   clusters.front().erase();
-  for (auto group : llvm::make_early_inc_range(module.getOps<TensorParallelGroupOp>()))
-    group.erase();
   for (auto function : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
     if (!function.isExternal() && !entries.count(function.getName().str()))
       function.erase();

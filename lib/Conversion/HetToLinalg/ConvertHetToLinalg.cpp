@@ -118,6 +118,10 @@ struct ConvertHetToLinalgPass
       op->replaceAllUsesWith(*replacement);
       op->erase();
     }
+    // Tensor-parallel groups served the lowering of the ops over them (a
+    // vocabulary shard's member count); nothing names them any more.
+    for (auto group : llvm::make_early_inc_range(module.getOps<TensorParallelGroupOp>()))
+      group.erase();
   }
 };
 

@@ -67,6 +67,14 @@ SmallVector<int64_t> attributeWords(Operation *op) {
       })
       .Case<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp>(
           [&](auto o) { words.push_back(bitsOf(o.getEpsilon().convertToDouble())); })
+      .Case<EmbeddingOp, EmbeddingGradOp>([&](auto o) {
+        // The members a vocabulary-sharded table is split over (1: whole).
+        int64_t members = 1;
+        if (auto shard = o.getVocabShardAttr())
+          if (auto group = SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(o, shard))
+            members = group.getSize();
+        words.push_back(members);
+      })
       .Default([](Operation *) {});
   return words;
 }

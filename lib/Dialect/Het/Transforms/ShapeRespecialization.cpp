@@ -181,6 +181,8 @@ LogicalResult mlir::het::respecializeShapes(func::FuncOp function,
       old[arg] = type;
   Block &body = function.getBody().front();
   for (Operation &op : body) {
+    if (options.beforeOp)
+      options.beforeOp(&op);
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       function.setType(FunctionType::get(function.getContext(), function.getArgumentTypes(),
                                          ret.getOperandTypes()));

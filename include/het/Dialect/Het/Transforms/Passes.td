@@ -64,6 +64,39 @@ def HetRebatch : Pass<"het-rebatch", "ModuleOp"> {
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect"];
 }
 
+def HetTensorParallel : Pass<"het-tensor-parallel", "ModuleOp"> {
+  let summary = "split a model's matrices over the devices of a replica (Megatron-style)";
+  let description = [{
+    Splits the forward model (`function`, else the first function) over
+    tensor-parallel devices, each layer by its degree (`layer-degrees`, one
+    entry per layer, else `degree` for all): column-parallel linear layers
+    (their input through `het.tensor_parallel_copy`), row-parallel ones
+    joined by `het.all_reduce` over a `het.tensor_parallel_group`, attention
+    split by heads, embeddings split by vocabulary, and `het.all_gather`
+    wherever an op needs a split value whole (the loss of a split output
+    layer). The split parameters take their shard's shape; every device of
+    a replica runs the result on its own shard. Run it before het-autodiff:
+    the collectives' gradient rules give the backward pass its collectives.
+    See TensorParallel.h for the rules.
+
+    ```
+    het-opt --het-tensor-parallel="degree=2" gpt.mlir
+    het-opt --het-tensor-parallel="layer-degrees=2,2,1,1 layer-segments=0,0,1,1" gpt.mlir
+    ```
+  }];
+  let options = [
+    Option<"degree", "degree", "int64_t", "2", "devices per replica, for every layer">,
+    ListOption<"layerDegrees", "layer-degrees", "int64_t",
+               "devices per replica of each layer (overrides degree)">,
+    ListOption<"layerSegments", "layer-segments", "int64_t",
+               "the pipeline stage of each layer: split values stay inside one "
+               "(default: the whole model is one)">,
+    Option<"function", "function", "std::string", "\"\"",
+           "the forward model (default: the first function)">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
   let summary = "build the training step of a model: gradients and optimizer update";
   let description = [{

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"
 
+#include <functional>
 #include <optional>
 
 namespace mlir::het {
@@ -32,6 +33,11 @@ struct RespecializeOptions {
   /// A new batch size (old, new): a broadcast_to that adds a leading
   /// dimension of the old batch size gets the new one.
   std::optional<std::pair<int64_t, int64_t>> batch;
+  /// Called on each op (the terminator too) before its result types are
+  /// recomputed, when its operands have their new types: it may insert ops
+  /// before it and replace its operands (tensor parallelism gathers split
+  /// values there).
+  std::function<void(Operation *)> beforeOp;
 };
 
 /// Recomputes the result types of every op in `function`, whose argument
