@@ -249,6 +249,23 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                             "{3}: {4}",
                                             options.planFile, j, plan.stages[j].name, layer,
                                             problem));
+    // A degree that splits nothing would only repeat the work on every device.
+    for (size_t j = 0; j < plan.stages.size(); ++j) {
+      const auto &st = plan.stages[j];
+      if (st.tensorParallel <= 1)
+        continue;
+      int64_t split = 0;
+      for (long l = st.layerBegin; l < st.layerEnd; ++l)
+        split += report.splitParameters.count(l) ? report.splitParameters[l] : 0;
+      if (split == 0)
+        return error(input, llvm::formatv(
+                                "{0}: stages[{1}] ('{2}').tensor_parallel: {3} devices per "
+                                "replica split none of the layers [{4}, {5}): no linear layer "
+                                "or embedding there has a number of features (or a vocabulary) "
+                                "that {3} divides",
+                                options.planFile, j, st.name, st.tensorParallel, st.layerBegin,
+                                st.layerEnd));
+    }
   }
   if (givenStep) {
     // A step cannot be specialised: every replica must take the step's batch.

@@ -43,7 +43,7 @@ struct HetRebatchPass : public mlir::het::impl::HetRebatchBase<HetRebatchPass> {
       return signalPassFailure();
     }
     if (samples < 1) {
-      model.emitError("het-rebatch needs samples >= 1, got ") << samples;
+      model.emitError("het-rebatch needs samples >= 1, got ") << int64_t(samples);
       return signalPassFailure();
     }
     // The model's batch: the first dimension of its first data argument.
@@ -83,7 +83,7 @@ struct HetRebatchPass : public mlir::het::impl::HetRebatchBase<HetRebatchPass> {
       return;
     if (whole < samples) {
       model.emitError("het-rebatch: a share of ")
-          << samples << " samples is larger than the micro-batch of " << whole;
+          << int64_t(samples) << " samples is larger than the micro-batch of " << whole;
       return signalPassFailure();
     }
     // The share's weight in the micro-batch's mean loss.

@@ -189,7 +189,8 @@ LogicalResult mlir::het::respecializeShapes(func::FuncOp function,
       continue;
     }
     bool changed = llvm::any_of(op.getOperands(), [&](Value v) { return old.count(v); });
-    if (!changed)
+    // A broadcast may add the batch dimension to a value without one.
+    if (!changed && !(options.batch && isa<BroadcastToOp>(op)))
       continue;
     FailureOr<SmallVector<Type>> types = newResultTypes(&op, old, options);
     if (failed(types))
