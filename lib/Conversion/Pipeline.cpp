@@ -46,6 +46,35 @@ void registerEmitEntryPointsPass();
 void registerConvertHetToRuntimePass();
 } // namespace mlir::het
 
+namespace {
+
+/// A function that returns one of its own arguments (a stage function
+/// passing an input on, once canonicalization folded what was between)
+/// gets a copy of it: buffer-results-to-out-params expects every returned
+/// buffer to be made inside the function (MLIR 19 crashes on an argument).
+struct CopyReturnedArgumentsPass
+    : public PassWrapper<CopyReturnedArgumentsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CopyReturnedArgumentsPass)
+  StringRef getArgument() const override { return "het-copy-returned-arguments"; }
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    function.walk([&](func::ReturnOp ret) {
+      OpBuilder b(ret);
+      for (OpOperand &operand : ret->getOpOperands()) {
+        auto arg = dyn_cast<BlockArgument>(operand.get());
+        auto type = dyn_cast<MemRefType>(operand.get().getType());
+        if (!arg || !type || !type.hasStaticShape())
+          continue;
+        Value copy = b.create<memref::AllocOp>(ret.getLoc(), type);
+        b.create<memref::CopyOp>(ret.getLoc(), arg, copy);
+        operand.set(copy);
+      }
+    });
+  }
+};
+
+} // namespace
+
 void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!options.pipeline)
     pm.addPass(createBuildEntryPointsPass());
@@ -60,6 +89,7 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  pm.addNestedPass<func::FuncOp>(std::make_unique<CopyReturnedArgumentsPass>());
   bufferization::BufferResultsToOutParamsOpts outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));

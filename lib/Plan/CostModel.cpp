@@ -44,7 +44,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
   t.stash.assign(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     const LayerDesc &l = modelDesc.layers[i];
-    const double split = l.tensorParallel ? tp : 1;
+    const double split = tp > 1 && l.statusAt(tp) == 's' ? tp : 1;
     double fwd, bwd, update;
     if (profiled) {
       fwd = measured[i].fwd;
@@ -72,7 +72,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
         bwd = roofline(l.bwdFlops, 2 * l.ioBytes, 2 * weights);
       }
       update = l.params / split * training.optimizerBytesPerParam / bw;
-      if (tp > 1 && l.tensorParallel && l.params > 0) {
+      if (split > 1 && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.
         double ar = ringAllReduceTime(l.outputBytes * mbs, tp, intra);
         fwd += 2 * ar;
@@ -296,6 +296,9 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
       used[m.group] += m.replicas * s.tensorParallel;
       shares += long(m.replicas) * m.samples;
     }
+    if (!modelDesc.tensorParallelFits(s.layerBegin, s.layerEnd, s.tensorParallel))
+      return invalid(at + "tensor_parallel " + std::to_string(s.tensorParallel) +
+                     " splits none of its layers or does not divide one's attention heads");
     if (s.replicas() > samples)
       return invalid(at + std::to_string(s.replicas()) +
                      " replicas cannot each take a sample of a micro-batch of " +

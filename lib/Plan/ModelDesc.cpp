@@ -5,6 +5,24 @@
 namespace het::plan {
 using namespace json_util;
 
+char LayerDesc::statusAt(int degree) const {
+  auto it = tensorParallelStatus.find(degree);
+  return it == tensorParallelStatus.end() ? (tensorParallel ? 's' : 'r') : it->second;
+}
+
+bool ModelDesc::tensorParallelFits(int b, int e, int degree) const {
+  if (degree <= 1)
+    return true;
+  bool splits = false;
+  for (int l = b; l < e; ++l) {
+    char status = layers[l].statusAt(degree);
+    if (status == 'p')
+      return false;
+    splits |= status == 's';
+  }
+  return splits;
+}
+
 double ModelDesc::totalParams() const {
   double p = 0;
   for (const auto &l : layers)

@@ -1,5 +1,6 @@
 //===- ModelFromIR.cpp - walk het ops by het.layer ------------------------===//
 #include "het/Plan/ModelFromIR.h"
+#include "het/Dialect/Het/Transforms/TensorParallel.h"
 #include "het/Plan/Error.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
@@ -225,7 +226,44 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     d.ioBytes += (io + results) / batch;
     d.stashBytes += results / batch;
   });
+  describeTensorParallelism(module, func, m);
   return m;
+}
+
+void describeTensorParallelism(mlir::ModuleOp module, mlir::func::FuncOp analyzed,
+                               ModelDesc &m) {
+  // het-tensor-parallel works on the forward model: the analyzed function
+  // if it is one, else the forward function a training step was built from.
+  mlir::func::FuncOp forward;
+  auto isForward = [](mlir::func::FuncOp f) {
+    if (f.isExternal() || f.getNumResults() != 1 || f.getName().ends_with("_train_step"))
+      return false;
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[0]);
+    return type && type.getRank() == 0;
+  };
+  if (isForward(analyzed))
+    forward = analyzed;
+  for (auto f : module.getOps<mlir::func::FuncOp>())
+    if (!forward && isForward(f))
+      forward = f;
+  if (!forward)
+    return; // unknown: every degree splits every layer
+  // Each layer on its own: what splits there whatever its neighbours do.
+  mlir::het::TensorParallelLayout layout;
+  int degree = 1;
+  layout.degree = [&](int64_t) { return int64_t(degree); };
+  layout.segment = [](int64_t layer) { return layer; };
+  for (degree = 2; degree <= 8; degree *= 2) {
+    mlir::het::TensorParallelReport report = mlir::het::analyzeTensorParallel(forward, layout);
+    for (size_t l = 0; l < m.layers.size(); ++l) {
+      char status = report.problems.count(l)          ? 'p'
+                    : report.splitParameters.count(l) ? 's'
+                                                      : 'r';
+      m.layers[l].tensorParallelStatus[degree] = status;
+    }
+  }
+  for (LayerDesc &l : m.layers)
+    l.tensorParallel = l.statusAt(2) == 's';
 }
 
 void registerModelDialects(mlir::DialectRegistry &registry) {

@@ -91,10 +91,11 @@ int main(int argc, char **argv) {
                "all-reduce algorithms) for one training job on a mixed "
                "cluster, by a cost model and an exact search"};
   std::string clusterPath, modelPath, profilesDir, catalogDir, svgPath,
-      evaluatePath, writePlanPath;
+      evaluatePath, writePlanPath, writePlansDir;
   long globalBatch = 0;
   int top = 3, maxMicro = 0, maxStages = 0;
-  bool asJson = false, benchmark = false, noSubsets = false, showModel = false;
+  bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
+       noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
   std::vector<int> tp = {1, 2, 4, 8};
   app.add_option("--cluster", clusterPath,
@@ -120,6 +121,8 @@ int main(int argc, char **argv) {
   app.add_option("--write-plan", writePlanPath,
                  "write the best plan as a plan JSON (input of --evaluate and "
                  "het-opt --het-partition)");
+  app.add_option("--write-plans", writePlansDir,
+                 "write every plan listed (--top) as DIR/plan-<k>.json, best first");
   app.add_option("--evaluate", evaluatePath,
                  "score this plan JSON instead of searching: iteration time, "
                  "per-stage times, memory per device, bottleneck");
@@ -137,6 +140,10 @@ int main(int argc, char **argv) {
                  "above");
   app.add_flag("--no-subsets", noSubsets,
                "use every device group (never leave one idle)");
+  app.add_flag("--no-mixed-stages", noMixed,
+               "never put replicas of different kinds in one stage");
+  app.add_flag("--equal-replicas", equalReplicas,
+               "give all stages of a group the same number of replicas");
   app.add_flag("--show-model", showModel,
                "print the per-layer costs the planner uses (per sample: "
                "FLOPs, bytes; parameters) and stop");
@@ -220,6 +227,8 @@ int main(int argc, char **argv) {
     options.maxStagesPerGroup = maxStages;
     options.exhaustiveLimit = exhaustiveLimit;
     options.allowSubsets = !noSubsets;
+    options.mixedStages = !noMixed;
+    options.unevenReplicas = !equalReplicas;
     PlanResult best = planPipeline(cost, options);
 
     // Baselines: the same cluster split uniformly, and each vendor alone.
@@ -365,6 +374,12 @@ int main(int argc, char **argv) {
       pj["predicted"] = evaluationToJson(best.plans.front().evaluation);
       writeFile(writePlanPath, pj.dump(2) + "\n");
     }
+    if (!writePlansDir.empty())
+      for (size_t i = 0; i < best.plans.size(); ++i) {
+        json pj = planToJson(best.plans[i].plan, cluster, model);
+        pj["predicted"] = evaluationToJson(best.plans[i].evaluation);
+        writeFile(writePlansDir + "/plan-" + std::to_string(i + 1) + ".json", pj.dump(2) + "\n");
+      }
     return Ok;
   } catch (const PlanError &e) {
     std::cerr << "het-plan: error: " << e.what() << "\n";

@@ -3,6 +3,7 @@
 #define HET_PLAN_MODELDESC_H
 
 #include <nlohmann/json_fwd.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct LayerDesc {
   double outputBytes = 0;     // bytes sent to the next layer, per sample
   double stashBytes = 0;      // activations kept for the backward, per sample
   bool tensorParallel = true; // whether its matrices split over a TP group
+  /// When known (from IR, het-tensor-parallel's analysis), how the layer
+  /// fares at each degree > 1: 's' its matrices split, 'r' nothing of it
+  /// splits (replicated on every device), 'p' the degree does not fit (it
+  /// does not divide the attention heads). Unknown degrees: 's'.
+  std::map<int, char> tensorParallelStatus;
+  char statusAt(int degree) const;
   /// When known (from IR), the layer's ops: the roofline is applied per op
   /// (a memory-bound op next to a compute-bound one costs both), and
   /// `fwdFlops`/`ioBytes` are their sums. `bwdOps` empty: the backward is
@@ -39,6 +46,10 @@ struct ModelDesc {
   std::vector<LayerDesc> layers;
 
   double totalParams() const;
+  /// Whether a stage over layers [b, e) can take `degree` tensor-parallel
+  /// devices: no layer there with a degree that does not fit, and at least
+  /// one that splits (else every device would repeat the same work).
+  bool tensorParallelFits(int b, int e, int degree) const;
 };
 
 /// A GPT-style decoder (embedding, `blocks` transformer blocks, head) with

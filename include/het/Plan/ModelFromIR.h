@@ -35,6 +35,11 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
 mlir::func::FuncOp findLayeredFunction(mlir::ModuleOp module,
                                        const std::string &name = "");
 
+/// Fills each layer's tensor-parallel status (LayerDesc) for degrees 2, 4
+/// and 8 from het-tensor-parallel's analysis of the module's forward model.
+void describeTensorParallelism(mlir::ModuleOp module, mlir::func::FuncOp analyzed,
+                               ModelDesc &model);
+
 /// Parses `path` with the dialects het programs use and analyzes it.
 ModelDesc loadModelMlir(const std::string &path);
 
