@@ -63,9 +63,11 @@ fi
 # The same model as one job on several ranks of two kinds of device: this
 # machine's CPUs as cpu.onednn (oneDNN kernels) and cpu.mlir (MLIR-generated
 # kernels), two ranks each. het-compile measures each kind's speed on the
-# model, plans the stage split, and builds one executable; het-run starts
-# the 4 ranks (2 stages x 2 replicas), SIGKILLs one at a random step, and
-# restarts the job from the newest checkpoint every rank has.
+# model and plans (pipeline stages, replicas per stage, stages whose
+# replicas are of both kinds with shares by speed, tensor parallelism) and
+# builds one executable; het-run starts the ranks the plan uses, SIGKILLs
+# the last one at a random step, and restarts the job from the newest
+# checkpoint every rank has.
 two_kinds="$here/examples/clusters/local-two-kinds.json"
 echo "het: het-compile --cluster $(basename "$two_kinds") --plan auto (2 cpu.onednn + 2 cpu.mlir ranks):"
 "$here/build/bin/het-compile" "$model" --lr 0.1 --cluster "$two_kinds" --plan auto \
@@ -76,11 +78,18 @@ pipeline_data=()
 if [ "$model" = "$here/examples/models/mlp.mlir" ] && [ -f "$data/digits_train.npz" ]; then
   pipeline_data=(--data "$data/digits_train.npz")
 fi
-echo "het: het-run -n 4: pipelined training with async checkpoints; rank 1 is SIGKILLed at a random step:"
-"$here/build/bin/het-run" -n 4 --max-restarts 1 --timeout-ms 10000 \
+# The ranks the plan uses: replicas x tensor-parallel devices of each stage.
+ranks=$("$here/.venv/bin/python" -c '
+import json, sys
+plan = json.load(open(sys.argv[1]))
+print(sum(g["replicas"] * s.get("tensor_parallel", 1)
+          for s in plan["stages"] for g in s.get("replica_groups", [s])))' "$out/pipeline.plan.json")
+victim=$((ranks - 1))
+echo "het: het-run -n $ranks: pipelined training with async checkpoints; rank $victim is SIGKILLed at a random step:"
+"$here/build/bin/het-run" -n "$ranks" --max-restarts 1 --timeout-ms 10000 \
   "$out/pipeline" --steps 300 --print-every 50 "${pipeline_data[@]}" \
-  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank 1 --kill-step random \
+  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$victim" --kill-step random \
   > "$out/het-run.txt" 2>&1 \
   || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
 grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
-  "$out/het-run.txt" | grep -vE '^\[rank [013]\] (resumed|checkpoint stall)' | sed 's/^/het:   /'
+  "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|checkpoint stall)' | sed 's/^/het:   /'

@@ -14,10 +14,15 @@ bin="$build/bin"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 model="$here/bench/codegen/mlp_784.mlir"
-plans="$here/test/pipeline/Inputs"
+cluster="$here/examples/clusters/local-two-kinds.json"
+make_plan=("$here/.venv/bin/python" "$here/utils/make_plan.py" "$cluster")
+# Global batch 1024: 2 stages x 2 replicas in 2 micro-batches of 512 (256
+# per replica), and one rank in 4 micro-batches of 256.
+"${make_plan[@]}" "$out/pipe.json" --global-batch 1024 --micro-batches 2 \
+  --stage 0:2=onednn:2 --stage 2:3=mlir:2
+"${make_plan[@]}" "$out/one.json" --global-batch 1024 --micro-batches 4 --stage 0:3=onednn:1
 
-"$bin/het-compile" "$model" --optimizer adam --lr 0.001 --plan "$plans/mlp-2x2.plan.json" \
-  --micro-batches 2 -o "$out/pipe"
+"$bin/het-compile" "$model" --optimizer adam --lr 0.001 --plan "$out/pipe.json" -o "$out/pipe"
 for mode in async sync; do
   flag=(); [ "$mode" = sync ] && flag=(--sync-checkpoint)
   "$bin/het-run" -n 4 --timeout-ms 60000 "$out/pipe" --steps 40 --print-every 40 \
@@ -36,8 +41,7 @@ echo "  asynchronous: mean $amean ms, max $amax ms"
 echo "  synchronous:  mean $smean ms, max $smax ms"
 awk -v a="$amean" -v s="$smean" 'BEGIN {printf "  async/sync stall ratio %.3f\n", a / s}'
 
-"$bin/het-compile" "$model" --optimizer adam --lr 0.001 --plan "$plans/mlp-1.plan.json" \
-  --micro-batches 4 -o "$out/one"
+"$bin/het-compile" "$model" --optimizer adam --lr 0.001 --plan "$out/one.json" -o "$out/one"
 "$out/one" --steps 20 --print-every 20 > "$out/one.txt"
 "$bin/het-run" -n 4 --timeout-ms 60000 "$out/pipe" --steps 20 --print-every 20 > "$out/pipe.txt"
 one=$(sed -nE 's/.*iteration time ([0-9.]+) ms.*/\1/p' "$out/one.txt")

@@ -62,7 +62,7 @@ DeviceCatalog DeviceCatalog::loadDirectory(const std::string &dir) {
   return catalog;
 }
 
-void DeviceCatalog::loadFile(const std::string &path) {
+void DeviceCatalog::loadFile(const std::string &path, bool replace) {
   json doc = readFile(path);
   const json &devices = array(doc, "devices", path, "");
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -106,10 +106,20 @@ void DeviceCatalog::loadFile(const std::string &path) {
         if (f <= 0 || f > 1)
           fail(path, join(at, "efficiency"), "fractions must be in (0, 1]");
     }
-    if (find(s.name))
+    if (replace) {
+      bool replaced = false;
+      for (DeviceSpec &existing : specs)
+        if (lower(existing.name) == lower(s.name)) {
+          existing = s;
+          replaced = true;
+        }
+      if (replaced)
+        continue;
+    } else if (find(s.name)) {
       fail(path, at,
            "device '" + s.name + "' is already defined in " +
                find(s.name)->file);
+    }
     add(std::move(s));
   }
 }
@@ -124,8 +134,18 @@ const DeviceSpec *DeviceCatalog::find(const std::string &name) const {
       match = match || lower(a) == key;
     if (!match)
       continue;
-    if (s.measured && s.peakTflops["fp32"] <= 0)
-      s = measureLocalCpu(s);
+    if (s.measured && s.peakTflops["fp32"] <= 0) {
+      // One measurement per process: every measured kind is this machine's
+      // CPU, and separate measurements would differ only by noise.
+      static DeviceSpec local = measureLocalCpu(s);
+      DeviceSpec named = s;
+      named.peakTflops = local.peakTflops;
+      named.memoryBandwidthGBs = local.memoryBandwidthGBs;
+      named.memoryGib = local.memoryGib;
+      named.computeEfficiency = local.computeEfficiency;
+      named.memoryEfficiency = local.memoryEfficiency;
+      s = named;
+    }
     return &s;
   }
   return nullptr;

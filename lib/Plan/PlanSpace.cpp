@@ -133,6 +133,10 @@ std::vector<GroupOption> groupOptions(const Cluster &cluster, int g,
 }
 
 std::vector<int> microBatchChoices(const PlannerOptions &options) {
+  if (options.exactMicroBatches > 0)
+    return options.globalBatch % options.exactMicroBatches == 0
+               ? std::vector<int>{options.exactMicroBatches}
+               : std::vector<int>{};
   std::vector<int> out;
   for (int d : divisors(options.globalBatch))
     if (options.maxMicroBatches <= 0 || d <= options.maxMicroBatches)

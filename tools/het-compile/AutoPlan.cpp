@@ -84,45 +84,72 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
       group.spec = found->second;
     }
 
-    // One stage per group, all groups, the model's batch per micro-batch:
-    // what the pipeline runtime executes.
-    int replicas = cluster.groups.front().count();
+    // The whole plan space, with the measured speeds.
+    int smallest = cluster.groups.front().count();
     for (const DeviceGroup &group : cluster.groups)
-      replicas = std::min(replicas, group.count());
+      smallest = std::min(smallest, group.count());
     CostModel cost(model, cluster, nullptr);
     PlannerOptions options;
-    options.globalBatch = model.batch * long(replicas) * request.microBatches;
-    options.topK = 64;
-    options.tensorParallel = {1};
-    options.maxStagesPerGroup = 1;
-    options.maxMicroBatches = request.microBatches;
-    options.allowSubsets = false;
+    options.globalBatch =
+        request.globalBatch > 0
+            ? request.globalBatch
+            : model.batch * long(std::max(1, request.microBatches)) * long(smallest);
+    options.exactMicroBatches = request.microBatches;
+    options.topK = 1;
     PlanResult planned = planPipeline(cost, options);
-    const RankedPlan *chosen = nullptr;
-    for (const RankedPlan &candidate : planned.plans) {
-      bool usable = candidate.plan.microBatches == request.microBatches;
-      for (const StagePlan &stage : candidate.plan.stages)
-        usable &= !stage.mixed() && stage.replicas() == replicas && stage.tensorParallel == 1;
-      if (usable) {
-        chosen = &candidate;
-        break;
-      }
+    if (planned.plans.empty())
+      return error(llvm::formatv("the planner found no plan for {0} at a global batch of {1}{2}",
+                                 request.clusterFile, options.globalBatch,
+                                 request.microBatches > 0
+                                     ? " in " + std::to_string(request.microBatches) +
+                                           " micro-batches"
+                                     : std::string()));
+    const RankedPlan *chosen = &planned.plans.front();
+    for (size_t j = 0; j < chosen->plan.stages.size(); ++j) {
+      const StagePlan &stage = chosen->plan.stages[j];
+      std::string replicas;
+      CostModel::StageContext ctx = cost.contextOf(chosen->plan, int(j));
+      for (size_t k = 0; k < stage.replicaGroups.size(); ++k)
+        replicas += llvm::formatv("{0}{1} x{2} ({3} sample{4} each)", k ? " + " : "",
+                                  cluster.groups[stage.replicaGroups[k].group].name,
+                                  stage.replicaGroups[k].replicas, ctx.members[k].mbs,
+                                  ctx.members[k].mbs == 1 ? "" : "s");
+      report << llvm::formatv("stage s{0}: layers [{1}, {2}) on {3}{4}\n", j, stage.layerBegin,
+                              stage.layerEnd, replicas,
+                              stage.tensorParallel > 1
+                                  ? ", tensor parallel " + std::to_string(stage.tensorParallel)
+                                  : std::string());
     }
-    if (!chosen)
-      return error(llvm::formatv(
-          "the planner found no plan with one stage per device group, {0} replicas each and "
-          "{1} micro-batches of {2} for {3}; write a plan (het-plan --write-plan) and pass "
-          "--plan",
-          replicas, request.microBatches, model.batch, request.clusterFile));
-    for (const StagePlan &stage : chosen->plan.stages)
-      report << llvm::formatv("stage on {0} x{1}: layers [{2}, {3})\n",
-                              cluster.groups[stage.group()].name, stage.replicas(),
-                              stage.layerBegin, stage.layerEnd);
     result.predictedSeconds = chosen->evaluation.iterationTime;
-    report << llvm::formatv("predicted iteration time {0:f3} ms ({1} micro-batches of {2})\n",
-                            1e3 * result.predictedSeconds, request.microBatches, model.batch);
+    report << llvm::formatv("predicted iteration time {0:f3} ms (global batch {1} in {2} "
+                            "micro-batches)\n",
+                            1e3 * result.predictedSeconds, chosen->plan.globalBatch,
+                            chosen->plan.microBatches);
+    // The calibrated kinds, for het-plan --devices.
+    if (!request.devicesOut.empty()) {
+      nlohmann::json devices = nlohmann::json::array();
+      for (const DeviceSpec &spec : calibrated)
+        devices.push_back(
+            {{"name", spec.name},
+             {"vendor", spec.vendor},
+             {"arch", spec.arch},
+             {"peak_tflops", spec.peakTflops},
+             {"memory_gib", spec.memoryGib},
+             {"memory_bandwidth_gbs", spec.memoryBandwidthGBs},
+             {"intra_node_link",
+              {{"type", spec.intraNodeLinkType}, {"bandwidth_gbs", spec.intraNodeLinkGBs}}},
+             {"efficiency", {{"compute", 1.0}, {"memory", 1.0}}},
+             {"source", "measured by het-compile --plan auto on " + model.name +
+                            " (a step on one thread)"}});
+      std::ofstream out(request.devicesOut);
+      out << nlohmann::json{{"devices", devices}}.dump(2) << "\n";
+      if (!out)
+        return error("cannot write the calibrated devices to " + request.devicesOut);
+    }
     std::ofstream out(request.planOut);
-    out << planToJson(chosen->plan, cluster, model).dump(2) << "\n";
+    nlohmann::json plan = planToJson(chosen->plan, cluster, model);
+    plan["predicted_iteration_s"] = result.predictedSeconds;
+    out << plan.dump(2) << "\n";
     if (!out)
       return error("cannot write the plan to " + request.planOut);
     return result;

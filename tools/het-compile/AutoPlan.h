@@ -5,7 +5,9 @@
 // planning, each local kind's speed is measured on the model itself: the
 // step compiled for that kind's kernels runs a few steps on one thread, and
 // its achieved FLOP/s replaces the catalog's figure. The planner then
-// chooses the stage split from those speeds.
+// searches its whole space with those speeds (stages and their replica
+// counts, mixed-kind stages with shares by speed, tensor parallelism), and
+// the runtime runs whatever it picks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,9 +25,11 @@ namespace het::compile {
 
 struct AutoPlanRequest {
   std::string clusterFile;
-  int microBatches = 1;
-  /// Where the chosen plan is written (het-plan's JSON format).
-  std::string planOut;
+  int microBatches = 0;  // 0: the planner chooses
+  long globalBatch = 0;  // 0: the model's batch x micro-batches x the smallest group
+  /// Where the chosen plan is written (het-plan's JSON format), and the
+  /// calibrated device kinds (het-plan --devices).
+  std::string planOut, devicesOut;
   /// Seconds one step of the whole model takes on one rank with `library`'s
   /// kernels ("dnnl", "mlir", "reference"), one thread, the model's batch.
   std::function<llvm::Expected<double>(const std::string &library)> measureStep;
@@ -36,9 +40,8 @@ struct AutoPlanResult {
   std::string report;          // what was measured and chosen, for the user
 };
 
-/// Plans `step` (a training step with het.layer ops) for the cluster: one
-/// stage per device group, every group used, equal replica counts, the
-/// model's batch as micro-batch. Writes the plan to request.planOut.
+/// Plans `step` (a training step with het.layer ops) for the cluster and
+/// writes the plan to request.planOut.
 llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func::FuncOp step,
                                               const AutoPlanRequest &request);
 

@@ -111,9 +111,15 @@ cl::opt<std::string> planFile("plan",
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
                               cl::init("1f1b"), cl::cat(distributed));
 cl::opt<int> microBatches("micro-batches",
-                          cl::desc("micro-batches per step, each of the model's batch size "
-                                   "(default 1)"),
+                          cl::desc("micro-batches per step: replaces the plan's (the global "
+                                   "batch is split into this many); with --plan auto the "
+                                   "planner chooses unless given"),
                           cl::init(1), cl::cat(distributed));
+cl::opt<long> globalBatch("global-batch",
+                          cl::desc("with --plan auto: samples per step (default: the model's "
+                                   "batch x --micro-batches x the devices of the smallest "
+                                   "group); a plan file says its own"),
+                          cl::init(0), cl::cat(distributed));
 cl::opt<std::string> compression("compression",
                                  cl::desc("gradient all-reduce compression: none (default), "
                                           "fp16, bf16, int8, topk:<ratio>"),
@@ -268,8 +274,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
         step = function;
     ::het::compile::AutoPlanRequest request;
     request.clusterFile = clusterFile;
-    request.microBatches = microBatches;
+    request.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
+    request.globalBatch = globalBatch;
     request.planOut = writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
+    request.devicesOut = output + ".devices.json";
     request.measureStep = [&](const std::string &library) {
       return measureStep(*stepModule, library, timer);
     };
@@ -280,7 +288,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       return failure();
     }
     llvm::errs() << chosen->report << "het-compile: plan written to " << request.planOut
-                 << "\n";
+                 << ", the calibrated kinds to " << request.devicesOut << "\n";
     build.predictedSeconds = chosen->predictedSeconds;
     build.planFile = request.planOut;
     timer.done("calibrate and plan");

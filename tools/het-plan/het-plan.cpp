@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
                "all-reduce algorithms) for one training job on a mixed "
                "cluster, by a cost model and an exact search"};
   std::string clusterPath, modelPath, profilesDir, catalogDir, svgPath,
-      evaluatePath, writePlanPath, writePlansDir;
+      evaluatePath, writePlanPath, writePlansDir, devicesPath;
   long globalBatch = 0;
   int top = 3, maxMicro = 0, maxStages = 0;
   bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
@@ -109,6 +109,10 @@ int main(int argc, char **argv) {
   app.add_option("--catalog", catalogDir,
                  "device catalog directory (default: $HET_DEVICE_CATALOG or "
                  "the shipped data/devices)");
+  app.add_option("--devices", devicesPath,
+                 "device specs (catalog format) that replace the catalog's entries of "
+                 "the same name, e.g. the local kinds het-compile --plan auto "
+                 "calibrated on a model (<output>.devices.json)");
   app.add_option("--global-batch", globalBatch,
                  "samples per iteration (default: the IR's batch, or 512 for a "
                  "model JSON)")
@@ -156,6 +160,8 @@ int main(int argc, char **argv) {
     std::string catalogPath =
         catalogDir.empty() ? DeviceCatalog::defaultDirectory() : catalogDir;
     DeviceCatalog catalog = DeviceCatalog::loadDirectory(catalogPath);
+    if (!devicesPath.empty())
+      catalog.loadFile(devicesPath, /*replace=*/true);
     if (benchmark) {
       runBenchmark(std::cout, catalog);
       return Ok;

@@ -36,7 +36,9 @@ public:
   /// The catalog shipped with het: $HET_DEVICE_CATALOG or data/devices.
   static std::string defaultDirectory();
 
-  void loadFile(const std::string &path);
+  /// Adds the devices of `path`; a name defined already is an error, or
+  /// with `replace` the file's entry replaces it (calibrated local kinds).
+  void loadFile(const std::string &path, bool replace = false);
   void add(DeviceSpec spec);
   /// By name or alias, case-insensitively; a `measured` entry is filled in by
   /// the local micro-benchmark the first time it is asked for.

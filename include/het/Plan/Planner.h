@@ -38,6 +38,7 @@ struct PlannerOptions {
   std::vector<int> tensorParallel = {1, 2, 4, 8};
   int maxStagesPerGroup = 0;    // 0: up to the number of layers
   int maxMicroBatches = 0;      // 0: any divisor of the global batch
+  int exactMicroBatches = 0;    // > 0: only this many micro-batches
   bool allowSubsets = true;     // may leave device groups unused
   /// Neighbouring groups may form one stage whose replicas are of both
   /// kinds, each replica's share of the micro-batch proportional to its

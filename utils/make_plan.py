@@ -1,7 +1,8 @@
 """Writes a plan JSON (docs/planner.md) for a cluster spec from a compact
-description of its stages, so tests state their plans in one line.
+description of its stages, so a plan fits on one command line (tests,
+benchmarks, trying a split by hand).
 
-usage: plan.py CLUSTER.json OUT.plan.json --global-batch G --micro-batches M
+usage: make_plan.py CLUSTER.json OUT.plan.json --global-batch G --micro-batches M
                --stage B:E=GROUP:REPLICAS[@SAMPLES][,GROUP:REPLICAS[@SAMPLES]...][/TP] ...
 
   --stage 0:2=onednn:1              layers [0, 2) on one onednn replica
