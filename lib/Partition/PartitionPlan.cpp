@@ -190,13 +190,16 @@ void resolveShares(PartitionPlan &plan, long microBatchSamples) {
       used[g.group] += g.replicas * s.tensorParallel;
     }
   }
+  // The stage that takes a group past its devices names the problem.
+  std::map<std::string, long> sofar;
   for (size_t i = 0; i < plan.stages.size(); ++i)
     for (const ReplicaGroupInfo &g : plan.stages[i].replicaGroups) {
       const GroupInfo *group = plan.group(g.group);
-      if (used[g.group] > group->count)
+      sofar[g.group] += g.replicas * plan.stages[i].tensorParallel;
+      if (sofar[g.group] > group->count)
         fail(file, "stages[" + std::to_string(i) + "] ('" + plan.stages[i].name + "').replicas",
-             "the stages use " + std::to_string(used[g.group]) + " devices of group '" +
-                 g.group + "' (replicas x tensor_parallel), which has " +
+             "with the stages before it, the plan uses " + std::to_string(used[g.group]) +
+                 " devices of group '" + g.group + "' (replicas x tensor_parallel), which has " +
                  std::to_string(group->count));
     }
 }
