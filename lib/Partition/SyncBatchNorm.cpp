@@ -36,6 +36,16 @@ struct Builder {
   RankedTensorType input; // [b, C, ...]
   double count;           // samples of the micro-batch times the spatial size
 
+  /// Builds before `op`, normalizing `x` over `samples` samples of the
+  /// whole micro-batch (every replica's share together).
+  static Builder at(OpBuilder &b, Operation *op, Value x, double samples) {
+    auto input = cast<RankedTensorType>(x.getType());
+    double spatial = 1;
+    for (int64_t i = 2; i < input.getRank(); ++i)
+      spatial *= double(input.getDimSize(i));
+    return Builder{b, op->getLoc(), op->getParentOfType<StageOp>(), input, samples * spatial};
+  }
+
   SmallVector<int64_t> reducedAxes() const {
     SmallVector<int64_t> axes;
     for (int64_t i = 0; i < input.getRank(); ++i)
@@ -70,28 +80,31 @@ struct Builder {
   }
 };
 
-/// Copies the discardable attributes (het.layer, het.backward) of `from`
-/// onto every op built since `mark` in its block.
-void inherit(Operation *from, Block *block, Block::iterator mark) {
-  for (Operation &op : llvm::make_range(mark, Block::iterator(from)))
-    for (NamedAttribute attr : from->getDiscardableAttrs())
-      op.setAttr(attr.getName(), attr.getValue());
+/// Runs `rewrite`, which builds ops before `op` and replaces it, and gives
+/// every op it built `op`'s discardable attributes (het.layer,
+/// het.backward).
+LogicalResult rewriteInheriting(Operation *op,
+                                function_ref<LogicalResult(OpBuilder &)> rewrite) {
+  Block *block = op->getBlock();
+  Operation *before = op->getPrevNode();
+  SmallVector<NamedAttribute> attrs(op->getDiscardableAttrs());
+  Operation *after = op->getNextNode();
+  OpBuilder b(op);
+  if (failed(rewrite(b)))
+    return failure();
+  Block::iterator begin = before ? std::next(before->getIterator()) : block->begin();
+  Block::iterator end = after ? after->getIterator() : block->end();
+  for (Operation &made : llvm::make_range(begin, end))
+    for (NamedAttribute attr : attrs)
+      made.setAttr(attr.getName(), attr.getValue());
+  return success();
 }
 
-LogicalResult rewriteForward(Operation *op, bool relu, double samples) {
-  OpBuilder b(op);
-  Block *block = op->getBlock();
-  Block::iterator mark = op->getIterator();
-  bool first = mark == block->begin();
-  if (!first)
-    --mark;
+LogicalResult rewriteForward(Operation *op, bool relu, double samples, OpBuilder &b) {
   Value x = op->getOperand(0), gamma = op->getOperand(1), beta = op->getOperand(2);
   double epsilon = op->getAttrOfType<FloatAttr>("epsilon").getValueAsDouble();
-  auto input = cast<RankedTensorType>(x.getType());
-  double spatial = 1;
-  for (int64_t i = 2; i < input.getRank(); ++i)
-    spatial *= double(input.getDimSize(i));
-  Builder h{b, op->getLoc(), op->getParentOfType<StageOp>(), input, samples * spatial};
+  Builder h = Builder::at(b, op, x, samples);
+  RankedTensorType input = h.input;
   Type element = input.getElementType();
   double n = h.count;
   Value total = h.overReplicas(h.sum(x));
@@ -120,7 +133,6 @@ LogicalResult rewriteForward(Operation *op, bool relu, double samples) {
           out = nb.create<arith::MaximumFOp>(l, out, h.scalar(element, 0.0));
         return out;
       });
-  inherit(op, block, first ? block->begin() : std::next(mark));
   op->getResult(0).replaceAllUsesWith(y);
   op->getResult(1).replaceAllUsesWith(mean);
   op->getResult(2).replaceAllUsesWith(invStd);
@@ -128,23 +140,14 @@ LogicalResult rewriteForward(Operation *op, bool relu, double samples) {
   return success();
 }
 
-LogicalResult rewriteBackward(Operation *op, bool relu, double samples) {
-  OpBuilder b(op);
-  Block *block = op->getBlock();
-  Block::iterator mark = op->getIterator();
-  bool first = mark == block->begin();
-  if (!first)
-    --mark;
+LogicalResult rewriteBackward(Operation *op, bool relu, double samples, OpBuilder &b) {
   // batch_norm_grad(dy, x, gamma, mean, inv_std);
   // batch_norm_relu_grad(dy, y, x, gamma, mean, inv_std).
   unsigned k = relu ? 1 : 0;
   Value dy = op->getOperand(0), x = op->getOperand(1 + k), gamma = op->getOperand(2 + k),
         mean = op->getOperand(3 + k), invStd = op->getOperand(4 + k);
-  auto input = cast<RankedTensorType>(x.getType());
-  double spatial = 1;
-  for (int64_t i = 2; i < input.getRank(); ++i)
-    spatial *= double(input.getDimSize(i));
-  Builder h{b, op->getLoc(), op->getParentOfType<StageOp>(), input, samples * spatial};
+  Builder h = Builder::at(b, op, x, samples);
+  RankedTensorType input = h.input;
   Type element = input.getElementType();
   double n = h.count;
   if (relu) // y > 0 exactly where the normalized value was
@@ -179,7 +182,6 @@ LogicalResult rewriteBackward(Operation *op, bool relu, double samples) {
         return nb.create<arith::MulFOp>(l, nb.create<arith::MulFOp>(l, v[2], v[3]), centred)
             .getResult();
       });
-  inherit(op, block, first ? block->begin() : std::next(mark));
   op->getResult(0).replaceAllUsesWith(dx);
   op->getResult(1).replaceAllUsesWith(dgamma);
   op->getResult(2).replaceAllUsesWith(dbeta);
@@ -197,12 +199,14 @@ LogicalResult synchronizeBatchNorm(StageOp stage, int64_t microBatchSamples) {
   });
   double samples = double(microBatchSamples);
   for (Operation *op : ops) {
-    LogicalResult done =
-        TypeSwitch<Operation *, LogicalResult>(op)
-            .Case([&](BatchNormOp) { return rewriteForward(op, false, samples); })
-            .Case([&](BatchNormReluOp) { return rewriteForward(op, true, samples); })
-            .Case([&](BatchNormGradOp) { return rewriteBackward(op, false, samples); })
-            .Case([&](BatchNormReluGradOp) { return rewriteBackward(op, true, samples); });
+    LogicalResult done = rewriteInheriting(op, [&](OpBuilder &b) -> LogicalResult {
+      return TypeSwitch<Operation *, LogicalResult>(op)
+          .Case([&](BatchNormOp) { return rewriteForward(op, false, samples, b); })
+          .Case([&](BatchNormReluOp) { return rewriteForward(op, true, samples, b); })
+          .Case([&](BatchNormGradOp) { return rewriteBackward(op, false, samples, b); })
+          .Case([&](BatchNormReluGradOp) { return rewriteBackward(op, true, samples, b); })
+          .Default([](Operation *) { return failure(); });
+    });
     if (failed(done))
       return failure();
   }

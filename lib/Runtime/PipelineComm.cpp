@@ -138,6 +138,18 @@ hetcclComm_t communicator(const PipelineComm &comm, int64_t word) {
   return word == 1 ? comm.tensor : comm.data;
 }
 
+/// A gather or scatter's group and its size; null (and the input copied to
+/// the result) for a group of one.
+hetcclComm_t groupOf(const KernelCall &call, int64_t word, int &members) {
+  hetcclComm_t group = communicator(pipelineComm(), word);
+  if (!group) {
+    std::memcpy(call.result(0), call.operand(0), product(call.operandShape(0)) * sizeof(float));
+    return nullptr;
+  }
+  checkCcl(hetcclCommCount(group, &members), "counting the group", group);
+  return group;
+}
+
 /// Elements before, along and after `axis` of `shape`.
 void split(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer, int64_t &along,
            int64_t &inner) {
@@ -185,15 +197,12 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
 static void allGather(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
-  hetcclComm_t group = communicator(comm, call.attribute(1));
+  int members = 1;
+  hetcclComm_t group = groupOf(call, call.attribute(1), members);
+  if (!group)
+    return;
   const std::vector<int64_t> &in = call.operandShape(0);
   size_t count = static_cast<size_t>(product(in));
-  if (!group) {
-    std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
-    return;
-  }
-  int members = 0;
-  checkCcl(hetcclCommCount(group, &members), "counting the group", group);
   std::vector<float> gathered(count * members);
   checkCcl(hetcclAllGather(call.operand(0), gathered.data(), count, hetcclFloat32, group),
            "tensor-parallel all-gather of stage " + std::to_string(comm.place.stage), group);
@@ -211,15 +220,12 @@ static void allGather(const int64_t *meta, void *const *buffers) {
 static void reduceScatter(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
-  hetcclComm_t group = communicator(comm, call.attribute(2));
+  int members = 1;
+  hetcclComm_t group = groupOf(call, call.attribute(2), members);
+  if (!group)
+    return;
   const std::vector<int64_t> &in = call.operandShape(0);
   size_t count = static_cast<size_t>(product(in));
-  if (!group) {
-    std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
-    return;
-  }
-  int members = 0;
-  checkCcl(hetcclCommCount(group, &members), "counting the group", group);
   int64_t outer, along, inner;
   split(in, call.attribute(1), outer, along, inner);
   int64_t part = along / members;

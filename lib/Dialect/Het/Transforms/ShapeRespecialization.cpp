@@ -11,6 +11,30 @@
 using namespace mlir;
 using namespace mlir::het;
 
+FailureOr<SmallVector<ReshapeGroup>> mlir::het::reshapeGroups(ArrayRef<int64_t> in,
+                                                              ArrayRef<int64_t> out) {
+  SmallVector<ReshapeGroup> groups;
+  size_t i = 0, o = 0;
+  while (i < in.size() || o < out.size()) {
+    size_t i0 = i, o0 = o;
+    int64_t pi = i < in.size() ? in[i++] : 1, po = o < out.size() ? out[o++] : 1;
+    while (pi != po) {
+      if (pi < po && i < in.size())
+        pi *= in[i++];
+      else if (po < pi && o < out.size())
+        po *= out[o++];
+      else
+        return failure();
+    }
+    while (i < in.size() && in[i] == 1 && (o >= out.size() || out[o] != 1))
+      ++i;
+    while (o < out.size() && out[o] == 1 && (i >= in.size() || in[i] != 1))
+      ++o;
+    groups.push_back({i0, i, o0, o});
+  }
+  return groups;
+}
+
 FailureOr<RankedTensorType> mlir::het::respecializeReshape(RankedTensorType oldInput,
                                                            RankedTensorType oldOutput,
                                                            RankedTensorType newInput) {
@@ -21,44 +45,28 @@ FailureOr<RankedTensorType> mlir::het::respecializeReshape(RankedTensorType oldI
     return failure();
   ArrayRef<int64_t> in = oldInput.getShape(), out = oldOutput.getShape(),
                     now = newInput.getShape();
+  FailureOr<SmallVector<ReshapeGroup>> groups = reshapeGroups(in, out);
+  if (failed(groups))
+    return failure();
   SmallVector<int64_t> result(out.begin(), out.end());
-  // Walk both shapes, closing a group whenever the products agree.
-  size_t i = 0, o = 0;
-  while (i < in.size() || o < out.size()) {
-    size_t i0 = i, o0 = o;
-    int64_t pi = 1, po = 1;
-    if (i < in.size())
-      pi *= in[i++];
-    if (o < out.size())
-      po *= out[o++];
-    while (pi != po) {
-      if (pi < po && i < in.size())
-        pi *= in[i++];
-      else if (po < pi && o < out.size())
-        po *= out[o++];
-      else
-        return failure();
+  for (const ReshapeGroup &g : *groups) {
+    int64_t before = 1, after = 1;
+    for (size_t k = g.inBegin; k < g.inEnd; ++k) {
+      before *= in[k];
+      after *= now[k];
     }
-    // Trailing size-1 dimensions join the group they follow.
-    while (i < in.size() && in[i] == 1 && (o >= out.size() || out[o] != 1))
-      ++i;
-    while (o < out.size() && out[o] == 1 && (i >= in.size() || in[i] != 1))
-      ++o;
-    int64_t newProduct = 1;
-    for (size_t k = i0; k < i; ++k)
-      newProduct *= now[k];
-    if (newProduct == pi)
+    if (after == before)
       continue;
     // The group changed: its outermost output dimension absorbs the change.
-    size_t first = o0;
-    while (first < o && out[first] == 1)
+    size_t first = g.outBegin;
+    while (first < g.outEnd && out[first] == 1)
       ++first;
-    if (first == o)
+    if (first == g.outEnd)
       return failure();
-    int64_t rest = po / out[first];
-    if (newProduct % rest != 0)
+    int64_t rest = before / out[first];
+    if (after % rest != 0)
       return failure();
-    result[first] = newProduct / rest;
+    result[first] = after / rest;
   }
   return RankedTensorType::get(result, oldOutput.getElementType());
 }

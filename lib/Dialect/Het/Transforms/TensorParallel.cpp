@@ -290,27 +290,19 @@ private:
       return false;
     ArrayRef<int64_t> in = typeOf(reshape.getInput()).getShape(),
                       out = typeOf(reshape.getResult()).getShape();
+    FailureOr<SmallVector<ReshapeGroup>> groups = reshapeGroups(in, out);
+    if (failed(groups))
+      return false;
     // The group of equal products holding the split dimension.
-    size_t i = 0, o = 0;
-    while (i < in.size() || o < out.size()) {
-      size_t i0 = i, o0 = o;
-      int64_t pi = i < in.size() ? in[i++] : 1, po = o < out.size() ? out[o++] : 1;
-      while (pi != po) {
-        if (pi < po && i < in.size())
-          pi *= in[i++];
-        else if (po < pi && o < out.size())
-          po *= out[o++];
-        else
-          return false;
-      }
-      if (s->dim < int64_t(i0) || s->dim >= int64_t(i))
+    for (const ReshapeGroup &g : *groups) {
+      if (s->dim < int64_t(g.inBegin) || s->dim >= int64_t(g.inEnd))
         continue;
-      size_t firstIn = i0, firstOut = o0;
-      while (firstIn < i && in[firstIn] == 1)
+      size_t firstIn = g.inBegin, firstOut = g.outBegin;
+      while (firstIn < g.inEnd && in[firstIn] == 1)
         ++firstIn;
-      while (firstOut < o && out[firstOut] == 1)
+      while (firstOut < g.outEnd && out[firstOut] == 1)
         ++firstOut;
-      if (int64_t(firstIn) != s->dim || firstOut == o)
+      if (int64_t(firstIn) != s->dim || firstOut == g.outEnd)
         return false; // not the group's outermost: the split would not stay contiguous
       if (out[firstOut] % T != 0) {
         d.problems[layerOf(reshape)] =

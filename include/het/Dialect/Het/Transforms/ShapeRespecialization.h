@@ -48,6 +48,16 @@ struct RespecializeOptions {
 LogicalResult respecializeShapes(func::FuncOp function, const RespecializeOptions &options,
                                  ArrayRef<Type> oldArgumentTypes);
 
+/// A reshape's dimensions in groups of equal product: input dimensions
+/// [inBegin, inEnd) become output dimensions [outBegin, outEnd)
+/// (`[4, 16, 32] -> [4, 16, 2, 16]`: {4}, {16}, {32 -> 2 x 16}); size-1
+/// dimensions join the group they follow. Failure when the products never
+/// meet (not a reshape of static shapes).
+struct ReshapeGroup {
+  size_t inBegin, inEnd, outBegin, outEnd;
+};
+FailureOr<SmallVector<ReshapeGroup>> reshapeGroups(ArrayRef<int64_t> in, ArrayRef<int64_t> out);
+
 /// The new type of a reshape whose input changed from `oldInput` to
 /// `newInput`; failure when the change does not map onto output groups.
 FailureOr<RankedTensorType> respecializeReshape(RankedTensorType oldInput,
