@@ -41,6 +41,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -62,9 +63,13 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"), cl::Req
 cl::opt<std::string> outputFile("o", cl::desc("output file (default: the input's stem, "
                                               "plus .mlir/.ll/.o for those stages)"),
                                 cl::value_desc("file"), cl::cat(category));
-enum class Emit { Mlir, Llvm, Obj, Exe };
+enum class Emit { Stages, Mlir, Llvm, Obj, Exe };
 cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::Exe),
-                   cl::values(clEnumValN(Emit::Mlir, "mlir", "the LLVM-dialect MLIR module"),
+                   cl::values(clEnumValN(Emit::Stages, "stages",
+                                         "a pipeline's stages in the het dialect, partitioned, "
+                                         "scheduled and with their collectives, one module per "
+                                         "replica share (--cluster/--plan only)"),
+                              clEnumValN(Emit::Mlir, "mlir", "the LLVM-dialect MLIR module"),
                               clEnumValN(Emit::Llvm, "llvm", "optimized LLVM IR (.ll)"),
                               clEnumValN(Emit::Obj, "obj", "an object file"),
                               clEnumValN(Emit::Exe, "exe", "a linked training executable")),
@@ -139,6 +144,7 @@ int fail(const llvm::Twine &message) {
 std::string defaultOutput() {
   llvm::StringRef stem = llvm::sys::path::stem(inputFile);
   switch (emit) {
+  case Emit::Stages: return (stem + ".stages.mlir").str();
   case Emit::Mlir: return (stem + ".llvm.mlir").str();
   case Emit::Llvm: return (stem + ".ll").str();
   case Emit::Obj: return (stem + ".o").str();
@@ -293,7 +299,19 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     build.planFile = request.planOut;
     timer.done("calibrate and plan");
   }
+  std::unique_ptr<llvm::ToolOutputFile> stagesFile;
+  if (emit == Emit::Stages) {
+    std::string errorMessage;
+    stagesFile = openOutputFile(output, &errorMessage);
+    if (!stagesFile) {
+      fail(errorMessage);
+      return failure();
+    }
+    build.stagesOutput = &stagesFile->os();
+  }
   FailureOr<OwningOpRef<ModuleOp>> built = mlir::het::buildPipeline(module, build);
+  if (succeeded(built) && stagesFile)
+    stagesFile->keep();
   if (failed(built)) {
     fail("could not build the pipeline of '" + inputFile + "' for " + build.planFile +
          " (see the diagnostics above)");
@@ -510,9 +528,13 @@ int main(int argc, char **argv) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))
       return 1;
+    if (emit == Emit::Stages)
+      return 0; // buildForCluster printed them
     options.pipeline = true;
     return lowerAndEmit(**pipeline, options, emit, output, timer);
   }
+  if (emit == Emit::Stages)
+    return fail("--emit=stages shows a pipeline's stages: give --plan or --cluster");
   // Build the training step unless the input is already one.
   bool hasStep = false;
   for (auto function : module->getOps<func::FuncOp>())

@@ -31,7 +31,7 @@ using nlohmann::json;
 
 namespace {
 
-enum ExitCode { Ok = 0, InputError = 1, NothingFits = 3 };
+enum ExitCode { Ok = 0, InputError = 1, UsageError = 2, NothingFits = 3 };
 
 ModelDesc loadModel(const std::string &path) {
   if (path.size() > 5 && path.substr(path.size() - 5) == ".mlir")
@@ -85,6 +85,20 @@ static std::string humanCount(double count) {
   return text;
 }
 
+/// CLI11's PositiveNumber accepts 0.5 and says "not in range 0 to
+/// 1.8e308" for 0; the counts here are integers.
+CLI::Validator positiveInteger() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        long value = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || value < 1)
+          return "expects a positive integer, got '" + text + "'";
+        return "";
+      },
+      "POSITIVE");
+}
+
 int main(int argc, char **argv) {
   CLI::App app{"het-plan: choose which chips run which layers (pipeline "
                "stages, data and tensor parallelism, micro-batching, "
@@ -116,9 +130,9 @@ int main(int argc, char **argv) {
   app.add_option("--global-batch", globalBatch,
                  "samples per iteration (default: the IR's batch, or 512 for a "
                  "model JSON)")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInteger());
   app.add_option("--top", top, "how many plans to print (best first)")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInteger());
   app.add_flag("--json", asJson, "print JSON instead of tables");
   app.add_option("--svg", svgPath,
                  "write the best plan's iteration as a Gantt chart (SVG)");
@@ -154,7 +168,16 @@ int main(int argc, char **argv) {
   app.add_flag("--benchmark", benchmark,
                "print the planner's scaling table (layers x devices x kinds "
                "-> planning time) and its speed against brute force");
-  CLI11_PARSE(app, argc, argv);
+  app.footer("Exit status: 0 done; 1 bad input (the file and field are named); 2 bad "
+             "command line; 3 nothing fits.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    if (e.get_exit_code() == 0)
+      return app.exit(e); // --help
+    std::cerr << "het-plan: error: " << e.what() << " (see --help)\n";
+    return UsageError;
+  }
 
   try {
     std::string catalogPath =
@@ -167,9 +190,8 @@ int main(int argc, char **argv) {
       return Ok;
     }
     if (clusterPath.empty() || modelPath.empty()) {
-      std::cerr
-          << "het-plan: --cluster and --model are required (see --help)\n";
-      return InputError;
+      std::cerr << "het-plan: error: --cluster and --model are required (see --help)\n";
+      return UsageError;
     }
     auto t0 = std::chrono::steady_clock::now();
     Cluster cluster = loadCluster(clusterPath, catalog);

@@ -21,6 +21,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
@@ -40,6 +41,10 @@ struct PipelineBuildOptions {
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
+  /// When set, each share's partitioned and scheduled module (het dialect,
+  /// compression applied) is printed here before it is lowered: what
+  /// `het-compile --emit=stages` shows.
+  llvm::raw_ostream *stagesOutput = nullptr;
 };
 
 /// het-compile --cluster: `input` holds the forward model (a function

@@ -345,6 +345,12 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                         share));
     if (failed(applyCompression(*variant, options.compression)))
       return failure();
+    if (options.stagesOutput) {
+      *options.stagesOutput << "// replicas taking " << share
+                            << " samples of each micro-batch\n";
+      variant->print(*options.stagesOutput);
+      *options.stagesOutput << "\n";
+    }
     FailureOr<PipelineDescription> lowered = lowerPipelineStages(*variant, share);
     if (failed(lowered))
       return failure();

@@ -2,18 +2,27 @@
 steps (the runs see the same batches in the same order, so the mean only
 smooths out which batch the last step drew).
 
-usage: final_loss.py --last N --tolerance T REFERENCE.out RUN.out [RUN.out...]"""
+With --must-differ, each run's loss trace must also differ from the
+reference's somewhere (a compressed run identical to the uncompressed one
+means the compression never happened).
+
+usage: final_loss.py --last N --tolerance T [--must-differ] REFERENCE.out RUN.out [RUN.out...]"""
 import argparse
 import re
 import sys
 
 
-def final(path, last):
+def trace(path):
     losses = {}
     for line in open(path):
         m = re.search(r"(?:^|\] )step (\d+) loss (\S+)", line)
         if m:
             losses[int(m.group(1))] = float(m.group(2))
+    return losses
+
+
+def final(path, last):
+    losses = trace(path)
     steps = sorted(losses)
     if len(steps) < last:
         sys.exit(f"{path}: {len(steps)} steps, fewer than {last}")
@@ -23,6 +32,7 @@ def final(path, last):
 p = argparse.ArgumentParser()
 p.add_argument("--last", type=int, default=100)
 p.add_argument("--tolerance", type=float, default=0.02)
+p.add_argument("--must-differ", action="store_true")
 p.add_argument("reference")
 p.add_argument("runs", nargs="+")
 a = p.parse_args()
@@ -35,6 +45,9 @@ for run in a.runs:
     print(f"{run}: final loss {got:.6g} ({rel:+.2%})")
     if abs(rel) > a.tolerance:
         print(f"{run}: differs from the uncompressed run by more than {a.tolerance:.0%}")
+        status = 1
+    if a.must_differ and trace(run) == trace(a.reference):
+        print(f"{run}: the same loss trace as {a.reference}")
         status = 1
 print("within tolerance" if status == 0 else "out of tolerance")
 sys.exit(status)

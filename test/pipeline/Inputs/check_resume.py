@@ -1,0 +1,61 @@
+"""Checks that a job restarted after a SIGKILL resumed from a checkpoint,
+not from scratch (training is deterministic, so a restart from scratch also
+ends bit-identical and only this tells the two apart).
+
+Reads het-run's merged stdout: the killed rank's "will SIGKILL myself at
+step K", then after "SIGKILL at step K" every rank's "resumed from step R".
+Requires: all RANKS ranks resumed from the same R; R a multiple of EVERY
+with 0 < R <= K and K - R <= 2 * EVERY (the asynchronous writer may still
+be writing the newest one); the restarted job's first step is R; and the
+losses it repeats (R .. K-1) equal the first attempt's.
+
+usage: check_resume.py OUT --ranks N --every E"""
+import argparse
+import re
+import sys
+
+p = argparse.ArgumentParser()
+p.add_argument("out")
+p.add_argument("--ranks", type=int, required=True)
+p.add_argument("--every", type=int, required=True)
+a = p.parse_args()
+
+lines = open(a.out).read().splitlines()
+planned = [int(m.group(1)) for m in (re.search(r"will SIGKILL myself at step (\d+)", l) for l in lines) if m]
+killed_at = [i for i, l in enumerate(lines) if re.search(r"\] SIGKILL at step \d+", l)]
+if len(planned) != 1 or len(killed_at) != 1:
+    sys.exit(f"{a.out}: expected one planned and one delivered SIGKILL, found {len(planned)} and {len(killed_at)}")
+kill = planned[0]
+before, after = lines[:killed_at[0]], lines[killed_at[0] + 1:]
+
+if any("starting from scratch" in l for l in after):
+    sys.exit(f"{a.out}: a rank restarted from scratch after the kill at step {kill}")
+resumed = {}
+for l in after:
+    m = re.match(r"\[rank (\d+)\] resumed from step (\d+)", l)
+    if m:
+        resumed[int(m.group(1))] = int(m.group(2))
+if sorted(resumed) != list(range(a.ranks)):
+    sys.exit(f"{a.out}: ranks {sorted(resumed)} resumed, expected all of 0..{a.ranks - 1}")
+steps = set(resumed.values())
+if len(steps) != 1:
+    sys.exit(f"{a.out}: ranks resumed from different steps: {resumed}")
+step = steps.pop()
+if step % a.every or not 0 < step <= kill or kill - step > 2 * a.every:
+    sys.exit(f"{a.out}: resumed from step {step}, which is not a checkpoint step (every {a.every}) "
+             f"within {2 * a.every} steps before the kill at step {kill}")
+
+
+def losses(block):
+    return [(int(m.group(1)), m.group(2))
+            for m in (re.search(r"\] step (\d+) loss (\S+)", l) for l in block) if m]
+
+
+first, second = dict(losses(before)), losses(after)
+if not second or second[0][0] != step:
+    sys.exit(f"{a.out}: the restarted job's first step is {second[0][0] if second else None}, not {step}")
+for s, loss in second:
+    if s < kill and first.get(s) != loss:
+        sys.exit(f"{a.out}: step {s} loss {loss} after the restart, {first.get(s)} before it")
+print(f"all {a.ranks} ranks resumed from step {step} after the kill at step {kill}; "
+      f"steps {step}..{kill - 1} repeated with the same losses")
