@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The main job on the built-in default: the MLP example model on the default
 # cluster. Installs and builds what is missing, then runs every stage of the
-# pipeline that exists today and says what it did: the IR stages, the
-# training step (het-autodiff + het-fuse) trained for 50 steps by the
-# reference evaluator, the plan for the mixed A100+MI250X node (het-plan),
-# the partitioned step (het-partition), hetccl, and a native executable built
-# by het-compile that trains the model, and het-run supervising a 4-rank
-# hetccl job through a killed rank and a restart from checkpoints. Training a
-# compiled model on several ranks is not built yet, and it says so.
+# chain and says what it did: the IR stages, the training step (het-autodiff
+# + het-fuse) trained for 50 steps by the reference evaluator, the plan for
+# the mixed A100+MI250X node (het-plan), the partitioned step
+# (het-partition), hetccl, a native executable built by het-compile that
+# trains the model, and the same model compiled for this machine's two CPU
+# device kinds (het-compile --cluster --plan auto: measured kinds, the
+# planner's choice of stages, replicas, shares and tensor parallelism), run
+# by het-run as one multi-rank job through a SIGKILLed rank and a restart
+# from checkpoints. GPU and NPU stages are not compiled yet.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model="${1:-$here/examples/models/mlp.mlir}"

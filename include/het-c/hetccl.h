@@ -122,6 +122,11 @@ const char* hetcclGetErrorString(hetcclResult_t result);
  * code cannot carry (which peer, which argument). Never NULL. */
 const char* hetcclGetLastError(hetcclComm_t comm);
 hetcclResult_t hetcclGetVersion(int* version);
+/* How many devices of `kind` this process can use: 0 when the vendor
+ * runtime is installed but reports no device (or no driver); the CPU kind
+ * counts 1. hetcclUnavailable, naming the library, when the runtime cannot
+ * be opened. */
+hetcclResult_t hetcclDeviceCount(hetcclDeviceKind_t kind, int* count);
 
 /* Makes a new id: a fresh random job token and the root address. The root is
  * HETCCL_ROOT=host:port if set, else MASTER_ADDR/MASTER_PORT, else loopback

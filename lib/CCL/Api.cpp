@@ -13,6 +13,7 @@
 #include "Comm.h"
 #include "Common/Error.h"
 #include "Compression/Compression.h"
+#include "Device/DeviceRuntime.h"
 #include "Device/VendorCcl.h"
 #include "Types/DataType.h"
 
@@ -342,6 +343,15 @@ static hetcclResult_t unguarded(const std::function<void()>& f) {
   } catch (const std::bad_alloc&) {
     return record(hetcclSystemError, "out of host memory");
   }
+}
+
+hetcclResult_t hetcclDeviceCount(hetcclDeviceKind_t kind, int* count) {
+  if (!count) return record(hetcclInvalidArgument, "count is NULL");
+  if (kind == hetcclDeviceNpu)
+    return record(hetcclUnavailable, "device kind npu: no NPU runtime is supported yet, so none can be counted");
+  if (kind != hetcclDeviceCpu && kind != hetcclDeviceCuda && kind != hetcclDeviceHip)
+    return record(hetcclInvalidArgument, "unknown device kind " + std::to_string(int(kind)));
+  return unguarded([&] { *count = deviceCount(kind); });
 }
 
 hetcclResult_t hetcclGetUniqueId(hetcclUniqueId* id) {

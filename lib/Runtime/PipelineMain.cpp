@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "het-c/hetccl_fault.h"
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
@@ -73,6 +74,7 @@ struct Options {
   bool syncCheckpoint = false;
   int killRank = -1;
   std::string killStep;
+  std::string killAt = "step"; // step | transfer | all-reduce
 };
 
 const char *usage =
@@ -96,9 +98,13 @@ const char *usage =
     "                        the stall the asynchronous writer avoids)\n"
     "  --save F.npz          all parameters and optimizer state after training\n"
     "                        (gathered on rank 0)\n"
-    "  --kill-rank R --kill-step S|random\n"
+    "  --kill-rank R --kill-step S|random [--kill-at step|transfer|all-reduce]\n"
     "                        fault injection for recovery tests: rank R SIGKILLs\n"
-    "                        itself at step S of the first attempt (HET_RESTART=0)\n"
+    "                        itself at step S of the first attempt (HET_RESTART=0):\n"
+    "                        at the top of the step (default), or inside hetccl\n"
+    "                        halfway through a message: the step's first\n"
+    "                        activation/gradient transfer, or its gradient\n"
+    "                        all-reduce\n"
     "Deterministic for a fixed seed, thread count and rank layout.\n";
 
 bool parseOptions(int argc, char **argv, Options &o) {
@@ -123,6 +129,11 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.killRank = static_cast<int>(options.integer(0, 1 << 20));
     else if (arg == "--kill-step")
       o.killStep = value;
+    else if (arg == "--kill-at") {
+      if (value != "step" && value != "transfer" && value != "all-reduce")
+        die("option --kill-at expects step, transfer or all-reduce, got '" + value + "'");
+      o.killAt = value;
+    }
     else if (arg == "--lr")
       o.lr = options.positive();
     else if (arg == "--data")
@@ -642,12 +653,21 @@ int PipelineRank::run() {
     if (o_.killStep == "random") {
       srand(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count() ^
                                   getpid()));
-      // After the first checkpoint has landed, before the last step.
-      long long lo = std::max<long long>(1, 2 * o_.checkpointEvery + 1), hi = o_.steps - 1;
+      // In the second half of the run, after two checkpoints were due (so
+      // one has landed even if the asynchronous writer lags), before the
+      // last step.
+      long long lo = std::max<long long>({1, 2 * o_.checkpointEvery + 1, o_.steps / 2}),
+                hi = o_.steps - 1;
       killStep = static_cast<int>(lo <= hi ? lo + rand() % (hi - lo + 1) : o_.steps);
     } else {
       killStep = std::atoi(o_.killStep.c_str());
     }
+    // A kill inside hetccl needs messages of this rank to cut.
+    if (o_.killAt == "all-reduce" && !comm.data)
+      die("--kill-at all-reduce: rank " + std::to_string(rank) + "'s stage " + stage_->name +
+          " has one replica, so no gradient all-reduce to kill it in");
+    if (o_.killAt == "transfer" && info_.stages.size() < 2)
+      die("--kill-at transfer: a single-stage pipeline has no transfers between stages");
     std::printf("will SIGKILL myself at step %d\n", killStep);
   }
 
@@ -659,10 +679,16 @@ int PipelineRank::run() {
   double stallMax = 0, stallSum = 0;
   long long saves = 0;
   for (int64_t s = first; s < o_.steps; ++s) {
-    if (s == killStep) {
+    if (s == killStep && o_.killAt == "step") {
       std::printf("SIGKILL at step %lld\n", static_cast<long long>(s));
       std::fflush(stdout);
       ::raise(SIGKILL);
+    }
+    if (s == killStep && o_.killAt == "transfer") {
+      std::printf("SIGKILL at step %lld, halfway through its first transfer\n",
+                  static_cast<long long>(s));
+      std::fflush(stdout);
+      hetcclFaultKillInNextSend(1);
     }
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < M; ++i)
@@ -689,6 +715,12 @@ int PipelineRank::run() {
         for (size_t k = 0; k < n; ++k)
           g[k] /= static_cast<float>(M);
       }
+    if (s == killStep && o_.killAt == "all-reduce") {
+      std::printf("SIGKILL at step %lld, halfway through a message of its gradient all-reduce\n",
+                  static_cast<long long>(s));
+      std::fflush(stdout);
+      hetcclFaultKillInNextSend(1);
+    }
     call(variant_->update, nullptr, /*accumulate=*/false);
     double loss = lossSum_ / static_cast<double>(M);
     if (isLastStage() && comm.data) {

@@ -261,7 +261,11 @@ JobResult runJob(const JobOptions &o) {
     double t = now();
     if (int sig = stopSignal(); sig && !failing) fail(-1, "het-run received signal " + signalName(sig), t - t0);
     if (o.jobTimeoutS > 0 && !failing && t - t0 > o.jobTimeoutS)
-      fail(-1, "job ran past its timeout of " + std::to_string(o.jobTimeoutS) + " s", t - t0);
+    {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", o.jobTimeoutS);
+      fail(-1, std::string("job ran past its timeout of ") + limit + " s", t - t0);
+    }
     if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {
       signalAll(SIGTERM);
       signalAll(SIGCONT); // a stopped rank must run to act on SIGTERM

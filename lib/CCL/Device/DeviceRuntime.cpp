@@ -22,25 +22,43 @@ void DeviceRuntime::sync() const {
   if (rc != 0) fail(hetcclUnhandledCudaError, std::string("device synchronize failed: ") + (errStrFn ? errStrFn(rc) : ""));
 }
 
-DeviceRuntime* openDeviceRuntime(hetcclDeviceKind_t kind, int deviceIndex) {
+namespace {
+
+// The vendor runtime library of `kind`, or hetcclUnavailable naming what
+// was tried.
+void* openRuntimeLibrary(hetcclDeviceKind_t kind) {
   bool cuda = kind == hetcclDeviceCuda;
   const char* env = getenv(cuda ? "HETCCL_CUDART_LIB" : "HETCCL_HIP_LIB");
   std::vector<std::string> names;
   if (env && *env) names.push_back(env);
   if (cuda)
-    names.insert(names.end(), {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0"});
+    names.insert(names.end(), {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"});
   else
     names.insert(names.end(), {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"});
-  void* lib = nullptr;
   std::string tried;
   for (const auto& n : names) {
-    lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
     tried += (tried.empty() ? "" : ", ") + n;
   }
-  if (!lib)
-    fail(hetcclUnavailable, std::string("device kind ") + (cuda ? "cuda" : "hip") +
-                                " needs the vendor runtime, but none could be opened (tried " + tried + ")");
+  fail(hetcclUnavailable, std::string("device kind ") + (cuda ? "cuda" : "hip") +
+                              " needs the vendor runtime, but none could be opened (tried " + tried + ")");
+}
+
+} // namespace
+
+int deviceCount(hetcclDeviceKind_t kind) {
+  if (kind != hetcclDeviceCuda && kind != hetcclDeviceHip) return 1;
+  void* lib = openRuntimeLibrary(kind);
+  const char* name = kind == hetcclDeviceCuda ? "cudaGetDeviceCount" : "hipGetDeviceCount";
+  auto count = reinterpret_cast<int (*)(int*)>(dlsym(lib, name));
+  if (!count) fail(hetcclUnavailable, std::string("runtime library lacks ") + name);
+  int n = 0;
+  return count(&n) == 0 ? n : 0;
+}
+
+DeviceRuntime* openDeviceRuntime(hetcclDeviceKind_t kind, int deviceIndex) {
+  bool cuda = kind == hetcclDeviceCuda;
+  void* lib = openRuntimeLibrary(kind);
   auto* rt = new DeviceRuntime;
   rt->kind = kind;
   rt->lib = lib;

@@ -32,4 +32,9 @@ struct DeviceRuntime {
 // HETCCL_CUDART_LIB / HETCCL_HIP_LIB override the file name.
 DeviceRuntime* openDeviceRuntime(hetcclDeviceKind_t kind, int deviceIndex);
 
+// cudaGetDeviceCount / hipGetDeviceCount, 0 when the runtime reports an
+// error (no device, no driver). Throws hetcclUnavailable like
+// openDeviceRuntime.
+int deviceCount(hetcclDeviceKind_t kind);
+
 } // namespace hetccl

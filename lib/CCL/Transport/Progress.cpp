@@ -2,6 +2,7 @@
 
 #include "Common/Clock.h"
 #include "Common/Error.h"
+#include "Fault/KillInSend.h"
 #include "Transport/Shm.h"
 
 #include <cstddef>
@@ -58,10 +59,11 @@ bool Fabric::advance(P2POp& op) {
       op.pos = 0;
     }
     while (op.phase == 1 && op.pos < op.bytes) {
-      size_t n = std::min(op.bytes - op.pos, kMaxSlice);
+      size_t n = fault::allowedWrite(std::min(op.bytes - op.pos, kMaxSlice), op.pos, op.bytes);
       size_t w = l.trySend(op.buf + op.pos, n);
       if (w == 0) return moved;
       op.pos += w;
+      fault::wrotePayload(op.pos, op.bytes, op.peer);
       moved = true;
       if (w < n) return moved;
     }

@@ -5,11 +5,12 @@ ends bit-identical and only this tells the two apart).
 Reads het-run's merged stdout: the killed rank's "will SIGKILL myself at
 step K", then after "SIGKILL at step K" every rank's "resumed from step R".
 Requires: all RANKS ranks resumed from the same R; R a multiple of EVERY
-with 0 < R <= K and K - R <= 2 * EVERY (the asynchronous writer may still
-be writing the newest one); the restarted job's first step is R; and the
-losses it repeats (R .. K-1) equal the first attempt's.
+with 0 < R <= K (asynchronous checkpoints may lag the training loop by
+several steps); with --exact (synchronous checkpoints) R is the newest
+checkpoint step, K - K % EVERY; the restarted job's first step is R; and
+the losses it repeats (R .. K-1) equal the first attempt's.
 
-usage: check_resume.py OUT --ranks N --every E"""
+usage: check_resume.py OUT --ranks N --every E [--exact]"""
 import argparse
 import re
 import sys
@@ -18,6 +19,7 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--ranks", type=int, required=True)
 p.add_argument("--every", type=int, required=True)
+p.add_argument("--exact", action="store_true")
 a = p.parse_args()
 
 lines = open(a.out).read().splitlines()
@@ -41,9 +43,12 @@ steps = set(resumed.values())
 if len(steps) != 1:
     sys.exit(f"{a.out}: ranks resumed from different steps: {resumed}")
 step = steps.pop()
-if step % a.every or not 0 < step <= kill or kill - step > 2 * a.every:
+if step % a.every or not 0 < step <= kill:
     sys.exit(f"{a.out}: resumed from step {step}, which is not a checkpoint step (every {a.every}) "
-             f"within {2 * a.every} steps before the kill at step {kill}")
+             f"before the kill at step {kill}")
+if a.exact and step != kill - kill % a.every:
+    sys.exit(f"{a.out}: resumed from step {step}, not from the newest synchronous checkpoint "
+             f"before the kill at step {kill} ({kill - kill % a.every})")
 
 
 def losses(block):

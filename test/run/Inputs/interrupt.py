@@ -1,7 +1,10 @@
 """Signals het-run itself while its ranks run, then checks how it ends and
 that none of its descendants (ranks and their children) survives it.
 
-usage: interrupt.py SIGNAL het-run args...   (SIGNAL: INT, TERM or KILL)"""
+usage: interrupt.py SIGNAL RANKS het-run args...   (SIGNAL: INT, TERM or KILL)
+
+RANKS: how many ranks het-run starts; fewer descendants than that when the
+signal is sent fails the check (it would vacuously find none left)."""
 import os
 import signal
 import subprocess
@@ -31,10 +34,20 @@ def alive(pid):
 
 
 sig = getattr(signal, "SIG" + sys.argv[1])
-proc = subprocess.Popen(sys.argv[2:])
-time.sleep(0.5)
+ranks = int(sys.argv[2])
+proc = subprocess.Popen(sys.argv[3:])
+tree = []
+deadline = time.monotonic() + 10
+while len(tree) < ranks and time.monotonic() < deadline:  # ranks start asynchronously
+    time.sleep(0.1)
+    tree = descendants(proc.pid)
+time.sleep(0.2)
 tree = descendants(proc.pid)
 print(f"het-run has {len(tree)} descendant processes", flush=True)
+if len(tree) < ranks:
+    proc.kill()
+    sys.exit(f"het-run started {len(tree)} descendant processes, expected at least {ranks} ranks: "
+             "nothing to check")
 proc.send_signal(sig)
 t0 = time.monotonic()
 rc = proc.wait(timeout=30)

@@ -9,13 +9,16 @@
 //    rank (the ranks agree on it with a MIN all-reduce);
 //  - fault injection: --kill-rank R --kill-step S|random SIGKILLs rank R at
 //    step S of the first attempt (HET_RESTART=0); with --hang it SIGSTOPs
-//    itself instead (alive but silent: only the collective timeout sees it).
+//    itself instead (alive but silent: only the collective timeout sees it);
+//    with --in-all-reduce hetccl SIGKILLs it halfway through a message of
+//    that step's gradient all-reduce (part of a message on the wire).
 // Everything is deterministic (f32 math, hetccl reductions are bitwise
 // reproducible for a fixed algorithm and rank count), so a restarted job
 // must end with bit-identical parameters: the final line prints their
 // SHA-256.
 //
 #include "het-c/hetccl.h"
+#include "het-c/hetccl_fault.h"
 #include "het/Checkpoint/Checkpointer.h"
 #include "het/Checkpoint/Hash.h"
 
@@ -39,13 +42,14 @@ struct Args {
   int steps = 20, dim = 4096, ckptEvery = 3, fullEvery = 2, killRank = -1, stepMs = 0;
   std::string killStep, ckptDir;
   bool sync = false, hang = false; // hang: SIGSTOP instead of SIGKILL
+  bool inAllReduce = false;         // the kill lands inside the gradient all-reduce
 };
 
 [[noreturn]] void usage(const std::string &why) {
   std::fprintf(stderr,
                "het-run-demo: %s\nusage: het-run-demo [--steps N] [--dim D] [--ckpt-dir DIR] "
                "[--ckpt-every K] [--full-every F] [--sync-ckpt] [--step-ms MS] "
-               "[--kill-rank R --kill-step S|random [--hang]]\n",
+               "[--kill-rank R --kill-step S|random [--hang | --in-all-reduce]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -75,9 +79,11 @@ Args parse(int argc, char **argv) {
     else if (k == "--kill-rank") a.killRank = num();
     else if (k == "--kill-step") a.killStep = val();
     else if (k == "--hang") a.hang = true;
+    else if (k == "--in-all-reduce") a.inAllReduce = true;
     else usage("unknown argument '" + k + "'");
   }
   if (a.dim < 1 || a.ckptEvery < 1 || a.fullEvery < 1) usage("--dim, --ckpt-every and --full-every must be >= 1");
+  if (a.hang && a.inAllReduce) usage("--hang and --in-all-reduce exclude each other");
   return a;
 }
 
@@ -198,7 +204,11 @@ int main(int argc, char **argv) {
   const float lr = 0.05f, beta = 0.9f;
   double stallMax = 0;
   for (int64_t s = model.step + 1; s <= a.steps; ++s) {
-    if (s == killStep) {
+    if (s == killStep && a.inAllReduce) {
+      std::printf("SIGKILL at step %lld, halfway through a message of its gradient all-reduce\n", (long long)s);
+      std::fflush(stdout);
+      hetcclFaultKillInNextSend(1);
+    } else if (s == killStep) {
       std::printf("%s at step %lld\n", a.hang ? "SIGSTOP" : "SIGKILL", (long long)s);
       std::fflush(stdout);
       ::raise(a.hang ? SIGSTOP : SIGKILL); // a hung rank, or a dead one
