@@ -2,6 +2,8 @@
 
 #include "PipelineComm.h"
 
+#include "CommTrace.h"
+
 #include "Arguments.h"
 #include "KernelCall.h"
 
@@ -30,9 +32,28 @@ const ChannelInfo &PipelineComm::channel(int from, int to, int number) const {
   return *c;
 }
 
+std::vector<int> PipelineComm::members(int64_t word) const {
+  std::vector<int> ranks;
+  if (word == 1)
+    for (int t = 0; t < layout.tensorParallel(place.stage); ++t)
+      ranks.push_back(layout.rankOf(place.stage, place.replica, t));
+  else
+    for (int r = 0; r < layout.replicas(place.stage); ++r)
+      ranks.push_back(layout.rankOf(place.stage, r, place.tp));
+  return ranks;
+}
+
 void PipelineComm::flush() {
   if (pending.empty() && receives.empty())
     return;
+  if (commTrace().on()) {
+    std::vector<std::pair<int, size_t>> sent, received;
+    for (const PendingSend &send : pending)
+      sent.push_back({send.peer, send.bytes.size()});
+    for (const PendingReceive &receive : receives)
+      received.push_back({receive.peer, receive.bytes});
+    commTrace().group(sent, received);
+  }
   std::string what = "exchanging activations/gradients with rank";
   checkCcl(hetcclGroupStart(), "hetcclGroupStart", world);
   for (PendingSend &send : pending)
@@ -175,6 +196,7 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
     std::memcpy(call.result(0), call.operand(0), count * sizeof(float));
     return;
   }
+  commTrace().collective("all_reduce", comm.members(call.attribute(4)), count * sizeof(float));
   std::vector<unsigned char> &input = comm.reduceInputs[meta];
   input.resize(count * sizeof(float));
   std::memcpy(input.data(), call.operand(0), input.size());
@@ -203,6 +225,7 @@ static void allGather(const int64_t *meta, void *const *buffers) {
     return;
   const std::vector<int64_t> &in = call.operandShape(0);
   size_t count = static_cast<size_t>(product(in));
+  commTrace().collective("all_gather", comm.members(call.attribute(1)), count * sizeof(float));
   std::vector<float> gathered(count * members);
   checkCcl(hetcclAllGather(call.operand(0), gathered.data(), count, hetcclFloat32, group),
            "tensor-parallel all-gather of stage " + std::to_string(comm.place.stage), group);
@@ -228,6 +251,7 @@ static void reduceScatter(const int64_t *meta, void *const *buffers) {
   size_t count = static_cast<size_t>(product(in));
   int64_t outer, along, inner;
   split(in, call.attribute(1), outer, along, inner);
+  commTrace().collective("reduce_scatter", comm.members(call.attribute(2)), count * sizeof(float));
   int64_t part = along / members;
   // Slice m of every outer index together, so each member's part is one run.
   std::vector<float> arranged(count);

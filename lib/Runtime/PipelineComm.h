@@ -12,7 +12,8 @@
 // sends at the end of a phase that no receive follows. Neighbours that both
 // send before they receive (1F1B's steady state), several tensors per
 // stage pair, skip connections and stages of different splits (one call,
-// several messages) then never wait on each other.
+// several messages) then never wait on each other: test/pipeline/
+// deadlock.test replays traced runs (CommTrace.h) with unbuffered sends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +65,9 @@ struct PipelineComm {
   std::map<const int64_t *, std::vector<unsigned char>> reduceInputs;
 
   const ChannelInfo &channel(int from, int to, int number) const;
+  /// World ranks of a collective's communicator (word: 0 this stage's
+  /// replicas at this device, 1 this replica's tensor-parallel devices).
+  std::vector<int> members(int64_t word) const;
   /// Sends every queued message and posts every queued receive (one group).
   void flush();
 };

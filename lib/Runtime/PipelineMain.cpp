@@ -32,6 +32,7 @@
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
+#include "CommTrace.h"
 #include "ModelInfo.h"
 #include "PipelineComm.h"
 
@@ -639,6 +640,7 @@ int PipelineRank::run() {
               static_cast<long long>(microBatchSamples_));
   std::fflush(stdout);
   setUp();
+  commTrace().open(rank);
 
   std::unique_ptr<ckpt::Checkpointer> checkpointer;
   int64_t first = 0;
@@ -691,6 +693,7 @@ int PipelineRank::run() {
       hetcclFaultKillInNextSend(1);
     }
     auto t0 = std::chrono::steady_clock::now();
+    commTrace().step(s);
     for (int i = 0; i < M; ++i)
       fillBatch(s, i);
     lossSum_ = 0;
@@ -724,6 +727,7 @@ int PipelineRank::run() {
     call(variant_->update, nullptr, /*accumulate=*/false);
     double loss = lossSum_ / static_cast<double>(M);
     if (isLastStage() && comm.data) {
+      commTrace().collective("loss", comm.members(0), sizeof(double));
       double combined = loss;
       checkCcl(hetcclAllReduce(&loss, &combined, 1, hetcclFloat64,
                                info_.lossSum ? hetcclSum : hetcclAvg, comm.data),
