@@ -25,6 +25,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -45,6 +46,7 @@ struct Options {
   double lr = NAN;
   long long seed = 0;
   std::string data, evalData, save, load;
+  bool loadAll = false; // --inputs: --load, and every argument but optimizer state given
   int threads = 0;
   long long printEvery = 1;
 };
@@ -61,6 +63,8 @@ const char *usage =
     "                   without it the model trains on one synthetic batch\n"
     "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
     "  --load F.npz     arguments by name (parameters, optimizer state, data)\n"
+    "  --inputs F.npz   --load, and an error naming any argument the file lacks\n"
+    "                   but optimizer state (zeros): het-eval's --inputs\n"
     "  --save F.npz     parameters and optimizer state after training\n"
     "  --threads T      threads of the oneDNN kernels (default: all cores)\n"
     "  --print-every K  print the loss every K steps (default 1)\n"
@@ -89,6 +93,10 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.evalData = value;
     else if (arg == "--load")
       o.load = value;
+    else if (arg == "--inputs") {
+      o.load = value;
+      o.loadAll = true;
+    }
     else if (arg == "--save")
       o.save = value;
     else
@@ -195,6 +203,17 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
         else
           b.f()[k] = static_cast<float>(array.floats[k]);
       }
+    }
+    if (o.loadAll) {
+      std::set<std::string> given;
+      for (auto &[name, array] : *arrays)
+        given.insert(name);
+      std::string missing;
+      for (const TensorInfo &t : info.inputs)
+        if (t.role != "state" && !given.count(t.name))
+          missing += (missing.empty() ? "" : ", ") + t.name;
+      if (!missing.empty())
+        die(o.load + ": the step needs arguments the file lacks: " + missing);
     }
   }
 
