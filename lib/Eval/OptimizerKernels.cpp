@@ -33,19 +33,25 @@ std::array<Tensor<T>, 3> adam(const Tensor<T> &param, const Tensor<T> &grad,
                               int64_t step, const AdamOptions &o) {
   if (step < 1)
     throw KernelError("Adam step must be >= 1 (it is 1-based), got " + std::to_string(step));
-  T correction1 = T(1) - std::pow(T(o.beta1), T(step));
-  T correction2 = T(1) - std::pow(T(o.beta2), T(step));
+  // As torch.optim.Adam: the scalars (1 - beta, the bias corrections, the
+  // step size) are computed in double and rounded once, as PyTorch's Python
+  // floats are; the compiled update does the same, so both agree.
+  double correction1 = 1.0 - std::pow(o.beta1, double(step));
+  double correction2 = 1.0 - std::pow(o.beta2, double(step));
+  T stepSize = T(o.lr / correction1), correction2Sqrt = T(std::sqrt(correction2));
+  T beta1 = T(o.beta1), beta2 = T(o.beta2), rest1 = T(1.0 - o.beta1), rest2 = T(1.0 - o.beta2);
+  T decay = T(o.weightDecay), decoupledScale = T(1.0 - o.lr * o.weightDecay);
   Tensor<T> p(param.shape), m(param.shape), v(param.shape);
   for (int64_t i = 0; i < param.size(); ++i) {
     T value = param[i], g = grad[i];
     if (o.decoupled)
-      value *= T(1) - T(o.lr * o.weightDecay);
+      value *= decoupledScale;
     else
-      g += T(o.weightDecay) * value;
-    m[i] = T(o.beta1) * expAvg[i] + (T(1) - T(o.beta1)) * g;
-    v[i] = T(o.beta2) * expAvgSq[i] + (T(1) - T(o.beta2)) * g * g;
-    T denominator = std::sqrt(v[i]) / std::sqrt(correction2) + T(o.epsilon);
-    p[i] = value - T(o.lr) / correction1 * m[i] / denominator;
+      g += decay * value;
+    m[i] = beta1 * expAvg[i] + rest1 * g;
+    v[i] = beta2 * expAvgSq[i] + rest2 * g * g;
+    T denominator = std::sqrt(v[i]) / correction2Sqrt + T(o.epsilon);
+    p[i] = value - stepSize * m[i] / denominator;
   }
   return {std::move(p), std::move(m), std::move(v)};
 }

@@ -776,8 +776,10 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
             });
       })
       .Case([&](AdamOp o) -> FailureOr<SmallVector<Value>> {
-        Type element = resultType().getElementType();
-        Value lr = runtimeLearningRate(b, loc, op, o.getLr().convertToDouble(), element);
+        // As torch.optim.Adam (and het-eval): the bias corrections, the step
+        // size and the decoupled decay factor in double, rounded once; the
+        // per-element arithmetic in the element type.
+        Value lr = runtimeLearningRate(b, loc, op, o.getLr().convertToDouble(), b.getF64Type());
         double beta1 = o.getBeta1().convertToDouble(), beta2 = o.getBeta2().convertToDouble();
         double epsilon = o.getEpsilon().convertToDouble();
         double decay = o.getWeightDecay().convertToDouble();
@@ -789,17 +791,24 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
             ValueRange{o.getParam(), o.getGrad(), o.getExpAvg(), o.getExpAvgSq(), o.getStep()},
             [&](OpBuilder &nb, Location l, ValueRange a) {
               Value value = a[0], g = a[1], m = a[2], v = a[3];
-              Type f = value.getType();
-              Value one = cst(nb, l, value, 1.0);
-              Value stepF = nb.create<arith::SIToFPOp>(l, f, a[4]);
+              Type f = value.getType(), f64 = nb.getF64Type();
+              auto exact = [&](double x) -> Value {
+                return nb.create<arith::ConstantOp>(l, nb.getF64FloatAttr(x));
+              };
+              auto rounded = [&](Value x) -> Value {
+                return f == f64 ? x : nb.create<arith::TruncFOp>(l, f, x).getResult();
+              };
+              Value stepF = nb.create<arith::SIToFPOp>(l, f64, a[4]);
               Value c1 = nb.create<arith::SubFOp>(
-                  l, one, nb.create<math::PowFOp>(l, cst(nb, l, value, beta1), stepF));
+                  l, exact(1.0), nb.create<math::PowFOp>(l, exact(beta1), stepF));
               Value c2 = nb.create<arith::SubFOp>(
-                  l, one, nb.create<math::PowFOp>(l, cst(nb, l, value, beta2), stepF));
+                  l, exact(1.0), nb.create<math::PowFOp>(l, exact(beta2), stepF));
+              Value stepSize = rounded(nb.create<arith::DivFOp>(l, lr, c1));
+              Value c2Sqrt = rounded(nb.create<math::SqrtOp>(l, c2));
               if (decay != 0) {
                 if (decoupled) {
-                  Value scale = nb.create<arith::SubFOp>(
-                      l, one, nb.create<arith::MulFOp>(l, lr, cst(nb, l, value, decay)));
+                  Value scale = rounded(nb.create<arith::SubFOp>(
+                      l, exact(1.0), nb.create<arith::MulFOp>(l, lr, exact(decay))));
                   value = nb.create<arith::MulFOp>(l, value, scale);
                 } else {
                   g = nb.create<arith::AddFOp>(
@@ -814,14 +823,10 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
                   nb.create<arith::MulFOp>(
                       l, nb.create<arith::MulFOp>(l, cst(nb, l, value, 1 - beta2), g), g));
               Value denominator = nb.create<arith::AddFOp>(
-                  l,
-                  nb.create<arith::DivFOp>(l, nb.create<math::SqrtOp>(l, newV),
-                                           nb.create<math::SqrtOp>(l, c2)),
+                  l, nb.create<arith::DivFOp>(l, nb.create<math::SqrtOp>(l, newV), c2Sqrt),
                   cst(nb, l, value, epsilon));
               Value update = nb.create<arith::DivFOp>(
-                  l,
-                  nb.create<arith::MulFOp>(l, nb.create<arith::DivFOp>(l, lr, c1), newM),
-                  denominator);
+                  l, nb.create<arith::MulFOp>(l, stepSize, newM), denominator);
               return SmallVector<Value>{nb.create<arith::SubFOp>(l, value, update), newM, newV};
             });
       })
