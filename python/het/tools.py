@@ -55,8 +55,10 @@ def has_tool(name: str) -> bool:
 
 def run_tool(name: str, args: Sequence[str], timeout: float = 600, input_text=None) -> subprocess.CompletedProcess:
     """Runs a tool; a non-zero exit is a HetToolError carrying its stderr."""
-    exe = find_tool(name)
-    cmd = [exe] + [str(a) for a in args]
+    return _run(name, [find_tool(name)] + [str(a) for a in args], timeout, input_text)
+
+
+def _run(name: str, cmd: List[str], timeout: float, input_text=None) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input_text)
     except subprocess.TimeoutExpired as e:
@@ -148,12 +150,19 @@ def evaluate(mlir, inputs: Dict[str, np.ndarray], function: Optional[str] = None
             with np.load(out_npz) as data:
                 for key in data.files:
                     result[key] = data[key]
-    result.stdout = proc.stdout
-    result.losses = [float(m.group(2)) for m in map(_STEP_LINE.match, proc.stdout.splitlines()) if m]
-    if steps is not None and len(result.losses) != steps:
-        raise HetToolError(f"het-eval printed {len(result.losses)} step losses for --steps {steps}:\n"
-                           f"{proc.stdout[-2000:]}")
+    _read_losses(result, proc.stdout, "het-eval", steps)
     return result
+
+
+def _read_losses(result: EvalResult, stdout: str, tool: str, steps: Optional[int]) -> None:
+    """Sets `.stdout` and `.losses` (from the `step <i> loss <v>` lines het-eval
+    and compiled executables print); with `steps`, one loss per step or a
+    HetToolError."""
+    result.stdout = stdout
+    result.losses = [float(m.group(2)) for m in map(_STEP_LINE.match, stdout.splitlines()) if m]
+    if steps is not None and len(result.losses) != steps:
+        raise HetToolError(f"{tool} printed {len(result.losses)} step losses for --steps {steps}:\n"
+                           f"{stdout[-2000:]}")
 
 
 def train(mlir, inputs: Dict[str, np.ndarray], steps: int, function: Optional[str] = None,
@@ -161,10 +170,14 @@ def train(mlir, inputs: Dict[str, np.ndarray], steps: int, function: Optional[st
           precision: str = "f32", fuse: bool = False, **options) -> EvalResult:
     """Differentiates a forward function and runs `steps` training steps.
 
-    runner="eval" uses the reference evaluator; "compile" is the slot for
-    het-compile's executable (issue 4), which does not exist yet. fuse=True
-    trains the fused step (het-training-pipeline).
+    runner="eval" uses the reference evaluator; "compile" compiles the same
+    step with het-compile and runs the native executable (f32 only, see
+    run_compiled). fuse=True trains the fused step (het-training-pipeline).
     """
+    if runner not in ("eval", "compile"):
+        raise ValueError(f"runner must be 'eval' or 'compile', got {runner!r}")
+    if runner == "compile" and precision != "f32":
+        raise ValueError(f"runner='compile' trains in f32 only (het-compile), got precision={precision!r}")
     train_mlir = autodiff(mlir, optimizer=optimizer, learning_rate=learning_rate, fuse=fuse, **options)
     if function is None:
         m = re.search(r"func\.func\s+@([\w$.]+)", str(mlir) if "\n" in str(mlir) else open(mlir).read())
@@ -174,16 +187,54 @@ def train(mlir, inputs: Dict[str, np.ndarray], steps: int, function: Optional[st
     step_fn = function + "_train_step"
     if runner == "eval":
         return evaluate(train_mlir, inputs, function=step_fn, steps=steps, precision=precision)
-    if runner == "compile":
-        return run_compiled(train_mlir, inputs, function=step_fn, steps=steps)
-    raise ValueError(f"runner must be 'eval' or 'compile', got {runner!r}")
+    return run_compiled(train_mlir, inputs, function=step_fn, steps=steps)
 
 
-def run_compiled(mlir, inputs: Dict[str, np.ndarray], function: str, steps: int) -> EvalResult:
-    """Compiles with het-compile and runs the executable (not available yet:
-    het-compile is issue 4; this raises HetToolError until it exists)."""
-    find_tool("het-compile")
-    raise HetToolError("het-compile exists but its command line is not wired into het.tools yet")
+def run_compiled(mlir, inputs: Dict[str, np.ndarray], function: Optional[str], steps: int,
+                 threads: Optional[int] = 1, compile_args: Sequence[str] = (),
+                 timeout: float = 600) -> EvalResult:
+    """Compiles a training step with `het-compile` and runs the executable.
+
+    mlir holds one `<model>_train_step` (from `autodiff`; `function`, when
+    given, must name it) or a forward model, which het-compile differentiates
+    itself (pass e.g. `compile_args=["--optimizer=adam", "--lr", "0.01"]`).
+    inputs: argument het.name -> array, as for `evaluate`; the executable
+    reads them with `--inputs`, so like het-eval only optimizer state may be
+    left out (zeros). It runs `steps` steps on `threads` oneDNN threads (None:
+    all cores). Returns what `evaluate(..., steps=steps)` returns: the trained
+    parameters and optimizer state by het.name (the executable's `--save`),
+    `loss` (the last step's), `.losses` and `.stdout`. f32 only.
+    """
+    text = str(mlir)
+    if "\n" not in text and os.path.isfile(text):
+        with open(text) as f:
+            text = f.read()
+    if function is not None:
+        functions = re.findall(r"func\.func\s+(?:(?:public|private|nested)\s+)?@([\w$.]+)", text)
+        if function not in functions:
+            raise HetToolError(f"no function @{function} in the program "
+                               f"(functions: {', '.join('@' + f for f in functions) or 'none'})")
+        if not function.endswith("_train_step"):
+            raise HetToolError(f"het-compile compiles a training step (@<model>_train_step, as "
+                               f"het.autodiff makes it); @{function} is not one")
+    with tempfile.TemporaryDirectory(prefix="het-compile-") as tmp:
+        path = _as_path(mlir, tmp, "program")
+        exe = os.path.join(tmp, "model")
+        in_npz = os.path.join(tmp, "inputs.npz")
+        out_npz = os.path.join(tmp, "trained.npz")
+        run_tool("het-compile", [path, "-o", exe] + list(compile_args), timeout=timeout)
+        np.savez(in_npz, **{k: np.asarray(v) for k, v in inputs.items()})
+        # --inputs: like het-eval, an argument missing from `inputs` (other
+        # than optimizer state) is an error, not a random initial value.
+        cmd = [exe, "--steps", str(int(steps)), "--inputs", in_npz, "--save", out_npz]
+        if threads is not None:
+            cmd += ["--threads", str(int(threads))]
+        proc = _run("the compiled model", cmd, timeout)
+        result = EvalResult(load_npz(out_npz))
+    _read_losses(result, proc.stdout, "the compiled model", steps)
+    if result.losses:
+        result["loss"] = np.asarray(result.losses[-1], dtype=np.float32)
+    return result
 
 
 def plan(model, cluster, extra_args: Sequence[str] = (), timeout: float = 600) -> dict:

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Checks that each op section of a generated dialect doc has a summary line,
-a description and an mlir example block."""
+a description and an mlir example block; with a second argument (README.md),
+that the op count the README states ("| N ops:") is the doc's.
+
+usage: check_op_docs.py HetDialect.md [README.md]"""
 import re, sys
 
 text = open(sys.argv[1]).read()
@@ -15,6 +18,12 @@ for name, body in ops:
         bad.append(f"{name}: description too short")
 if not ops:
     bad.append("no ops found")
+if len(sys.argv) > 2:
+    stated = re.search(r"\| (\d+) ops:", open(sys.argv[2]).read())
+    if not stated:
+        bad.append(f"{sys.argv[2]}: no '| N ops:' statement")
+    elif int(stated.group(1)) != len(ops):
+        bad.append(f"{sys.argv[2]} says {stated.group(1)} ops, the dialect has {len(ops)}")
 for b in bad:
     print("MISSING", b)
 if not bad:

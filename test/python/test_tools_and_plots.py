@@ -1,4 +1,4 @@
-"""Tool discovery, the het-opt / het-plan wrappers, and the plotting helpers."""
+"""Tool discovery, the het-opt / het-plan / het-compile wrappers, and the plotting helpers."""
 
 import json
 import os
@@ -131,10 +131,67 @@ def _named_mlp():
     return het.from_torch(model, x, target=y)
 
 
-def test_compiled_runner_is_a_clear_error_until_het_compile_exists():
-    prog = _named_mlp()
-    if het.has_tool("het-compile"):
-        pytest.skip("het-compile exists: wire het.tools.run_compiled to it")
-    need_tool("het-opt")
-    with pytest.raises(het.HetToolError, match="het-compile not found"):
-        het.train(prog, prog.initial_values(), steps=2, runner="compile")
+@pytest.fixture(scope="module")
+def mlp_and_feed():
+    import models
+
+    model, x, y = models.make("mlp")
+    prog = het.from_torch(model, x, target=y)
+    return model, prog, {**prog.initial_values(), "input": x.numpy(), "target": y.numpy()}
+
+
+@pytest.mark.parametrize("options", [dict(learning_rate=0.1), dict(learning_rate=0.05, momentum=0.9),
+                                     dict(optimizer="adam", learning_rate=0.01),
+                                     dict(optimizer="adam", learning_rate=0.01, weight_decay=0.01,
+                                          decoupled=True)],
+                         ids=["sgd", "momentum", "adam", "adamw"])
+def test_compiled_runner_trains_like_the_evaluator(mlp_and_feed, options):
+    import copy
+
+    import numpy as np
+
+    need_tool("het-eval")
+    need_tool("het-compile")
+    model, prog, feed = mlp_and_feed
+    steps = 10
+    ref = het.train(prog, feed, steps=steps, **options)
+    run = het.train(prog, feed, steps=steps, runner="compile", **options)
+    assert len(run.losses) == steps and ref.losses[-1] < 0.95 * ref.losses[0]
+    errs = [abs(a - b) / abs(a) for a, b in zip(ref.losses, run.losses)]
+    print(f"compiled vs het-eval, MLP {options}: max relative loss difference {max(errs):.3g}")
+    assert max(errs) <= 1e-5
+    # the same arrays come back (trained parameters, optimizer state, last
+    # loss), and they load into the module the same way
+    assert sorted(run) == sorted(ref)
+    for key in ref:
+        np.testing.assert_allclose(run[key], ref[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    het.to_torch(ref, a)
+    het.to_torch(run, b)
+    for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+        assert not np.array_equal(p.detach().numpy(), feed[name]), f"{name} was not trained"
+
+
+def test_compiled_runner_reports_bad_input(mlp_and_feed, tmp_path, monkeypatch):
+    need_tool("het-compile")
+    _, prog, feed = mlp_and_feed
+    step = het.autodiff(prog)
+    with pytest.raises(het.HetToolError, match=r"no function @nope_train_step in the program "
+                                               r"\(functions: @forward, @forward_train_step\)"):
+        het.run_compiled(step, feed, "nope_train_step", steps=2)
+    with pytest.raises(het.HetToolError, match="@forward is not one"):
+        het.run_compiled(step, feed, "forward", steps=2)
+    # the executable would start from random values; like het-eval, refuse
+    partial = {k: v for k, v in feed.items() if k != "target"}
+    with pytest.raises(het.HetToolError, match="the step needs arguments the file lacks: target"):
+        het.run_compiled(step, partial, "forward_train_step", steps=2)
+    with pytest.raises(het.HetToolError, match=r"(?s)het-compile failed .*unknown kernel library 'bogus'"):
+        het.run_compiled(step, feed, "forward_train_step", steps=2, compile_args=["--library=bogus"])
+    with pytest.raises(ValueError, match="f32 only"):
+        het.train(prog, feed, steps=2, runner="compile", precision="f64")
+    monkeypatch.setattr(het.tools, "_search_dirs", lambda: [str(tmp_path)])
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(het.HetToolError, match="het-compile not found in"):
+        het.run_compiled(step, feed, "forward_train_step", steps=2)

@@ -18,6 +18,9 @@
 #include "het/Plan/Planner.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <cstring>
+#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -42,7 +45,7 @@ ModelDesc loadModel(const std::string &path) {
 void writeFile(const std::string &path, const std::string &text) {
   std::ofstream out(path);
   if (!out)
-    fail(path, "", "cannot write file");
+    fail(path, "", std::string("cannot write file: ") + std::strerror(errno));
   out << text;
 }
 
@@ -401,6 +404,12 @@ int main(int argc, char **argv) {
       json pj = planToJson(best.plans.front().plan, cluster, model);
       pj["predicted"] = evaluationToJson(best.plans.front().evaluation);
       writeFile(writePlanPath, pj.dump(2) + "\n");
+    }
+    if (!writePlansDir.empty()) {
+      std::error_code error;
+      std::filesystem::create_directories(writePlansDir, error);
+      if (error)
+        fail(writePlansDir, "", "cannot create the directory: " + error.message());
     }
     if (!writePlansDir.empty())
       for (size_t i = 0; i < best.plans.size(); ++i) {
