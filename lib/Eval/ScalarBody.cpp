@@ -52,6 +52,7 @@ FailureOr<ScalarBody<T>> ScalarBody<T>::compile(Block &body) {
                     .Case([](math::SqrtOp) { return Code::Sqrt; })
                     .Case([](math::RsqrtOp) { return Code::Rsqrt; })
                     .Case([](math::AbsFOp) { return Code::Abs; })
+                    .Case([](math::PowFOp) { return Code::Pow; })
                     .Case([&](arith::CmpFOp compare) -> std::optional<Code> {
                       instruction.predicate = static_cast<int>(compare.getPredicate());
                       return Code::Compare;
@@ -118,6 +119,7 @@ template <typename T> T ScalarBody<T>::run(const std::vector<T> &arguments) cons
     case Code::Sqrt: result = std::sqrt(a); break;
     case Code::Rsqrt: result = T(1) / std::sqrt(a); break;
     case Code::Abs: result = std::fabs(a); break;
+    case Code::Pow: result = std::pow(a, b); break;
     case Code::Compare:
       result = compare(static_cast<arith::CmpFPredicate>(in.predicate), a, b) ? T(1) : T(0);
       break;

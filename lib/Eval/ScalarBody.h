@@ -25,7 +25,7 @@ public:
 private:
   enum class Code {
     Constant, Add, Sub, Mul, Div, Max, Min, Neg, Exp, Log, Tanh, Erf, Sqrt,
-    Rsqrt, Abs, Compare, Select
+    Rsqrt, Abs, Pow, Compare, Select
   };
   struct Instruction {
     Code code;

@@ -81,6 +81,14 @@ static double forwardFlops(mlir::Operation *op) {
       return 0;
     return 2 * out * double(filter.getNumElements()) / filter.getDimSize(0);
   }
+  if (name == "het.elementwise" && op->getNumRegions() == 1) {
+    // One FLOP per scalar op of the body, per element.
+    double ops = 0;
+    for (mlir::Operation &scalar : op->getRegion(0).front())
+      if (scalar.getNumResults() && scalar.getName().getStringRef() != "arith.constant")
+        ++ops;
+    return out * std::max(1.0, ops);
+  }
   if (name == "het.softmax" || name == "het.layer_norm" ||
       name == "het.batch_norm" || name == "het.gelu" ||
       name == "het.cross_entropy")

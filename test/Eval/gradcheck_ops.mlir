@@ -266,3 +266,58 @@ func.func @cross_entropy(%x: tensor<2x3x5xf64> {het.param}, %l: tensor<2x3xi64>)
   %loss = het.cross_entropy %x, %l : tensor<2x3x5xf64>, tensor<2x3xi64> -> tensor<f64>
   return %loss : tensor<f64>
 }
+
+// het.elementwise differentiates its scalar body (HetElementwiseGradient.cpp):
+// every derivative rule, with a broadcast operand and a computed exponent.
+// CHECK: gradcheck @elementwise_unary: {{.*}} PASS
+func.func @elementwise_unary(%x: tensor<3x4xf64> {het.param}, %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.elementwise %x : (tensor<3x4xf64>) -> tensor<3x4xf64> {
+  ^bb0(%a: f64):
+    %one = arith.constant 1.0 : f64
+    %e = math.exp %a : f64
+    %pos = arith.addf %e, %one : f64
+    %l = math.log %pos : f64
+    %t = math.tanh %a : f64
+    %er = math.erf %a : f64
+    %sq = math.sqrt %pos : f64
+    %rs = math.rsqrt %pos : f64
+    %ab = math.absf %a : f64
+    %ng = arith.negf %ab : f64
+    %s1 = arith.addf %l, %t : f64
+    %s2 = arith.addf %s1, %er : f64
+    %s3 = arith.mulf %s2, %sq : f64
+    %s4 = arith.addf %s3, %rs : f64
+    %s5 = arith.addf %s4, %ng : f64
+    het.yield %s5 : f64
+  }
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @elementwise_binary: {{.*}} PASS
+func.func @elementwise_binary(%x: tensor<3x4xf64> {het.param}, %w: tensor<4xf64> {het.param},
+                              %r: tensor<3x4xf64>) -> tensor<f64> {
+  %y = het.elementwise %x, %w : (tensor<3x4xf64>, tensor<4xf64>) -> tensor<3x4xf64> {
+  ^bb0(%a: f64, %b: f64):
+    %two = arith.constant 2.0 : f64
+    %lo = arith.constant -0.5 : f64
+    %d = arith.subf %a, %b : f64
+    %ex = math.exp %b : f64
+    %q = arith.divf %a, %ex : f64
+    %base = math.exp %d : f64
+    %p = math.powf %base, %b : f64
+    %sq = math.powf %a, %two : f64
+    %mx = arith.maximumf %a, %lo : f64
+    %mn = arith.minimumf %b, %two : f64
+    %gt = arith.cmpf ogt, %a, %b : f64
+    %sel = arith.select %gt, %mx, %mn : f64
+    %m = arith.mulf %q, %p : f64
+    %s1 = arith.addf %m, %sq : f64
+    %s2 = arith.addf %s1, %sel : f64
+    het.yield %s2 : f64
+  }
+  %weighted = het.mul %y, %r : tensor<3x4xf64>, tensor<3x4xf64> -> tensor<3x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}

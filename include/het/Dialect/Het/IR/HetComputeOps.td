@@ -117,13 +117,17 @@ def Het_MulOp : Het_BinaryElementwiseOp<"mul", [Commutative]> {
   }];
 }
 
-def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock, IsolatedFromAbove]> {
+def Het_ElementwiseOp : Het_ComputeOp<"elementwise", [SingleBlock, IsolatedFromAbove, Differentiable]> {
   let summary = "fused element-wise computation described by a scalar body";
   let description = [{
-    Made by `het-fuse` from a chain of element-wise ops: one pass over the
-    data instead of one per op. The operands broadcast (NumPy rules) to the
-    result shape; the body receives one scalar per operand, computes with
-    `arith` and `math` ops on scalars, and yields the result element.
+    Made by `het-fuse` from a chain of element-wise ops (one pass over the
+    data instead of one per op), and by the PyTorch importer for point-wise
+    ops without an op of their own (exp, log, sigmoid, silu, tanh, erf,
+    pow, rsqrt, division, where, clamp, ...). The operands broadcast (NumPy
+    rules) to the result shape; the body receives one scalar per operand,
+    computes with `arith` and `math` ops on scalars, and yields the result
+    element. Its gradient differentiates the body (reverse mode over the
+    scalar ops, HetElementwiseGradient.cpp).
 
     ```mlir
     %y = het.elementwise %a, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32> {

@@ -136,7 +136,7 @@ def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
     Option<"decoupled", "decoupled", "bool", "false", "AdamW: decoupled weight decay">
   ];
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::func::FuncDialect"];
+                           "::mlir::func::FuncDialect", "::mlir::math::MathDialect"];
 }
 
 def HetFuse : Pass<"het-fuse", "func::FuncOp"> {
