@@ -88,6 +88,13 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   bufferization.bufferizeFunctionBoundaries = true;
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
+  // Copies become linalg.copy, hence loops: a strided copy (a slice, a
+  // concatenation) would otherwise be a call to MLIR's C runner utilities,
+  // which het executables do not link.
+  bufferization.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+    b.create<linalg::CopyOp>(loc, from, to);
+    return success();
+  };
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   pm.addNestedPass<func::FuncOp>(std::make_unique<CopyReturnedArgumentsPass>());
   bufferization::BufferResultsToOutParamsOpts outParams;

@@ -29,6 +29,10 @@ namespace het::eval {
 
 namespace {
 
+std::vector<int64_t> vectorOf(ArrayRef<int64_t> values) {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
 template <typename T> class Interpreter {
 public:
   explicit Interpreter(func::FuncOp function) : function(function) {}
@@ -448,6 +452,31 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
         std::vector<int64_t> axes(o.getAxes().begin(), o.getAxes().end());
         set(o.getResult(), reduceSum(floats(o.getInput()), axes, o.getKeepDims(),
                                      isa<ReduceMeanOp>(op)));
+        return success();
+      })
+      .Case([&](ReduceMaxOp o) {
+        std::vector<int64_t> axes(o.getAxes().begin(), o.getAxes().end());
+        set(o.getResult(), reduceMax(floats(o.getInput()), axes, o.getKeepDims()));
+        return success();
+      })
+      .Case([&](ConcatOp o) {
+        std::vector<const Tensor<T> *> inputs;
+        for (Value input : o.getInputs())
+          inputs.push_back(&floats(input));
+        set(o.getResult(), concat(inputs, o.getAxis()));
+        return success();
+      })
+      .Case([&](SliceOp o) {
+        set(o.getResult(), slice(floats(o.getInput()), vectorOf(o.getAxes()),
+                                 vectorOf(o.getStarts()), vectorOf(o.getEnds()),
+                                 vectorOf(o.getSteps())));
+        return success();
+      })
+      .Case([&](SliceGradOp o) {
+        auto type = cast<RankedTensorType>(o.getGradInput().getType());
+        set(o.getGradInput(),
+            sliceGrad(floats(o.getGradOutput()), vectorOf(o.getAxes()), vectorOf(o.getStarts()),
+                      vectorOf(o.getSteps()), Shape(type.getShape().begin(), type.getShape().end())));
         return success();
       })
       .Case([&](ReshapeOp o) -> LogicalResult {

@@ -121,6 +121,19 @@ template <typename T>
 Tensor<T> reduceSum(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims,
                     bool mean);
 template <typename T> Tensor<T> transpose(const Tensor<T> &x, const std::vector<int64_t> &perm);
+template <typename T>
+Tensor<T> reduceMax(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims);
+template <typename T> Tensor<T> concat(const std::vector<const Tensor<T> *> &inputs, int64_t axis);
+/// The strided ranges [starts[i], ends[i]) by steps[i] along axes[i].
+template <typename T>
+Tensor<T> slice(const Tensor<T> &x, const std::vector<int64_t> &axes,
+                const std::vector<int64_t> &starts, const std::vector<int64_t> &ends,
+                const std::vector<int64_t> &steps);
+/// Zeros of `shape` with `dy` at the positions slice() reads.
+template <typename T>
+Tensor<T> sliceGrad(const Tensor<T> &dy, const std::vector<int64_t> &axes,
+                    const std::vector<int64_t> &starts, const std::vector<int64_t> &steps,
+                    const Shape &shape);
 
 // Optimizers (OptimizerKernels.cpp) ------------------------------------------
 struct SgdOptions {

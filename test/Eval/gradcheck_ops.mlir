@@ -321,3 +321,32 @@ func.func @elementwise_binary(%x: tensor<3x4xf64> {het.param}, %w: tensor<4xf64>
   %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x4xf64> -> tensor<f64>
   return %loss : tensor<f64>
 }
+
+// CHECK: gradcheck @concat_slice: {{.*}} PASS
+func.func @concat_slice(%x: tensor<3x4xf64> {het.param}, %y: tensor<3x2xf64> {het.param},
+                        %r: tensor<3x3xf64>) -> tensor<f64> {
+  %c = het.concat %x, %y {axis = 1 : i64} : (tensor<3x4xf64>, tensor<3x2xf64>) -> tensor<3x6xf64>
+  %s = het.slice %c {axes = array<i64: 1>, starts = array<i64: 1>, ends = array<i64: 6>,
+                     steps = array<i64: 2>} : tensor<3x6xf64> -> tensor<3x3xf64>
+  %sq = het.mul %s, %s : tensor<3x3xf64>, tensor<3x3xf64> -> tensor<3x3xf64>
+  %weighted = het.mul %sq, %r : tensor<3x3xf64>, tensor<3x3xf64> -> tensor<3x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<3x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @slice_grad: {{.*}} PASS
+func.func @slice_grad(%x: tensor<2x3xf64> {het.param}, %r: tensor<5x3xf64>) -> tensor<f64> {
+  %g = het.slice_grad %x {axes = array<i64: 0>, starts = array<i64: 1>, steps = array<i64: 3>,
+                          sizes = array<i64: 5>} : tensor<2x3xf64> -> tensor<5x3xf64>
+  %weighted = het.mul %g, %r : tensor<5x3xf64>, tensor<5x3xf64> -> tensor<5x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<5x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// CHECK: gradcheck @reduce_max: {{.*}} PASS
+func.func @reduce_max(%x: tensor<3x4x5xf64> {het.param}, %r: tensor<3x1x5xf64>) -> tensor<f64> {
+  %m = het.reduce_max %x {axes = array<i64: 1>, keep_dims} : tensor<3x4x5xf64> -> tensor<3x1x5xf64>
+  %weighted = het.mul %m, %r : tensor<3x1x5xf64>, tensor<3x1x5xf64> -> tensor<3x1x5xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<3x1x5xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}

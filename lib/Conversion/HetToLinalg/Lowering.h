@@ -11,12 +11,17 @@
 
 namespace mlir::het {
 
-/// Ops lowered to linalg/tensor/arith/math code (HetToLinalg.cpp).
+/// Ops lowered to linalg/tensor/arith/math code (HetToLinalg.cpp; with
+/// the layout ops of LayoutToLinalg.cpp).
 bool isLoweredToLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerToLinalg(OpBuilder &b, Operation *op);
 
+/// concat, slice, slice_grad and reduce_max (LayoutToLinalg.cpp).
+bool isLayoutLoweredToLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerLayoutToLinalg(OpBuilder &b, Operation *op);
+
 /// library=mlir: matmul, linear, linear_grad and groups == 1 convolutions
-/// as generated linalg contractions (HetToLinalg.cpp). False for the cases
+/// as generated linalg contractions (ContractionsToLinalg.cpp). False for the cases
 /// left to the reference kernels (grouped convolutions, conv2d_grad_input
 /// with padding beyond the filter's reach, dynamic shapes).
 bool isGeneratedAsLinalg(Operation *op);

@@ -298,7 +298,43 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     count *= size;
   }
   Value spread = unreduce(b, getLoc(), dys[0], input, getAxes(), getKeepDims());
-  dxs.push_back(scaled(b, getLoc(), spread, 1.0 / static_cast<double>(count)));
+  // grad / N, as PyTorch: N is exact in any precision, 1/N is not.
+  Type element = input.getElementType();
+  dxs.push_back(b.create<ElementwiseOp>(
+      getLoc(), input, ValueRange{spread}, [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value n = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(element, double(count)));
+        return nb.create<arith::DivFOp>(l, v[0], n).getResult();
+      }));
+  return success();
+}
+
+// PyTorch's amax: grad / count * (x == max), the count of the elements
+// equal to the maximum in each reduced group.
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  RankedTensorType input = tensorType(getInput());
+  Type element = input.getElementType();
+  Value peak = unreduce(b, loc, getResult(), input, getAxes(), getKeepDims());
+  auto isPeak = [&](OpBuilder &nb, Location l, Value x, Value m) {
+    return nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OEQ, x, m).getResult();
+  };
+  Value hits = b.create<ElementwiseOp>(
+      loc, input, ValueRange{getInput(), peak}, [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value one = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(element, 1.0));
+        Value zero = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(element, 0.0));
+        return nb.create<arith::SelectOp>(l, isPeak(nb, l, v[0], v[1]), one, zero).getResult();
+      });
+  Value count = b.create<ReduceSumOp>(loc, hits, getAxesAttr(), getKeepDimsAttr());
+  Value spreadCount = unreduce(b, loc, count, input, getAxes(), getKeepDims());
+  Value spreadGrad = unreduce(b, loc, dys[0], input, getAxes(), getKeepDims());
+  dxs.push_back(b.create<ElementwiseOp>(
+      loc, input, ValueRange{getInput(), peak, spreadGrad, spreadCount},
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value zero = nb.create<arith::ConstantOp>(l, nb.getFloatAttr(element, 0.0));
+        Value share = nb.create<arith::DivFOp>(l, v[2], v[3]);
+        return nb.create<arith::SelectOp>(l, isPeak(nb, l, v[0], v[1]), share, zero).getResult();
+      }));
   return success();
 }
 
@@ -378,5 +414,56 @@ LogicalResult AllGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           ReductionKind::Avg, getAxis(),
                                           CollectiveAlgorithm::Auto, CompressionKind::None,
                                           FloatAttr()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Concatenation and slicing
+//===----------------------------------------------------------------------===//
+
+// Each input's gradient is its range of the result gradient.
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  int64_t rank = tensorType(getResult()).getRank();
+  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  int64_t offset = 0;
+  for (Value input : getInputs()) {
+    int64_t size = tensorType(input).getDimSize(axis);
+    if (ShapedType::isDynamic(size))
+      return emitOpError("gradient needs static sizes along axis ") << axis;
+    dxs.push_back(b.create<SliceOp>(getLoc(), dys[0], b.getDenseI64ArrayAttr({axis}),
+                                    b.getDenseI64ArrayAttr({offset}),
+                                    b.getDenseI64ArrayAttr({offset + size}),
+                                    b.getDenseI64ArrayAttr({1})));
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  RankedTensorType input = tensorType(getInput());
+  SmallVector<int64_t> sizes;
+  for (int64_t axis : getAxes()) {
+    int64_t size = input.getDimSize(axis < 0 ? axis + input.getRank() : axis);
+    if (ShapedType::isDynamic(size))
+      return emitOpError("gradient needs a static size along axis ") << axis;
+    sizes.push_back(size);
+  }
+  dxs.push_back(b.create<SliceGradOp>(getLoc(), dys[0], getAxesAttr(), getStartsAttr(),
+                                      getStepsAttr(), b.getDenseI64ArrayAttr(sizes)));
+  return success();
+}
+
+LogicalResult SliceGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  RankedTensorType taken = tensorType(getGradOutput());
+  SmallVector<int64_t> ends;
+  for (auto [axis, start, step] : llvm::zip(getAxes(), getStarts(), getSteps())) {
+    int64_t length = taken.getDimSize(axis < 0 ? axis + taken.getRank() : axis);
+    ends.push_back(length == 0 ? start : start + (length - 1) * step + 1);
+  }
+  dxs.push_back(b.create<SliceOp>(getLoc(), dys[0], getAxesAttr(), getStartsAttr(),
+                                  b.getDenseI64ArrayAttr(ends), getStepsAttr()));
   return success();
 }

@@ -744,6 +744,18 @@ def Het_ReduceMeanOp : Het_ReduceOp<"reduce_mean"> {
   }];
 }
 
+def Het_ReduceMaxOp : Het_ReduceOp<"reduce_max"> {
+  let summary = "maximum over the given axes";
+  let description = [{
+    PyTorch's amax: the gradient goes to the elements equal to the maximum,
+    shared evenly among ties.
+
+    ```mlir
+    %m = het.reduce_max %x {axes = array<i64: -1>, keep_dims} : tensor<4x16x64xf32> -> tensor<4x16x1xf32>
+    ```
+  }];
+}
+
 def Het_SumToShapeOp : Het_ComputeOp<"sum_to_shape", [Differentiable]> {
   let summary = "sum away the dimensions that broadcasting added";
   let description = [{

@@ -9,6 +9,7 @@
 #define HET_DIALECT_HET_IR_HETOPS_TD
 
 include "het/Dialect/Het/IR/HetComputeOps.td"
+include "het/Dialect/Het/IR/HetLayoutOps.td"
 include "het/Dialect/Het/IR/HetStructureOps.td"
 include "het/Dialect/Het/IR/HetCollectiveOps.td"
 
