@@ -444,7 +444,7 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
         if (failed(shape))
           return failure();
         set(o.getResult(), embeddingGrad(floats(o.getGradOutput()), integers(o.getIndices()),
-                                         *shape));
+                                         *shape, 0, 1, o.getPaddingIdx().value_or(-1)));
         return success();
       })
       // Reductions and layout.

@@ -114,7 +114,8 @@ Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices, int6
                     int64_t members = 1);
 template <typename T>
 Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
-                        const Shape &tableShape, int64_t member = 0, int64_t members = 1);
+                        const Shape &tableShape, int64_t member = 0, int64_t members = 1,
+                        int64_t paddingIdx = -1);
 
 // Reductions and layout (LayoutKernels.cpp) ---------------------------------
 template <typename T>

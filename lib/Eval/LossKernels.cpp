@@ -139,12 +139,13 @@ Tensor<T> embedding(const Tensor<T> &table, const Tensor<int64_t> &indices, int6
 
 template <typename T>
 Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
-                        const Shape &tableShape, int64_t member, int64_t members) {
+                        const Shape &tableShape, int64_t member, int64_t members,
+                        int64_t paddingIdx) {
   int64_t rows = tableShape[0], D = tableShape[1], first = member * rows;
   Tensor<T> dtable(tableShape, T(0));
   for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t row = checkedRow(indices, i, rows * members) - first;
-    if (row < 0 || row >= rows)
+    int64_t global = checkedRow(indices, i, rows * members), row = global - first;
+    if (row < 0 || row >= rows || global == paddingIdx)
       continue;
     for (int64_t d = 0; d < D; ++d)
       dtable[row * D + d] += dy[i * D + d];
@@ -162,7 +163,7 @@ Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
   template Tensor<T> embedding(const Tensor<T> &, const Tensor<int64_t> &, int64_t,     \
                                int64_t);                                               \
   template Tensor<T> embeddingGrad(const Tensor<T> &, const Tensor<int64_t> &,          \
-                                   const Shape &, int64_t, int64_t);
+                                   const Shape &, int64_t, int64_t, int64_t);
 HET_INSTANTIATE(float)
 HET_INSTANTIATE(double)
 HET_INSTANTIATE(long double)

@@ -138,7 +138,8 @@ HETRT_REF(embedding) {
 }
 HETRT_REF(embedding_grad) {
   int64_t members = c.attribute(0), member = members > 1 ? hetrtTensorParallelRank() : 0;
-  store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0), member, members));
+  store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0), member, members,
+                            c.attribute(1)));
 }
 
 /// Generated cross-entropy code gathers logits by label: the labels are

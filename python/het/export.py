@@ -64,9 +64,8 @@ def _shape(text: str):
     return dims
 
 
-def _parser():
-    p = argparse.ArgumentParser(prog="python -m het.export", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_model_arguments(p):
+    """The model and its example inputs; shared with `python -m het.coverage`."""
     p.add_argument("model", help="FILE.py:FACTORY (or module:FACTORY) returning a torch.nn.Module")
     p.add_argument("--input-shape", type=_shape, action="append", required=True,
                    help="shape of a forward argument, e.g. 64,3,32,32 (repeat for several)")
@@ -74,23 +73,49 @@ def _parser():
                    help="dtype of each input (default float32; int64 for token ids)")
     p.add_argument("--input-high", type=int, default=None,
                    help="int64 inputs are drawn from [0, HIGH) (default: the first Embedding's size)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m het.export", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_arguments(p)
     p.add_argument("--loss", choices=["cross_entropy", "mse", "none"], default="cross_entropy")
     p.add_argument("-o", "--output", required=True, help="output .mlir path")
     p.add_argument("--function", default="forward", help="name of the emitted func.func")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-steps", type=int, default=0, help="run N training steps with het-eval")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--fuse", action="store_true",
                    help="train the fused step (het-opt --het-training-pipeline)")
     p.add_argument("--check", action="store_true", help="compare the loss trace with PyTorch")
+    p.add_argument("--precision", choices=["f32", "f64"], default="f32",
+                   help="arithmetic of the training run and of --check's PyTorch run: f64 "
+                        "compares the two implementations without float32 rounding, which "
+                        "deep ReLU/batch-norm networks amplify past any tolerance within a "
+                        "few steps (PyTorch's own f32 trace differs from its f64 one by ~1e-2)")
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--plot", help="write the loss curve to this image file")
     return p
 
 
-def _example_batch(torch, model, args):
-    gen = torch.Generator().manual_seed(args.seed)
+def load_model(torch, args):
+    """Calls the factory named by `args.model` (seeded with --seed); the module."""
+    factory = _load_factory(args.model)
+    torch.manual_seed(args.seed)
+    try:
+        model = factory()
+    except Exception as e:
+        raise HetError(f"calling {args.model} failed: {type(e).__name__}: {e}") from e
+    if not isinstance(model, torch.nn.Module):
+        raise HetError(f"{args.model} returned {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+def example_inputs(torch, model, args, gen=None):
+    """Random forward arguments as --input-shape/--input-dtype/--input-high say."""
+    if gen is None:
+        gen = torch.Generator().manual_seed(args.seed)
     dtypes = args.input_dtype or []
     if len(dtypes) > len(args.input_shape):
         raise HetError("more --input-dtype than --input-shape options")
@@ -105,6 +130,12 @@ def _example_batch(torch, model, args):
             inputs.append(torch.randint(0, high, shape, generator=gen))
         else:
             inputs.append(torch.randn(shape, generator=gen, dtype=getattr(torch, dtype)))
+    return inputs
+
+
+def _example_batch(torch, model, args):
+    gen = torch.Generator().manual_seed(args.seed)
+    inputs = example_inputs(torch, model, args, gen)
     target = None
     if args.loss != "none":
         model.train()
@@ -158,14 +189,7 @@ def main(argv=None) -> int:
     from .importer import from_torch
 
     try:
-        factory = _load_factory(args.model)
-        torch.manual_seed(args.seed)
-        try:
-            model = factory()
-        except Exception as e:
-            raise HetError(f"calling {args.model} failed: {type(e).__name__}: {e}") from e
-        if not isinstance(model, torch.nn.Module):
-            raise HetError(f"{args.model} returned {type(model).__name__}, not a torch.nn.Module")
+        model = load_model(torch, args)
         inputs, target = _example_batch(torch, model, args)
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
         prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function)
@@ -182,7 +206,8 @@ def main(argv=None) -> int:
             feed = prog.initial_values()
             feed.update(data)
             result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
-                                 optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse)
+                                 optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse,
+                                 precision=args.precision)
             for i, value in enumerate(result.losses):
                 print(f"step {i} loss {value:.8g}")
             if args.plot:
@@ -191,8 +216,13 @@ def main(argv=None) -> int:
                 loss_curve({"het": result.losses}, args.plot)
             if args.check:
                 model.load_state_dict(initial)
-                ref = _torch_trace(torch, model, inputs, target, args.loss, args.train_steps,
-                                   args.optimizer, args.lr)
+                check_inputs, check_target = inputs, target
+                if args.precision == "f64":
+                    model = model.double()
+                    wide = lambda t: t.double() if t is not None and t.is_floating_point() else t
+                    check_inputs, check_target = [wide(t) for t in inputs], wide(target)
+                ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
+                                   args.train_steps, args.optimizer, args.lr)
                 err = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(result.losses, ref))
                 print(f"pytorch trace: {' '.join(f'{v:.8g}' for v in ref)}")
                 print(f"max relative difference over {args.train_steps} steps: {err:.3g} (rtol {args.rtol:g})")

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import mlir
+from .compat import exportable
 from .errors import HetImportError
 
 LOSSES = ("cross_entropy", "mse", "none")
@@ -132,6 +133,11 @@ class _Const:
     value: object  # torch.Tensor or Python scalar
 
 
+# The names the handler modules (python/het/aten) use.
+Const = _Const
+Unsupported = _Unsupported
+
+
 @dataclass
 class _Ctx:
     lines: List[str] = field(default_factory=list)
@@ -187,6 +193,12 @@ class _Importer:
         self.state_dict = state
 
     def _unit_of(self, node) -> Optional[str]:
+        """The module path that is one planner layer: the deepest module on
+        the node's module path that still holds a whole block. Wrappers
+        that contain a stack of blocks somewhere below (a model around its
+        decoder, a Hugging Face `*ForCausalLM` around its `*Model`) are
+        looked through; a stack (ModuleList/Sequential of modules with
+        children) gives one layer per block."""
         stack = node.meta.get("nn_module_stack") or {}
         paths = []
         for _key, entry in stack.items():
@@ -196,19 +208,33 @@ class _Importer:
         if not paths:
             return None
         parts = paths[-1].split(".")
-        unit = parts[0]
-        try:
-            child = self.module.get_submodule(unit)
-        except AttributeError:
-            return unit
+        module, unit = self.module, []
+        for part in parts:
+            try:
+                child = module.get_submodule(part)
+            except AttributeError:
+                break
+            unit.append(part)
+            if self._is_stack(child):
+                if len(unit) < len(parts):
+                    unit.append(parts[len(unit)])  # the block
+                break
+            if not self._holds_stack(child):
+                break
+            module = child
+        return ".".join(unit) if unit else parts[0]
+
+    def _is_stack(self, module) -> bool:
         nn = self.torch.nn
-        if isinstance(child, (nn.ModuleList, nn.Sequential, nn.ModuleDict)) and len(parts) > 1 \
-                and any(len(list(c.children())) for c in child.children()):
-            # A container of blocks (transformer layers, a ResNet stage):
-            # one layer per block, so the planner splits between blocks. A
-            # container of plain layers (conv, bn, relu) stays one unit.
-            unit = parts[0] + "." + parts[1]
-        return unit
+        return isinstance(module, (nn.ModuleList, nn.Sequential)) and \
+            any(len(list(c.children())) for c in module.children())
+
+    def _holds_stack(self, module) -> bool:
+        key = id(module)
+        cache = self.__dict__.setdefault("_stack_cache", {})
+        if key not in cache:
+            cache[key] = any(self._is_stack(m) for m in module.modules() if m is not module)
+        return cache[key]
 
     def _assign_layers(self):
         ids: Dict[str, int] = {}
@@ -257,6 +283,9 @@ class _Importer:
         ins = ", ".join(v.ref for v in operands)
         if type_style == "same":  # `: type($input)`
             types = operands[0].type
+        elif type_style == "functional":  # `: functional-type($inputs, $result)`
+            in_types = ", ".join(v.type for v in operands)
+            types = f"({in_types}) -> {', '.join(r.type for r in results)}"
         else:
             in_types = ", ".join(v.type for v in operands)
             out_types = ", ".join(r.type for r in results)
@@ -467,6 +496,12 @@ def _setup_handlers():
     def ov(packet, name):
         return getattr(packet, name, None)
 
+    from .aten import pointwise, reduce as reductions, shape
+
+    pointwise_ops = pointwise.register(reg, aten)
+    shape_ops = shape.register(reg, aten)
+    reductions.register(reg, aten)
+
     # --- layout and identities ---------------------------------------------
     def identity(im, node):
         return im.get(node.args[0])
@@ -475,6 +510,10 @@ def _setup_handlers():
          aten.lift_fresh_copy.default, ov(aten.contiguous, "default")], identity)
 
     def to_copy(im, node):
+        source = im.get(node.args[0])
+        if isinstance(source, pointwise.Predicate) and im.elem_of(node).startswith(("f", "b")):
+            # a comparison used as a 0/1 mask
+            return pointwise_ops["where"](im, node, condition=source)
         x = im.tensor(node.args[0])
         if im.elem_of(node) != x.elem:
             raise _Unsupported(f"dtype conversion {x.elem} -> {im.elem_of(node)}")
@@ -529,13 +568,6 @@ def _setup_handlers():
 
     reg([aten.expand.default], expand)
 
-    def slice_(im, node):
-        x = im.tensor(node.args[0])
-        if tuple(x.shape) == im.shape_of(node):
-            return x
-        raise _Unsupported("slicing a computed tensor (het has no slice op)")
-
-    reg([aten.slice.Tensor], slice_)
 
     # --- dense layers --------------------------------------------------------
     def transposed_matrix(im, arg):
@@ -589,7 +621,9 @@ def _setup_handlers():
         het.linear per chunk on row slices of the weight and bias. het has no
         slice op, so each slice is its own parameter, named
         `<name>[<begin>:<end>]` (rows); het.to_torch writes them back into the
-        PyTorch parameter. The weight and bias must have no other use."""
+        PyTorch parameter, and tensor parallelism splits q, k and v by heads
+        like separate projections. The weight and bias must have no other
+        use; any other split is a slice per piece (aten/shape.py)."""
         src, dim = node.args[0], node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
         rank = len(src.meta["val"].shape)
         if dim % rank != rank - 1:
@@ -627,7 +661,13 @@ def _setup_handlers():
             begin = end
         return tuple(results)
 
-    reg([aten.split_with_sizes.default, aten.split.Tensor], split_linear)
+    def split(im, node):
+        try:
+            return split_linear(im, node)
+        except _Unsupported:
+            return shape_ops["split"](im, node)
+
+    reg([aten.split_with_sizes.default, aten.split.Tensor], split)
 
     reg([aten.addmm.default], addmm)
     reg([aten.mm.default], mm)
@@ -731,19 +771,7 @@ def _setup_handlers():
             logits = im.tensor(ce[0])
             labels = im.tensor(ce[1])
             return im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
-        rhs = node.args[1]
-        if node.kwargs.get("rounding_mode") is not None:
-            raise _Unsupported("div with a rounding mode")
-        if hasattr(rhs, "op"):
-            c = im.get(rhs)
-            if not isinstance(c, _Const):
-                raise _Unsupported("division by a computed tensor (het has no div op)")
-            recip = _Const(1.0 / c.value)
-        else:
-            recip = _Const(1.0 / float(rhs))
-        a = im.tensor(node.args[0])
-        b = im.const_value(recip, like=a)
-        return im.op(node, "mul", [a, b], {}, [im.shape_of(node)])
+        return pointwise_ops["div"](im, node)
 
     reg([aten.div.Tensor, aten.div.Scalar], div)
 
@@ -839,7 +867,7 @@ def _setup_handlers():
             eq = cond.args[0].args[0].args[0]
             if fn(eq, aten.eq.Scalar) and eq.args[0] is probs.args[0] and float(eq.args[1]) == float("-inf"):
                 return im.tensor(probs)
-        raise _Unsupported("where() outside the attention patterns het knows (het has no select op)")
+        return pointwise_ops["where"](im, node)
 
     reg([aten.where.self], where)
 
@@ -1007,16 +1035,17 @@ def _setup_handlers():
 
     # --- embedding and losses --------------------------------------------------
     def embedding(im, node):
-        args = list(node.args) + [-1, False, False]
+        defaults = [None, None, -1, False, False]  # weight, indices, padding_idx, scale, sparse
+        args = list(node.args) + defaults[len(node.args):]
         padding_idx, scale_grad_by_freq, sparse = args[2:5]
-        if padding_idx is not None and padding_idx >= 0:
-            # PyTorch never updates the padding row; het.embedding's gradient would.
-            raise _Unsupported(f"embedding with padding_idx={padding_idx} (its row gets no gradient in PyTorch)")
         if scale_grad_by_freq or sparse:
             raise _Unsupported("embedding with scale_grad_by_freq or sparse gradients")
         w = im.tensor(node.args[0])
         idx = im.tensor(node.args[1])
-        return im.op(node, "embedding", [w, idx], {}, [im.shape_of(node)])
+        attrs = {}
+        if padding_idx is not None and padding_idx >= 0:
+            attrs["padding_idx"] = f"{int(padding_idx)} : i64"  # its row gets no gradient
+        return im.op(node, "embedding", [w, idx], attrs, [im.shape_of(node)])
 
     reg([aten.embedding.default], embedding)
 
@@ -1093,11 +1122,12 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     was_training = module.training
     module.train()
     try:
-        try:
-            ep = torch.export.export(module, example_inputs)
-        except Exception as e:  # torch's own message says what it could not trace
-            raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
-        ep = ep.run_decompositions()
+        with exportable(module):  # het.compat: fixes for third-party models (transformers masks, SDPA)
+            try:
+                ep = torch.export.export(module, example_inputs)
+            except Exception as e:  # torch's own message says what it could not trace
+                raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
+            ep = ep.run_decompositions()
     finally:
         module.train(was_training)
 

@@ -44,6 +44,26 @@ def float_attr(value: float) -> str:
     return f"{text} : f64"
 
 
+def scalar_literal(value: float, elem: str) -> str:
+    """`arith.constant` text of a float scalar of element type `elem`:
+    decimal with a '.', or the bit pattern for infinities and NaN."""
+    import struct
+
+    value = float(value)
+    if math.isfinite(value):
+        text = repr(value)
+        if "." not in text:
+            text = text.replace("e", ".0e") if "e" in text else text + ".0"
+        return f"{text} : {elem}"
+    if elem == "f64":
+        bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+        return f"0x{bits:016X} : f64"
+    if elem == "f32":
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        return f"0x{bits:08X} : f32"
+    raise ValueError(f"no non-finite literal for {elem}")
+
+
 def int_array(values) -> str:
     return "array<i64: " + ", ".join(str(int(v)) for v in values) + ">"
 

@@ -74,6 +74,7 @@ SmallVector<int64_t> attributeWords(Operation *op) {
           if (auto group = SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(o, shard))
             members = group.getSize();
         words.push_back(members);
+        words.push_back(o.getPaddingIdx().value_or(-1)); // rows without gradient (-1: none)
       })
       .Default([](Operation *) {});
   return words;

@@ -271,7 +271,8 @@ LogicalResult CrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult EmbeddingOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
   dxs.push_back(b.create<EmbeddingGradOp>(getLoc(), getTable().getType(), dys[0],
-                                          getIndices(), getVocabShardAttr()));
+                                          getIndices(), getVocabShardAttr(),
+                                          getPaddingIdxAttr()));
   dxs.push_back(Value()); // token ids are integers
   return success();
 }

@@ -649,12 +649,17 @@ def Het_EmbeddingOp : Het_InferredComputeOp<"embedding", [Differentiable]> {
     gives its row, any other valid index a row of zeros, and an all-reduce
     over the group assembles the full lookup.
 
+    `padding_idx` (an index of the whole vocabulary) names a row that is
+    looked up as usual but gets no gradient (PyTorch's
+    `nn.Embedding(padding_idx=...)`).
+
     ```mlir
     %e = het.embedding %table, %tokens : tensor<512x64xf32>, tensor<4x16xi64> -> tensor<4x16x64xf32>
     ```
   }];
   let arguments = (ins Het_FloatTensor:$table, Het_IndexTensor:$indices,
-                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard);
+                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard,
+                       OptionalAttr<Het_I64Attr>:$padding_idx);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = [{
     $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)
@@ -667,14 +672,15 @@ def Het_EmbeddingGradOp : Het_ComputeOp<"embedding_grad"> {
     Scatter-adds each row of `grad_output` into the table row its index
     names; the table's row count comes from the result type. With
     `vocab_shard`, as for `het.embedding`, only the indices of this member's
-    rows contribute.
+    rows contribute; indices equal to `padding_idx` contribute nothing.
 
     ```mlir
     %dtable = het.embedding_grad %de, %tokens : tensor<4x16x64xf32>, tensor<4x16xi64> -> tensor<512x64xf32>
     ```
   }];
   let arguments = (ins Het_FloatTensor:$grad_output, Het_IndexTensor:$indices,
-                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard);
+                       OptionalAttr<FlatSymbolRefAttr>:$vocab_shard,
+                       OptionalAttr<Het_I64Attr>:$padding_idx);
   let results = (outs Het_FloatTensor:$grad_table);
   let assemblyFormat = [{
     $grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices)

@@ -1,0 +1,60 @@
+"""Tiny Hugging Face transformers models with random weights (nothing is
+downloaded), as `nn.Module`s that take `input_ids` (int64 [batch, seq], seq
+at most 64) and return the logits:
+
+    python -m het.coverage examples/torch/hf_tiny.py:llama \\
+        --input-shape 2,16 --input-dtype int64
+
+Each factory takes `attn_implementation` ("sdpa", transformers' default, or
+"eager"). The tests (test/python/test_hf.py) use them.
+"""
+
+import torch
+import torch.nn as nn
+
+
+class Logits(nn.Module):
+    """`model(input_ids=...).logits`: one tensor out, as het.from_torch wants."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids).logits
+
+
+def llama(attn_implementation="sdpa"):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         attn_implementation=attn_implementation)
+    return Logits(LlamaForCausalLM(config))
+
+
+def gpt2(attn_implementation="sdpa"):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0,
+                        embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation=attn_implementation)
+    return Logits(GPT2LMHeadModel(config))
+
+
+def bert(attn_implementation="sdpa"):
+    """A sequence classifier (5 labels): logits [batch, 5]."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=64, num_labels=5,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        attn_implementation=attn_implementation)
+    return Logits(BertForSequenceClassification(config))
+
+
+MODELS = {"llama": llama, "gpt2": gpt2, "bert": bert}
+
+if __name__ == "__main__":
+    ids = torch.randint(0, 128, (2, 16))
+    for name, factory in MODELS.items():
+        print(name, tuple(factory()(ids).shape))

@@ -1,0 +1,200 @@
+"""Makes third-party models capturable by `torch.export` without changing their math.
+
+`het.from_torch` captures a module inside `exportable(module)`
+(`torch.export.export`, then `run_decompositions`); `capture` does the same
+for other tools (`python -m het.coverage`). Each fix is a temporary,
+process-wide patch, undone on exit, also when the capture fails. Verified
+with torch 2.6 and transformers 4.57 (test/python/test_hf.py: a tiny Llama,
+GPT-2 and BERT export, and the exported program equals the eager model).
+
+1. transformers' attention masks (Llama, GPT-2: every model that builds
+   them with `transformers.masking_utils`). On torch >= 2.6,
+   `sdpa_mask`/`eager_mask` vmap a scalar mask function
+   `(batch_idx, head_idx, q_idx, kv_idx) -> bool` over four index ranges
+   (`_vmap_for_bhqkv`). torch.export fails to trace that vmap in about 3
+   of 4 processes (34 of 44 measured): "NYI: querying is_contiguous inside
+   of vmap for memory_format other than torch.contiguous_format", because
+   torch.fx's `_extract_tensor_metadata` asks `is_contiguous` for each
+   format of a *set*, whose order follows the objects' addresses. The failed
+   trace leaves torch's vmap level behind, so every later capture in the
+   process fails too, with other messages ("tensor may have escaped from
+   inside a function being vmapped", "Calling torch.func.vmap(compiled_fn)
+   ..."). The fix swaps `_vmap_for_bhqkv` for the same mask function
+   called once on index tensors shaped to broadcast (`[B,1,1,1]`,
+   `[1,H,1,1]`, `[1,1,Q,1]`, `[1,1,1,KV]`), expanded to the vmapped
+   result's shape. For a mask function made of element-wise ops and
+   indexing by the index tensors, every element is the same as vmap's: that
+   holds for masking_utils' own ones (causal, sliding window, chunked,
+   padding, packed sequences, and their and/or combinations; the tests
+   compare them with the vmapped masks), not for one that reduces over a
+   (scalar) index, which none does. Everything else (which mask is built, padding
+   and packed-sequence detection, when SDPA's `is_causal` replaces a
+   mask) is untouched. Rejected alternatives: routing "sdpa"/"eager" to
+   `sdpa_mask_older_torch` still vmaps (over q and kv), and to stay correct
+   needs `_is_torch_greater_or_equal_than_2_6` off, which drops the
+   packed-sequence mask and rejects or/and mask functions; transformers' own
+   `sdpa_mask_without_vmap` (integrations/executorch.py) knows only causal,
+   sliding and chunked patterns and needs the config switched to a new
+   attention implementation.
+
+2. No KV cache (transformers models): `config.use_cache` is False while
+   capturing. A training step never reads the cache, and the logits do not
+   depend on it; but a cache created inside forward (Llama's DynamicCache)
+   adds `cat` ops with empty tensors, and its tensors become lifted constants
+   named after `layers[:n]` that torch 2.6 cannot put back
+   (`run_decompositions` fails: "references nonexistent attribute 0 of
+   m.model.layers.slice(None, 2, None)._modules").
+
+3. SDPA's output layout (any model, torch 2.6). In the captured graph
+   `F.scaled_dot_product_attention` has the CPU flash kernel's output layout
+   (`[N, H, L, E]` stored as `[N, L, H, E]`), so `.transpose(1, 2)
+   .contiguous()` records no copy; torch 2.6's decomposition returns the
+   layout `[L, N, H, E]` instead, and a later `.view` of the merged heads
+   (GPT-2's Conv1D: `x.view(-1, x.size(-1))`) fails in `run_decompositions`
+   ("Cannot view a tensor with shape torch.Size([2, 16, 64]) and strides
+   (64, 128, 1)"; pytorch/pytorch#136543). The fix decomposes into the same
+   ops (`_scaled_dot_product_attention_math`, a permute, a copy, a permute)
+   with the kernel's layout: same values, different strides.
+"""
+
+import contextlib
+import sys
+
+__all__ = ["capture", "exportable", "uses_transformers"]
+
+
+def uses_transformers(module) -> bool:
+    """Whether any submodule of `module` is defined by the transformers package."""
+    if "transformers" not in sys.modules:  # not imported: nothing can use it
+        return False
+    return any(type(m).__module__.startswith("transformers.") for m in module.modules())
+
+
+def _broadcast_for_bhqkv(mask_function, bh_indices: bool = True):
+    """Drop-in for `masking_utils._vmap_for_bhqkv`: the same mask, without vmap."""
+
+    def masks(batch_idx, head_idx, q_idx, kv_idx):
+        if bh_indices:
+            b, h, q, kv = (batch_idx.reshape(-1, 1, 1, 1), head_idx.reshape(1, -1, 1, 1),
+                           q_idx.reshape(1, 1, -1, 1), kv_idx.reshape(1, 1, 1, -1))
+            shape = (b.shape[0], h.shape[1], q.shape[2], kv.shape[3])
+        else:  # the batch and head indices are not vmapped: passed through (None)
+            b, h, q, kv = batch_idx, head_idx, q_idx.reshape(-1, 1), kv_idx.reshape(1, -1)
+            shape = (q.shape[0], kv.shape[1])
+        # contiguous, as vmap's result is: callers may write into the mask in place
+        return mask_function(b, h, q, kv).expand(shape).contiguous()
+
+    return masks
+
+
+@contextlib.contextmanager
+def _transformers_masks():
+    from transformers import masking_utils
+
+    saved = masking_utils._vmap_for_bhqkv
+    masking_utils._vmap_for_bhqkv = _broadcast_for_bhqkv
+    try:
+        yield
+    finally:
+        masking_utils._vmap_for_bhqkv = saved
+
+
+def _transformers_fixable() -> bool:
+    try:
+        from transformers import masking_utils
+    except ImportError:
+        return False
+    return callable(getattr(masking_utils, "_vmap_for_bhqkv", None))
+
+
+@contextlib.contextmanager
+def _no_kv_cache(module):
+    """`config.use_cache = False` for every transformers config in the module."""
+    configs = {}
+    for m in module.modules():
+        config = getattr(m, "config", None)
+        if type(m).__module__.startswith("transformers.") and hasattr(config, "use_cache"):
+            configs[id(config)] = (config, config.use_cache)
+    try:
+        for config, _ in configs.values():
+            config.use_cache = False
+        yield
+    finally:
+        for config, value in configs.values():
+            config.use_cache = value
+
+
+def _sdpa_cpu_decomposition(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                            scale=None):
+    """torch's decomposition of `_scaled_dot_product_flash_attention_for_cpu`
+    (the math kernel), returning the output in the kernel's layout."""
+    import torch
+
+    torch._check(query.dim() == 4, lambda: f"q, k, v must be 4-dimensional, got {query.dim()}")
+    torch._check(dropout_p == 0.0, lambda: f"dropout probability must be zero, got {dropout_p}")
+    output, attn = torch.ops.aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+        dropout_mask=None, scale=scale)
+    # [N, H, L, E] stored as [N, L, H, E], as the kernel's meta function
+    # allocates it; torch 2.6 stores it as [L, N, H, E].
+    return output.transpose(1, 2).contiguous(memory_format=torch.contiguous_format).transpose(1, 2), attn
+
+
+@contextlib.contextmanager
+def _sdpa_decomposition_layout():
+    import torch
+    from torch._decomp import decomposition_table
+
+    op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    op = getattr(op, "default", None)
+    if op is None or op not in decomposition_table:
+        yield
+        return
+    saved = decomposition_table[op]
+    decomposition_table[op] = _sdpa_cpu_decomposition
+    try:
+        yield
+    finally:
+        decomposition_table[op] = saved
+
+
+@contextlib.contextmanager
+def exportable(module):
+    """Context in which `torch.export.export(module, ...)` and then
+    `run_decompositions()` can capture `module` (see the module docstring).
+
+    Fixes 1 and 2 apply only to modules built from transformers classes; fix 3
+    to every module. All are undone on exit, on success and on error alike."""
+    with contextlib.ExitStack() as stack:
+        if uses_transformers(module):
+            if _transformers_fixable():
+                stack.enter_context(_transformers_masks())
+            stack.enter_context(_no_kv_cache(module))
+        stack.enter_context(_sdpa_decomposition_layout())
+        yield
+
+
+def capture(module, example_inputs):
+    """The decomposed `ExportedProgram` that `het.from_torch` maps.
+
+    The same steps as from_torch: `torch.export.export` in training mode
+    inside `exportable(module)`, then `run_decompositions()` (core ATen); the
+    module's train/eval mode is restored. Raises HetImportError when
+    torch.export cannot capture the module."""
+    import torch
+
+    from .errors import HetImportError
+
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    was_training = module.training
+    module.train()
+    try:
+        with exportable(module):
+            try:
+                ep = torch.export.export(module, tuple(example_inputs))
+            except Exception as e:  # torch's own message says what it could not trace
+                raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
+            return ep.run_decompositions()
+    finally:
+        module.train(was_training)
