@@ -35,7 +35,8 @@ std::vector<int64_t> vectorOf(ArrayRef<int64_t> values) {
 
 template <typename T> class Interpreter {
 public:
-  explicit Interpreter(func::FuncOp function) : function(function) {}
+  Interpreter(func::FuncOp function, const RandomContext &random)
+      : function(function), random(random) {}
 
   FailureOr<std::vector<HostArray>> run(const std::vector<HostArray> &arguments);
 
@@ -60,6 +61,7 @@ private:
   LogicalResult checkArgument(unsigned index, const HostArray &array);
 
   func::FuncOp function;
+  RandomContext random;
   llvm::DenseMap<Value, Slot> values;
 };
 
@@ -454,6 +456,11 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                      isa<ReduceMeanOp>(op)));
         return success();
       })
+      .Case([&](DropoutOp o) {
+        set(o.getResult(), dropout(floats(o.getInput()), o.getP().convertToDouble(), o.getSeed(),
+                                   o.getStream(), random));
+        return success();
+      })
       .Case([&](ReduceMaxOp o) {
         std::vector<int64_t> axes(o.getAxes().begin(), o.getAxes().end());
         set(o.getResult(), reduceMax(floats(o.getInput()), axes, o.getKeepDims()));
@@ -550,12 +557,12 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
 
 FailureOr<std::vector<HostArray>> evaluate(func::FuncOp function,
                                            const std::vector<HostArray> &arguments,
-                                           Precision precision) {
+                                           Precision precision, const RandomContext &random) {
   if (precision == Precision::Extended)
-    return Interpreter<long double>(function).run(arguments);
+    return Interpreter<long double>(function, random).run(arguments);
   if (precision == Precision::F64)
-    return Interpreter<double>(function).run(arguments);
-  return Interpreter<float>(function).run(arguments);
+    return Interpreter<double>(function, random).run(arguments);
+  return Interpreter<float>(function, random).run(arguments);
 }
 
 } // namespace het::eval

@@ -11,6 +11,7 @@
 #ifndef HET_LIB_EVAL_KERNELS_H
 #define HET_LIB_EVAL_KERNELS_H
 
+#include "het/Eval/RandomContext.h"
 #include "Tensor.h"
 
 #include <array>
@@ -135,6 +136,11 @@ template <typename T>
 Tensor<T> sliceGrad(const Tensor<T> &dy, const std::vector<int64_t> &axes,
                     const std::vector<int64_t> &starts, const std::vector<int64_t> &steps,
                     const Shape &shape);
+
+// Randomness (RandomKernels.cpp) ---------------------------------------------
+template <typename T>
+Tensor<T> dropout(const Tensor<T> &x, double p, int64_t seed, int64_t stream,
+                  const RandomContext &random);
 
 // Optimizers (OptimizerKernels.cpp) ------------------------------------------
 struct SgdOptions {

@@ -12,6 +12,7 @@
 
 #include "Arguments.h"
 #include "ModelInfo.h"
+#include "RandomState.h"
 
 #include "het/Eval/Npy.h"
 
@@ -252,6 +253,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   for (long long s = 0; s < o.steps; ++s) {
     if (haveData)
       stream->fill(s, inputs[dataInput].f(), inputs[labelInput].i());
+    hetrtRandomContext() = {s, 0}; // het.dropout's counters: the whole batch is here
     step(in.data(), out.data());
     loss = outputs[lossOutput].f()[0];
     if (s == 0)

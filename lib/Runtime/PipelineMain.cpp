@@ -34,6 +34,7 @@
 #include "Arguments.h"
 #include "CommTrace.h"
 #include "ModelInfo.h"
+#include "RandomState.h"
 #include "PipelineComm.h"
 
 #include "het/Checkpoint/Checkpointer.h"
@@ -702,6 +703,9 @@ int PipelineRank::run() {
       const std::string &entry = stage_->order[e];
       int micro = std::atoi(entry.c_str() + 1);
       bool backward = entry[0] == 'B';
+      // het.dropout draws by (step, sample of the step's batch): this
+      // micro-batch's share starts at micro * samples + the replica's first.
+      hetrtRandomContext() = {s, micro * microBatchSamples_ + firstSample_};
       call(*functionOf(entry), &microBatch_[micro], /*accumulate=*/true);
       if (backward)
         microBatch_[micro].clear(); // its activations and data are done

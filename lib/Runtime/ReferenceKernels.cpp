@@ -15,6 +15,7 @@
 #include "het-c/hetrt.h"
 
 #include "Kernels.h"
+#include "RandomState.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +141,13 @@ HETRT_REF(embedding_grad) {
   int64_t members = c.attribute(0), member = members > 1 ? hetrtTensorParallelRank() : 0;
   store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0), member, members,
                             c.attribute(1)));
+}
+
+// The step and sample position come from the driver running the step
+// (Main.cpp, PipelineMain.cpp: hetrtRandomContext).
+HETRT_REF(dropout) {
+  store(c, 0, dropout(floats(c, 0), c.floatAttribute(0), c.attribute(1), c.attribute(2),
+                      hetrtRandomContext()));
 }
 
 /// Generated cross-entropy code gathers logits by label: the labels are

@@ -198,3 +198,31 @@ def capture(module, example_inputs):
             return ep.run_decompositions()
     finally:
         module.train(was_training)
+
+
+@contextlib.contextmanager
+def without_dropout():
+    """Runs PyTorch models with every dropout off (identity), also in
+    training mode: `F.dropout` (which nn.Dropout calls) and the `dropout_p`
+    of `F.scaled_dot_product_attention`. What `het.export --check` compares
+    het against when the model has dropout (het's own draws differ from
+    torch's generator; het imports the model with `dropout=False` for it)."""
+    import torch.nn.functional as F
+
+    saved = F.dropout, F.scaled_dot_product_attention
+    sdpa = saved[1]
+
+    def identity(input, p=0.5, training=True, inplace=False):
+        return input
+
+    def sdpa_without_dropout(*args, **kwargs):
+        if len(args) > 4:
+            args = args[:4] + (0.0,) + args[5:]
+        kwargs["dropout_p"] = 0.0
+        return sdpa(*args, **kwargs)
+
+    F.dropout, F.scaled_dot_product_attention = identity, sdpa_without_dropout
+    try:
+        yield
+    finally:
+        F.dropout, F.scaled_dot_product_attention = saved

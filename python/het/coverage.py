@@ -16,7 +16,7 @@ op of the decomposed graph with its count and whether het maps it:
             needed for the output (BatchNorm's running statistics)
     NO      the importer rejects it (with the reason, and the source line of
             its first occurrence; an op can be rejected in some uses only,
-            e.g. dropout with p > 0, embedding with padding_idx)
+            e.g. dropout with p = 1)
 
 then "N of M op kinds map; K unmapped". Exit status: 0 when everything maps,
 1 when something does not (or the model cannot be loaded or captured), 2 on

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import mlir
-from .compat import exportable
+from .compat import capture
 from .errors import HetImportError
 
 LOSSES = ("cross_entropy", "mse", "none")
@@ -163,6 +163,9 @@ class _Importer:
         self.params: Dict[str, np.ndarray] = {}
         self.used_names = set()
         self.layers = {}
+        self.dropout_seed = 0  # every het.dropout's seed
+        self.dropout_enabled = True  # False: dropout imports as the identity
+        self.dropout_streams = -1  # the last stream handed to a dropout site
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
         self._assign_layers()
         self._classify_inputs(input_names)
@@ -250,6 +253,11 @@ class _Importer:
             inherited = [self.layers.get(a, -1) for a in node.all_input_nodes]
             self.layers[node] = max([own] + inherited)
         self.num_units = max(len(ids), 1)
+
+    def next_dropout_stream(self) -> int:
+        """A new stream for each dropout site, in the order they are emitted."""
+        self.dropout_streams += 1
+        return self.dropout_streams
 
     def layer(self, node) -> int:
         return max(self.layers.get(node, 0), 0)
@@ -796,9 +804,14 @@ def _setup_handlers():
     def dropout(im, node):
         p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.5)
         train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
-        if p != 0 and train:
-            raise _Unsupported(f"dropout with p={p} in training mode (random; het has no dropout op)")
         x = im.tensor(node.args[0])
+        if p != 0 and train and im.dropout_enabled:
+            if not 0 < p < 1:
+                raise _Unsupported(f"dropout with p={p} (het.dropout takes 0 < p < 1)")
+            # het.dropout: counter-based masks (seed, one stream per site)
+            attrs = {"p": mlir.float_attr(p), "seed": f"{im.dropout_seed} : i64",
+                     "stream": f"{im.next_dropout_stream()} : i64"}
+            x = im.op(node, "dropout", [x], attrs, [tuple(x.shape)], type_style="same")
         return (x, None) if node.target is aten.native_dropout.default else x
 
     reg([aten.native_dropout.default, aten.dropout.default], dropout)
@@ -1084,7 +1097,8 @@ def _prepare_module(module):
 
 
 def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
-               function: str = "forward", params_path=None, input_names=None) -> HetProgram:
+               function: str = "forward", params_path=None, input_names=None,
+               dropout_seed: int = 0, dropout: bool = True) -> HetProgram:
     """Imports a PyTorch module as a het training graph.
 
     module          a torch.nn.Module; traced in training mode (BatchNorm uses
@@ -1098,6 +1112,10 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     params_path     if given, writes parameters and constants there (.npz)
     input_names     het.name of each data input (default "input", or the
                     forward's argument names when there are several)
+    dropout_seed    the seed of every het.dropout (each dropout site gets its
+                    own stream; masks then depend on the step and sample)
+    dropout         False imports every dropout as the identity (to compare
+                    with PyTorch under het.compat.without_dropout)
 
     Returns a HetProgram (the MLIR text, with .params, .constants, .save()).
     Raises HetImportError, listing every unsupported op with its source line.
@@ -1119,17 +1137,8 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", function):
         raise HetImportError(f"invalid function name {function!r}")
 
-    was_training = module.training
-    module.train()
-    try:
-        with exportable(module):  # het.compat: fixes for third-party models (transformers masks, SDPA)
-            try:
-                ep = torch.export.export(module, example_inputs)
-            except Exception as e:  # torch's own message says what it could not trace
-                raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
-            ep = ep.run_decompositions()
-    finally:
-        module.train(was_training)
+    # training mode, het.compat's fixes for third-party models, core ATen
+    ep = capture(module, example_inputs)
 
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
     if input_names is None:
@@ -1138,6 +1147,8 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         raise HetImportError(f"{len(input_names)} input names for {len(user_specs)} inputs")
 
     im = _Importer(ep, module, loss, function, list(input_names))
+    im.dropout_seed = int(dropout_seed)
+    im.dropout_enabled = bool(dropout)
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20000))
     try:

@@ -124,13 +124,14 @@ class EvalResult(dict):
 
 
 def evaluate(mlir, inputs: Dict[str, np.ndarray], function: Optional[str] = None, steps: Optional[int] = None,
-             precision: str = "f32", timeout: float = 600) -> EvalResult:
+             precision: str = "f32", timeout: float = 600, step: int = 0) -> EvalResult:
     """Runs the reference evaluator `het-eval` on a function.
 
     inputs: argument het.name -> array (parameters, data, constants). Returns
     the results by het.name; with `steps`, the function runs that many times
     with each result fed back into the argument of the same name and
-    `.losses` is the loss of every step.
+    `.losses` is the loss of every step. `step` is the training step the
+    first run draws het.dropout's masks for.
     """
     if precision not in ("f32", "f64"):
         raise ValueError(f"precision must be f32 or f64, got {precision!r}")
@@ -144,6 +145,8 @@ def evaluate(mlir, inputs: Dict[str, np.ndarray], function: Optional[str] = None
             args += ["--function", function]
         if steps is not None:
             args += ["--steps", str(int(steps))]
+        if step:
+            args += ["--first-step", str(int(step))]
         proc = run_tool("het-eval", args, timeout=timeout)
         result = EvalResult()
         if os.path.exists(out_npz):

@@ -54,10 +54,11 @@ ODD = textwrap.dedent("""\
             super().__init__()
             self.fc = nn.Linear(8, 8)
             self.drop = nn.Dropout(0.5)
+            self.drop_all = nn.Dropout(1.0)
 
         def forward(self, x):
             h = torch.erfinv(self.fc(x))
-            h = self.drop(h)
+            h = self.drop_all(self.drop(h))
             return self.fc(h)
     """)
 
@@ -70,13 +71,15 @@ def test_a_model_that_does_not_map_exits_1_and_agrees_with_the_import(tmp_path):
     ops = rows(proc.stdout)
     assert ops["aten::addmm.default"] == (2, "yes")
     # an op het has no mapping for, and one it maps only in some uses
-    # (dropout with p = 0), each with its reason and first source line
+    # (dropout with p = 1, not p = 0.5), each with its reason and first
+    # source line
     assert ops["aten::erfinv.default"] == (1, "NO")
-    assert ops["aten::native_dropout.default"] == (1, "NO")
+    assert ops["aten::native_dropout.default"] == (2, "NO")
     assert "no het mapping" in proc.stdout
-    assert "dropout with p=0.5 in training mode" in proc.stdout
-    assert f"first at {model}:12 (forward): h = torch.erfinv(self.fc(x))" in proc.stdout
-    assert f"first at {model}:13 (forward): h = self.drop(h)" in proc.stdout
+    assert "1 of 2 rejected" in proc.stdout
+    assert "dropout with p=1.0 (het.dropout takes 0 < p < 1)" in proc.stdout
+    assert f"first at {model}:13 (forward): h = torch.erfinv(self.fc(x))" in proc.stdout
+    assert f"first at {model}:14 (forward): h = self.drop_all(self.drop(h))" in proc.stdout
     bad = sorted(op for op, (_, het) in ops.items() if het == "NO")
     assert proc.stdout.rstrip().splitlines()[-1] == f"{len(ops) - 2} of {len(ops)} op kinds map; 2 unmapped"
 
@@ -85,7 +88,7 @@ def test_a_model_that_does_not_map_exits_1_and_agrees_with_the_import(tmp_path):
     assert imp.returncode == 1
     rejected = re.findall(r"^  (aten::\S+): .*\n      at (\S+) ", imp.stderr, flags=re.M)
     assert sorted(op for op, _ in rejected) == bad
-    assert sorted(where for _, where in rejected) == [f"{model}:12", f"{model}:13"]
+    assert sorted(where for _, where in rejected) == [f"{model}:13", f"{model}:14"]
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -63,6 +63,10 @@ cl::opt<unsigned> steps("steps",
                         cl::desc("run N times, feeding each named result back into the "
                                  "argument of the same name; prints the loss per step"),
                         cl::init(0), cl::cat(category));
+cl::opt<unsigned> firstStep("first-step",
+                            cl::desc("the training step het.dropout draws its masks for (with "
+                                     "--steps: the first one's; default 0)"),
+                            cl::init(0), cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("write the results to an .npz"),
                                 cl::value_desc("out.npz"), cl::cat(category));
 cl::opt<bool> printResults("print", cl::desc("print every result (shape and values)"),
@@ -230,7 +234,9 @@ int main(int argc, char **argv) {
   if (steps > 0 && lossIndex < 0)
     return fail("--steps needs a result named 'loss' (run het-autodiff first)");
   for (unsigned step = 0; step < runs; ++step) {
-    auto out = ::het::eval::evaluate(function, *arguments, precision);
+    ::het::eval::RandomContext random;
+    random.step = firstStep + step; // het.dropout draws a new mask each training step
+    auto out = ::het::eval::evaluate(function, *arguments, precision, random);
     if (failed(out))
       return 1;
     results = std::move(*out);

@@ -12,6 +12,7 @@
 #define HET_EVAL_EVALUATOR_H
 
 #include "het/Eval/HostArray.h"
+#include "het/Eval/RandomContext.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -30,9 +31,10 @@ enum class Precision { F32, F64, Extended };
 /// against the argument types). On failure, diagnostics have been emitted on
 /// the offending op or the function. Arguments and results are named by
 /// mlir::het::argumentName / resultName (HetNames.h).
+/// `random` gives het.dropout its counters (the step of a training loop).
 mlir::FailureOr<std::vector<HostArray>>
 evaluate(mlir::func::FuncOp function, const std::vector<HostArray> &arguments,
-         Precision precision);
+         Precision precision, const RandomContext &random = {});
 
 } // namespace het::eval
 

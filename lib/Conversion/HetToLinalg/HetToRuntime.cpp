@@ -1,7 +1,8 @@
 //===- HetToRuntime.cpp - het library ops to calls into libhetrt -----------===//
 //
-// Matmul, linear layers, convolution, batch normalization, pooling and
-// embeddings become one call each:
+// Matmul, linear layers, convolution, batch normalization, pooling,
+// embeddings and dropout (its Philox draws, which the evaluator's code
+// defines bit for bit) become one call each:
 //
 //   void hetrt_<library>_<op>(const int64_t *meta, void *const *buffers);
 //
@@ -76,6 +77,11 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(members);
         words.push_back(o.getPaddingIdx().value_or(-1)); // rows without gradient (-1: none)
       })
+      .Case([&](DropoutOp o) {
+        words.push_back(bitsOf(o.getP().convertToDouble()));
+        words.push_back(o.getSeed());
+        words.push_back(o.getStream());
+      })
       .Default([](Operation *) {});
   return words;
 }
@@ -117,7 +123,7 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
-             EmbeddingOp, EmbeddingGradOp>(op);
+             EmbeddingOp, EmbeddingGradOp, DropoutOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,

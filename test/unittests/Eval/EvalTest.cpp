@@ -9,6 +9,8 @@
 #include "het/Eval/Evaluator.h"
 #include "het/Eval/Npy.h"
 
+#include "Eval/Philox.h" // lib/ is on this test's include path
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -95,3 +97,32 @@ TEST(Evaluate, RunsABuiltFunctionInBothPrecisions) {
 }
 
 } // namespace
+
+// The known-answer vectors of Random123 (kat_vectors, philox4x32_10): the
+// evaluator, libhetrt and any GPU lowering must draw exactly these words.
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  using ::het::eval::philox4x32;
+  using Words = ::het::eval::PhiloxWords;
+  EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),
+            (Words{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  EXPECT_EQ(philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                       {0xffffffffu, 0xffffffffu}),
+            (Words{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  EXPECT_EQ(philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
+                       {0xa4093822u, 0x299f31d0u}),
+            (Words{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+}
+
+TEST(Philox, DropoutUniformsAreInTheUnitIntervalAndDifferPerStream) {
+  double sum = 0;
+  int differ = 0;
+  for (int64_t index = 0; index < 4096; ++index) {
+    double u = ::het::eval::dropoutUniform(7, 0, 3, index);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+    differ += u != ::het::eval::dropoutUniform(7, 1, 3, index);
+  }
+  EXPECT_NEAR(sum / 4096, 0.5, 0.02);
+  EXPECT_GT(differ, 4000);
+}

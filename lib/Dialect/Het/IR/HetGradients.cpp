@@ -468,3 +468,15 @@ LogicalResult SliceGradOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                   b.getDenseI64ArrayAttr(ends), getStepsAttr()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+// Linear in its input for a fixed mask: the same op (same key, same
+// counters, so the same mask) on the result gradient.
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<DropoutOp>(getLoc(), dys[0], getPAttr(), getSeedAttr(), getStreamAttr()));
+  return success();
+}
