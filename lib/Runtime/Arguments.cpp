@@ -117,6 +117,45 @@ void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buf
   }
 }
 
+std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
+                                                      const ModelInfo &info, int64_t batchRows) {
+  auto arrays = eval::readNpz(path);
+  if (!arrays)
+    die(llvm::toString(arrays.takeError()));
+  std::map<std::string, eval::HostArray> byName;
+  for (auto &[name, array] : *arrays) {
+    const TensorInfo *t = nullptr;
+    for (const TensorInfo &input : info.inputs)
+      if (input.name == name)
+        t = &input;
+    if (!t) {
+      std::string names;
+      for (const TensorInfo &input : info.inputs)
+        names += " " + input.name;
+      die(path + ": '" + name + "' matches no argument of the model (arguments:" + names + ")");
+    }
+    std::vector<int64_t> shape = t->shape;
+    bool wholeBatch = batchRows >= 0 && info.isBatched(name);
+    if (wholeBatch)
+      shape[0] = batchRows;
+    if (array.shape != shape || array.isInteger() != t->isInteger)
+      die(path + ": '" + name + "' is " + array.describe() + ", the model expects " +
+          (t->isInteger ? "i64" : "f32") + shapeText(shape) +
+          (wholeBatch ? " (one row per sample of the plan's global batch)" : ""));
+    byName.emplace(name, std::move(array));
+  }
+  return byName;
+}
+
+void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer) {
+  for (int64_t k = 0; k < t.count(); ++k) {
+    if (t.isInteger)
+      buffer.i()[k] = array.integers[k];
+    else
+      buffer.f()[k] = static_cast<float>(array.floats[k]);
+  }
+}
+
 Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
                     int64_t batch) {
   auto arrays = eval::readNpz(path);

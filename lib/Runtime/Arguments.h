@@ -12,8 +12,11 @@
 
 #include "ModelInfo.h"
 
+#include "het/Eval/Npy.h"
+
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -75,6 +78,18 @@ void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buf
 /// over replicas sees the values one rank would.
 void initializeSamples(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
                        int64_t first, int64_t count);
+
+/// The arrays of `path` (an .npz, as `--load` takes it) by argument name,
+/// each checked against `info`: a name that is no argument of the step, or
+/// a shape or element type that differs, is an error naming the file, the
+/// array and what the step expects. `batchRows` >= 0 replaces the first
+/// dimension of every batched argument (a pipeline loads its global batch).
+std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
+                                                      const ModelInfo &info,
+                                                      int64_t batchRows = -1);
+
+/// Copies a loaded array into an argument's buffer (f32 or i64).
+void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer);
 
 /// A dataset: x [N, ...] as floats, y [N] as labels.
 struct Dataset {

@@ -181,33 +181,12 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     batch = 1;
 
   if (!o.load.empty()) {
-    auto arrays = eval::readNpz(o.load);
-    if (!arrays)
-      die(llvm::toString(arrays.takeError()));
-    for (auto &[name, array] : *arrays) {
-      auto it = inputIndex.find(name);
-      if (it == inputIndex.end()) {
-        std::string names;
-        for (auto &t : info.inputs)
-          names += " " + t.name;
-        die(o.load + ": '" + name + "' matches no argument of the model (arguments:" + names +
-            ")");
-      }
-      const TensorInfo &t = info.inputs[it->second];
-      if (array.shape != t.shape || array.isInteger() != t.isInteger)
-        die(o.load + ": '" + name + "' is " + array.describe() + ", the model expects " +
-            (t.isInteger ? "i64" : "f32") + shapeText(t.shape));
-      Buffer &b = inputs[it->second];
-      for (int64_t k = 0; k < t.count(); ++k) {
-        if (t.isInteger)
-          b.i()[k] = array.integers[k];
-        else
-          b.f()[k] = static_cast<float>(array.floats[k]);
-      }
-    }
+    std::map<std::string, eval::HostArray> arrays = loadArguments(o.load, info);
+    for (auto &[name, array] : arrays)
+      copyLoaded(array, info.inputs[inputIndex.at(name)], inputs[inputIndex.at(name)]);
     if (o.loadAll) {
       std::set<std::string> given;
-      for (auto &[name, array] : *arrays)
+      for (auto &[name, array] : arrays)
         given.insert(name);
       std::string missing;
       for (const TensorInfo &t : info.inputs)

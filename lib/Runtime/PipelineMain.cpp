@@ -70,7 +70,7 @@ struct Options {
   long long steps = 100;
   double lr = NAN;
   long long seed = 0;
-  std::string data, save, checkpointDir;
+  std::string data, save, checkpointDir, load;
   int threads = 1;
   long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
   bool syncCheckpoint = false;
@@ -89,6 +89,10 @@ const char *usage =
     "                        seed and global batch sees the same values\n"
     "  --data F.npz          training set: arrays x [N, ...] and y [N]; without it,\n"
     "                        seeded synthetic batches\n"
+    "  --load F.npz          arguments by name, as a single-rank executable's --load:\n"
+    "                        parameters, optimizer state, imported constants, and\n"
+    "                        data inputs (one fixed global batch, each replica\n"
+    "                        taking its samples); what the file lacks is seeded\n"
     "  --threads T           kernel threads per rank (default 1)\n"
     "  --print-every K       print the loss every K steps (default 1)\n"
     "  --checkpoint-dir D    asynchronous incremental checkpoints in D/rank<k>;\n"
@@ -144,7 +148,9 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.checkpointDir = value;
     else if (arg == "--save")
       o.save = value;
-    else if (arg == "--batch" || arg == "--eval" || arg == "--load")
+    else if (arg == "--load")
+      o.load = value;
+    else if (arg == "--batch" || arg == "--eval" || arg == "--inputs")
       die("option " + arg + " is for single-rank executables; this one is a pipeline "
           "(het-compile --cluster)");
     else
@@ -198,6 +204,7 @@ private:
   Env gradients_;                  // summed over the step's micro-batches
   std::map<std::string, unsigned> stepIndex_; // step argument -> its index
   std::vector<std::string> batchInputs_;      // data/label/index arguments read here
+  std::map<std::string, eval::HostArray> loaded_; // --load's arrays by argument name
   std::unique_ptr<BatchStream> stream_;
   Dataset train_;
   int dataInput_ = -1, labelInput_ = -1;
@@ -234,6 +241,9 @@ void PipelineRank::setUp() {
   // Every argument of the whole step, initialized by its index as a
   // single-rank run would; this stage keeps what its functions read, and of
   // a split parameter its own part.
+  // Batched arguments in --load hold the whole global batch.
+  if (!o_.load.empty())
+    loaded_ = loadArguments(o_.load, info_, info_.globalBatch);
   std::map<std::string, const TensorInfo *> read;
   for (const StageFunction *f : {&variant_->forward, &variant_->backward, &variant_->update})
     for (const TensorInfo &t : f->inputs)
@@ -252,7 +262,10 @@ void PipelineRank::setUp() {
       continue;
     }
     Buffer whole(bytesOf(t));
-    initialize(t, i, o_.seed, whole);
+    if (auto it = loaded_.find(t.name); it != loaded_.end())
+      copyLoaded(it->second, t, whole);
+    else
+      initialize(t, i, o_.seed, whole);
     TensorInfo local = t;
     local.shape = read[t.name]->shape;
     if (const ShardInfo *shard = info_.shard(t.name)) {
@@ -302,6 +315,24 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       continue;
     }
     const TensorInfo &t = info_.inputs[index];
+    if (auto it = loaded_.find(name); it != loaded_.end()) {
+      // One fixed global batch (as a single-rank run with --load trains on):
+      // this replica's rows of this micro-batch, or the whole argument.
+      TensorInfo local = t;
+      if (info_.isBatched(name))
+        local.shape[0] = share_;
+      Buffer b(bytesOf(local));
+      int64_t rowElements = t.shape.empty() ? 1 : t.count() / t.shape[0];
+      int64_t offset = info_.isBatched(name) ? (first - step * info_.globalBatch) * rowElements : 0;
+      for (int64_t k = 0; k < local.count(); ++k) {
+        if (t.isInteger)
+          b.i()[k] = it->second.integers[offset + k];
+        else
+          b.f()[k] = static_cast<float>(it->second.floats[offset + k]);
+      }
+      env[name] = std::move(b);
+      continue;
+    }
     if (info_.isBatched(name)) {
       TensorInfo local = t;
       local.shape[0] = share_;

@@ -108,7 +108,17 @@ def _fqn_from_source(expr: str) -> str:
     expr = re.sub(r"\._modules\['([^']*)'\]", r".\1", expr)
     expr = re.sub(r"\[(\d+)\]", r".\1", expr)
     expr = re.sub(r"\['([^']*)'\]", r".\1", expr)
+    # a block of a sliced stack (`for layer in self.layers[:n]`, as Hugging
+    # Face decoders iterate): `layers.slice(None, 2, None)._modules.1` is
+    # `layers.1` (start + i * step)
+    expr = re.sub(r"\.slice\((\w+), (\w+), (\w+)\)\._modules\.(\d+)", _sliced_block, expr)
     return expr.strip(".")
+
+
+def _sliced_block(m) -> str:
+    start = 0 if m.group(1) == "None" else int(m.group(1))
+    step = 1 if m.group(3) == "None" else int(m.group(3))
+    return f".{start + int(m.group(4)) * step}"
 
 
 def _user_frame(node) -> str:
