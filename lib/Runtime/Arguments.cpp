@@ -147,6 +147,20 @@ std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
   return byName;
 }
 
+void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
+                      const std::string &loadPath) {
+  std::string missing;
+  for (const TensorInfo &t : info.inputs)
+    if (t.role == "const" && !given.count(t.name))
+      missing += (missing.empty() ? "" : ", ") + t.name;
+  if (missing.empty())
+    return;
+  die("the model takes constants computed when it was imported from PyTorch (" + missing +
+      "); " + (loadPath.empty() ? std::string("give them with --load MODEL.npz")
+                                : loadPath + " lacks them") +
+      " (het.export and HetProgram.save write them into the .npz beside the .mlir)");
+}
+
 void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer) {
   for (int64_t k = 0; k < t.count(); ++k) {
     if (t.isInteger)

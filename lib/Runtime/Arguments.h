@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <memory>
 #include <random>
 #include <string>
@@ -87,6 +88,12 @@ void initializeSamples(const TensorInfo &t, unsigned index, long long seed, Buff
 std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
                                                       const ModelInfo &info,
                                                       int64_t batchRows = -1);
+
+/// Dies, naming them, when arguments of role "const" (constants the PyTorch
+/// importer exported into the model's .npz) are not among `given`: seeded
+/// values would train a different model.
+void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
+                      const std::string &loadPath);
 
 /// Copies a loaded array into an argument's buffer (f32 or i64).
 void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer);

@@ -180,14 +180,14 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   if (batch < 0)
     batch = 1;
 
+  std::set<std::string> given;
   if (!o.load.empty()) {
     std::map<std::string, eval::HostArray> arrays = loadArguments(o.load, info);
-    for (auto &[name, array] : arrays)
+    for (auto &[name, array] : arrays) {
       copyLoaded(array, info.inputs[inputIndex.at(name)], inputs[inputIndex.at(name)]);
+      given.insert(name);
+    }
     if (o.loadAll) {
-      std::set<std::string> given;
-      for (auto &[name, array] : arrays)
-        given.insert(name);
       std::string missing;
       for (const TensorInfo &t : info.inputs)
         if (t.role != "state" && !given.count(t.name))
@@ -196,6 +196,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
         die(o.load + ": the step needs arguments the file lacks: " + missing);
     }
   }
+  requireConstants(info, given, o.load);
 
   Dataset train, test;
   bool haveData = !o.data.empty(), haveEval = !o.evalData.empty();

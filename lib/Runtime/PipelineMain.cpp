@@ -244,6 +244,10 @@ void PipelineRank::setUp() {
   // Batched arguments in --load hold the whole global batch.
   if (!o_.load.empty())
     loaded_ = loadArguments(o_.load, info_, info_.globalBatch);
+  std::set<std::string> given;
+  for (auto &[name, array] : loaded_)
+    given.insert(name);
+  requireConstants(info_, given, o_.load);
   std::map<std::string, const TensorInfo *> read;
   for (const StageFunction *f : {&variant_->forward, &variant_->backward, &variant_->update})
     for (const TensorInfo &t : f->inputs)

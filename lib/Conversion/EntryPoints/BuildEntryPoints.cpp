@@ -61,6 +61,11 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
   auto type = cast<RankedTensorType>(argument.getType());
   if (step.getArgAttr(i, HetDialect::getStateAttrName()))
     return "state zeros";
+  // Values the PyTorch importer computed at import time (het.name
+  // "const.<n>", exported into the .npz beside the model): the runtime
+  // takes them from --load and refuses to invent them.
+  if (StringRef(argumentName(step, i)).starts_with("const."))
+    return "const zeros";
   if (isa<IntegerType>(type.getElementType())) {
     for (Operation *user : argument.getUsers()) {
       if (auto loss = dyn_cast<CrossEntropyOp>(user))
