@@ -6,7 +6,7 @@ at most 64) and return the logits:
         --input-shape 2,16 --input-dtype int64
 
 Each factory takes `attn_implementation` ("sdpa", transformers' default, or
-"eager"). The tests (test/python/test_hf.py) use them.
+"eager") and `dropout` (0 by default); `*_dropout` build them with p = 0.1. The tests (test/python/test_hf.py) use them.
 """
 
 import torch
@@ -24,32 +24,48 @@ class Logits(nn.Module):
         return self.model(input_ids=input_ids).logits
 
 
-def llama(attn_implementation="sdpa"):
+def llama(attn_implementation="sdpa", dropout=0.0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    torch.manual_seed(0)
     config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         attn_implementation=attn_implementation)
+                         attention_dropout=dropout, attn_implementation=attn_implementation)
     return Logits(LlamaForCausalLM(config))
 
 
-def gpt2(attn_implementation="sdpa"):
+def gpt2(attn_implementation="sdpa", dropout=0.0):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation=attn_implementation)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64, resid_pdrop=dropout,
+                        embd_pdrop=dropout, attn_pdrop=dropout, attn_implementation=attn_implementation)
     return Logits(GPT2LMHeadModel(config))
 
 
-def bert(attn_implementation="sdpa"):
+def bert(attn_implementation="sdpa", dropout=0.0):
     """A sequence classifier (5 labels): logits [batch, 5]."""
     from transformers import BertConfig, BertForSequenceClassification
 
+    torch.manual_seed(0)
     config = BertConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=128, max_position_embeddings=64, num_labels=5,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        attn_implementation=attn_implementation)
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                        classifier_dropout=dropout, attn_implementation=attn_implementation)
     return Logits(BertForSequenceClassification(config))
+
+
+# dropout p = 0.1 wherever the config has one (LLaMA: on the attention weights)
+def llama_dropout():
+    return llama(dropout=0.1)
+
+
+def gpt2_dropout():
+    return gpt2(dropout=0.1)
+
+
+def bert_dropout():
+    return bert(dropout=0.1)
 
 
 MODELS = {"llama": llama, "gpt2": gpt2, "bert": bert}

@@ -9,6 +9,8 @@
 #include "Kernels.h"
 
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace het::eval {
 
@@ -29,29 +31,55 @@ ConvDims convDims(const Shape &x, const Shape &w, const ConvGeometry &g) {
   return d;
 }
 
-/// Calls f(outputIndex, inputIndex, filterIndex) for every in-bounds tap.
+/// The in-bounds taps of one output row or column: (tap, input offset)
+/// pairs in tap order, for every output position along that axis.
+struct AxisTaps {
+  std::vector<int64_t> begin;                     // per output position
+  std::vector<std::pair<int64_t, int64_t>> taps; // (kernel index, input index)
+};
+
+AxisTaps axisTaps(int64_t outputs, int64_t kernel, int64_t input, int64_t stride,
+                  int64_t padding, int64_t dilation) {
+  AxisTaps a;
+  for (int64_t out = 0; out < outputs; ++out) {
+    a.begin.push_back(static_cast<int64_t>(a.taps.size()));
+    for (int64_t k = 0; k < kernel; ++k) {
+      int64_t in = out * stride - padding + k * dilation;
+      if (in >= 0 && in < input)
+        a.taps.emplace_back(k, in);
+    }
+  }
+  a.begin.push_back(static_cast<int64_t>(a.taps.size()));
+  return a;
+}
+
+/// Calls f(outputIndex, inputIndex, filterIndex) for every in-bounds tap,
+/// in the order (batch, output channel, output pixel, input channel of the
+/// group, filter row, filter column); the bounds are worked out once per
+/// output row and column, not per tap (the evaluator's convolutions are
+/// what the f64 checks of whole CNNs spend their time in).
 template <typename F> void forEachTap(const ConvDims &d, const ConvGeometry &g, F f) {
+  AxisTaps rows = axisTaps(d.OH, d.KH, d.H, g.strides[0], g.padding[0], g.dilation[0]);
+  AxisTaps cols = axisTaps(d.OW, d.KW, d.W, g.strides[1], g.padding[1], g.dilation[1]);
   for (int64_t n = 0; n < d.N; ++n)
     for (int64_t o = 0; o < d.O; ++o) {
       int64_t group = o / d.groupOutputs;
       for (int64_t oh = 0; oh < d.OH; ++oh)
         for (int64_t ow = 0; ow < d.OW; ++ow) {
           int64_t outIndex = ((n * d.O + o) * d.OH + oh) * d.OW + ow;
-          for (int64_t c = 0; c < d.groupInputs; ++c)
-            for (int64_t kh = 0; kh < d.KH; ++kh) {
-              int64_t ih = oh * g.strides[0] - g.padding[0] + kh * g.dilation[0];
-              if (ih < 0 || ih >= d.H)
-                continue;
-              for (int64_t kw = 0; kw < d.KW; ++kw) {
-                int64_t iw = ow * g.strides[1] - g.padding[1] + kw * g.dilation[1];
-                if (iw < 0 || iw >= d.W)
-                  continue;
-                int64_t channel = group * d.groupInputs + c;
-                int64_t inIndex = ((n * d.C + channel) * d.H + ih) * d.W + iw;
-                int64_t filterIndex = ((o * d.groupInputs + c) * d.KH + kh) * d.KW + kw;
-                f(outIndex, inIndex, filterIndex);
+          for (int64_t c = 0; c < d.groupInputs; ++c) {
+            int64_t channel = group * d.groupInputs + c;
+            int64_t inPlane = (n * d.C + channel) * d.H * d.W;
+            int64_t filterPlane = (o * d.groupInputs + c) * d.KH * d.KW;
+            for (int64_t r = rows.begin[oh]; r < rows.begin[oh + 1]; ++r) {
+              auto [kh, ih] = rows.taps[r];
+              int64_t inRow = inPlane + ih * d.W, filterRow = filterPlane + kh * d.KW;
+              for (int64_t q = cols.begin[ow]; q < cols.begin[ow + 1]; ++q) {
+                auto [kw, iw] = cols.taps[q];
+                f(outIndex, inRow + iw, filterRow + kw);
               }
             }
+          }
         }
     }
 }
