@@ -31,3 +31,23 @@ func.func @layer_norm(%x: tensor<4x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   %dx, %dg, %db = het.layer_norm_grad %y, %x, %g, %m, %r : tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<64xf32>, tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>
   return %dx : tensor<4x16x64xf32>
 }
+
+// CHECK-LABEL: func @rms_norm
+func.func @rms_norm(%x: tensor<4x16x64xf32>, %g: tensor<64xf32>) -> tensor<4x16x64xf32> {
+  // CHECK: %[[Y:.*]], %[[RSTD:.*]] = het.rms_norm %{{.*}}, %{{.*}} : tensor<4x16x64xf32>, tensor<64xf32> -> tensor<4x16x64xf32>, tensor<4x16xf32>
+  %y, %r = het.rms_norm %x, %g : tensor<4x16x64xf32>, tensor<64xf32> -> tensor<4x16x64xf32>, tensor<4x16xf32>
+  // CHECK: het.rms_norm_grad %[[Y]], %{{.*}}, %{{.*}}, %[[RSTD]] : {{.*}} -> tensor<4x16x64xf32>, tensor<64xf32>
+  %dx, %dg = het.rms_norm_grad %y, %x, %g, %r : tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<64xf32>, tensor<4x16xf32> -> tensor<4x16x64xf32>, tensor<64xf32>
+  return %dx : tensor<4x16x64xf32>
+}
+
+// The default epsilon (1e-6) is not printed; another one is. Rank 1 has
+// 0-d statistics, f64 works as f32 does.
+// CHECK-LABEL: func @rms_norm_epsilon
+func.func @rms_norm_epsilon(%x: tensor<64xf64>, %g: tensor<64xf64>) -> tensor<64xf64> {
+  // CHECK: het.rms_norm %{{.*}}, %{{.*}} : tensor<64xf64>, tensor<64xf64> -> tensor<64xf64>, tensor<f64>
+  %y, %r = het.rms_norm %x, %g {epsilon = 1.0e-6 : f64} : tensor<64xf64>, tensor<64xf64> -> tensor<64xf64>, tensor<f64>
+  // CHECK: het.rms_norm %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64}
+  %z, %s = het.rms_norm %y, %g {epsilon = 1.0e-5 : f64} : tensor<64xf64>, tensor<64xf64> -> tensor<64xf64>, tensor<f64>
+  return %z : tensor<64xf64>
+}

@@ -123,3 +123,66 @@ func.func @ln_grad_type(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %g: tensor<
   %0:3 = het.layer_norm_grad %dy, %x, %g, %m, %m : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>
   return
 }
+
+// -----
+
+func.func @rms_rank(%x: tensor<f32>, %g: tensor<1xf32>) {
+  // expected-error @+2 {{rms norm input must have rank >= 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm %x, %g : tensor<f32>, tensor<1xf32> -> tensor<f32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @rms_scale(%x: tensor<4x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+2 {{scale must have shape [D = 64], got [32]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm %x, %g : tensor<4x64xf32>, tensor<32xf32> -> tensor<4x64xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_element_type(%x: tensor<4x64xf32>, %g: tensor<64xf64>) {
+  // expected-error @+2 {{rms norm operands must all have element type 'f32', got 'f64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm %x, %g : tensor<4x64xf32>, tensor<64xf64> -> tensor<4x64xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_eps(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{'epsilon' must be positive and finite, got 0.000000e+00}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm %x, %g {epsilon = 0.0 : f64} : tensor<4x64xf32>, tensor<64xf32> -> tensor<4x64xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rms_result(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{'het.rms_norm' op inferred type(s) 'tensor<4x64xf32>', 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4x64xf32>', 'tensor<4x64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm %x, %g : tensor<4x64xf32>, tensor<64xf32> -> tensor<4x64xf32>, tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_stats(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+2 {{saved_rstd must have the input's shape without its last dimension, [4], got [64]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm_grad %x, %x, %g, %g : tensor<4x64xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_grad_type(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %g: tensor<64xf32>, %r: tensor<4xf32>) {
+  // expected-error @+2 {{grad_output type 'tensor<4x32xf32>' must equal the input type 'tensor<4x64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.rms_norm_grad %dy, %x, %g, %r : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32> -> tensor<4x64xf32>, tensor<64xf32>
+  return
+}

@@ -87,6 +87,19 @@ TEST_F(HetDialectTest, LayerNormStatisticsDropLastDimension) {
   EXPECT_EQ(op.getSavedMean().getType(), tensor({4, 16}));
 }
 
+TEST_F(HetDialectTest, RMSNormStatisticsDropLastDimension) {
+  auto func = makeFunction({tensor({4, 16, 64}), tensor({64})});
+  OpBuilder b = OpBuilder::atBlockEnd(&func.getBody().front());
+  auto args = func.getArguments();
+  auto op = b.create<RMSNormOp>(b.getUnknownLoc(), args[0], args[1], b.getF64FloatAttr(1e-6));
+  EXPECT_EQ(op.getOutput().getType(), tensor({4, 16, 64}));
+  EXPECT_EQ(op.getSavedRstd().getType(), tensor({4, 16}));
+  auto grad = b.create<RMSNormGradOp>(b.getUnknownLoc(), op.getOutput(), args[0], args[1],
+                                      op.getSavedRstd());
+  EXPECT_EQ(grad.getGradInput().getType(), tensor({4, 16, 64}));
+  EXPECT_EQ(grad.getGradScale().getType(), tensor({64}));
+}
+
 TEST_F(HetDialectTest, GroupSizeResolvesStagesAndDeviceGroups) {
   const char *source = R"mlir(
     het.cluster @lab {

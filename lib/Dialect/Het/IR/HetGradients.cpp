@@ -3,8 +3,8 @@
 // One `buildGradients` per differentiable op (DifferentiableOpInterface).
 // Each rule emits het ops only, so the backward pass is ordinary het IR that
 // every later pass (fusion, partitioning, lowering) and the reference
-// evaluator already understand. Results that carry saved statistics (batch
-// and layer norm) are for the backward op only: a gradient flowing into them
+// evaluator already understand. Results that carry saved statistics (batch,
+// layer and RMS norm) are for the backward op only: a gradient flowing into them
 // is rejected rather than silently dropped.
 //
 //===----------------------------------------------------------------------===//
@@ -246,6 +246,16 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   auto grads = b.create<LayerNormGradOp>(getLoc(), dys[0], getInput(), getScale(),
                                          getSavedMean(), getSavedRstd());
   dxs.append({grads.getGradInput(), grads.getGradScale(), grads.getGradBias()});
+  return success();
+}
+
+LogicalResult RMSNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  if (failed(rejectStatisticsGradients(*this, dys)))
+    return failure();
+  auto grads = b.create<RMSNormGradOp>(getLoc(), dys[0], getInput(), getScale(),
+                                       getSavedRstd());
+  dxs.append({grads.getGradInput(), grads.getGradScale()});
   return success();
 }
 

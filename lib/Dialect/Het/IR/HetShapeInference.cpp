@@ -424,14 +424,15 @@ LogicalResult BatchNormReluGradOp::inferReturnTypes(
                             types);
 }
 
-/// Layer norm statistics have the input's shape without its last dimension.
-static LogicalResult checkLayerNormOperands(std::optional<Location> loc,
-                                            Value input, Value scale,
-                                            ArrayRef<std::pair<StringRef, Value>> vectors,
-                                            ArrayRef<std::pair<StringRef, Value>> rows) {
+/// Layer and RMS norm statistics have the input's shape without its last
+/// dimension; `kind` names the op in messages.
+static LogicalResult checkLastAxisNormOperands(std::optional<Location> loc,
+                                               StringRef kind, Value input, Value scale,
+                                               ArrayRef<std::pair<StringRef, Value>> vectors,
+                                               ArrayRef<std::pair<StringRef, Value>> rows) {
   ArrayRef<int64_t> shape = shapeOf(input);
   if (shape.empty())
-    return emitOptionalError(loc, "layer norm input must have rank >= 1");
+    return emitOptionalError(loc, kind, " input must have rank >= 1");
   SmallVector<Value> all = {input, scale};
   if (failed(expectVector(loc, "scale", scale, shape.back(), "D")))
     return failure();
@@ -448,15 +449,16 @@ static LogicalResult checkLayerNormOperands(std::optional<Location> loc,
                                shapeString(shapeOf(value)));
     all.push_back(value);
   }
-  return sameElementType(loc, "layer norm operands", all);
+  return sameElementType(loc, (Twine(kind) + " operands").str(), all);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  if (failed(checkLayerNormOperands(loc, adaptor.getInput(), adaptor.getScale(),
-                                    {{"bias", adaptor.getBias()}}, {})) ||
+  if (failed(checkLastAxisNormOperands(loc, "layer norm", adaptor.getInput(),
+                                       adaptor.getScale(), {{"bias", adaptor.getBias()}},
+                                       {})) ||
       failed(checkEpsilon(loc, adaptor.getEpsilon().convertToDouble())))
     return failure();
   auto input = ranked(adaptor.getInput().getType());
@@ -474,13 +476,44 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                              adaptor.getGradOutput().getType(),
                              " must equal the input type ",
                              adaptor.getInput().getType());
-  if (failed(checkLayerNormOperands(loc, adaptor.getInput(), adaptor.getScale(),
-                                    {},
-                                    {{"saved_mean", adaptor.getSavedMean()},
-                                     {"saved_rstd", adaptor.getSavedRstd()}})))
+  if (failed(checkLastAxisNormOperands(loc, "layer norm", adaptor.getInput(),
+                                       adaptor.getScale(), {},
+                                       {{"saved_mean", adaptor.getSavedMean()},
+                                        {"saved_rstd", adaptor.getSavedRstd()}})))
     return failure();
   types.push_back(adaptor.getInput().getType());
   types.push_back(adaptor.getScale().getType());
+  types.push_back(adaptor.getScale().getType());
+  return success();
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  if (failed(checkLastAxisNormOperands(loc, "rms norm", adaptor.getInput(),
+                                       adaptor.getScale(), {}, {})) ||
+      failed(checkEpsilon(loc, adaptor.getEpsilon().convertToDouble())))
+    return failure();
+  auto input = ranked(adaptor.getInput().getType());
+  types.append({input, withShape(input.getShape().drop_back(), input.getElementType())});
+  return success();
+}
+
+LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  if (adaptor.getGradOutput().getType() != adaptor.getInput().getType())
+    return emitOptionalError(loc, "grad_output type ",
+                             adaptor.getGradOutput().getType(),
+                             " must equal the input type ",
+                             adaptor.getInput().getType());
+  if (failed(checkLastAxisNormOperands(loc, "rms norm", adaptor.getInput(),
+                                       adaptor.getScale(), {},
+                                       {{"saved_rstd", adaptor.getSavedRstd()}})))
+    return failure();
+  types.push_back(adaptor.getInput().getType());
   types.push_back(adaptor.getScale().getType());
   return success();
 }

@@ -555,6 +555,52 @@ def Het_LayerNormGradOp : Het_InferredComputeOp<"layer_norm_grad"> {
   }];
 }
 
+def Het_RMSNormOp : Het_InferredComputeOp<"rms_norm", [Differentiable]> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    Scales each row of `input` (`[..., D]`) by the reciprocal of its root
+    mean square and multiplies by `scale` (`[D]`), as Llama's `RMSNorm` and
+    `torch.nn.RMSNorm` do: `rstd = 1 / sqrt(mean(x^2) + epsilon)` over the
+    last dimension, `y = x * rstd * scale`. There is no centring and no
+    bias. `epsilon` defaults to Llama's `1e-6`. Also returns the per-row
+    `rstd` (`[...]`) for the backward op.
+
+    ```mlir
+    %y, %rstd = het.rms_norm %x, %g
+        : tensor<4x16x64xf32>, tensor<64xf32> -> tensor<4x16x64xf32>, tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_FloatTensor:$scale,
+      DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Het_FloatTensor:$output, Het_FloatTensor:$saved_rstd);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->` type(results)
+  }];
+}
+
+def Het_RMSNormGradOp : Het_InferredComputeOp<"rms_norm_grad"> {
+  let summary = "gradient of het.rms_norm";
+  let description = [{
+    With `xhat = x * rstd` and `g = dy * scale`, per row:
+    `dx = rstd * (g - xhat * mean(g * xhat))`; `dscale` sums `dy * xhat`
+    over all rows.
+
+    ```mlir
+    %dx, %dg = het.rms_norm_grad %dy, %x, %g, %rstd
+        : tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<64xf32>, tensor<4x16xf32>
+       -> tensor<4x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$input,
+      Het_FloatTensor:$scale, Het_FloatTensor:$saved_rstd);
+  let results = (outs Het_FloatTensor:$grad_input, Het_FloatTensor:$grad_scale);
+  let assemblyFormat = [{
+    $grad_output `,` $input `,` $scale `,` $saved_rstd attr-dict `:`
+    type($grad_output) `,` type($input) `,` type($scale) `,` type($saved_rstd)
+    `->` type(results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax, losses, embeddings
 //===----------------------------------------------------------------------===//
