@@ -410,6 +410,17 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                              floats(o.getSavedRstd())));
         return success();
       })
+      .Case([&](RMSNormOp o) {
+        setAll(o->getResults(), rmsNorm(floats(o.getInput()), floats(o.getScale()),
+                                        o.getEpsilon().convertToDouble()));
+        return success();
+      })
+      .Case([&](RMSNormGradOp o) {
+        setAll(o->getResults(),
+               rmsNormGrad(floats(o.getGradOutput()), floats(o.getInput()),
+                           floats(o.getScale()), floats(o.getSavedRstd())));
+        return success();
+      })
       // Softmax, losses, embeddings.
       .Case([&](SoftmaxOp o) {
         set(o.getResult(), softmax(floats(o.getInput()), o.getAxis(),

@@ -96,6 +96,11 @@ template <typename T>
 std::array<Tensor<T>, 3> layerNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
                                        const Tensor<T> &gamma, const Tensor<T> &mean,
                                        const Tensor<T> &rstd);
+template <typename T>
+std::array<Tensor<T>, 2> rmsNorm(const Tensor<T> &x, const Tensor<T> &gamma, double epsilon);
+template <typename T>
+std::array<Tensor<T>, 2> rmsNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
+                                     const Tensor<T> &gamma, const Tensor<T> &rstd);
 
 // Softmax, losses, embeddings (LossKernels.cpp) -----------------------------
 template <typename T>

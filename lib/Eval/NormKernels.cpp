@@ -3,6 +3,8 @@
 // Batch norm normalizes per channel over (N, spatial...) of an [N, C, ...]
 // input; layer norm per row over the last dimension. Both use the biased
 // variance and return what their backward op needs (mean, reciprocal std).
+// RMS norm scales each row by its reciprocal root mean square (no centring)
+// and returns that.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,6 +143,47 @@ std::array<Tensor<T>, 3> layerNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
   return {std::move(dx), std::move(dgamma), std::move(dbeta)};
 }
 
+template <typename T>
+std::array<Tensor<T>, 2> rmsNorm(const Tensor<T> &x, const Tensor<T> &gamma, double epsilon) {
+  int64_t D = x.dim(-1), rows = x.size() / D;
+  Shape rowShape(x.shape.begin(), x.shape.end() - 1);
+  Tensor<T> y(x.shape), rstd(rowShape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *row = x.data.data() + r * D;
+    T squares = T(0);
+    for (int64_t d = 0; d < D; ++d)
+      squares += row[d] * row[d];
+    T inv = T(1) / std::sqrt(squares / T(D) + T(epsilon));
+    rstd[r] = inv;
+    for (int64_t d = 0; d < D; ++d)
+      y[r * D + d] = row[d] * inv * gamma[d];
+  }
+  return {std::move(y), std::move(rstd)};
+}
+
+// With xhat = x * rstd and g = dy * gamma: dx = rstd * (g - xhat * mean(g * xhat)).
+template <typename T>
+std::array<Tensor<T>, 2> rmsNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
+                                     const Tensor<T> &gamma, const Tensor<T> &rstd) {
+  int64_t D = x.dim(-1), rows = x.size() / D;
+  Tensor<T> dx(x.shape), dgamma({D}, T(0));
+  for (int64_t r = 0; r < rows; ++r) {
+    T meanGX = T(0);
+    for (int64_t d = 0; d < D; ++d) {
+      int64_t i = r * D + d;
+      T xhat = x[i] * rstd[r];
+      meanGX += dy[i] * gamma[d] * xhat;
+      dgamma[d] += dy[i] * xhat;
+    }
+    meanGX /= T(D);
+    for (int64_t d = 0; d < D; ++d) {
+      int64_t i = r * D + d;
+      dx[i] = rstd[r] * (dy[i] * gamma[d] - x[i] * rstd[r] * meanGX);
+    }
+  }
+  return {std::move(dx), std::move(dgamma)};
+}
+
 #define HET_INSTANTIATE(T)                                                       \
   template std::array<Tensor<T>, 3> batchNorm(const Tensor<T> &, const Tensor<T> &, \
                                               const Tensor<T> &, double, bool);  \
@@ -154,7 +197,10 @@ std::array<Tensor<T>, 3> layerNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
                                               const Tensor<T> &, double);        \
   template std::array<Tensor<T>, 3> layerNormGrad(                               \
       const Tensor<T> &, const Tensor<T> &, const Tensor<T> &, const Tensor<T> &, \
-      const Tensor<T> &);
+      const Tensor<T> &);                                                        \
+  template std::array<Tensor<T>, 2> rmsNorm(const Tensor<T> &, const Tensor<T> &, double); \
+  template std::array<Tensor<T>, 2> rmsNormGrad(const Tensor<T> &, const Tensor<T> &,  \
+                                                const Tensor<T> &, const Tensor<T> &);
 HET_INSTANTIATE(float)
 HET_INSTANTIATE(double)
 HET_INSTANTIATE(long double)

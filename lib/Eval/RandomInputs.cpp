@@ -29,7 +29,7 @@ int64_t integerBound(Value argument) {
 bool isNormalizationScale(Value argument) {
   for (OpOperand &use : argument.getUses()) {
     Operation *user = use.getOwner();
-    if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp>(user) &&
+    if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp, RMSNormOp>(user) &&
         use.getOperandNumber() == 1)
       return true;
   }

@@ -180,6 +180,23 @@ func.func @layer_norm(%x: tensor<2x3x6xf64> {het.param}, %g: tensor<6xf64> {het.
   return %loss : tensor<f64>
 }
 
+// CHECK: gradcheck @rms_norm: {{.*}} PASS
+func.func @rms_norm(%x: tensor<2x3x6xf64> {het.param}, %g: tensor<6xf64> {het.param}, %r: tensor<2x3x6xf64>) -> tensor<f64> {
+  %y, %s = het.rms_norm %x, %g : tensor<2x3x6xf64>, tensor<6xf64> -> tensor<2x3x6xf64>, tensor<2x3xf64>
+  %weighted = het.mul %y, %r : tensor<2x3x6xf64>, tensor<2x3x6xf64> -> tensor<2x3x6xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x3x6xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// An epsilon comparable to the mean square, so that its part is checked.
+// CHECK: gradcheck @rms_norm_epsilon: {{.*}} PASS
+func.func @rms_norm_epsilon(%x: tensor<4x5xf64> {het.param}, %g: tensor<5xf64> {het.param}, %r: tensor<4x5xf64>) -> tensor<f64> {
+  %y, %s = het.rms_norm %x, %g {epsilon = 0.05 : f64} : tensor<4x5xf64>, tensor<5xf64> -> tensor<4x5xf64>, tensor<4xf64>
+  %weighted = het.mul %y, %r : tensor<4x5xf64>, tensor<4x5xf64> -> tensor<4x5xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<4x5xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
 // CHECK: gradcheck @softmax_axis: {{.*}} PASS
 func.func @softmax_axis(%x: tensor<3x4x2xf64> {het.param}, %r: tensor<3x4x2xf64>) -> tensor<f64> {
   %y = het.softmax %x {axis = 1 : i64, scale = 0.5 : f64} : tensor<3x4x2xf64>

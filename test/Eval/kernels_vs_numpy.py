@@ -76,6 +76,23 @@ ln_ref = (ln - ln.mean(-1, keepdims=True)) / np.sqrt(ln.var(-1, keepdims=True) +
 case("layer_norm", f"%x: {t(ln.shape)}, %g: {t((6,))}, %b: {t((6,))}",
      f"%y, %m, %s = het.layer_norm %x, %g, %b : {t(ln.shape)}, {t((6,))}, {t((6,))} -> {t(ln.shape)}, {t((2, 3))}, {t((2, 3))}",
      t(ln.shape), [ln, lg, lb], ln_ref)
+# RMS norm, and its gradient from the chain rule through r = (mean(x^2) + eps)^-1/2
+# (dr/dx = -r^3 x / D), not the kernel's xhat form.
+rx = rng.standard_normal((2, 3, 6)); rw = rng.standard_normal(6); rdy = rng.standard_normal((2, 3, 6))
+rr = 1 / np.sqrt((rx * rx).mean(-1, keepdims=True) + 1e-6)
+rg = rdy * rw
+rms_sig = f"%dy: {t(rx.shape)}, %x: {t(rx.shape)}, %w: {t((6,))}, %r: {t((2, 3))}"
+rms_types = f"{t(rx.shape)}, {t(rx.shape)}, {t((6,))}, {t((2, 3))} -> {t(rx.shape)}, {t((6,))}"
+case("rms_norm", f"%x: {t(rx.shape)}, %w: {t((6,))}",
+     f"%y, %r = het.rms_norm %x, %w : {t(rx.shape)}, {t((6,))} -> {t(rx.shape)}, {t((2, 3))}",
+     t(rx.shape), [rx, rw], rx * rr * rw)
+case("rms_norm_grad_input", rms_sig,
+     f"%y, %dw = het.rms_norm_grad %dy, %x, %w, %r : {rms_types}",
+     t(rx.shape), [rdy, rx, rw, rr[..., 0]],
+     rr * rg - rr ** 3 * rx * (rg * rx).sum(-1, keepdims=True) / 6)
+case("rms_norm_grad_scale", rms_sig,
+     f"%dx, %y = het.rms_norm_grad %dy, %x, %w, %r : {rms_types}",
+     t((6,)), [rdy, rx, rw, rr[..., 0]], (rdy * rx * rr).sum(axis=(0, 1)))
 sm = rng.standard_normal((2, 3, 5))  # 3 queries, 5 keys: query i sees keys j <= i + 2
 mask = np.array([[j <= i + 2 for j in range(5)] for i in range(3)])
 logits = np.where(mask, 0.7 * sm, -np.inf)
