@@ -89,6 +89,12 @@ static double forwardFlops(mlir::Operation *op) {
         ++ops;
     return out * std::max(1.0, ops);
   }
+  // RMS norm: a square, a sum and two products per element; its gradient
+  // two row sums (g xhat, dy xhat) and the element-wise dx formula.
+  if (name == "het.rms_norm")
+    return 4 * out;
+  if (name == "het.rms_norm_grad")
+    return 10 * out;
   if (name == "het.softmax" || name == "het.layer_norm" ||
       name == "het.batch_norm" || name == "het.gelu" ||
       name == "het.cross_entropy")

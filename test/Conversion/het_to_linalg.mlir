@@ -86,6 +86,41 @@ func.func @layer_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %b: tensor<32
 
 // -----
 
+// RMS norm over the last dimension: the row sum of squares, rstd from it,
+// then the scaled output; no centring, no runtime call.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK: math.sqrt
+// CHECK: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-NOT: arith.subf
+// CHECK-NOT: call
+// REF-LABEL: func.func @rms_norm
+// REF-NOT: call
+// REF: return
+func.func @rms_norm(%x: tensor<4x16x32xf32>, %g: tensor<32xf32>) -> tensor<4x16x32xf32> {
+  %y, %r = het.rms_norm %x, %g : tensor<4x16x32xf32>, tensor<32xf32> -> tensor<4x16x32xf32>, tensor<4x16xf32>
+  return %y : tensor<4x16x32xf32>
+}
+
+// -----
+
+// Its gradient: a row reduction (g * xhat), a column reduction over both
+// leading dimensions (dgamma), then dx element-wise.
+// CHECK-LABEL: func.func @rms_norm_grad
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: iterator_types = ["reduction", "reduction", "parallel"]
+// CHECK: iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: arith.subf
+// CHECK-NOT: call
+func.func @rms_norm_grad(%dy: tensor<4x16x32xf32>, %x: tensor<4x16x32xf32>, %g: tensor<32xf32>, %r: tensor<4x16xf32>) -> (tensor<4x16x32xf32>, tensor<32xf32>) {
+  %dx, %dg = het.rms_norm_grad %dy, %x, %g, %r : tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<32xf32>, tensor<4x16xf32> -> tensor<4x16x32xf32>, tensor<32xf32>
+  return %dx, %dg : tensor<4x16x32xf32>, tensor<32xf32>
+}
+
+// -----
+
 // Cross-entropy: labels are range-checked by the runtime, then row peak,
 // row sum of exponentials, the label's logit (a masked row reduction) and
 // the mean over rows are generated code.

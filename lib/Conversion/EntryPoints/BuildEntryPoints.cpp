@@ -85,7 +85,8 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
     }
     bool scale = false;
     for (OpOperand &use : argument.getUses())
-      if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp>(use.getOwner()) &&
+      if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp, RMSNormOp>(
+              use.getOwner()) &&
           use.getOperandNumber() == 1)
         scale = true;
     double center = scale ? 1.0 : 0.0;

@@ -1,7 +1,7 @@
 //===- HetToLinalg.cpp - het element-wise, layout and optimizer ops to linalg --===//
 //
 // Element-wise ops (with NumPy broadcasting), het.elementwise bodies,
-// reductions, reshapes, transposes, softmax, layer norm, cross-entropy and
+// reductions, reshapes, transposes, softmax, layer and RMS norm, cross-entropy and
 // the optimizer updates become linalg.generic / linalg.transpose / tensor
 // reshapes, so later upstream passes fuse, bufferize and vectorize them.
 // Concatenation and slicing are in LayoutToLinalg.cpp, the contractions of
@@ -33,8 +33,8 @@ using namespace mlir::het::lowering;
 bool mlir::het::isLoweredToLinalg(Operation *op) {
   return isa<ReluOp, ReluGradOp, GeluOp, GeluGradOp, AddOp, SubOp, MulOp, ElementwiseOp,
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
-             SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, CrossEntropyOp,
-             CrossEntropyGradOp, SGDOp, AdamOp, TransferOp>(op) ||
+             SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, RMSNormOp,
+             RMSNormGradOp, CrossEntropyOp, CrossEntropyGradOp, SGDOp, AdamOp, TransferOp>(op) ||
          isLayoutLoweredToLinalg(op);
 }
 
@@ -371,6 +371,86 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
               return SmallVector<Value>{nb.create<arith::MulFOp>(l, a[4], inner)};
             })[0];
         return SmallVector<Value>{dx, columnSums[0], columnSums[1]};
+      })
+      .Case([&](RMSNormOp o) -> FailureOr<SmallVector<Value>> {
+        // As lib/Eval's rmsNorm, over the last dimension: the row sum of
+        // squares, rstd = 1/sqrt(sum/D + eps), y = x rstd gamma.
+        RankedTensorType type = resultType();
+        Type f = type.getElementType();
+        LastAxisLayout layout = lastAxisLayout(b, type, o.getScale());
+        int64_t D = layout.size;
+        AffineMap full = layout.full, row = layout.row, channel = layout.channel;
+        auto rowType = cast<RankedTensorType>(op->getResult(1).getType());
+        double epsilon = o.getEpsilon().convertToDouble();
+        Value x = o.getInput();
+        Value squares = buildGeneric(
+            b, loc, {x}, {full}, {filledTensor(b, loc, rowType.getShape(), f, 0.0)}, {row},
+            layout.reduce, [&](OpBuilder &nb, Location l, ValueRange a) {
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[1], nb.create<arith::MulFOp>(l, a[0], a[0]))};
+            })[0];
+        Value rstd = buildElementwise(
+            b, loc, TypeRange{rowType}, {squares}, [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value meanSquare =
+                  nb.create<arith::DivFOp>(l, a[0], cst(nb, l, a[0], static_cast<double>(D)));
+              Value root = nb.create<math::SqrtOp>(
+                  l, nb.create<arith::AddFOp>(l, meanSquare, cst(nb, l, a[0], epsilon)));
+              return SmallVector<Value>{
+                  nb.create<arith::DivFOp>(l, cst(nb, l, a[0], 1.0), root)};
+            })[0];
+        Value y = buildGeneric(
+            b, loc, {x, rstd, o.getScale()}, {full, row, channel},
+            {b.create<tensor::EmptyOp>(loc, type.getShape(), f)}, {full}, layout.parallel,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              return SmallVector<Value>{nb.create<arith::MulFOp>(
+                  l, nb.create<arith::MulFOp>(l, a[0], a[1]), a[2])};
+            })[0];
+        return SmallVector<Value>{y, rstd};
+      })
+      .Case([&](RMSNormGradOp o) -> FailureOr<SmallVector<Value>> {
+        // With g = dy gamma and xhat = x rstd: dx = rstd (g - xhat mean(g xhat)),
+        // dgamma = sum dy xhat (over all rows).
+        RankedTensorType type = resultType();
+        Type f = type.getElementType();
+        LastAxisLayout layout = lastAxisLayout(b, type, o.getScale());
+        int64_t n = layout.rank, axis = layout.axis, D = layout.size;
+        AffineMap full = layout.full, row = layout.row, channel = layout.channel;
+        SmallVector<utils::IteratorType> columns(n, utils::IteratorType::reduction);
+        columns[axis] = utils::IteratorType::parallel;
+        auto rowType = cast<RankedTensorType>(o.getSavedRstd().getType());
+        auto vectorType = cast<RankedTensorType>(op->getResult(1).getType());
+        Value dy = o.getGradOutput(), x = o.getInput(), gamma = o.getScale();
+        Value rstd = o.getSavedRstd();
+        Value dot = buildGeneric(
+            b, loc, {dy, x, gamma, rstd}, {full, full, channel, row},
+            {filledTensor(b, loc, rowType.getShape(), f, 0.0)}, {row}, layout.reduce,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value xhat = nb.create<arith::MulFOp>(l, a[1], a[3]);
+              Value g = nb.create<arith::MulFOp>(l, a[0], a[2]);
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[4], nb.create<arith::MulFOp>(l, g, xhat))};
+            })[0];
+        Value dgamma = buildGeneric(
+            b, loc, {dy, x, rstd}, {full, full, row},
+            {filledTensor(b, loc, vectorType.getShape(), f, 0.0)}, {channel}, columns,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value xhat = nb.create<arith::MulFOp>(l, a[1], a[2]);
+              return SmallVector<Value>{
+                  nb.create<arith::AddFOp>(l, a[3], nb.create<arith::MulFOp>(l, a[0], xhat))};
+            })[0];
+        Value dx = buildGeneric(
+            b, loc, {dy, x, gamma, rstd, dot}, {full, full, channel, row, row},
+            {b.create<tensor::EmptyOp>(loc, type.getShape(), f)}, {full}, layout.parallel,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value meanGX =
+                  nb.create<arith::DivFOp>(l, a[4], cst(nb, l, a[0], static_cast<double>(D)));
+              Value xhat = nb.create<arith::MulFOp>(l, a[1], a[3]);
+              Value g = nb.create<arith::MulFOp>(l, a[0], a[2]);
+              Value inner =
+                  nb.create<arith::SubFOp>(l, g, nb.create<arith::MulFOp>(l, xhat, meanGX));
+              return SmallVector<Value>{nb.create<arith::MulFOp>(l, a[3], inner)};
+            })[0];
+        return SmallVector<Value>{dx, dgamma};
       })
       .Case<CrossEntropyOp, CrossEntropyGradOp>([&](auto o) -> FailureOr<SmallVector<Value>> {
         // As lib/Eval: per row peak + log(sum exp(x - peak)) - x[label],
