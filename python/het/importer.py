@@ -514,7 +514,7 @@ def _setup_handlers():
     def ov(packet, name):
         return getattr(packet, name, None)
 
-    from .aten import pointwise, reduce as reductions, shape
+    from .aten import norm, pointwise, reduce as reductions, shape
 
     pointwise_ops = pointwise.register(reg, aten)
     shape_ops = shape.register(reg, aten)
@@ -744,6 +744,7 @@ def _setup_handlers():
     reg([aten.add.Tensor, aten.add.Scalar], binary("add"))
     reg([aten.sub.Tensor, aten.sub.Scalar], binary("sub"))
     reg([aten.mul.Tensor, aten.mul.Scalar], binary("mul"))
+    norm.register(reg, aten, mul=binary("mul"))  # mul.Tensor: RMS norms end in one
 
     def fn(n, *targets):
         return hasattr(n, "op") and n.op == "call_function" and n.target in targets
