@@ -261,7 +261,10 @@ void PipelineRank::setUp() {
       labelInput_ = labelInput_ == -1 ? static_cast<int>(i) : -2;
     if (!read.count(t.name))
       continue;
-    if (t.role == "data" || t.role == "label" || t.role == "index") {
+    // A constant with one row per sample (an expanded attention mask) is
+    // cut per micro-batch and replica like data; --load holds its rows.
+    if (t.role == "data" || t.role == "label" || t.role == "index" ||
+        (t.role == "const" && info_.isBatched(t.name))) {
       batchInputs_.push_back(t.name);
       continue;
     }
