@@ -171,3 +171,51 @@ def test_tiny_llama_compiles_and_trains_as_a_two_kind_pipeline(tmp_path):
     assert len(traces["one"]) == len(traces["two"]) == 20
     assert max(abs(a - b) / abs(b) for a, b in zip(traces["two"], traces["one"])) <= 1e-4
     assert max(abs(a - b) / abs(b) for a, b in zip(traces["one"], evaluated)) <= 1e-4
+
+
+def test_embedding_padding_row_gets_no_gradient():
+    """nn.Embedding(padding_idx=0) with the pad id in the batch: het trains
+    the same trace as PyTorch, and the pad row (PyTorch initialises it to
+    zeros) is unchanged after training while the others moved."""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from het import from_torch, tools
+
+    need_tool("het-eval")
+    torch.manual_seed(0)
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(12, 8, padding_idx=0)
+            self.head = nn.Linear(8, 5)
+
+        def forward(self, ids):
+            return self.head(torch.tanh(self.embed(ids)))
+
+    model = Tagger()
+    ids = torch.tensor([[0, 3, 5, 0], [7, 0, 0, 11], [1, 2, 0, 4]])
+    target = torch.randint(0, 5, (3, 4), generator=torch.Generator().manual_seed(1))
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    prog = from_torch(model, (ids,), loss="cross_entropy", target=target)
+    assert "padding_idx = 0" in prog
+    feed = {**prog.initial_values(), "input": ids.numpy(), "target": target.numpy()}
+    run = tools.train(prog, feed, steps=10, learning_rate=0.5)
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    reference = []
+    for _ in range(10):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(ids).reshape(-1, 5), target.reshape(-1))
+        loss.backward()
+        opt.step()
+        reference.append(loss.item())
+    assert max(abs(a - b) / b for a, b in zip(run.losses, reference)) <= 1e-5
+    trained = np.asarray(run["embed.weight"])
+    assert np.array_equal(trained[0], start["embed.weight"][0].numpy())
+    assert np.all(trained[0] == 0)
+    assert np.abs(trained[1:] - start["embed.weight"][1:].numpy()).max() > 1e-3
+    assert np.allclose(trained, model.embed.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
