@@ -9,7 +9,8 @@
 # device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
 # by het-run as one multi-rank job through a SIGKILLed rank and a restart
-# from checkpoints. GPU and NPU stages are not compiled yet.
+# from checkpoints; then a transformers Llama imported from PyTorch and
+# checked against it step by step. GPU and NPU stages are not compiled yet.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model="${1:-$here/examples/models/mlp.mlir}"
@@ -95,3 +96,13 @@ echo "het: het-run -n $ranks: pipelined training with async checkpoints; rank $v
   || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
 grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
   "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|checkpoint stall)' | sed 's/^/het:   /'
+# The models users bring: transformers' LlamaForCausalLM (tiny config,
+# random weights, nothing downloaded) imported from PyTorch, trained 20 steps
+# in het and compared step by step with PyTorch.
+echo "het: python -m het.export examples/torch/hf_tiny.py:llama (transformers LlamaForCausalLM: RMSNorm, rotary, GQA, SwiGLU) --train-steps 20 --check:"
+HET_TOOLS_DIR="$here/build/bin" PYTHONPATH="$here/python" "$here/.venv/bin/python" -m het.export \
+  "$here/examples/torch/hf_tiny.py:llama" --input-shape 4,16 --input-dtype int64 \
+  -o "$out/llama.mlir" --train-steps 20 --check > "$out/llama.txt" 2>&1 \
+  || { cat "$out/llama.txt"; echo "het: het.export failed" >&2; exit 1; }
+echo "het:   $(grep -c 'het.rms_norm' "$out/llama.mlir") het.rms_norm, $(grep -cE '= het\.' "$out/llama.mlir") het ops -> $out/llama.mlir"
+grep -E '^step (0|19) |^max relative' "$out/llama.txt" | sed 's/^/het:   /'

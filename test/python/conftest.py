@@ -35,3 +35,24 @@ def het_eval():
 @pytest.fixture
 def het_opt():
     return need_tool("het-opt")
+
+
+# The comparison helpers of the tests that train a model in het and in
+# PyTorch (test_numerics.py, test_rms_norm.py).
+def torch_loss(model, x, y):
+    """PyTorch's mean cross-entropy over every position, as het's loss."""
+    import torch.nn.functional as F
+
+    out = model(x)
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def feed(prog, x, y):
+    """A HetProgram's initial values with the batch as `input`/`target`."""
+    values = prog.initial_values()
+    values.update({"input": x.numpy(), "target": y.numpy()})
+    return values
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-30)

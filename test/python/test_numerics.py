@@ -9,28 +9,13 @@ import re
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 import het
 import models
+from conftest import feed, rel, torch_loss
 
 STEPS = 20
 LR = 0.1
-
-
-def torch_loss(model, x, y):
-    out = model(x)
-    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-
-
-def feed(prog, x, y):
-    values = prog.initial_values()
-    values.update({"input": x.numpy(), "target": y.numpy()})
-    return values
-
-
-def rel(a, b):
-    return abs(a - b) / max(abs(b), 1e-30)
 
 
 @pytest.mark.parametrize("name", models.MODELS)

@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import het
+from conftest import feed, rel, torch_loss
 
 STEPS = 20
 LR = 0.1
@@ -95,21 +96,6 @@ def make(norm_factory):
     x = torch.randn(3, 4, 8, generator=g) * 2
     y = torch.randint(0, 5, (3, 4), generator=g)
     return model, x, y
-
-
-def torch_loss(model, x, y):
-    out = model(x)
-    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
-
-
-def feed(prog, x, y):
-    values = prog.initial_values()
-    values.update({"input": x.numpy(), "target": y.numpy()})
-    return values
-
-
-def rel(a, b):
-    return abs(a - b) / max(abs(b), 1e-30)
 
 
 def count(op, prog):
