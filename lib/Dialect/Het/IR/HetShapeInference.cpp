@@ -425,11 +425,16 @@ LogicalResult BatchNormReluGradOp::inferReturnTypes(
 }
 
 /// Layer and RMS norm statistics have the input's shape without its last
-/// dimension; `kind` names the op in messages.
+/// dimension; `kind` names the op in messages. A gradient's `gradOutput`
+/// (when given) has the input's type.
 static LogicalResult checkLastAxisNormOperands(std::optional<Location> loc,
                                                StringRef kind, Value input, Value scale,
                                                ArrayRef<std::pair<StringRef, Value>> vectors,
-                                               ArrayRef<std::pair<StringRef, Value>> rows) {
+                                               ArrayRef<std::pair<StringRef, Value>> rows,
+                                               Value gradOutput = {}) {
+  if (gradOutput && gradOutput.getType() != input.getType())
+    return emitOptionalError(loc, "grad_output type ", gradOutput.getType(),
+                             " must equal the input type ", input.getType());
   ArrayRef<int64_t> shape = shapeOf(input);
   if (shape.empty())
     return emitOptionalError(loc, kind, " input must have rank >= 1");
@@ -471,15 +476,11 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &types) {
-  if (adaptor.getGradOutput().getType() != adaptor.getInput().getType())
-    return emitOptionalError(loc, "grad_output type ",
-                             adaptor.getGradOutput().getType(),
-                             " must equal the input type ",
-                             adaptor.getInput().getType());
   if (failed(checkLastAxisNormOperands(loc, "layer norm", adaptor.getInput(),
                                        adaptor.getScale(), {},
                                        {{"saved_mean", adaptor.getSavedMean()},
-                                        {"saved_rstd", adaptor.getSavedRstd()}})))
+                                        {"saved_rstd", adaptor.getSavedRstd()}},
+                                       adaptor.getGradOutput())))
     return failure();
   types.push_back(adaptor.getInput().getType());
   types.push_back(adaptor.getScale().getType());
@@ -504,14 +505,10 @@ LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  if (adaptor.getGradOutput().getType() != adaptor.getInput().getType())
-    return emitOptionalError(loc, "grad_output type ",
-                             adaptor.getGradOutput().getType(),
-                             " must equal the input type ",
-                             adaptor.getInput().getType());
   if (failed(checkLastAxisNormOperands(loc, "rms norm", adaptor.getInput(),
                                        adaptor.getScale(), {},
-                                       {{"saved_rstd", adaptor.getSavedRstd()}})))
+                                       {{"saved_rstd", adaptor.getSavedRstd()}},
+                                       adaptor.getGradOutput())))
     return failure();
   types.push_back(adaptor.getInput().getType());
   types.push_back(adaptor.getScale().getType());
