@@ -514,7 +514,7 @@ def _setup_handlers():
     def ov(packet, name):
         return getattr(packet, name, None)
 
-    from .aten import norm, pointwise, reduce as reductions, shape
+    from .aten import conv, norm, pointwise, reduce as reductions, shape
 
     pointwise_ops = pointwise.register(reg, aten)
     shape_ops = shape.register(reg, aten)
@@ -895,167 +895,9 @@ def _setup_handlers():
 
     reg([aten.where.self], where)
 
-    # --- convolution, pooling --------------------------------------------------
-    def convolution(im, node):
-        x_arg, w_arg, b_arg, stride, padding, dilation, transposed, _out_pad, groups = node.args[:9]
-        if transposed:
-            raise _Unsupported("transposed convolution")
-        if len(stride) != 2:
-            raise _Unsupported(f"{len(stride)}-d convolution (het.conv2d is 2-d)")
-        if isinstance(padding, str):
-            raise _Unsupported(f"padding={padding!r}")
-        x = im.tensor(x_arg)
-        ops = [x, im.tensor(w_arg)] + ([im.tensor(b_arg, like=x)] if b_arg is not None else [])
-        attrs = {}
-        if list(stride) != [1, 1]:
-            attrs["strides"] = mlir.int_array(stride)
-        if list(padding) != [0, 0]:
-            attrs["padding"] = mlir.int_array(padding)
-        if list(dilation) != [1, 1]:
-            attrs["dilation"] = mlir.int_array(dilation)
-        if groups != 1:
-            attrs["groups"] = f"{groups} : i64"
-        return im.op(node, "conv2d", ops, attrs, [im.shape_of(node)])
-
-    reg([aten.convolution.default], convolution)
-
-    def pool_attrs(kernel, stride, padding):
-        kernel = list(kernel) * (2 // len(kernel))
-        stride = list(stride or kernel) * (2 // len(stride or kernel))
-        padding = list(padding or [0, 0]) * (2 // len(padding or [0, 0]))
-        attrs = {"kernel": mlir.int_array(kernel), "strides": mlir.int_array(stride)}
-        if padding != [0, 0]:
-            attrs["padding"] = mlir.int_array(padding)
-        return attrs, padding
-
-    def max_pool(im, node):
-        args = list(node.args) + [None] * 6
-        x_arg, kernel, stride, padding, dilation, ceil = args[:6]
-        if dilation not in (None, [1, 1], [1], 1) or ceil:
-            raise _Unsupported("max pooling with dilation or ceil_mode")
-        attrs, _ = pool_attrs(kernel, stride, padding)
-        return im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [im.shape_of(node)])
-
-    def _shape0(node):
-        val = node.meta["val"]
-        return tuple((val[0] if isinstance(val, (tuple, list)) else val).shape)
-
-    def max_pool_with_indices(im, node):
-        args = list(node.args) + [None] * 6
-        x_arg, kernel, stride, padding, dilation, ceil = args[:6]
-        if dilation not in (None, [1, 1], [1], 1) or ceil:
-            raise _Unsupported("max pooling with dilation or ceil_mode")
-        attrs, _ = pool_attrs(kernel, stride, padding)
-        y = im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [_shape0(node)])
-        return (y, None)
-
-    reg([aten.max_pool2d_with_indices.default], max_pool_with_indices)
-    reg([aten.max_pool2d.default], max_pool)
-
-    def avg_pool(im, node):
-        args = list(node.args) + [None] * 7
-        x_arg, kernel, stride, padding, ceil, count_include_pad, divisor = args[:7]
-        if count_include_pad is None:
-            count_include_pad = True
-        attrs, pad = pool_attrs(kernel, stride, padding)
-        if ceil or divisor is not None:
-            raise _Unsupported("average pooling with ceil_mode or divisor_override")
-        if pad != [0, 0] and count_include_pad:
-            raise _Unsupported("average pooling with padding and count_include_pad=True "
-                               "(het.avg_pool2d excludes padding)")
-        return im.op(node, "avg_pool2d", [im.tensor(x_arg)], attrs, [im.shape_of(node)])
-
-    reg([aten.avg_pool2d.default], avg_pool)
-
-    def adaptive_avg_pool(im, node):
-        x = im.tensor(node.args[0])
-        out = list(node.args[1])
-        h, w = x.shape[-2:]
-        if any(o == 0 for o in out) or h % out[0] or w % out[1]:
-            raise _Unsupported(f"adaptive average pooling from {h}x{w} to {out} (sizes must divide)")
-        k = [h // out[0], w // out[1]]
-        attrs = {"kernel": mlir.int_array(k), "strides": mlir.int_array(k)}
-        return im.op(node, "avg_pool2d", [x], attrs, [im.shape_of(node)])
-
-    reg([aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool2d.default], adaptive_avg_pool)
-
-    def reduce(name):
-        def handler(im, node):
-            x = im.tensor(node.args[0])
-            dims = node.args[1] if len(node.args) > 1 else None
-            keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
-            if node.kwargs.get("dtype") is not None:
-                raise _Unsupported("reduction with a dtype")
-            if dims is None or len(dims) == 0:
-                dims = list(range(len(x.shape)))
-            axes = sorted(d % len(x.shape) for d in dims)
-            attrs = {"axes": mlir.int_array(axes)}
-            if keep:
-                attrs["keep_dims"] = None
-            return im.op(node, name, [x], attrs, [im.shape_of(node)])
-
-        return handler
-
-    reg([aten.mean.dim, aten.mean.default], reduce("reduce_mean"))
-    reg([aten.sum.dim_IntList, aten.sum.default], reduce("reduce_sum"))
-
-    # --- normalisation --------------------------------------------------------
-    def batch_norm(im, node):
-        x_arg, w_arg, b_arg, rm, rv, training, _momentum, eps = node.args[:8]
-        x = im.tensor(x_arg)
-        c = x.shape[1]
-        ones = _Const(torch.ones(c))
-        zeros = _Const(torch.zeros(c))
-        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(ones, like=x)
-        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(zeros, like=x)
-        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
-        if not training:
-            raise _Unsupported("batch norm in eval mode inside a training graph")
-        y, mean, inv = im.op(node, "batch_norm", [x, w, b], attrs,
-                             [x.shape, (c,), (c,)], hint=node.name)
-        return (y, None, None, None, None)
-
-    reg([aten._native_batch_norm_legit_functional.default], batch_norm)
-
-    def batch_norm_no_stats(im, node):
-        # _native_batch_norm_legit(x, w, b, training, momentum, eps): affine, no running stats
-        x_arg, w_arg, b_arg, training, momentum, eps = node.args[:6]
-        x = im.tensor(x_arg)
-        c = x.shape[1]
-        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(_Const(torch.ones(c)), like=x)
-        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(_Const(torch.zeros(c)), like=x)
-        if not training:
-            raise _Unsupported("batch norm without statistics in eval mode")
-        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
-        y, _m, _s = im.op(node, "batch_norm", [x, w, b], attrs, [x.shape, (c,), (c,)])
-        return (y, None, None)
-
-    reg([ov(aten._native_batch_norm_legit, "no_stats")], batch_norm_no_stats)
-
-    def batch_norm_inference(im, node):
-        x_arg, w_arg, b_arg, rm, rv, _momentum, eps = node.args[:7]
-        x = im.tensor(x_arg)
-        ops = [x, im.tensor(w_arg, like=x), im.tensor(b_arg, like=x),
-               im.tensor(rm, like=x), im.tensor(rv, like=x)]
-        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
-        y = im.op(node, "batch_norm_inference", ops, attrs, [x.shape])
-        return (y, None, None)
-
-    reg([aten._native_batch_norm_legit_no_training.default], batch_norm_inference)
-
-    def layer_norm(im, node):
-        x_arg, normalized, w_arg, b_arg, eps = node.args[:5]
-        x = im.tensor(x_arg)
-        if len(normalized) != 1:
-            raise _Unsupported("layer norm over more than the last dimension")
-        d = x.shape[-1]
-        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(_Const(torch.ones(d)), like=x)
-        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(_Const(torch.zeros(d)), like=x)
-        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
-        y, _m, _r = im.op(node, "layer_norm", [x, w, b], attrs, [x.shape, x.shape[:-1], x.shape[:-1]])
-        return (y, None, None)
-
-    reg([aten.native_layer_norm.default], layer_norm)
+    conv.register(reg, aten)
+    reductions.register_mean_sum(reg, aten)
+    norm.register_batch_and_layer_norm(reg, aten)
 
     # --- embedding and losses --------------------------------------------------
     def embedding(im, node):

@@ -1,4 +1,6 @@
-"""RMS normalisation, recognised in its decomposed form.
+"""Normalisation: BatchNorm (training mode, without running statistics,
+eval mode) and LayerNorm map op for op (`register_batch_and_layer_norm`);
+RMS normalisation is recognised in its decomposed form (below).
 
 After core decompositions, Llama's `LlamaRMSNorm`, `torch.nn.RMSNorm`,
 `F.rms_norm` and the hand-written `x * torch.rsqrt(x.pow(2).mean(-1,
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import mlir
-from ..importer import Const
+from ..importer import Const, Unsupported
 
 # het.rms_norm's default epsilon (include/het/Dialect/Het/IR/HetComputeOps.td)
 DEFAULT_EPSILON = 1e-6
@@ -159,3 +161,69 @@ def register(reg, aten, mul):
         return mul(im, node)
 
     reg([aten.mul.Tensor], mul_or_rms_norm)
+
+
+def register_batch_and_layer_norm(reg, aten):
+    """BatchNorm in training mode (with or without running statistics) and
+    in eval mode, and LayerNorm over the last dimension."""
+    import torch
+
+    def ov(packet, name):
+        return getattr(packet, name, None)
+
+    def batch_norm(im, node):
+        x_arg, w_arg, b_arg, rm, rv, training, _momentum, eps = node.args[:8]
+        x = im.tensor(x_arg)
+        c = x.shape[1]
+        ones = Const(torch.ones(c))
+        zeros = Const(torch.zeros(c))
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(ones, like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(zeros, like=x)
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        if not training:
+            raise Unsupported("batch norm in eval mode inside a training graph")
+        y, mean, inv = im.op(node, "batch_norm", [x, w, b], attrs,
+                             [x.shape, (c,), (c,)], hint=node.name)
+        return (y, None, None, None, None)
+
+    reg([aten._native_batch_norm_legit_functional.default], batch_norm)
+
+    def batch_norm_no_stats(im, node):
+        # _native_batch_norm_legit(x, w, b, training, momentum, eps): affine, no running stats
+        x_arg, w_arg, b_arg, training, momentum, eps = node.args[:6]
+        x = im.tensor(x_arg)
+        c = x.shape[1]
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(Const(torch.ones(c)), like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(Const(torch.zeros(c)), like=x)
+        if not training:
+            raise Unsupported("batch norm without statistics in eval mode")
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y, _m, _s = im.op(node, "batch_norm", [x, w, b], attrs, [x.shape, (c,), (c,)])
+        return (y, None, None)
+
+    reg([ov(aten._native_batch_norm_legit, "no_stats")], batch_norm_no_stats)
+
+    def batch_norm_inference(im, node):
+        x_arg, w_arg, b_arg, rm, rv, _momentum, eps = node.args[:7]
+        x = im.tensor(x_arg)
+        ops = [x, im.tensor(w_arg, like=x), im.tensor(b_arg, like=x),
+               im.tensor(rm, like=x), im.tensor(rv, like=x)]
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y = im.op(node, "batch_norm_inference", ops, attrs, [x.shape])
+        return (y, None, None)
+
+    reg([aten._native_batch_norm_legit_no_training.default], batch_norm_inference)
+
+    def layer_norm(im, node):
+        x_arg, normalized, w_arg, b_arg, eps = node.args[:5]
+        x = im.tensor(x_arg)
+        if len(normalized) != 1:
+            raise Unsupported("layer norm over more than the last dimension")
+        d = x.shape[-1]
+        w = im.tensor(w_arg, like=x) if w_arg is not None else im.const_value(Const(torch.ones(d)), like=x)
+        b = im.tensor(b_arg, like=x) if b_arg is not None else im.const_value(Const(torch.zeros(d)), like=x)
+        attrs = {} if abs(eps - 1e-5) < 1e-20 else {"epsilon": mlir.float_attr(eps)}
+        y, _m, _r = im.op(node, "layer_norm", [x, w, b], attrs, [x.shape, x.shape[:-1], x.shape[:-1]])
+        return (y, None, None)
+
+    reg([aten.native_layer_norm.default], layer_norm)

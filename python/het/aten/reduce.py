@@ -1,4 +1,4 @@
-"""Reductions beyond sum and mean: amax, var, log_softmax.
+"""Reductions: sum and mean over any axes, amax, var, log_softmax.
 
 var and log_softmax are compositions of het ops (reduce_mean/sum/max and
 point-wise bodies), so their gradients come from the parts; log_softmax is
@@ -67,3 +67,26 @@ def register(reg, aten):
                            shape=x.shape)
 
     reg([aten._log_softmax.default], log_softmax)
+
+
+def register_mean_sum(reg, aten):
+    """mean and sum over given axes (or all): het.reduce_mean, het.reduce_sum."""
+    def reduce(name):
+        def handler(im, node):
+            x = im.tensor(node.args[0])
+            dims = node.args[1] if len(node.args) > 1 else None
+            keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+            if node.kwargs.get("dtype") is not None:
+                raise Unsupported("reduction with a dtype")
+            if dims is None or len(dims) == 0:
+                dims = list(range(len(x.shape)))
+            axes = sorted(d % len(x.shape) for d in dims)
+            attrs = {"axes": mlir.int_array(axes)}
+            if keep:
+                attrs["keep_dims"] = None
+            return im.op(node, name, [x], attrs, [im.shape_of(node)])
+
+        return handler
+
+    reg([aten.mean.dim, aten.mean.default], reduce("reduce_mean"))
+    reg([aten.sum.dim_IntList, aten.sum.default], reduce("reduce_sum"))
