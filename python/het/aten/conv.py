@@ -40,25 +40,19 @@ def register(reg, aten):
         return attrs, padding
 
     def max_pool(im, node):
+        """het.max_pool2d; its shape is the values' (the first result of
+        max_pool2d_with_indices, whose indices het does not produce)."""
         args = list(node.args) + [None] * 6
         x_arg, kernel, stride, padding, dilation, ceil = args[:6]
         if dilation not in (None, [1, 1], [1], 1) or ceil:
             raise Unsupported("max pooling with dilation or ceil_mode")
         attrs, _ = pool_attrs(kernel, stride, padding)
-        return im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [im.shape_of(node)])
-
-    def _shape0(node):
         val = node.meta["val"]
-        return tuple((val[0] if isinstance(val, (tuple, list)) else val).shape)
+        shape = tuple((val[0] if isinstance(val, (tuple, list)) else val).shape)
+        return im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [shape])
 
     def max_pool_with_indices(im, node):
-        args = list(node.args) + [None] * 6
-        x_arg, kernel, stride, padding, dilation, ceil = args[:6]
-        if dilation not in (None, [1, 1], [1], 1) or ceil:
-            raise Unsupported("max pooling with dilation or ceil_mode")
-        attrs, _ = pool_attrs(kernel, stride, padding)
-        y = im.op(node, "max_pool2d", [im.tensor(x_arg)], attrs, [_shape0(node)])
-        return (y, None)
+        return (max_pool(im, node), None)
 
     reg([aten.max_pool2d_with_indices.default], max_pool_with_indices)
     reg([aten.max_pool2d.default], max_pool)
