@@ -7,33 +7,53 @@
 
 namespace het::eval {
 
+namespace {
+
+/// The reduced axes of a reduction over `axes` (negative ones from the end)
+/// of a tensor of `shape`: the result's shape with kept dimensions
+/// (`kept`), and the number of elements each result element reduces.
+struct Reduction {
+  std::vector<bool> reduced;
+  Shape kept;
+  int64_t count = 1;
+
+  Reduction(const Shape &shape, const std::vector<int64_t> &axes)
+      : reduced(shape.size(), false), kept(shape) {
+    int64_t rank = static_cast<int64_t>(shape.size());
+    for (int64_t axis : axes)
+      reduced[axis < 0 ? axis + rank : axis] = true;
+    for (int64_t d = 0; d < rank; ++d)
+      if (reduced[d]) {
+        count *= kept[d];
+        kept[d] = 1;
+      }
+  }
+
+  /// Drops the reduced dimensions from a result of shape `kept`.
+  template <typename T> void squeeze(Tensor<T> &out, const Shape &input) const {
+    Shape squeezed;
+    for (size_t d = 0; d < input.size(); ++d)
+      if (!reduced[d])
+        squeezed.push_back(input[d]);
+    out.shape = squeezed;
+  }
+};
+
+} // namespace
+
 template <typename T>
 Tensor<T> reduceSum(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims,
                     bool mean) {
-  std::vector<bool> reduced(x.rank(), false);
-  for (int64_t axis : axes)
-    reduced[axis < 0 ? axis + x.rank() : axis] = true;
-  Shape kept = x.shape;
-  int64_t count = 1;
-  for (int64_t d = 0; d < x.rank(); ++d)
-    if (reduced[d]) {
-      count *= kept[d];
-      kept[d] = 1;
-    }
-  Tensor<T> out(kept, T(0));
-  std::vector<int64_t> offsets = broadcastOffsets(kept, x.shape);
+  Reduction r(x.shape, axes);
+  Tensor<T> out(r.kept, T(0));
+  std::vector<int64_t> offsets = broadcastOffsets(r.kept, x.shape);
   for (int64_t i = 0; i < x.size(); ++i)
     out[offsets[i]] += x[i];
   if (mean)
     for (T &value : out.data)
-      value /= T(count);
-  if (!keepDims) {
-    Shape squeezed;
-    for (int64_t d = 0; d < x.rank(); ++d)
-      if (!reduced[d])
-        squeezed.push_back(x.shape[d]);
-    out.shape = squeezed;
-  }
+      value /= T(r.count);
+  if (!keepDims)
+    r.squeeze(out, x.shape);
   return out;
 }
 
@@ -61,27 +81,16 @@ Tensor<T> transpose(const Tensor<T> &x, const std::vector<int64_t> &perm) {
 
 template <typename T>
 Tensor<T> reduceMax(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims) {
-  std::vector<bool> reduced(x.rank(), false);
-  for (int64_t axis : axes)
-    reduced[axis < 0 ? axis + x.rank() : axis] = true;
-  Shape kept = x.shape;
-  for (int64_t d = 0; d < x.rank(); ++d)
-    if (reduced[d])
-      kept[d] = 1;
-  Tensor<T> out(kept, -std::numeric_limits<T>::infinity());
-  std::vector<int64_t> offsets = broadcastOffsets(kept, x.shape);
+  Reduction r(x.shape, axes);
+  Tensor<T> out(r.kept, -std::numeric_limits<T>::infinity());
+  std::vector<int64_t> offsets = broadcastOffsets(r.kept, x.shape);
   for (int64_t i = 0; i < x.size(); ++i) {
     T &peak = out[offsets[i]];
     if (x[i] > peak || std::isnan(x[i]))
       peak = x[i]; // NaN propagates, as torch.amax does
   }
-  if (!keepDims) {
-    Shape squeezed;
-    for (int64_t d = 0; d < x.rank(); ++d)
-      if (!reduced[d])
-        squeezed.push_back(x.shape[d]);
-    out.shape = squeezed;
-  }
+  if (!keepDims)
+    r.squeeze(out, x.shape);
   return out;
 }
 
