@@ -161,12 +161,13 @@ void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
       " (het.export and HetProgram.save write them into the .npz beside the .mlir)");
 }
 
-void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer) {
+void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer,
+                int64_t first) {
   for (int64_t k = 0; k < t.count(); ++k) {
     if (t.isInteger)
-      buffer.i()[k] = array.integers[k];
+      buffer.i()[k] = array.integers[first + k];
     else
-      buffer.f()[k] = static_cast<float>(array.floats[k]);
+      buffer.f()[k] = static_cast<float>(array.floats[first + k]);
   }
 }
 

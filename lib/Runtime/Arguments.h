@@ -95,8 +95,10 @@ std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
 void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
                       const std::string &loadPath);
 
-/// Copies a loaded array into an argument's buffer (f32 or i64).
-void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer);
+/// Copies t.count() elements of a loaded array, from element `first` on,
+/// into a buffer holding `t` (f32 or i64): the whole argument, or some rows.
+void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer,
+                int64_t first = 0);
 
 /// A dataset: x [N, ...] as floats, y [N] as labels.
 struct Dataset {

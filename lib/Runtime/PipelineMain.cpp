@@ -238,16 +238,17 @@ hetrt_entry_fn PipelineRank::entry(const StageFunction &f) {
 
 void PipelineRank::setUp() {
   PipelineComm &comm = pipelineComm();
-  // Every argument of the whole step, initialized by its index as a
-  // single-rank run would; this stage keeps what its functions read, and of
-  // a split parameter its own part.
-  // Batched arguments in --load hold the whole global batch.
+  // --load's arrays by name; its batched arguments hold the whole global
+  // batch.
   if (!o_.load.empty())
     loaded_ = loadArguments(o_.load, info_, info_.globalBatch);
   std::set<std::string> given;
   for (auto &[name, array] : loaded_)
     given.insert(name);
   requireConstants(info_, given, o_.load);
+  // Every argument of the whole step, loaded or initialized by its index as
+  // a single-rank run would; this stage keeps what its functions read, and
+  // of a split parameter its own part.
   std::map<std::string, const TensorInfo *> read;
   for (const StageFunction *f : {&variant_->forward, &variant_->backward, &variant_->update})
     for (const TensorInfo &t : f->inputs)
@@ -326,17 +327,13 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       // One fixed global batch (as a single-rank run with --load trains on):
       // this replica's rows of this micro-batch, or the whole argument.
       TensorInfo local = t;
-      if (info_.isBatched(name))
+      int64_t offset = 0;
+      if (info_.isBatched(name)) {
         local.shape[0] = share_;
-      Buffer b(bytesOf(local));
-      int64_t rowElements = t.shape.empty() ? 1 : t.count() / t.shape[0];
-      int64_t offset = info_.isBatched(name) ? (first - step * info_.globalBatch) * rowElements : 0;
-      for (int64_t k = 0; k < local.count(); ++k) {
-        if (t.isInteger)
-          b.i()[k] = it->second.integers[offset + k];
-        else
-          b.f()[k] = static_cast<float>(it->second.floats[offset + k]);
+        offset = (first - step * info_.globalBatch) * (t.count() / t.shape[0]);
       }
+      Buffer b(bytesOf(local));
+      copyLoaded(it->second, local, b, offset);
       env[name] = std::move(b);
       continue;
     }
