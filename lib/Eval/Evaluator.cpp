@@ -383,6 +383,14 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                               o.getEpsilon().convertToDouble()));
         return success();
       })
+      .Case([&](BatchNormRunningStatsOp o) {
+        setAll(o->getResults(),
+               batchNormRunningStats(floats(o.getRunningMean()), floats(o.getRunningVar()),
+                                     floats(o.getMean()), floats(o.getInvStd()),
+                                     o.getMomentum().convertToDouble(),
+                                     o.getEpsilon().convertToDouble(), o.statisticsCount()));
+        return success();
+      })
       .Case([&](BatchNormGradOp o) {
         setAll(o->getResults(),
                batchNormGrad(floats(o.getGradOutput()), static_cast<const Tensor<T> *>(nullptr),

@@ -84,6 +84,12 @@ template <typename T>
 Tensor<T> batchNormInference(const Tensor<T> &x, const Tensor<T> &gamma,
                              const Tensor<T> &beta, const Tensor<T> &mean,
                              const Tensor<T> &variance, double epsilon);
+/// New running mean and (unbiased) variance; `count`: values per channel.
+template <typename T>
+std::array<Tensor<T>, 2> batchNormRunningStats(const Tensor<T> &runningMean,
+                                               const Tensor<T> &runningVar,
+                                               const Tensor<T> &mean, const Tensor<T> &invStd,
+                                               double momentum, double epsilon, double count);
 /// `reluOutput` (the fused op's output) masks `dy` when given.
 template <typename T>
 std::array<Tensor<T>, 3>

@@ -65,6 +65,23 @@ Tensor<T> batchNormInference(const Tensor<T> &x, const Tensor<T> &gamma,
   return y;
 }
 
+// PyTorch's buffer update: blend by momentum, the variance unbiased
+// (count / (count - 1)) and recovered from the saved 1 / sqrt(var + eps).
+template <typename T>
+std::array<Tensor<T>, 2> batchNormRunningStats(const Tensor<T> &runningMean,
+                                               const Tensor<T> &runningVar,
+                                               const Tensor<T> &mean, const Tensor<T> &invStd,
+                                               double momentum, double epsilon, double count) {
+  Tensor<T> newMean(runningMean.shape), newVar(runningVar.shape);
+  T m = T(momentum), keep = T(1) - T(momentum), unbiased = T(count / (count - 1));
+  for (int64_t c = 0; c < runningMean.size(); ++c) {
+    T variance = T(1) / (invStd[c] * invStd[c]) - T(epsilon);
+    newMean[c] = keep * runningMean[c] + m * mean[c];
+    newVar[c] = keep * runningVar[c] + m * variance * unbiased;
+  }
+  return {std::move(newMean), std::move(newVar)};
+}
+
 // dx = gamma * invStd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)).
 template <typename T>
 std::array<Tensor<T>, 3>
@@ -187,6 +204,9 @@ std::array<Tensor<T>, 2> rmsNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
 #define HET_INSTANTIATE(T)                                                       \
   template std::array<Tensor<T>, 3> batchNorm(const Tensor<T> &, const Tensor<T> &, \
                                               const Tensor<T> &, double, bool);  \
+  template std::array<Tensor<T>, 2> batchNormRunningStats(                         \
+      const Tensor<T> &, const Tensor<T> &, const Tensor<T> &, const Tensor<T> &,    \
+      double, double, double);                                                       \
   template Tensor<T> batchNormInference(const Tensor<T> &, const Tensor<T> &,    \
                                         const Tensor<T> &, const Tensor<T> &,    \
                                         const Tensor<T> &, double);              \

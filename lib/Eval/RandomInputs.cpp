@@ -3,6 +3,7 @@
 #include "het/Eval/RandomInputs.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include <cmath>
@@ -24,16 +25,6 @@ int64_t integerBound(Value argument) {
       return cast<RankedTensorType>(lookup.getTable().getType()).getShape().front();
   }
   return 2;
-}
-
-bool isNormalizationScale(Value argument) {
-  for (OpOperand &use : argument.getUses()) {
-    Operation *user = use.getOwner();
-    if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp, RMSNormOp>(user) &&
-        use.getOperandNumber() == 1)
-      return true;
-  }
-  return false;
 }
 
 } // namespace
@@ -68,8 +59,11 @@ HostArray randomArgument(func::FuncOp function, unsigned index, uint64_t seed) {
   auto representable = [isF32](double value) -> HostFloat {
     return isF32 ? static_cast<float>(value) : value;
   };
-  if (isState)
+  if (isState) {
+    if (startsAtOne(argument)) // a running variance
+      array.floats.assign(count, 1.0);
     return array;
+  }
   if (function.getArgAttr(index, HetDialect::getParamAttrName())) {
     if (type.getRank() >= 2) {
       int64_t fanIn = count / array.shape[0];
@@ -78,7 +72,7 @@ HostArray randomArgument(func::FuncOp function, unsigned index, uint64_t seed) {
       for (HostFloat &value : array.floats)
         value = representable(pick(generator));
     } else {
-      double center = isNormalizationScale(argument) ? 1.0 : 0.0;
+      double center = startsAtOne(argument) ? 1.0 : 0.0;
       std::uniform_real_distribution<double> pick(center - 0.1, center + 0.1);
       for (HostFloat &value : array.floats)
         value = representable(pick(generator));

@@ -133,6 +133,10 @@ LogicalResult rewriteForward(Operation *op, bool relu, double samples, OpBuilder
           out = nb.create<arith::MaximumFOp>(l, out, h.scalar(element, 0.0));
         return out;
       });
+  // The running statistics are those of the whole micro-batch too.
+  for (Operation *user : op->getResult(1).getUsers())
+    if (auto stats = dyn_cast<BatchNormRunningStatsOp>(user))
+      stats.setSamples(static_cast<int64_t>(samples));
   op->getResult(0).replaceAllUsesWith(y);
   op->getResult(1).replaceAllUsesWith(mean);
   op->getResult(2).replaceAllUsesWith(invStd);

@@ -4,6 +4,7 @@
 #include "het/Plan/Error.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -93,6 +94,9 @@ static double forwardFlops(mlir::Operation *op) {
   // two row sums (g xhat, dy xhat) and the element-wise dx formula.
   if (name == "het.rms_norm")
     return 4 * out;
+  // Running statistics: two blends and the unbiased variance, per channel.
+  if (name == "het.batch_norm_running_stats")
+    return 8 * out;
   if (name == "het.rms_norm_grad")
     return 10 * out;
   if (name == "het.softmax" || name == "het.layer_norm" ||
@@ -250,10 +254,7 @@ void describeTensorParallelism(mlir::ModuleOp module, mlir::func::FuncOp analyze
   // if it is one, else the forward function a training step was built from.
   mlir::func::FuncOp forward;
   auto isForward = [](mlir::func::FuncOp f) {
-    if (f.isExternal() || f.getNumResults() != 1 || f.getName().ends_with("_train_step"))
-      return false;
-    auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[0]);
-    return type && type.getRank() == 0;
+    return !f.getName().ends_with("_train_step") && mlir::het::isForwardModel(f);
   };
   if (isForward(analyzed))
     forward = analyzed;

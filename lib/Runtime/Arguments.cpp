@@ -102,6 +102,10 @@ void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buf
   int64_t n = t.count();
   if (t.init == "zeros")
     return;
+  if (t.init == "ones") { // a running variance
+    std::fill(buffer.f(), buffer.f() + n, 1.0f);
+    return;
+  }
   if (t.init == "randint") {
     std::uniform_int_distribution<int64_t> pick(0, static_cast<int64_t>(t.a) - 1);
     for (int64_t k = 0; k < n; ++k)

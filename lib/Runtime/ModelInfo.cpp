@@ -229,4 +229,14 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
   return true;
 }
 
+std::vector<const TensorInfo *> StageVariant::keptOutputs() const {
+  std::vector<const TensorInfo *> kept;
+  for (const TensorInfo &t : update.outputs)
+    kept.push_back(&t);
+  for (const TensorInfo &t : forward.outputs)
+    if (t.name != "loss" && t.name.rfind("saved.", 0) != 0)
+      kept.push_back(&t);
+  return kept;
+}
+
 } // namespace het::rt

@@ -72,6 +72,10 @@ struct ReplicaGroupInfo {
 struct StageVariant {
   std::string key;
   StageFunction forward, backward, update;
+  /// What the stage keeps from step to step and --save writes: the
+  /// update's outputs (parameters, optimizer state) and the state the
+  /// forward pass updates (BatchNorm's running statistics).
+  std::vector<const TensorInfo *> keptOutputs() const;
 };
 
 struct StageInfo {

@@ -512,7 +512,8 @@ void PipelineRank::saveAll(const std::string &path) {
   for (size_t j = 0; j < info_.stages.size(); ++j) {
     const StageInfo &st = info_.stages[j];
     const StageVariant *v = st.variant(st.replicaGroups.front().variant);
-    for (const TensorInfo &local : v->update.outputs) {
+    for (const TensorInfo *kept : v->keptOutputs()) {
+      const TensorInfo &local = *kept;
       const ShardInfo *shard = info_.shard(local.name);
       int parts = shard ? shard->parts : 1;
       TensorInfo whole = local;

@@ -5,10 +5,13 @@ based), not torch's generator's, so a model with dropout is compared with
 PyTorch with dropout off, and its dropout sites are checked here for what
 they promise: the fraction kept is 1 - p (within 5 standard deviations over
 many elements) and every kept element is scaled by exactly 1/(1-p).
+
+`state_difference`: the buffers het's training updates (BatchNorm's running
+statistics and batch counters) against the same buffers of the PyTorch run.
 """
 
 import re
-from typing import List
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -57,3 +60,27 @@ def dropout_statistics(program: str, elements: int = 1 << 16, steps: int = 2) ->
         if steps > 1 and all(np.array_equal(masks[0], m) for m in masks[1:]):
             raise tools.HetToolError(f"dropout stream {site['stream']} draws the same mask every step")
     return lines
+
+
+def state_difference(het_arrays: Dict[str, np.ndarray], module, names) -> Tuple[float, str]:
+    """The largest difference between het's final value of each buffer in
+    `names` and `module`'s, relative to the buffer's largest magnitude, and
+    the buffer where it is. Integer buffers (batch counters) must be equal:
+    any difference counts as 1."""
+    buffers = dict(module.named_buffers())
+    worst, where = 0.0, ""
+    for name in names:
+        if name not in het_arrays:
+            raise tools.HetToolError(f"het's training run returned no value for buffer {name!r}")
+        ours = np.asarray(het_arrays[name])
+        theirs = buffers[name].detach().cpu().numpy()
+        if ours.shape != theirs.shape:
+            raise tools.HetToolError(f"buffer {name!r}: het's is {ours.shape}, PyTorch's {theirs.shape}")
+        if np.issubdtype(theirs.dtype, np.integer):
+            difference = 0.0 if np.array_equal(ours, theirs) else 1.0
+        else:
+            scale = max(float(np.max(np.abs(theirs))), 1e-30)
+            difference = float(np.max(np.abs(ours.astype(np.float64) - theirs))) / scale
+        if difference >= worst:
+            worst, where = difference, name
+    return worst, where

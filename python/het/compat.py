@@ -174,13 +174,15 @@ def exportable(module):
         yield
 
 
-def capture(module, example_inputs):
+def capture(module, example_inputs, training: bool = True):
     """The decomposed `ExportedProgram` that `het.from_torch` maps.
 
-    The same steps as from_torch: `torch.export.export` in training mode
-    inside `exportable(module)`, then `run_decompositions()` (core ATen); the
-    module's train/eval mode is restored. Raises HetImportError when
-    torch.export cannot capture the module."""
+    The same steps as from_torch: `torch.export.export` in training mode (or
+    eval mode with training=False: BatchNorm normalizes with its running
+    statistics, dropout is off) inside `exportable(module)`, then
+    `run_decompositions()` (core ATen); the module's train/eval mode is
+    restored. Raises HetImportError when torch.export cannot capture the
+    module."""
     import torch
 
     from .errors import HetImportError
@@ -188,7 +190,7 @@ def capture(module, example_inputs):
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     was_training = module.training
-    module.train()
+    module.train(training)
     try:
         with exportable(module):
             try:

@@ -141,12 +141,17 @@ def _example_batch(torch, model, args):
     target = None
     if args.loss != "none":
         model.train()
+        # The forward that shapes the target must not count as a step:
+        # BatchNorm would update its running statistics.
+        buffers = copy.deepcopy(dict(model.named_buffers()))
         with torch.no_grad():
             try:
                 out = model(*inputs)
             except Exception as e:
                 raise HetError(f"the model does not run on inputs of shape "
                                f"{[list(s) for s in args.input_shape]}: {type(e).__name__}: {e}") from e
+            for name, buffer in model.named_buffers():
+                buffer.copy_(buffers[name])
         if not isinstance(out, torch.Tensor):
             raise HetError(f"the model returns {type(out).__name__}, expected one tensor")
         if args.loss == "cross_entropy":
@@ -182,6 +187,49 @@ def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr):
         opt.step()
         trace.append(float(value))
     return trace
+
+
+def _check_state(torch, model, prog, het_final, trained, err, where, noise, inputs, target, args):
+    """The buffers het's training updated (BatchNorm's running statistics)
+    against PyTorch's after the same steps, then eval mode: the model with
+    het's trained parameters and buffers, in eval mode, run by PyTorch and
+    imported into het (running statistics as constants) must agree."""
+    from . import tools
+    from .importer import from_torch
+
+    print(f"running statistics after {args.train_steps} steps ({len(prog.state)} buffers): "
+          f"max relative difference {err:.3g} at {where} (rtol {args.rtol:g}); "
+          f"PyTorch against itself nudged: {noise:.3g}")
+    if err > args.rtol and not (noise > args.rtol and err <= 10 * noise):
+        raise HetError(f"het's running statistics differ from PyTorch's by {err:.3g} at {where}")
+    # Eval mode with het's trained values: PyTorch's forward, and het's.
+    model.load_state_dict(trained)
+    tools.to_torch({k: v for k, v in het_final.items() if k in prog.params or k in prog.state},
+                   model)
+    model.eval()
+    with torch.no_grad():
+        out = model(*inputs)
+    evaluated = from_torch(model, tuple(inputs), loss=args.loss, target=target,
+                           function=args.function + "_eval", training=False)
+    if evaluated.state:
+        raise HetError("the eval-mode model still updates buffers: " + ", ".join(evaluated.state))
+    feed = evaluated.initial_values()
+    feed.update({name: t.numpy() for name, t in zip(evaluated.input_names,
+                                                     list(inputs) + [target])})
+    het_loss = float(tools.evaluate(evaluated, feed, function=args.function + "_eval",
+                                    precision=args.precision)["result0"])
+    import torch.nn.functional as F
+    if args.loss == "cross_entropy":
+        torch_loss = float(F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1)))
+    elif args.loss == "mse":
+        torch_loss = float(F.mse_loss(out, target))
+    else:
+        torch_loss = float(out)
+    difference = abs(het_loss - torch_loss) / max(abs(torch_loss), 1e-30)
+    print(f"eval mode with het's trained values: loss {het_loss:.8g} (het) vs {torch_loss:.8g} "
+          f"(PyTorch), relative difference {difference:.3g}")
+    if difference > args.rtol:
+        raise HetError(f"in eval mode het's loss differs from PyTorch's by {difference:.3g}")
 
 
 def main(argv=None) -> int:
@@ -224,6 +272,7 @@ def main(argv=None) -> int:
             if args.check:
                 model.load_state_dict(initial)
                 het_losses, reference_context = result.losses, contextlib.nullcontext()
+                het_final = result
                 if checks.dropout_sites(prog):
                     # het's masks are not torch's: dropout on, the loss must
                     # fall; the trace is compared with dropout off on both
@@ -238,10 +287,11 @@ def main(argv=None) -> int:
                                        function=args.function, dropout=False)
                     feed = plain.initial_values()
                     feed.update(data)
-                    het_losses = tools.train(plain, feed, steps=args.train_steps,
-                                             function=args.function, optimizer=args.optimizer,
-                                             learning_rate=args.lr, fuse=args.fuse,
-                                             precision=args.precision).losses
+                    het_final = tools.train(plain, feed, steps=args.train_steps,
+                                            function=args.function, optimizer=args.optimizer,
+                                            learning_rate=args.lr, fuse=args.fuse,
+                                            precision=args.precision)
+                    het_losses = het_final.losses
                     print(f"without dropout: {' '.join(f'{v:.8g}' for v in het_losses)}")
                     reference_context = without_dropout()
                     model.load_state_dict(initial)
@@ -254,6 +304,8 @@ def main(argv=None) -> int:
                 with reference_context:
                     ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
                                        args.train_steps, args.optimizer, args.lr)
+                    state_err, state_where = checks.state_difference(het_final, model, prog.state)
+                    trained = copy.deepcopy(model.state_dict())
                     # PyTorch against itself, parameters nudged by about the
                     # rounding of the precision: how much this run amplifies
                     # rounding differences (deep batch-norm nets at tiny
@@ -265,6 +317,8 @@ def main(argv=None) -> int:
                             parameter.mul_(1 + nudge)
                     nudged = _torch_trace(torch, model, check_inputs, check_target, args.loss,
                                           args.train_steps, args.optimizer, args.lr)
+                    state_noise, _ = checks.state_difference(
+                        {k: v.numpy() for k, v in trained.items()}, model, prog.state)
                 err = _max_relative(het_losses, ref)
                 noise = _max_relative(nudged, ref)
                 print(f"pytorch trace: {' '.join(f'{v:.8g}' for v in ref)}")
@@ -282,6 +336,9 @@ def main(argv=None) -> int:
                     raise HetError(f"het's loss trace differs from PyTorch's by {err:.3g} > {args.rtol:g}"
                                    + (f" and > 10x PyTorch's own sensitivity {noise:.3g}"
                                       if noise > args.rtol else ""))
+                if prog.state:
+                    _check_state(torch, model, prog, het_final, trained, state_err, state_where,
+                                 state_noise, check_inputs, check_target, args)
     except HetError as e:
         print(f"het.export: error: {e}", file=sys.stderr)
         return 1

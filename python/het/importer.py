@@ -62,31 +62,36 @@ class Argument:
     value: Value
     het_name: str
     param: bool = False
+    state: bool = False  # a buffer the forward pass updates (running statistics)
 
 
 class HetProgram(str):
     """The MLIR text of an imported model (a `str`), with what runs it.
 
     Attributes: `params` (het.name -> numpy array, the initial parameters),
+    `state` (het.name -> numpy array: the buffers the forward pass updates,
+    BatchNorm's running statistics, which the function also returns),
     `constants` (het.name -> numpy array), `input_names` (data inputs in
     argument order, including "target"), `function` (the func name),
     `num_layers`.
     """
 
     params: Dict[str, np.ndarray]
+    state: Dict[str, np.ndarray]
     constants: Dict[str, np.ndarray]
     input_names: List[str]
     function: str
     num_layers: int
 
     def initial_values(self) -> Dict[str, np.ndarray]:
-        """Parameters and constants: what het-eval needs besides the data."""
+        """Parameters, state and constants: what het-eval needs besides the data."""
         out = dict(self.params)
+        out.update(self.state)
         out.update(self.constants)
         return out
 
     def save(self, mlir_path, npz_path=None):
-        """Writes the MLIR and, beside it (`.npz`), parameters and constants."""
+        """Writes the MLIR and, beside it (`.npz`), parameters, state and constants."""
         import os
 
         mlir_path = str(mlir_path)
@@ -171,6 +176,7 @@ class _Importer:
         self.const_args: Dict[int, tuple] = {}  # id(_Const) -> (_Const, Value)
         self.constants: Dict[str, np.ndarray] = {}
         self.params: Dict[str, np.ndarray] = {}
+        self.state: Dict[str, np.ndarray] = {}  # mutated buffers by name
         self.used_names = set()
         self.layers = {}
         self.dropout_seed = 0  # every het.dropout's seed
@@ -189,6 +195,7 @@ class _Importer:
         state = self.ep.state_dict
         consts = getattr(self.ep, "constants", {}) or {}
         user = 0
+        mutated = set(sig.buffers_to_mutate.values())
         for spec in sig.input_specs:
             name = spec.arg.name
             if spec.kind == InputKind.USER_INPUT:
@@ -196,6 +203,8 @@ class _Importer:
                 user += 1
             elif spec.kind == InputKind.PARAMETER:
                 self.input_kind[name] = ("param", spec.target)
+            elif spec.kind == InputKind.BUFFER and spec.target in mutated:
+                self.input_kind[name] = ("state", spec.target)
             elif spec.kind == InputKind.BUFFER:
                 value = state[spec.target] if spec.target in state else consts[spec.target]
                 self.input_kind[name] = ("const", value)
@@ -311,9 +320,9 @@ class _Importer:
         self.emit(node, f"het.{name} {ins} {attr_text} : {types}", results)
         return results[0] if len(results) == 1 else tuple(results)
 
-    def add_argument(self, hint, shape, elem, het_name, param=False) -> Value:
+    def add_argument(self, hint, shape, elem, het_name, param=False, state=False) -> Value:
         v = Value(self.fresh(hint), tuple(shape), elem)
-        self.ctx.args.append(Argument(v, het_name, param))
+        self.ctx.args.append(Argument(v, het_name, param, state))
         return v
 
     def const_value(self, c, like: Optional[Value] = None, node=None) -> Value:
@@ -401,6 +410,9 @@ class _Importer:
         elem = mlir.element_type(val.dtype)
         if kind == "input":
             return self.add_argument(info, val.shape, elem, info)
+        if kind == "state":
+            self.state[info] = self.state_dict[info].detach().cpu().numpy().copy()
+            return self.add_argument("s_" + info, val.shape, elem, info, state=True)
         # parameter: a tied weight is named by its first name in
         # named_parameters() (e.g. "embed.weight", not "head.weight").
         everything = dict(self.module.named_parameters(remove_duplicate=False))
@@ -492,6 +504,17 @@ class _Importer:
                 f"it returns {len(user_outputs)} outputs")
         result_node = by_name[user_outputs[0]]
         result = self.get(result_node)
+        # The buffers the forward pass updates (BatchNorm's running
+        # statistics), in the order PyTorch lists them: extra results named
+        # like their state arguments, which runners feed back.
+        self.state_updates = []
+        for spec in self.ep.graph_signature.output_specs:
+            if spec.kind == OutputKind.BUFFER_MUTATION:
+                self.state_updates.append((spec.target, by_name[spec.arg.name]))
+            elif spec.kind != OutputKind.USER_OUTPUT:
+                raise HetImportError(f"the model's graph has an output of kind {spec.kind.name} "
+                                     f"({spec.arg.name}); het maps user outputs and buffer updates")
+        self.state_updates = [(name, node, self.get(node)) for name, node in self.state_updates]
         return result_node, result
 
 
@@ -735,9 +758,29 @@ def _setup_handlers():
             else:
                 a = im.tensor(lhs)
                 b = im.tensor(rhs, like=a)
+            if name == "add" and a.elem == b.elem == "i64" and a.shape == b.shape == im.shape_of(node):
+                return integer_add(im, node, a, b)
             if a.elem != b.elem or not a.elem.startswith(("f", "b")):
                 raise _Unsupported(f"het.{name} needs two float tensors of one type, got {a.elem} and {b.elem}")
             return im.op(node, name, [a, b], {}, [im.shape_of(node)])
+
+        def integer_add(im, node, a, b):
+            # A counter (BatchNorm's num_batches_tracked): arith on tensors,
+            # as het-autodiff counts Adam's steps; an import-time constant
+            # operand becomes an arith.constant rather than an argument.
+            operands = []
+            for v, arg in ((a, node.args[0]), (b, node.args[1])):
+                const = None if hasattr(arg, "op") and not isinstance(im.get(arg), _Const) else \
+                    (arg if not hasattr(arg, "op") else im.get(arg).value)
+                if const is not None and getattr(const, "numel", lambda: 1)() == 1:
+                    c = Value(im.fresh(node.name + "_one"), v.shape, "i64")
+                    im.emit(node, f"arith.constant dense<{int(const)}> : {c.type}", [c])
+                    v = c
+                operands.append(v)
+            out = Value(im.fresh(node.name), a.shape, "i64")
+            im.emit(node, f"arith.addi {operands[0].ref}, {operands[1].ref} "
+                          f"{{het.layer = {im.layer(node)} : i64}} : {out.type}", [out])
+            return out
 
         return handler
 
@@ -951,11 +994,13 @@ def _prepare_module(module):
 
 def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                function: str = "forward", params_path=None, input_names=None,
-               dropout_seed: int = 0, dropout: bool = True) -> HetProgram:
+               dropout_seed: int = 0, dropout: bool = True, training: bool = True) -> HetProgram:
     """Imports a PyTorch module as a het training graph.
 
     module          a torch.nn.Module; traced in training mode (BatchNorm uses
-                    batch statistics, as in a training step)
+                    batch statistics and updates its running statistics, which
+                    become `het.state` arguments and extra results), whatever
+                    mode the module is in
     example_inputs  a tensor or tuple of tensors: the forward's arguments
     loss            "cross_entropy" (the model returns logits [..., C]; target
                     holds class indices [...]), "mse" (target has the output's
@@ -969,6 +1014,8 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                     own stream; masks then depend on the step and sample)
     dropout         False imports every dropout as the identity (to compare
                     with PyTorch under het.compat.without_dropout)
+    training        False traces in eval mode (model.eval()): BatchNorm
+                    normalizes with its running statistics, as constants
 
     Returns a HetProgram (the MLIR text, with .params, .constants, .save()).
     Raises HetImportError, listing every unsupported op with its source line.
@@ -991,7 +1038,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         raise HetImportError(f"invalid function name {function!r}")
 
     # training mode, het.compat's fixes for third-party models, core ATen
-    ep = capture(module, example_inputs)
+    ep = capture(module, example_inputs, training=training)
 
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
     if input_names is None:
@@ -1043,12 +1090,15 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
             raise HetImportError(f"loss='none' needs the model to return a 0-d loss, it returns {out.type}")
         loss_v = out
 
-    # Arguments: data inputs, target, parameters (module order), constants.
-    order = {"input": 0, "target": 1, "param": 2, "const": 3}
+    # Arguments: data inputs, target, parameters (module order), state,
+    # constants.
+    order = {"input": 0, "target": 1, "param": 2, "state": 3, "const": 4}
 
     def arg_rank(a):
         if a.param:
             return order["param"]
+        if a.state:
+            return order["state"]
         if a.het_name == "target":
             return order["target"]
         if a.het_name.startswith("const."):
@@ -1057,6 +1107,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
 
     input_rank = {n: i for i, n in enumerate(input_names)}
     param_rank = {n: i for i, (n, _) in enumerate(module.named_parameters(remove_duplicate=False))}
+    param_rank.update({n: i for i, (n, _) in enumerate(module.named_buffers(remove_duplicate=False))})
 
     def param_order(name):
         # "w[32:64]" (a row slice, see split_linear) sorts with w, by its first row
@@ -1068,19 +1119,40 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                                               int(a.het_name[6:]) if a.het_name.startswith("const.") else 0))
     arg_text = []
     for a in args:
-        attrs = ("het.param, " if a.param else "") + f"het.name = {mlir.string_attr(a.het_name)}"
+        attrs = ("het.param, " if a.param else "") + ("het.state, " if a.state else "") + \
+            f"het.name = {mlir.string_attr(a.het_name)}"
         arg_text.append(f"{a.value.ref}: {a.value.type} {{{attrs}}}")
+    state_args = {a.het_name: a.value for a in args if a.state}
+    results = [(loss_v, "")]
+    for name, node, value in im.state_updates:
+        if not isinstance(value, Value):
+            raise HetImportError(f"het does not compute the update of buffer {name!r} "
+                                 f"(made by {node.name}); it can only keep buffers it updates")
+        if name not in state_args:  # overwritten without being read: read it as state too
+            raise HetImportError(f"buffer {name!r} is updated but never read by the model")
+        if value.type != state_args[name].type:
+            raise HetImportError(f"buffer {name!r} is {state_args[name].type}, its update "
+                                 f"{value.type}")
+        results.append((value, f" {{het.name = {mlir.string_attr(name)}}}"))
+    result_types = ", ".join(v.type + attrs for v, attrs in results)
+    if len(results) == 1:
+        result_types = loss_v.type
+    else:
+        result_types = f"({result_types})"
     header = f"func.func @{function}(\n    " + ",\n    ".join(arg_text) + \
-        f")\n    -> {loss_v.type} {{"
+        f")\n    -> {result_types} {{"
     body = "\n".join(im.ctx.lines)
     source = getattr(type(module), "__qualname__", type(module).__name__)
     text = (f"// Imported from PyTorch ({source}) by het.from_torch; loss = {loss}.\n"
-            f"{header}\n{body}\n    return {loss_v.ref} : {loss_v.type}\n}}\n")
+            f"{header}\n{body}\n    return {', '.join(v.ref for v, _ in results)} : "
+            f"{', '.join(v.type for v, _ in results)}\n}}\n")
 
     prog = HetProgram(text)
     prog.params = {a.het_name: im.params[a.het_name] for a in args if a.param}
+    prog.state = {a.het_name: im.state[a.het_name] for a in args if a.state}
     prog.constants = dict(im.constants)
-    prog.input_names = [a.het_name for a in args if not a.param and not a.het_name.startswith("const.")]
+    prog.input_names = [a.het_name for a in args
+                        if not a.param and not a.state and not a.het_name.startswith("const.")]
     prog.function = function
     prog.num_layers = max(im.layers.values(), default=0) + 1
     if params_path is not None:

@@ -264,13 +264,16 @@ _ROW_SLICE = re.compile(r"(.*)\[(\d+):(\d+)\]")
 
 def to_torch(arrays: Dict[str, np.ndarray], module=None):
     """numpy results -> torch tensors; with a module, loads every array whose
-    name is one of its parameters into it (strict about shapes). A name
-    `w[a:b]` (a parameter the importer split by rows) fills rows a..b of w."""
+    name is one of its parameters or buffers (BatchNorm's running statistics)
+    into it (strict about shapes). A name `w[a:b]` (a parameter the importer
+    split by rows) fills rows a..b of w."""
     import torch
 
-    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in arrays.items()}
+    # np.array, not np.ascontiguousarray, which makes 0-d arrays 1-d
+    tensors = {k: torch.from_numpy(np.array(v, order="C")) for k, v in arrays.items()}
     if module is not None:
         own = dict(module.named_parameters(remove_duplicate=False))
+        own.update(module.named_buffers(remove_duplicate=False))
         with torch.no_grad():
             for name, t in tensors.items():
                 target = own.get(name)

@@ -71,6 +71,20 @@ case("batch_norm", f"%x: {t(bn.shape)}, %g: {t((3,))}, %b: {t((3,))}",
 case("batch_norm_relu", f"%x: {t(bn.shape)}, %g: {t((3,))}, %b: {t((3,))}",
      f"%y, %m, %s = het.batch_norm_relu %x, %g, %b : {t(bn.shape)}, {t((3,))}, {t((3,))} -> {t(bn.shape)}, {t((3,))}, {t((3,))}",
      t(bn.shape), [bn, g, be], np.maximum(bn_ref, 0))
+# Running statistics as torch.nn.BatchNorm2d keeps them: blended by momentum,
+# the variance unbiased over the values per channel (N*H*W, or samples*H*W).
+rm0 = rng.standard_normal(3); rv0 = rng.random(3) + 0.5
+for name, attrs, per_channel, result in (
+        ("running_mean", "{momentum = 0.3 : f64}", 16, "%nm"),
+        ("running_var", "{momentum = 0.3 : f64}", 16, "%nv"),
+        ("running_var_samples", "{momentum = 0.3 : f64, samples = 8 : i64}", 32, "%nv")):
+    ref = 0.7 * rm0 + 0.3 * mu.ravel() if result == "%nm" else \
+        0.7 * rv0 + 0.3 * var.ravel() * per_channel / (per_channel - 1)
+    case(name, f"%x: {t(bn.shape)}, %g: {t((3,))}, %b: {t((3,))}, %rm: {t((3,))}, %rv: {t((3,))}",
+         f"%n, %m, %s = het.batch_norm %x, %g, %b : {t(bn.shape)}, {t((3,))}, {t((3,))} -> {t(bn.shape)}, {t((3,))}, {t((3,))}\n"
+         f"  %nm, %nv = het.batch_norm_running_stats %rm, %rv, %m, %s, %x {attrs} : {t((3,))}, {t((3,))}, {t((3,))}, {t((3,))}, {t(bn.shape)} -> {t((3,))}, {t((3,))}\n"
+         f"  %y = het.reshape {result} : {t((3,))} -> {t((3,))}",
+         t((3,)), [bn, g, be, rm0, rv0], ref)
 ln = rng.standard_normal((2, 3, 6)); lg = rng.standard_normal(6); lb = rng.standard_normal(6)
 ln_ref = (ln - ln.mean(-1, keepdims=True)) / np.sqrt(ln.var(-1, keepdims=True) + 1e-5) * lg + lb
 case("layer_norm", f"%x: {t(ln.shape)}, %g: {t((6,))}, %b: {t((6,))}",

@@ -87,3 +87,29 @@ func.func @named_loss(%w: tensor<3xf32> {het.param}) -> (tensor<f32> {het.name =
   %loss = het.reduce_sum %w {axes = array<i64: 0>} : tensor<3xf32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// State the forward model updates (BatchNorm's running statistics) is
+// returned last, under its argument's name, after the optimizer state; it
+// gets no gradient and no update of its own.
+// SGD-LABEL: func.func @running_stats_train_step(
+// SGD-SAME: %[[RM:[^:]*]]: tensor<3xf32> {het.name = "bn.running_mean", het.state}
+// SGD-SAME: %[[RV:[^:]*]]: tensor<3xf32> {het.name = "bn.running_var", het.state}
+// SGD-SAME: -> (tensor<f32> {het.name = "loss"}, tensor<3xf32> {het.name = "g"}, tensor<3xf32> {het.name = "bn.running_mean"}, tensor<3xf32> {het.name = "bn.running_var"})
+// SGD: %[[Y:.*]], %[[M:.*]], %[[S:.*]] = het.batch_norm
+// SGD: %[[NM:.*]], %[[NV:.*]] = het.batch_norm_running_stats %[[RM]], %[[RV]], %[[M]], %[[S]]
+// SGD-NOT: het.sgd %[[RM]]
+// SGD: return %{{.*}}, %{{.*}}, %[[NM]], %[[NV]] :
+// ADAM-LABEL: func.func @running_stats_train_step(
+// ADAM-SAME: {het.name = "adam.step"}, tensor<3xf32> {het.name = "bn.running_mean"}, tensor<3xf32> {het.name = "bn.running_var"})
+func.func @running_stats(%x: tensor<4x3xf32>, %g: tensor<3xf32> {het.param, het.name = "g"},
+                         %rm: tensor<3xf32> {het.state, het.name = "bn.running_mean"},
+                         %rv: tensor<3xf32> {het.state, het.name = "bn.running_var"})
+    -> (tensor<f32>, tensor<3xf32> {het.name = "bn.running_mean"},
+        tensor<3xf32> {het.name = "bn.running_var"}) {
+  %b = arith.constant dense<0.0> : tensor<3xf32>
+  %y, %m, %s = het.batch_norm %x, %g, %b : tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>
+  %nm, %nv = het.batch_norm_running_stats %rm, %rv, %m, %s, %x : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4x3xf32> -> tensor<3xf32>, tensor<3xf32>
+  %sq = het.mul %y, %y : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  %loss = het.reduce_sum %sq {axes = array<i64: 0, 1>} : tensor<4x3xf32> -> tensor<f32>
+  return %loss, %nm, %nv : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+}

@@ -1,13 +1,25 @@
 // RUN: het-opt %s --het-autodiff --split-input-file --verify-diagnostics
 
-// expected-error @+1 {{het-autodiff: @two_results must return exactly one value (the loss), returns 2}}
-func.func @two_results(%w: tensor<3xf32> {het.param}) -> (tensor<3xf32>, tensor<3xf32>) {
-  return %w, %w : tensor<3xf32>, tensor<3xf32>
+// A result after the loss must be the next value of a het.state argument.
+// expected-error @+1 {{het-autodiff: @two_results result 1 ('result1') is neither the loss nor named like a het.state argument}}
+func.func @two_results(%w: tensor<3xf32> {het.param}) -> (tensor<f32>, tensor<3xf32>) {
+  %l = het.reduce_sum %w {axes = array<i64: 0>} : tensor<3xf32> -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
 }
 
 // -----
 
-// expected-error @+1 {{het-autodiff: @vector_loss must return a 0-d float loss, returns 'tensor<3xf32>'}}
+// expected-error @+1 {{het-autodiff: @state_type result 1 ('bn.running_mean') has another type than the het.state argument of that name}}
+func.func @state_type(%w: tensor<3xf32> {het.param},
+                      %s: tensor<4xf32> {het.state, het.name = "bn.running_mean"})
+    -> (tensor<f32>, tensor<3xf32> {het.name = "bn.running_mean"}) {
+  %l = het.reduce_sum %w {axes = array<i64: 0>} : tensor<3xf32> -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{het-autodiff: @vector_loss must return a 0-d float loss first, returns 'tensor<3xf32>'}}
 func.func @vector_loss(%w: tensor<3xf32> {het.param}) -> tensor<3xf32> {
   %y = het.relu %w : tensor<3xf32>
   return %y : tensor<3xf32>

@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -60,7 +61,7 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
   Value argument = step.getArgument(i);
   auto type = cast<RankedTensorType>(argument.getType());
   if (step.getArgAttr(i, HetDialect::getStateAttrName()))
-    return "state zeros";
+    return startsAtOne(argument) ? "state ones" : "state zeros";
   // Values the PyTorch importer computed at import time (het.name
   // "const.<n>", exported into the .npz beside the model): the runtime
   // takes them from --load and refuses to invent them.
@@ -83,16 +84,33 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
       double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
       return llvm::formatv("param uniform {0:e17} {1:e17}", -bound, bound);
     }
-    bool scale = false;
-    for (OpOperand &use : argument.getUses())
-      if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp, RMSNormOp>(
-              use.getOwner()) &&
-          use.getOperandNumber() == 1)
-        scale = true;
-    double center = scale ? 1.0 : 0.0;
+    double center = startsAtOne(argument) ? 1.0 : 0.0;
     return llvm::formatv("param uniform {0:e17} {1:e17}", center - 0.1, center + 0.1);
   }
   return "data normal";
+}
+
+/// Eval mode: each training-mode batch norm whose statistics feed a
+/// het.batch_norm_running_stats normalizes with the running statistics
+/// instead (the state arguments, as they are before the step).
+void useRunningStatistics(func::FuncOp function) {
+  SmallVector<BatchNormRunningStatsOp> updates;
+  function.walk([&](BatchNormRunningStatsOp op) { updates.push_back(op); });
+  for (BatchNormRunningStatsOp stats : updates) {
+    Operation *bn = stats.getMean().getDefiningOp();
+    if (!isa_and_nonnull<BatchNormOp, BatchNormReluOp>(bn))
+      continue;
+    OpBuilder b(bn);
+    Operation *normalized = b.create<BatchNormInferenceOp>(
+        bn->getLoc(), bn->getOperand(0), bn->getOperand(1), bn->getOperand(2),
+        stats.getRunningMean(), stats.getRunningVar(), bn->getAttrOfType<FloatAttr>("epsilon"));
+    normalized->setDiscardableAttrs(bn->getDiscardableAttrDictionary());
+    if (isa<BatchNormReluOp>(bn)) {
+      normalized = b.create<ReluOp>(bn->getLoc(), normalized->getResult(0));
+      normalized->setDiscardableAttrs(bn->getDiscardableAttrDictionary());
+    }
+    bn->getResult(0).replaceAllUsesWith(normalized->getResult(0));
+  }
 }
 
 } // namespace
@@ -155,25 +173,32 @@ struct BuildEntryPointsPass
     llvm::raw_string_ostream os(info);
 
     // The predict function: the forward model returning the logits its
-    // cross-entropy reads, for evaluation accuracy.
+    // cross-entropy reads, for evaluation accuracy; in eval mode, as
+    // PyTorch's model.eval(): batch norms that keep running statistics
+    // normalize with those.
     auto forward = module.lookupSymbol<func::FuncOp>(model);
     func::FuncOp predict;
-    if (forward && !forward.isExternal() && forward.getNumResults() == 1) {
+    if (forward && isForwardModel(forward)) {
       auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
-      if (auto loss = ret.getOperand(0).getDefiningOp<CrossEntropyOp>()) {
+      if (ret.getOperand(0).getDefiningOp<CrossEntropyOp>()) {
         OpBuilder b(forward);
         b.setInsertionPointAfter(forward);
         predict = cast<func::FuncOp>(b.clone(*forward));
         predict.setName((model + "_predict").str());
         auto predictReturn = cast<func::ReturnOp>(predict.getBody().front().getTerminator());
-        auto predictLoss = predictReturn.getOperand(0).getDefiningOp<CrossEntropyOp>();
-        Value logits = predictLoss.getLogits();
-        predictReturn->setOperand(0, logits);
-        predictLoss.erase();
+        Value logits =
+            predictReturn.getOperand(0).getDefiningOp<CrossEntropyOp>().getLogits();
+        predictReturn->setOperands(logits);
+        useRunningStatistics(predict);
         predict.setType(FunctionType::get(&getContext(), predict.getArgumentTypes(),
                                           {logits.getType()}));
-        predict.setResultAttrs(0, DictionaryAttr::get(&getContext()));
-        (void)loss;
+        predict.removeResAttrsAttr();
+        SmallVector<Operation *> ops;
+        for (Operation &op : predict.getBody().front().without_terminator())
+          ops.push_back(&op);
+        for (Operation *op : llvm::reverse(ops))
+          if (isOpTriviallyDead(op))
+            op->erase();
       }
     }
     if (predict) {

@@ -34,7 +34,8 @@ bool mlir::het::isLoweredToLinalg(Operation *op) {
   return isa<ReluOp, ReluGradOp, GeluOp, GeluGradOp, AddOp, SubOp, MulOp, ElementwiseOp,
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
              SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, RMSNormOp,
-             RMSNormGradOp, CrossEntropyOp, CrossEntropyGradOp, SGDOp, AdamOp, TransferOp>(op) ||
+             RMSNormGradOp, CrossEntropyOp, CrossEntropyGradOp, SGDOp, AdamOp, TransferOp,
+             BatchNormRunningStatsOp>(op) ||
          isLayoutLoweredToLinalg(op);
 }
 
@@ -530,6 +531,32 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
       .Case([&](TransferOp o) -> FailureOr<SmallVector<Value>> {
         // One host: a transfer between device kinds moves nothing.
         return SmallVector<Value>{o.getInput()};
+      })
+      .Case([&](BatchNormRunningStatsOp o) -> FailureOr<SmallVector<Value>> {
+        // As het-eval's kernel, channel by channel.
+        double momentum = o.getMomentum().convertToDouble();
+        double epsilon = o.getEpsilon().convertToDouble();
+        double count = o.statisticsCount();
+        return buildElementwise(
+            b, loc, op->getResultTypes(),
+            ValueRange{o.getRunningMean(), o.getRunningVar(), o.getMean(), o.getInvStd()},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value keep = cst(nb, l, a[0], 1.0 - momentum), m = cst(nb, l, a[0], momentum);
+              Value newMean = nb.create<arith::AddFOp>(
+                  l, nb.create<arith::MulFOp>(l, keep, a[0]),
+                  nb.create<arith::MulFOp>(l, m, a[2]));
+              Value variance = nb.create<arith::SubFOp>(
+                  l,
+                  nb.create<arith::DivFOp>(l, cst(nb, l, a[0], 1.0),
+                                           nb.create<arith::MulFOp>(l, a[3], a[3])),
+                  cst(nb, l, a[0], epsilon));
+              Value unbiased =
+                  nb.create<arith::MulFOp>(l, variance, cst(nb, l, a[0], count / (count - 1)));
+              Value newVar = nb.create<arith::AddFOp>(
+                  l, nb.create<arith::MulFOp>(l, keep, a[1]),
+                  nb.create<arith::MulFOp>(l, m, unbiased));
+              return SmallVector<Value>{newMean, newVar};
+            });
       })
       .Case([&](SGDOp o) -> FailureOr<SmallVector<Value>> {
         Type element = resultType().getElementType();

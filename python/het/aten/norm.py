@@ -172,7 +172,7 @@ def register_batch_and_layer_norm(reg, aten):
         return getattr(packet, name, None)
 
     def batch_norm(im, node):
-        x_arg, w_arg, b_arg, rm, rv, training, _momentum, eps = node.args[:8]
+        x_arg, w_arg, b_arg, rm, rv, training, momentum, eps = node.args[:8]
         x = im.tensor(x_arg)
         c = x.shape[1]
         ones = Const(torch.ones(c))
@@ -184,7 +184,22 @@ def register_batch_and_layer_norm(reg, aten):
             raise Unsupported("batch norm in eval mode inside a training graph")
         y, mean, inv = im.op(node, "batch_norm", [x, w, b], attrs,
                              [x.shape, (c,), (c,)], hint=node.name)
-        return (y, None, None, None, None)
+        # The running statistics, when something reads them (the buffer
+        # updates torch.export lists as the graph's mutations).
+        used = {u.args[1] for u in node.users
+                if u.op == "call_function" and len(u.args) > 1 and isinstance(u.args[1], int)}
+        if not used & {3, 4}:
+            return (y, None, None, None, None)
+        if momentum is None:
+            raise Unsupported("batch norm with momentum=None (a cumulative average) keeps no "
+                              "exponential running statistics het can update; set a momentum")
+        stats_attrs = dict(attrs)
+        if abs(momentum - 0.1) > 1e-20:
+            stats_attrs["momentum"] = mlir.float_attr(momentum)
+        rm_v, rv_v = im.tensor(rm, like=x), im.tensor(rv, like=x)
+        new_mean, new_var = im.op(node, "batch_norm_running_stats", [rm_v, rv_v, mean, inv, x],
+                                  stats_attrs, [(c,), (c,)], hint=node.name + "_running")
+        return (y, None, None, new_mean, new_var)
 
     reg([aten._native_batch_norm_legit_functional.default], batch_norm)
 

@@ -51,3 +51,14 @@ func.func @rms_norm_epsilon(%x: tensor<64xf64>, %g: tensor<64xf64>) -> tensor<64
   %z, %s = het.rms_norm %y, %g {epsilon = 1.0e-5 : f64} : tensor<64xf64>, tensor<64xf64> -> tensor<64xf64>, tensor<f64>
   return %z : tensor<64xf64>
 }
+
+// Running statistics: the default momentum (0.1) is not printed; samples is
+// set when the statistics cover a whole micro-batch over replicas.
+// CHECK-LABEL: func @running_stats
+func.func @running_stats(%x: tensor<8x16x4x4xf32>, %v: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  // CHECK: het.batch_norm_running_stats %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16x4x4xf32> -> tensor<16xf32>, tensor<16xf32>
+  %a, %b = het.batch_norm_running_stats %v, %v, %v, %v, %x : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16x4x4xf32> -> tensor<16xf32>, tensor<16xf32>
+  // CHECK: het.batch_norm_running_stats {{.*}} {momentum = 5.000000e-02 : f64, samples = 32 : i64}
+  %c, %d = het.batch_norm_running_stats %a, %b, %v, %v, %x {momentum = 0.05 : f64, samples = 32 : i64} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16x4x4xf32> -> tensor<16xf32>, tensor<16xf32>
+  return %c, %d : tensor<16xf32>, tensor<16xf32>
+}

@@ -186,3 +186,32 @@ func.func @rms_grad_type(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %g: tensor
   %0:2 = het.rms_norm_grad %dy, %x, %g, %r : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32> -> tensor<4x64xf32>, tensor<64xf32>
   return
 }
+
+// -----
+
+func.func @running_stats_shape(%x: tensor<8x16xf32>, %r: tensor<8xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{running_mean must have shape [C = 16], got [8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.batch_norm_running_stats %r, %s, %s, %s, %x : tensor<8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16xf32> -> tensor<16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @running_stats_momentum(%x: tensor<8x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{'momentum' must be in [0, 1], got 1.5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.batch_norm_running_stats %s, %s, %s, %s, %x {momentum = 1.5 : f64} : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8x16xf32> -> tensor<16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// PyTorch refuses a training-mode batch of one value per channel; the
+// unbiased variance would divide by zero.
+func.func @running_stats_one_value(%x: tensor<1x16xf32>, %s: tensor<16xf32>) {
+  // expected-error @+2 {{running statistics need more than one value per channel (PyTorch refuses such a batch in training mode), got 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = het.batch_norm_running_stats %s, %s, %s, %s, %x : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<1x16xf32> -> tensor<16xf32>, tensor<16xf32>
+  return
+}

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::het;
@@ -133,6 +134,51 @@ std::string mlir::het::resultName(FunctionOpInterface function, unsigned index) 
   if (auto name = function.getResultAttrOfType<StringAttr>(index, HetDialect::getNameAttrName()))
     return name.str();
   return "result" + std::to_string(index);
+}
+
+bool mlir::het::startsAtOne(Value argument) {
+  for (OpOperand &use : argument.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<BatchNormOp, BatchNormReluOp, BatchNormInferenceOp, LayerNormOp, RMSNormOp>(user) &&
+        use.getOperandNumber() == 1)
+      return true;
+    if (auto stats = dyn_cast<BatchNormRunningStatsOp>(user))
+      if (use.get() == stats.getRunningVar())
+        return true;
+  }
+  return false;
+}
+
+std::string mlir::het::whyNotForwardModel(FunctionOpInterface function) {
+  if (function.isExternal() || !function.getFunctionBody().hasOneBlock())
+    return "must have a body of one block";
+  ArrayRef<Type> results = function.getResultTypes();
+  if (results.empty())
+    return "must return the loss, returns nothing";
+  auto loss = dyn_cast<RankedTensorType>(results[0]);
+  if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType())) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "must return a 0-d float loss first, returns '" << results[0] << "'";
+    return text;
+  }
+  for (unsigned r = 1; r < results.size(); ++r) {
+    std::string name = resultName(function, r);
+    bool found = false;
+    for (unsigned a = 0; a < function.getNumArguments() && !found; ++a)
+      if (function.getArgAttr(a, HetDialect::getStateAttrName()) &&
+          argumentName(function, a) == name) {
+        if (function.getArgumentTypes()[a] != results[r])
+          return "result " + std::to_string(r) + " ('" + name +
+                 "') has another type than the het.state argument of that name";
+        found = true;
+      }
+    if (!found)
+      return "result " + std::to_string(r) + " ('" + name +
+             "') is neither the loss nor named like a het.state argument (a forward model "
+             "returns the loss, then the new values of the state it updates)";
+  }
+  return "";
 }
 
 LogicalResult HetDialect::verifyRegionResultAttribute(Operation *op,

@@ -383,6 +383,43 @@ LogicalResult BatchNormInferenceOp::inferReturnTypes(
   return success();
 }
 
+double BatchNormRunningStatsOp::statisticsCount() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  double count = double(getSamples() ? *getSamples() : shape[0]);
+  for (size_t i = 2; i < shape.size(); ++i)
+    count *= double(shape[i]);
+  return count;
+}
+
+LogicalResult BatchNormRunningStatsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(checkBatchNormOperands(loc, adaptor.getInput(),
+                                    {{"running_mean", adaptor.getRunningMean()},
+                                     {"running_var", adaptor.getRunningVar()},
+                                     {"mean", adaptor.getMean()},
+                                     {"inv_std", adaptor.getInvStd()}})) ||
+      failed(checkEpsilon(loc, adaptor.getEpsilon().convertToDouble())))
+    return failure();
+  double momentum = adaptor.getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOptionalError(loc, "'momentum' must be in [0, 1], got ", momentum);
+  ArrayRef<int64_t> shape = shapeOf(adaptor.getInput());
+  int64_t perChannel = adaptor.getSamples() ? int64_t(*adaptor.getSamples()) : shape[0];
+  bool known = perChannel != ShapedType::kDynamic;
+  for (size_t i = 2; i < shape.size(); ++i) {
+    known &= shape[i] != ShapedType::kDynamic;
+    perChannel *= shape[i];
+  }
+  if (known && perChannel < 2)
+    return emitOptionalError(loc, "running statistics need more than one value per channel "
+                                  "(PyTorch refuses such a batch in training mode), got ",
+                             perChannel);
+  types.push_back(adaptor.getRunningMean().getType());
+  types.push_back(adaptor.getRunningVar().getType());
+  return success();
+}
+
 static LogicalResult inferBatchNormGrad(std::optional<Location> loc,
                                         ArrayRef<std::pair<StringRef, Value>> sameAsInput,
                                         Value input, Value scale, Value mean,

@@ -49,20 +49,12 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
   return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(tensor, zero));
 }
 
-/// The forward function's shape: one block, one 0-d float result.
+/// The forward function's shape: one block, the 0-d float loss first, then
+/// any state it updates (see whyNotForwardModel).
 LogicalResult checkDifferentiable(func::FuncOp forward) {
-  if (forward.isExternal() || !forward.getBody().hasOneBlock())
-    return forward.emitError("het-autodiff: @")
-           << forward.getSymName() << " must have a body of one block";
-  if (forward.getNumResults() != 1)
-    return forward.emitError("het-autodiff: @")
-           << forward.getSymName() << " must return exactly one value (the loss), returns "
-           << forward.getNumResults();
-  auto loss = dyn_cast<RankedTensorType>(forward.getResultTypes()[0]);
-  if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType()))
-    return forward.emitError("het-autodiff: @")
-           << forward.getSymName() << " must return a 0-d float loss, returns "
-           << forward.getResultTypes()[0];
+  std::string why = whyNotForwardModel(forward);
+  if (!why.empty())
+    return forward.emitError("het-autodiff: @") << forward.getSymName() << ' ' << why;
   bool hasParam = false;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     hasParam |= static_cast<bool>(forward.getArgAttr(i, HetDialect::getParamAttrName()));
@@ -173,6 +165,11 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
 
   SmallVector<Value> results{loss};
   SmallVector<std::string> resultNames{"loss"};
+  // State the forward model updates (BatchNorm's running statistics) keeps
+  // its name: the runners feed it back like optimizer state.
+  SmallVector<std::pair<Value, std::string>> forwardState;
+  for (unsigned r = 1; r < ret.getNumOperands(); ++r)
+    forwardState.push_back({ret.getOperand(r), resultName(forward, r)});
   Value adamStep;
   if (options.optimizer == OptimizerKind::Adam) {
     stamper.layer = {};
@@ -242,6 +239,10 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
   if (adamStep) {
     results.push_back(adamStep);
     resultNames.push_back("adam.step");
+  }
+  for (auto &[value, name] : forwardState) {
+    results.push_back(value);
+    resultNames.push_back(name);
   }
 
   ret->setOperands(results);

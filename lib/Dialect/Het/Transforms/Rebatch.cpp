@@ -1,6 +1,7 @@
 //===- Rebatch.cpp - a model at another batch size, its loss weighted -----===//
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 #include "het/Dialect/Het/Transforms/ShapeRespecialization.h"
@@ -18,13 +19,6 @@ using namespace mlir::het;
 
 namespace {
 
-bool returnsScalarLoss(func::FuncOp f) {
-  if (f.isExternal() || f.getNumResults() != 1)
-    return false;
-  auto type = dyn_cast<RankedTensorType>(f.getResultTypes()[0]);
-  return type && type.getRank() == 0 && isa<FloatType>(type.getElementType());
-}
-
 struct HetRebatchPass : public mlir::het::impl::HetRebatchBase<HetRebatchPass> {
   using HetRebatchBase::HetRebatchBase;
 
@@ -32,13 +26,13 @@ struct HetRebatchPass : public mlir::het::impl::HetRebatchBase<HetRebatchPass> {
     ModuleOp module = getOperation();
     func::FuncOp model;
     for (auto f : module.getOps<func::FuncOp>())
-      if (function.empty() ? returnsScalarLoss(f) : f.getName() == function) {
+      if (function.empty() ? isForwardModel(f) : f.getName() == function) {
         model = f;
         break;
       }
     if (!model) {
       module.emitError("het-rebatch: no forward model ")
-          << (function.empty() ? "(a function returning a 0-d float loss)"
+          << (function.empty() ? "(a function returning a 0-d float loss, then any state it updates)"
                                : "named '" + function + "'");
       return signalPassFailure();
     }

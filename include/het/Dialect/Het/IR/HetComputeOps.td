@@ -462,6 +462,51 @@ def Het_BatchNormInferenceOp : Het_InferredComputeOp<"batch_norm_inference"> {
   }];
 }
 
+def Het_BatchNormRunningStatsOp : Het_InferredComputeOp<"batch_norm_running_stats"> {
+  let summary = "the running statistics a training-mode batch norm keeps";
+  let description = [{
+    What `torch.nn.BatchNorm*d` does to its buffers in training mode, from
+    the batch statistics of the `het.batch_norm` (or `batch_norm_relu`) that
+    normalized `input` (`[N, C, ...]`):
+
+    ```
+    new_mean = (1 - momentum) * running_mean + momentum * mean
+    new_var  = (1 - momentum) * running_var
+             + momentum * (1 / inv_std^2 - epsilon) * n / (n - 1)
+    ```
+
+    `n` is the number of values per channel the statistics were taken over:
+    `samples` (the whole micro-batch when the statistics are synchronized
+    over a stage's replicas) or else `N`, times the spatial size. The
+    variance is PyTorch's unbiased one. `input` is read for its shape only,
+    so a model rebatched to another batch size (het-rebatch) stays right.
+    Not differentiable: it lies on no path to the loss; its results are
+    state a training step returns (`het.state` arguments of the same name).
+
+    ```mlir
+    %rm1, %rv1 = het.batch_norm_running_stats %rm, %rv, %mean, %inv_std, %x
+        {momentum = 1.000000e-01 : f64}
+        : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>,
+          tensor<8x16x32x32xf32> -> tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$running_mean, Het_FloatTensor:$running_var,
+      Het_FloatTensor:$mean, Het_FloatTensor:$inv_std, Het_FloatTensor:$input,
+      DefaultValuedAttr<F64Attr, "0.1">:$momentum,
+      DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+      OptionalAttr<I64Attr>:$samples);
+  let results = (outs Het_FloatTensor:$new_mean, Het_FloatTensor:$new_var);
+  let assemblyFormat = [{
+    $running_mean `,` $running_var `,` $mean `,` $inv_std `,` $input attr-dict `:`
+    type($running_mean) `,` type($running_var) `,` type($mean) `,` type($inv_std) `,`
+    type($input) `->` type(results)
+  }];
+  let extraClassDeclaration = [{
+    /// n: the values per channel the batch statistics were taken over.
+    double statisticsCount();
+  }];
+}
+
 def Het_BatchNormGradOp : Het_InferredComputeOp<"batch_norm_grad"> {
   let summary = "gradient of het.batch_norm (training mode)";
   let description = [{

@@ -21,6 +21,21 @@ std::string argumentName(FunctionOpInterface function, unsigned index);
 /// Result `index`'s `het.name`, else "result<index>".
 std::string resultName(FunctionOpInterface function, unsigned index);
 
+/// Whether runners start block argument `argument` at one rather than at
+/// random or zero: a normalization's scale (a parameter) and a running
+/// variance (state), as PyTorch initializes them.
+bool startsAtOne(Value argument);
+
+/// Why `function` is not a forward model, or "" if it is one: a body of one
+/// block whose result 0 is the 0-d float loss and whose further results
+/// are state it updates (BatchNorm's running statistics), each named like
+/// the `het.state` argument it is the next value of, with its type.
+/// Training steps feed such results back by that name.
+std::string whyNotForwardModel(FunctionOpInterface function);
+inline bool isForwardModel(FunctionOpInterface function) {
+  return whyNotForwardModel(function).empty();
+}
+
 } // namespace mlir::het
 
 #endif // HET_DIALECT_HET_IR_HETNAMES_H
