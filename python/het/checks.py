@@ -65,8 +65,11 @@ def dropout_statistics(program: str, elements: int = 1 << 16, steps: int = 2) ->
 def state_difference(het_arrays: Dict[str, np.ndarray], module, names) -> Tuple[float, str]:
     """The largest difference between het's final value of each buffer in
     `names` and `module`'s, relative to the buffer's largest magnitude, and
-    the buffer where it is. Integer buffers (batch counters) must be equal:
-    any difference counts as 1."""
+    the buffer where it is. A running mean is measured against its layer's
+    standard deviation too (sqrt of the running variance): a channel whose
+    mean is zero in exact arithmetic (a bias-free 1x1 convolution of
+    normalized values) holds only rounding, which is no scale. Integer
+    buffers (batch counters) must be equal: any difference counts as 1."""
     buffers = dict(module.named_buffers())
     worst, where = 0.0, ""
     for name in names:
@@ -80,6 +83,10 @@ def state_difference(het_arrays: Dict[str, np.ndarray], module, names) -> Tuple[
             difference = 0.0 if np.array_equal(ours, theirs) else 1.0
         else:
             scale = max(float(np.max(np.abs(theirs))), 1e-30)
+            variance = buffers.get(name[:-len("running_mean")] + "running_var") \
+                if name.endswith("running_mean") else None
+            if variance is not None:
+                scale = max(scale, float(variance.detach().max()) ** 0.5)
             difference = float(np.max(np.abs(ours.astype(np.float64) - theirs))) / scale
         if difference >= worst:
             worst, where = difference, name

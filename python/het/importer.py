@@ -992,6 +992,21 @@ def _prepare_module(module):
     return module
 
 
+def _check_batch_norms(module):
+    """A BatchNorm with momentum=None keeps a cumulative average whose factor
+    (1 / batches seen) torch.export cannot trace; say so by module name
+    rather than with torch's data-dependent-expression error."""
+    import torch
+
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.track_running_stats \
+                and m.momentum is None:
+            raise HetImportError(
+                f"{name or type(m).__name__}: BatchNorm with momentum=None keeps a cumulative "
+                f"average of its statistics, which het cannot trace; set a momentum (PyTorch's "
+                f"default is 0.1) or track_running_stats=False")
+
+
 def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                function: str = "forward", params_path=None, input_names=None,
                dropout_seed: int = 0, dropout: bool = True, training: bool = True) -> HetProgram:
@@ -1037,6 +1052,8 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", function):
         raise HetImportError(f"invalid function name {function!r}")
 
+    if training:
+        _check_batch_norms(module)
     # training mode, het.compat's fixes for third-party models, core ATen
     ep = capture(module, example_inputs, training=training)
 

@@ -62,6 +62,18 @@ def test_matches_pytorch_over_20_steps(tmp_path, spec, args, ops):
     assert "het.dropout" not in program
     for op in ops:
         assert op in program, op
+    if "het.batch_norm " in program:
+        # BatchNorm's buffers (mean, variance, counter per layer) are state
+        # het updates; they match PyTorch's, and the trained model in eval
+        # mode (running statistics) agrees in PyTorch and imported into het.
+        layers = program.count("het.batch_norm ")
+        assert program.count("het.batch_norm_running_stats") == layers
+        buffers, difference = re.search(r"running statistics after 20 steps \((\d+) buffers\): "
+                                        r"max relative difference (\S+) ", stdout).groups()
+        assert int(buffers) == 3 * layers and float(difference) <= 1e-4
+        evaluated = re.search(r"eval mode with het's trained values: .* relative difference (\S+)",
+                              stdout).group(1)
+        assert float(evaluated) <= 1e-4
 
 
 def test_mobilenet_v2_sgd_is_within_pytorchs_own_sensitivity(tmp_path):
