@@ -47,7 +47,7 @@ struct Options {
   double lr = NAN;
   long long seed = 0;
   std::string data, evalData, save, load;
-  bool loadAll = false; // --inputs: --load, and every argument but optimizer state given
+  bool loadAll = false; // --inputs: --load, and every argument but state given
   int threads = 0;
   long long printEvery = 1;
 };
@@ -63,10 +63,11 @@ const char *usage =
     "  --data F.npz     training set: arrays x [N, ...] and y [N] (labels);\n"
     "                   without it the model trains on one synthetic batch\n"
     "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
-    "  --load F.npz     arguments by name (parameters, optimizer state, data)\n"
+    "  --load F.npz     arguments by name (parameters, state, constants, data)\n"
     "  --inputs F.npz   --load, and an error naming any argument the file lacks\n"
-    "                   but optimizer state (zeros): het-eval's --inputs\n"
-    "  --save F.npz     parameters and optimizer state after training\n"
+    "                   but state (its start values): het-eval's --inputs\n"
+    "  --save F.npz     parameters and state (optimizer, BatchNorm running\n"
+    "                   statistics) after training\n"
     "  --threads T      threads of the oneDNN kernels (default: all cores)\n"
     "  --print-every K  print the loss every K steps (default 1)\n"
     "Deterministic for a fixed seed and thread count. A progress bar replaces\n"

@@ -90,7 +90,7 @@ const char *usage =
     "  --data F.npz          training set: arrays x [N, ...] and y [N]; without it,\n"
     "                        seeded synthetic batches\n"
     "  --load F.npz          arguments by name, as a single-rank executable's --load:\n"
-    "                        parameters, optimizer state, imported constants, and\n"
+    "                        parameters, state, imported constants, and\n"
     "                        data inputs (one fixed global batch, each replica\n"
     "                        taking its samples); what the file lacks is seeded\n"
     "  --threads T           kernel threads per rank (default 1)\n"
@@ -102,7 +102,8 @@ const char *usage =
     "  --full-every F        every F-th checkpoint is full (default 4)\n"
     "  --sync-checkpoint     write checkpoints on the training thread (to measure\n"
     "                        the stall the asynchronous writer avoids)\n"
-    "  --save F.npz          all parameters and optimizer state after training\n"
+    "  --save F.npz          all parameters and state (optimizer, BatchNorm running\n"
+    "                        statistics) after training\n"
     "                        (gathered on rank 0)\n"
     "  --kill-rank R --kill-step S|random [--kill-at step|transfer|all-reduce]\n"
     "                        fault injection for recovery tests: rank R SIGKILLs\n"
@@ -198,7 +199,7 @@ private:
   const StageInfo *stage_ = nullptr;
   const StageVariant *variant_ = nullptr;
   std::map<std::string, hetrt_entry_fn> entries_;
-  Env persistent_;                 // parameters and optimizer state
+  Env persistent_;                 // parameters and state
   std::map<std::string, TensorInfo> persistentInfo_; // their (local) shapes
   std::vector<Env> microBatch_;    // data and saved activations per micro-batch
   Env gradients_;                  // summed over the step's micro-batches
