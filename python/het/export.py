@@ -13,7 +13,10 @@ the torch.nn.Module when called with no arguments. Writes
 With --train-steps N it also runs N optimizer steps on that batch
 (het-opt --het-autodiff, then the reference evaluator het-eval) and prints
 `step <i> loss <value>`; --check also trains the PyTorch model from the same
-start and fails unless the traces agree within --rtol. Exit status: 0 on
+start and fails unless the traces agree within --rtol; BatchNorm's running
+statistics are compared too, and the trained model in eval mode. With
+--eval-mode the model is imported and trained as model.eval() runs it
+(frozen batch norm, no dropout). Exit status: 0 on
 success, 1 on an import/tool/check error, 2 on bad arguments.
 """
 
@@ -91,6 +94,9 @@ def _parser():
     p.add_argument("--fuse", action="store_true",
                    help="train the fused step (het-opt --het-training-pipeline)")
     p.add_argument("--check", action="store_true", help="compare the loss trace with PyTorch")
+    p.add_argument("--eval-mode", action="store_true",
+                   help="import and train the model as model.eval() runs it: BatchNorm with its "
+                        "running statistics (frozen, as when fine-tuning), dropout off")
     p.add_argument("--precision", choices=["f32", "f64"], default="f32",
                    help="arithmetic of the training run and of --check's PyTorch run: f64 "
                         "compares the two implementations without float32 rounding, which "
@@ -167,12 +173,12 @@ def _max_relative(trace, reference):
     return max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(trace, reference))
 
 
-def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr):
+def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr, training=True):
     import torch.nn.functional as F
 
     opt = torch.optim.SGD(model.parameters(), lr=lr) if optimizer == "sgd" else \
         torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
+    model.train(training)
     trace = []
     for _ in range(steps):
         opt.zero_grad()
@@ -247,7 +253,8 @@ def main(argv=None) -> int:
         model = load_model(torch, args)
         inputs, target = _example_batch(torch, model, args)
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function)
+        prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function,
+                          training=not args.eval_mode)
         out_dir = os.path.dirname(os.path.abspath(args.output))
         os.makedirs(out_dir, exist_ok=True)
         mlir_path, npz_path = prog.save(args.output)
@@ -303,7 +310,8 @@ def main(argv=None) -> int:
                 start = copy.deepcopy(model.state_dict())
                 with reference_context:
                     ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
-                                       args.train_steps, args.optimizer, args.lr)
+                                       args.train_steps, args.optimizer, args.lr,
+                                       training=not args.eval_mode)
                     state_err, state_where = checks.state_difference(het_final, model, prog.state)
                     trained = copy.deepcopy(model.state_dict())
                     # PyTorch against itself, parameters nudged by about the
@@ -316,7 +324,8 @@ def main(argv=None) -> int:
                         for parameter in model.parameters():
                             parameter.mul_(1 + nudge)
                     nudged = _torch_trace(torch, model, check_inputs, check_target, args.loss,
-                                          args.train_steps, args.optimizer, args.lr)
+                                          args.train_steps, args.optimizer, args.lr,
+                                          training=not args.eval_mode)
                     state_noise, _ = checks.state_difference(
                         {k: v.numpy() for k, v in trained.items()}, model, prog.state)
                 err = _max_relative(het_losses, ref)

@@ -296,6 +296,19 @@ class _Importer:
         lhs = ", ".join(r.ref for r in results)
         self.ctx.lines.append(f"    {lhs} = {op_text}")
 
+    def emit_in_layer_order(self, texts: List[str], layer: int):
+        """Inserts lines (ops whose operands are arguments or these lines'
+        own results) after the last op of a layer <= `layer`, so layer ids
+        never decrease along the program even for an op emitted late (a
+        batch counter, which only the buffer updates read)."""
+        at = 0
+        for i in range(len(self.ctx.lines) - 1, -1, -1):
+            m = re.search(r"het\.layer = (\d+) : i64", self.ctx.lines[i])
+            if m and int(m.group(1)) <= layer:
+                at = i + 1
+                break
+        self.ctx.lines[at:at] = [f"    {t}" for t in texts]
+
     def op(self, node, name: str, operands: List[Value], attrs: Dict[str, str],
            result_shapes, result_elem=None, hint=None, type_style="in_out"):
         """Prints one het op in its custom assembly form."""
@@ -768,18 +781,23 @@ def _setup_handlers():
             # A counter (BatchNorm's num_batches_tracked): arith on tensors,
             # as het-autodiff counts Adam's steps; an import-time constant
             # operand becomes an arith.constant rather than an argument.
-            operands = []
+            operands, lines = [], []
             for v, arg in ((a, node.args[0]), (b, node.args[1])):
                 const = None if hasattr(arg, "op") and not isinstance(im.get(arg), _Const) else \
                     (arg if not hasattr(arg, "op") else im.get(arg).value)
                 if const is not None and getattr(const, "numel", lambda: 1)() == 1:
                     c = Value(im.fresh(node.name + "_one"), v.shape, "i64")
-                    im.emit(node, f"arith.constant dense<{int(const)}> : {c.type}", [c])
+                    lines.append(f"{c.ref} = arith.constant dense<{int(const)}> : {c.type}")
                     v = c
                 operands.append(v)
             out = Value(im.fresh(node.name), a.shape, "i64")
-            im.emit(node, f"arith.addi {operands[0].ref}, {operands[1].ref} "
-                          f"{{het.layer = {im.layer(node)} : i64}} : {out.type}", [out])
+            lines.append(f"{out.ref} = arith.addi {operands[0].ref}, {operands[1].ref} "
+                         f"{{het.layer = {im.layer(node)} : i64}} : {out.type}")
+            if all(not hasattr(arg, "op") or arg.op == "placeholder" or isinstance(im.get(arg), _Const)
+                   for arg in node.args[:2]):
+                im.emit_in_layer_order(lines, im.layer(node))  # a counter of arguments
+            else:
+                im.ctx.lines.extend(f"    {t}" for t in lines)
             return out
 
         return handler

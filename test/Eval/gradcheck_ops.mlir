@@ -164,6 +164,19 @@ func.func @batch_norm(%x: tensor<4x3x2x2xf64> {het.param}, %g: tensor<3xf64> {he
   return %loss : tensor<f64>
 }
 
+// Eval mode (frozen statistics): every operand, the statistics included,
+// is differentiable; the variance is kept positive as v^2 + 0.5.
+// CHECK: gradcheck @batch_norm_inference: {{.*}} PASS
+func.func @batch_norm_inference(%x: tensor<4x3x2x2xf64> {het.param}, %g: tensor<3xf64> {het.param}, %b: tensor<3xf64> {het.param}, %m: tensor<3xf64> {het.param}, %v: tensor<3xf64> {het.param}, %r: tensor<4x3x2x2xf64>) -> tensor<f64> {
+  %vs = het.mul %v, %v : tensor<3xf64>, tensor<3xf64> -> tensor<3xf64>
+  %half = arith.constant dense<0.5> : tensor<3xf64>
+  %vp = het.add %vs, %half : tensor<3xf64>, tensor<3xf64> -> tensor<3xf64>
+  %y = het.batch_norm_inference %x, %g, %b, %m, %vp : tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64> -> tensor<4x3x2x2xf64>
+  %weighted = het.mul %y, %r : tensor<4x3x2x2xf64>, tensor<4x3x2x2xf64> -> tensor<4x3x2x2xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2, 3>} : tensor<4x3x2x2xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
 // CHECK: gradcheck @batch_norm_relu: {{.*}} PASS
 func.func @batch_norm_relu(%x: tensor<4x3x2x2xf64> {het.param}, %g: tensor<3xf64> {het.param}, %b: tensor<3xf64> {het.param}, %r: tensor<4x3x2x2xf64>) -> tensor<f64> {
   %y, %m, %s = het.batch_norm_relu %x, %g, %b : tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64> -> tensor<4x3x2x2xf64>, tensor<3xf64>, tensor<3xf64>

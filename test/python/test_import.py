@@ -32,7 +32,8 @@ def test_parameters_are_marked_and_named(name):
             model.get_parameter(key)
         np.testing.assert_array_equal(value, want.detach().numpy())
     assert '{het.name = "input"}' in prog and '{het.name = "target"}' in prog
-    assert re.search(r"\) *\n *-> tensor<f32> \{", prog)
+    # the loss first; BatchNorm's running statistics after it (state)
+    assert re.search(r"\) *\n *-> \(?tensor<f32>[,)]? *\{?", prog)
 
 
 @pytest.mark.parametrize("name", models.MODELS)
@@ -91,8 +92,15 @@ def test_batch_norm_is_training_mode():
     _, _, _, prog = imported("cnn")
     assert prog.count("het.batch_norm ") == 3
     assert "batch_norm_inference" not in prog
-    # running statistics are buffers, not parameters or arguments
-    assert "running_mean" not in prog and "num_batches_tracked" not in prog
+    # running statistics are state: arguments marked het.state and results
+    # of the same names (docs/python.md), never parameters
+    for layer in ("block1.1", "block2.1", "block3.1"):
+        for buffer in ("running_mean", "running_var", "num_batches_tracked"):
+            name = f"{layer}.{buffer}"
+            assert f'{{het.state, het.name = "{name}"}}' in prog, name
+            assert f'{{het.name = "{name}"}}' in prog.split("->", 1)[1], name
+    assert prog.count("het.batch_norm_running_stats") == 3
+    assert not any("running" in k for k in prog.params)
 
 
 def test_resnet_structure():

@@ -98,3 +98,34 @@ def test_cumulative_average_is_refused_with_the_reason():
     with pytest.raises(het.HetImportError) as error:
         het.from_torch(model, (x,), target=y)
     assert "momentum" in str(error.value)
+
+
+def test_frozen_batch_norm_fine_tunes_like_pytorch_eval_mode():
+    """Imported in eval mode (running statistics as constants), the model
+    trains through het.batch_norm_inference's gradient exactly as PyTorch
+    trains it under model.eval(): frozen batch norm, as in fine-tuning."""
+    torch.manual_seed(0)
+    model = ConvBN()
+    with torch.no_grad():  # statistics that are not the initial 0/1
+        for bn in (model.bn, model.head):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+    x, y = batch()
+    prog = het.from_torch(model, (x,), target=y, training=False)
+    feed = prog.initial_values()
+    feed.update({"input": x.numpy(), "target": y.numpy()})
+    result = het.train(prog, feed, steps=5, precision="f64")
+    reference = ConvBN().double()
+    reference.load_state_dict(model.state_dict())
+    reference.eval()
+    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(reference(x.double()), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    np.testing.assert_allclose(result.losses, losses, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(result["bn.weight"]), reference.bn.weight.detach().numpy(),
+                               rtol=1e-9)

@@ -12,6 +12,7 @@
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 using namespace mlir::het;
@@ -236,6 +237,78 @@ LogicalResult BatchNormReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                              getInput(), getScale(),
                                              getSavedMean(), getSavedInvStd());
   dxs.append({grads.getGradInput(), grads.getGradScale(), grads.getGradBias()});
+  return success();
+}
+
+// Eval mode (frozen statistics, as fine-tuning with model.eval() or
+// FrozenBatchNorm2d): an affine map per channel, y = (x - mean) * s * gamma
+// + beta with s = 1 / sqrt(var + eps). Per channel,
+//   dx = dy * gamma * s,   dgamma = sum(dy * xhat),   dbeta = sum(dy),
+//   dmean = -gamma * s * dbeta,   dvar = -gamma * s^2 * dgamma / 2,
+// with xhat = (x - mean) * s. All in generic het ops.
+LogicalResult BatchNormInferenceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                   SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  RankedTensorType input = tensorType(getInput());
+  RankedTensorType channels = tensorType(getScale());
+  double epsilon = getEpsilon().convertToDouble();
+  auto elementwise = [&](Type type, ValueRange inputs,
+                         function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    return b.create<ElementwiseOp>(loc, type, inputs, body).getResult();
+  };
+  auto constant = [&](OpBuilder &nb, Location l, double value) {
+    return nb.create<arith::ConstantOp>(l, nb.getFloatAttr(input.getElementType(), value))
+        .getResult();
+  };
+  // [C] -> [C, 1, ...], which broadcasts against [N, C, ...].
+  SmallVector<int64_t> perChannelShape(input.getRank() - 1, 1);
+  perChannelShape[0] = input.getDimSize(1);
+  auto perChannel = [&](Value v) -> Value {
+    return b.create<ReshapeOp>(
+        loc, RankedTensorType::get(perChannelShape, input.getElementType()), v);
+  };
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (i != 1)
+      axes.push_back(i);
+  auto sumOverChannel = [&](Value v) -> Value {
+    return b.create<ReduceSumOp>(loc, channels, v, b.getDenseI64ArrayAttr(axes), false);
+  };
+  Value invStd = elementwise(channels, {getVariance()}, [&](OpBuilder &nb, Location l,
+                                                           ValueRange a) {
+    return nb.create<math::RsqrtOp>(l, nb.create<arith::AddFOp>(l, a[0], constant(nb, l, epsilon)))
+        .getResult();
+  });
+  Value gain = elementwise(channels, {getScale(), invStd},
+                           [&](OpBuilder &nb, Location l, ValueRange a) {
+                             return nb.create<arith::MulFOp>(l, a[0], a[1]).getResult();
+                           });
+  Value dx = elementwise(input, {dys[0], perChannel(gain)},
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           return nb.create<arith::MulFOp>(l, a[0], a[1]).getResult();
+                         });
+  Value dyXhat = elementwise(
+      input, {dys[0], getInput(), perChannel(getMean()), perChannel(invStd)},
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value xhat = nb.create<arith::MulFOp>(l, nb.create<arith::SubFOp>(l, a[1], a[2]), a[3]);
+        return nb.create<arith::MulFOp>(l, a[0], xhat).getResult();
+      });
+  Value dgamma = sumOverChannel(dyXhat);
+  Value dbeta = sumOverChannel(dys[0]);
+  Value dmean = elementwise(channels, {gain, dbeta}, [&](OpBuilder &nb, Location l,
+                                                        ValueRange a) {
+    return nb.create<arith::NegFOp>(l, nb.create<arith::MulFOp>(l, a[0], a[1])).getResult();
+  });
+  Value dvar = elementwise(channels, {getScale(), invStd, dgamma},
+                           [&](OpBuilder &nb, Location l, ValueRange a) {
+                             Value s2 = nb.create<arith::MulFOp>(l, a[1], a[1]);
+                             Value g = nb.create<arith::MulFOp>(l, a[0], s2);
+                             return nb.create<arith::MulFOp>(
+                                        l, nb.create<arith::MulFOp>(l, g, a[2]),
+                                        constant(nb, l, -0.5))
+                                 .getResult();
+                           });
+  dxs.append({dx, dgamma, dbeta, dmean, dvar});
   return success();
 }
 

@@ -442,9 +442,13 @@ def Het_BatchNormReluOp : Het_BatchNormOpBase<"batch_norm_relu"> {
   }];
 }
 
-def Het_BatchNormInferenceOp : Het_InferredComputeOp<"batch_norm_inference"> {
+def Het_BatchNormInferenceOp : Het_InferredComputeOp<"batch_norm_inference", [Differentiable]> {
   let summary = "batch normalization with given (running) statistics";
   let description = [{
+    Eval mode (`model.eval()`, or frozen batch norm while fine-tuning): a
+    per-channel affine map `(x - mean) / sqrt(variance + epsilon) * scale +
+    bias`. Differentiable in every operand, in generic het ops.
+
     ```mlir
     %y = het.batch_norm_inference %x, %gamma, %beta, %mean, %var
         : tensor<8x16x32x32xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>,
