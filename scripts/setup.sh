@@ -10,6 +10,10 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache git pkg-config
   # LLVM/MLIR 19 (Debian 12 packages); lit's FileCheck/not/count live in llvm-19-tools
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
+  # AMD GPU code objects: lld-19 links them, the device libraries (ocml, ockl)
+  # supply their math (lib/Conversion/CMakeLists.txt arranges both as a ROCm
+  # toolkit folder)
+  rocm-device-libs
   # libraries
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev libzip-dev
   libssl-dev libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin

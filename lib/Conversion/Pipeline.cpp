@@ -75,7 +75,7 @@ struct CopyReturnedArgumentsPass
 
 } // namespace
 
-void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!options.pipeline)
     pm.addPass(createBuildEntryPointsPass());
   pm.addPass(createConvertHetToLinalgPass(options.library));
@@ -100,6 +100,10 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   bufferization::BufferResultsToOutParamsOpts outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+}
+
+void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  buildHetToBuffersPipeline(pm, options);
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createEmitEntryPointsPass());

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "het/Conversion/Distributed.h"
+#include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
@@ -63,7 +64,7 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"), cl::Req
 cl::opt<std::string> outputFile("o", cl::desc("output file (default: the input's stem, "
                                               "plus .mlir/.ll/.o for those stages)"),
                                 cl::value_desc("file"), cl::cat(category));
-enum class Emit { Stages, Mlir, Llvm, Obj, Exe };
+enum class Emit { Stages, Mlir, Llvm, Obj, Exe, GpuMlir, GpuBinary };
 cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::Exe),
                    cl::values(clEnumValN(Emit::Stages, "stages",
                                          "a pipeline's stages in the het dialect, partitioned, "
@@ -72,12 +73,24 @@ cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::Exe),
                               clEnumValN(Emit::Mlir, "mlir", "the LLVM-dialect MLIR module"),
                               clEnumValN(Emit::Llvm, "llvm", "optimized LLVM IR (.ll)"),
                               clEnumValN(Emit::Obj, "obj", "an object file"),
-                              clEnumValN(Emit::Exe, "exe", "a linked training executable")),
+                              clEnumValN(Emit::Exe, "exe", "a linked training executable"),
+                              clEnumValN(Emit::GpuMlir, "gpu-mlir",
+                                         "--target=cuda|hip: the step with its kernels mapped "
+                                         "and lowered, before serialization"),
+                              clEnumValN(Emit::GpuBinary, "gpu-binary",
+                                         "--target=cuda|hip: the device code object of the "
+                                         "training step's kernels (an ELF cubin or hsaco)")),
                    cl::cat(category));
 cl::opt<char> optLevel("O", cl::desc("optimization level: -O0, -O1, -O2 (default), -O3"),
                        cl::Prefix, cl::init('2'), cl::cat(category));
-cl::opt<std::string> target("target", cl::desc("target architecture (x86_64)"),
+cl::opt<std::string> target("target",
+                            cl::desc("x86_64 (default), or cuda / hip: GPU kernels (with "
+                                     "--emit=gpu-binary; docs/gpu.md)"),
                             cl::init("x86_64"), cl::cat(category));
+cl::opt<std::string> gpuArch("gpu-arch",
+                             cl::desc("with --target=cuda: sm_80 (default), sm_86, sm_89, sm_90; "
+                                      "with --target=hip: gfx90a (default), gfx942"),
+                             cl::init(""), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("CPU to tune and select instructions for "
                                            "(default: this machine's)"),
                           cl::init("native"), cl::cat(category));
@@ -149,6 +162,9 @@ std::string defaultOutput() {
   case Emit::Llvm: return (stem + ".ll").str();
   case Emit::Obj: return (stem + ".o").str();
   case Emit::Exe: return stem.str();
+  case Emit::GpuMlir: return (stem + ".gpu.mlir").str();
+  case Emit::GpuBinary:
+    return (stem + (target == "hip" ? ".hsaco" : ".cubin")).str();
   }
   return stem.str();
 }
@@ -167,6 +183,32 @@ struct StageTimer {
 
 int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
                  const std::string &output, StageTimer &timer);
+
+/// --target=cuda|hip --emit=gpu-binary: the step's kernels as one code
+/// object, written to `output`.
+int emitGpuBinary(ModuleOp module, const mlir::het::GpuTarget &gpu, const std::string &output,
+                  StageTimer &timer) {
+  PassManager pm(module.getContext());
+  bool serialize = emit == Emit::GpuBinary;
+  mlir::het::buildHetToGpuBinaryPipeline(pm, gpu, serialize);
+  if (failed(pm.run(module)))
+    return fail("could not lower the training step to " + gpu.arch +
+                " kernels (see the diagnostics above)");
+  timer.done(serialize ? "gpu lowering and serialization" : "gpu lowering");
+  std::error_code ec;
+  llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write '" + output + "': " + ec.message());
+  if (!serialize) {
+    module.print(os);
+    return 0;
+  }
+  llvm::Expected<std::string> binary = mlir::het::gpuBinaryOf(module);
+  if (!binary)
+    return fail(llvm::toString(binary.takeError()));
+  os << *binary;
+  return 0;
+}
 
 /// Seconds per step of the whole (unpartitioned) training step compiled
 /// with `library`'s kernels: a temporary executable runs 12 steps on one
@@ -490,8 +532,26 @@ int main(int argc, char **argv) {
   if (optLevel < '0' || optLevel > '3')
     return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
                 " (use -O0 to -O3)");
-  if (target != "x86_64" && target != "x86-64")
-    return fail("unsupported target '" + target + "' (this version generates x86_64 code)");
+  std::optional<mlir::het::GpuTarget> gpu;
+  if (target == "cuda" || target == "hip") {
+    auto parsed = mlir::het::parseGpuTarget(target, gpuArch);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    gpu = *parsed;
+    if (emit != Emit::GpuBinary && emit != Emit::GpuMlir)
+      return fail("--target=" + target + " builds the step's GPU kernels (--emit=gpu-binary "
+                  "or gpu-mlir); GPU executables and pipeline stages are not built yet "
+                  "(docs/gpu.md)");
+    if (!clusterFile.empty() || !planFile.empty())
+      return fail("--target=" + target + " compiles one training step; pipelines with GPU "
+                  "stages are not built yet (docs/gpu.md)");
+  } else if (target != "x86_64" && target != "x86-64") {
+    return fail("unsupported target '" + target + "' (x86_64, cuda or hip)");
+  } else if (emit == Emit::GpuBinary || emit == Emit::GpuMlir) {
+    return fail("--emit=gpu-binary and gpu-mlir need --target=cuda or --target=hip");
+  } else if (!gpuArch.empty()) {
+    return fail("--gpu-arch needs --target=cuda or --target=hip");
+  }
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
   if (!mlir::het::parseKernelLibrary(library))
@@ -503,6 +563,8 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   mlir::het::registerCodegenDialects(registry);
+  if (gpu)
+    mlir::het::registerGpuCodegen(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
@@ -548,5 +610,7 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return fail("could not build the training step of '" + inputFile +
                 "' (see the diagnostics above)");
+  if (gpu)
+    return emitGpuBinary(*module, *gpu, output, timer);
   return lowerAndEmit(*module, options, emit, output, timer);
 }

@@ -88,6 +88,13 @@ struct CpuPipelineOptions {
 /// to the LLVM dialect, ready for translation to LLVM IR.
 void buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
 
+/// The front half both code generators share: entry points (unless a
+/// pipeline), het to linalg with `options.library`, element-wise fusion,
+/// one-shot bufferization across function boundaries, results as
+/// out-parameters. The CPU pipeline goes on to deallocation and loops, the
+/// GPU one (include/het/Conversion/GPU.h) to blocks and threads.
+void buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOptions &options);
+
 /// The dialects and external interface models (bufferization, allocation)
 /// the lowering needs, for tools that run it.
 void registerCodegenDialects(DialectRegistry &registry);

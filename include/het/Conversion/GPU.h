@@ -1,0 +1,70 @@
+//===- GPU.h - lowering het training steps to GPU code objects -*- C++ -*-===//
+//
+// The GPU half of the code generator (docs/gpu.md): a training step is
+// lowered like the CPU one to linalg with every op generated (the `mlir`
+// kernel library), bufferized, its loop nests mapped onto blocks and
+// threads, outlined into one gpu.module of kernels and serialized by
+// MLIR's NVVM (ptxas from the CUDA toolkit) or ROCDL target into a cubin or
+// an hsaco.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_CONVERSION_GPU_H
+#define HET_CONVERSION_GPU_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::het {
+
+enum class GpuVendor { Nvidia, Amd };
+
+/// One GPU architecture the kernels are compiled for.
+struct GpuTarget {
+  GpuVendor vendor = GpuVendor::Nvidia;
+  std::string arch; // sm_80, sm_90, gfx90a, gfx942
+  /// Threads per block of the mapped loop nests.
+  int64_t blockSize = 256;
+};
+
+/// `--target=cuda|hip` with `--gpu-arch` (empty: sm_80 for cuda, gfx90a for
+/// hip), or an error that names what is wrong and what is accepted.
+llvm::Expected<GpuTarget> parseGpuTarget(llvm::StringRef target, llvm::StringRef arch);
+
+/// From a training step (het-training-pipeline output) to a module whose
+/// kernels are one `gpu.binary @het_kernels` for `target`: what
+/// `het-compile --emit=gpu-binary` writes. Without `serialize`, the kernels
+/// stay `gpu.module @het_kernels` in the target's LLVM dialect
+/// (`--emit=gpu-mlir`).
+void buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
+                                 bool serialize = true);
+
+/// The code object of the module's `gpu.binary @het_kernels` (an ELF cubin
+/// or hsaco).
+llvm::Expected<std::string> gpuBinaryOf(ModuleOp module);
+
+/// Dialects, target attributes and LLVM IR translations the GPU lowering
+/// and serialization need.
+void registerGpuCodegen(DialectRegistry &registry);
+
+/// `het-gpu-check-lowerable`: after convert-het-to-linalg (library=mlir),
+/// fails on every op still lowered to a host kernel of libhetrt, naming it.
+std::unique_ptr<Pass> createCheckGpuLowerablePass();
+/// `het-gpu-wrap-host-loops`: loop nests left on the host (reductions to a
+/// scalar, loops carrying a value) run as one-thread kernels, so every
+/// computation touches device memory on the device.
+std::unique_ptr<Pass> createWrapHostLoopsPass();
+/// `het-gpu-merge-kernel-modules`: the outlined kernels (one gpu.module
+/// each) move into one `gpu.module @het_kernels`, so one code object holds
+/// every kernel of the step.
+std::unique_ptr<Pass> createMergeKernelModulesPass();
+
+} // namespace mlir::het
+
+#endif // HET_CONVERSION_GPU_H

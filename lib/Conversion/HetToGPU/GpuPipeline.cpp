@@ -1,0 +1,86 @@
+//===- GpuPipeline.cpp - from a training step to a GPU code object ---------===//
+//
+// The CPU front half (het -> linalg with every op generated, fusion,
+// bufferization), then upstream MLIR: linalg to parallel loops, tiled by the
+// block size and mapped onto blocks and threads (gpu-map-parallel-loops,
+// convert-parallel-loops-to-gpu); what stays on the host runs as one-thread
+// kernels (het-gpu-wrap-host-loops); outlining, one gpu.module for all
+// kernels (het-gpu-merge-kernel-modules), NVVM or ROCDL, and
+// gpu-module-to-binary (ptxas for a cubin; lld and the ROCm device
+// libraries, arranged as a toolkit folder at configure time, for an hsaco).
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/GPU.h"
+#include "het/Conversion/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::het;
+
+void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
+                                            bool serialize) {
+  CpuPipelineOptions front;
+  front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
+  buildHetToBuffersPipeline(pm, front);
+  pm.addPass(createCheckGpuLowerablePass());
+
+  // Loop nests onto blocks and threads.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  // Fixed tile bounds with an in-bounds check inside: the thread loop then
+  // has a constant trip count, which becomes the launch's block size.
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass({target.blockSize}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addPass(createParallelLoopToGpuPass());
+  pm.addPass(createWrapHostLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+
+  // Kernels into one module, lowered for the target.
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createMergeKernelModulesPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "bin"; // the ELF code object itself
+  if (target.vendor == GpuVendor::Nvidia) {
+    GpuNVVMAttachTargetOptions attach;
+    attach.chip = target.arch;
+    attach.features = "+ptx80"; // sm_90 needs PTX ISA >= 7.8
+    attach.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(attach));
+    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+    // ptxas and libdevice (the math functions) of the CUDA toolkit:
+    // $CUDA_HOME, else the one found at configure time.
+    const char *cudaHome = std::getenv("CUDA_HOME");
+    binary.toolkitPath = cudaHome && *cudaHome ? cudaHome : HET_CUDA_TOOLKIT_DIR;
+  } else {
+    GpuROCDLAttachTargetOptions attach;
+    attach.chip = target.arch;
+    attach.optLevel = 3;
+    pm.addPass(createGpuROCDLAttachTarget(attach));
+    pm.addNestedPass<gpu::GPUModuleOp>(createLowerGpuOpsToROCDLOpsPass(target.arch));
+    binary.toolkitPath = HET_ROCM_TOOLKIT_DIR;
+  }
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  if (serialize)
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+}
