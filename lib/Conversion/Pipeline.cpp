@@ -104,6 +104,8 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
 
 void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildHetToBuffersPipeline(pm, options);
+  if (options.afterBufferization)
+    options.afterBufferization(pm);
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createEmitEntryPointsPass());

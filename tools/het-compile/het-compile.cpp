@@ -87,6 +87,11 @@ cl::opt<std::string> target("target",
                             cl::desc("x86_64 (default), or cuda / hip: GPU kernels (with "
                                      "--emit=gpu-binary; docs/gpu.md)"),
                             cl::init("x86_64"), cl::cat(category));
+cl::opt<bool> gpuEmulate("gpu-emulate",
+                         cl::desc("with --target=cuda|hip: an executable that runs the mapped "
+                                  "GPU kernels on the host, one block and thread after another "
+                                  "(the GPU lowering's correctness harness, not a fast path)"),
+                         cl::init(false), cl::cat(category));
 cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("with --target=cuda: sm_80 (default), sm_86, sm_89, sm_90; "
                                       "with --target=hip: gfx90a (default), gfx942"),
@@ -538,10 +543,14 @@ int main(int argc, char **argv) {
     if (!parsed)
       return fail(llvm::toString(parsed.takeError()));
     gpu = *parsed;
-    if (emit != Emit::GpuBinary && emit != Emit::GpuMlir)
+    bool gpuOutput = emit == Emit::GpuBinary || emit == Emit::GpuMlir;
+    if (gpuEmulate && gpuOutput)
+      return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "
+                  "the GPU kernels themselves");
+    if (!gpuEmulate && !gpuOutput)
       return fail("--target=" + target + " builds the step's GPU kernels (--emit=gpu-binary "
-                  "or gpu-mlir); GPU executables and pipeline stages are not built yet "
-                  "(docs/gpu.md)");
+                  "or gpu-mlir), or with --gpu-emulate an executable running them on the "
+                  "host; GPU executables and pipeline stages are not built yet (docs/gpu.md)");
     if (!clusterFile.empty() || !planFile.empty())
       return fail("--target=" + target + " compiles one training step; pipelines with GPU "
                   "stages are not built yet (docs/gpu.md)");
@@ -551,6 +560,8 @@ int main(int argc, char **argv) {
     return fail("--emit=gpu-binary and gpu-mlir need --target=cuda or --target=hip");
   } else if (!gpuArch.empty()) {
     return fail("--gpu-arch needs --target=cuda or --target=hip");
+  } else if (gpuEmulate) {
+    return fail("--gpu-emulate needs --target=cuda or --target=hip");
   }
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
@@ -610,6 +621,14 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return fail("could not build the training step of '" + inputFile +
                 "' (see the diagnostics above)");
+  if (gpu && gpuEmulate) {
+    llvm::errs() << "het-compile: --gpu-emulate: the " << gpu->arch
+                 << " kernels run on the host one block and thread after another (a "
+                    "correctness harness, not a fast path)\n";
+    mlir::het::CpuPipelineOptions emulation = mlir::het::gpuEmulationOptions(*gpu);
+    emulation.fuseElementwise = options.fuseElementwise;
+    return lowerAndEmit(*module, emulation, emit, output, timer);
+  }
   if (gpu)
     return emitGpuBinary(*module, *gpu, output, timer);
   return lowerAndEmit(*module, options, emit, output, timer);

@@ -12,6 +12,8 @@
 #ifndef HET_CONVERSION_GPU_H
 #define HET_CONVERSION_GPU_H
 
+#include "het/Conversion/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/Pass.h"
@@ -45,6 +47,18 @@ llvm::Expected<GpuTarget> parseGpuTarget(llvm::StringRef target, llvm::StringRef
 void buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
                                  bool serialize = true);
 
+/// Passes that put a bufferized step's loop nests on blocks and threads
+/// (after `het-gpu-check-lowerable`): shared by the code-object pipeline
+/// and host emulation.
+void addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target);
+
+/// The lowering options of `het-compile --target=cuda|hip --gpu-emulate`:
+/// the CPU pipeline with every op generated, the GPU mapping after
+/// bufferization and each launch run as loops over its blocks and threads
+/// (het-gpu-launch-to-host-loops), so an ordinary executable runs the
+/// very kernels a GPU build serializes.
+CpuPipelineOptions gpuEmulationOptions(const GpuTarget &target);
+
 /// The code object of the module's `gpu.binary @het_kernels` (an ELF cubin
 /// or hsaco).
 llvm::Expected<std::string> gpuBinaryOf(ModuleOp module);
@@ -60,6 +74,8 @@ std::unique_ptr<Pass> createCheckGpuLowerablePass();
 /// scalar, loops carrying a value) run as one-thread kernels, so every
 /// computation touches device memory on the device.
 std::unique_ptr<Pass> createWrapHostLoopsPass();
+/// `het-gpu-launch-to-host-loops`: host emulation of the mapped kernels.
+std::unique_ptr<Pass> createLaunchToHostLoopsPass();
 /// `het-gpu-merge-kernel-modules`: the outlined kernels (one gpu.module
 /// each) move into one `gpu.module @het_kernels`, so one code object holds
 /// every kernel of the step.

@@ -21,6 +21,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,9 @@ struct CpuPipelineOptions {
   /// The module is a pipeline (convert-het-to-runtime has run): its entry
   /// points and model info are made already.
   bool pipeline = false;
+  /// Passes run on the bufferized step before deallocation (GPU host
+  /// emulation maps and unmaps its loops there).
+  std::function<void(OpPassManager &)> afterBufferization;
 };
 
 /// From a module holding a training step (output of het-training-pipeline)

@@ -33,14 +33,8 @@
 using namespace mlir;
 using namespace mlir::het;
 
-void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
-                                            bool serialize) {
-  CpuPipelineOptions front;
-  front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
-  buildHetToBuffersPipeline(pm, front);
+void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
-
-  // Loop nests onto blocks and threads.
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   // Fixed tile bounds with an in-bounds check inside: the thread loop then
   // has a constant trip count, which becomes the launch's block size.
@@ -50,9 +44,34 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
   pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createWrapHostLoopsPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
+  CpuPipelineOptions options;
+  options.library = KernelLibrary::Mlir;
+  options.afterBufferization = [target](OpPassManager &pm) {
+    addGpuMappingPasses(pm, target);
+    pm.addPass(createLaunchToHostLoopsPass());
+    pm.addPass(createCanonicalizerPass());
+  };
+  return options;
+}
+
+void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
+                                            bool serialize) {
+  CpuPipelineOptions front;
+  front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
+  buildHetToBuffersPipeline(pm, front);
+  addGpuMappingPasses(pm, target);
 
   // Kernels into one module, lowered for the target.
   pm.addPass(createGpuKernelOutliningPass());
+  // Fixed tile bounds with an in-bounds check inside: the thread loop then
+  // has a constant trip count, which becomes the launch's block size.
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass({target.blockSize}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createMergeKernelModulesPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
