@@ -48,6 +48,9 @@ double hetrt_learning_rate(double compiled);
  * is outside [0, classes); generated cross-entropy code calls it before it
  * gathers logits by label. */
 void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes);
+/* The same for the indices of a generated table lookup (library=mlir):
+ * each in [0, rows), else it exits naming the first one outside. */
+void hetrt_check_indices(const int64_t *indices, int64_t count, int64_t rows);
 
 #ifdef __cplusplus
 }

@@ -152,6 +152,17 @@ HETRT_REF(dropout) {
 
 /// Generated cross-entropy code gathers logits by label: the labels are
 /// checked here first, with the reference kernel's message.
+void hetrt_check_indices(const int64_t *indices, int64_t count, int64_t rows) {
+  for (int64_t i = 0; i < count; ++i)
+    if (indices[i] < 0 || indices[i] >= rows) {
+      std::fprintf(stderr, "error: het.embedding: index %lld at position %lld is outside the "
+                           "table's [0, %lld)\n",
+                   static_cast<long long>(indices[i]), static_cast<long long>(i),
+                   static_cast<long long>(rows));
+      std::exit(1);
+    }
+}
+
 void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes) {
   for (int64_t i = 0; i < count; ++i)
     if (labels[i] < 0 || labels[i] >= classes) {

@@ -111,7 +111,8 @@ cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, e
 cl::opt<std::string> library("library",
                              cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
                                       "(oneDNN, default), reference (het's loops) or mlir "
-                                      "(matmul/linear/conv2d generated from linalg)"),
+                                      "(matmul/linear/conv2d/embeddings generated from "
+                                      "linalg)"),
                              cl::init("dnnl"), cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("directory holding libhetrt.so (default: the build's)"),

@@ -21,9 +21,11 @@ using namespace mlir;
 namespace {
 
 /// Host helpers a step calls around its kernels, not instead of them: the
-/// learning rate the executable may override and the label range check.
+/// learning rate the executable may override and the range checks of
+/// labels and token ids.
 bool isHostHelper(StringRef callee) {
-  return callee == "hetrt_learning_rate" || callee == "hetrt_check_labels";
+  return callee == "hetrt_learning_rate" || callee == "hetrt_check_labels" ||
+         callee == "hetrt_check_indices";
 }
 
 struct CheckGpuLowerablePass

@@ -112,6 +112,8 @@ struct ConvertHetToLinalgPass
           isLoweredToLinalg(op) ? lowerToLinalg(builder, op)
           : opLibrary == KernelLibrary::Mlir && isGeneratedAsLinalg(op)
               ? lowerLibraryOpToLinalg(builder, op)
+          : opLibrary == KernelLibrary::Mlir && isEmbeddingGeneratedAsLinalg(op)
+              ? lowerEmbeddingToLinalg(builder, op)
               : lowerToRuntimeCall(builder, module, op, opLibrary);
       if (failed(replacement))
         return signalPassFailure();

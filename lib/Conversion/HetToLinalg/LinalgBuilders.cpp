@@ -255,16 +255,29 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type ele
 /// Labels outside [0, classes) would index out of bounds in the generated
 /// gather: the runtime checks them first and stops with the reference's
 /// message (hetrt_check_labels, include/het-c/hetrt.h).
-void checkLabels(OpBuilder &b, Location loc, Operation *op, Value labels, int64_t classes) {
+namespace {
+/// `callee(const int64_t *values, count, bound)`: stops the run unless
+/// every value is in [0, bound).
+void checkBounds(OpBuilder &b, Location loc, Operation *op, StringRef callee, Value values,
+                 int64_t bound) {
   auto module = op->getParentOfType<ModuleOp>();
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   auto i64 = b.getI64Type();
-  declareRuntimeFunction(module, "hetrt_check_labels", b.getFunctionType({ptr, i64, i64}, {}));
-  int64_t count = cast<RankedTensorType>(labels.getType()).getNumElements();
-  b.create<func::CallOp>(loc, "hetrt_check_labels", TypeRange{},
-                         ValueRange{tensorAddress(b, loc, labels),
+  declareRuntimeFunction(module, callee, b.getFunctionType({ptr, i64, i64}, {}));
+  int64_t count = cast<RankedTensorType>(values.getType()).getNumElements();
+  b.create<func::CallOp>(loc, callee, TypeRange{},
+                         ValueRange{tensorAddress(b, loc, values),
                                     b.create<arith::ConstantIntOp>(loc, count, 64),
-                                    b.create<arith::ConstantIntOp>(loc, classes, 64)});
+                                    b.create<arith::ConstantIntOp>(loc, bound, 64)});
+}
+} // namespace
+
+void checkLabels(OpBuilder &b, Location loc, Operation *op, Value labels, int64_t classes) {
+  checkBounds(b, loc, op, "hetrt_check_labels", labels, classes);
+}
+
+void checkIndices(OpBuilder &b, Location loc, Operation *op, Value indices, int64_t rows) {
+  checkBounds(b, loc, op, "hetrt_check_indices", indices, rows);
 }
 
 /// The learning rate the executable runs with: `--lr` when given, else the

@@ -88,6 +88,9 @@ Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type ele
 /// gather: the runtime checks them first and stops with the reference's
 /// message (hetrt_check_labels, include/het-c/hetrt.h).
 void checkLabels(OpBuilder &b, Location loc, Operation *op, Value labels, int64_t classes);
+/// The same for a table lookup's indices against its rows
+/// (hetrt_check_indices).
+void checkIndices(OpBuilder &b, Location loc, Operation *op, Value indices, int64_t rows);
 
 /// The learning rate the executable runs with: `--lr` when given, else the
 /// one compiled in. Asked once per update, so one binary serves any rate.

@@ -27,6 +27,11 @@ FailureOr<SmallVector<Value>> lowerLayoutToLinalg(OpBuilder &b, Operation *op);
 bool isGeneratedAsLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerLibraryOpToLinalg(OpBuilder &b, Operation *op);
 
+/// library=mlir: embedding lookups and their gradients (not vocabulary
+/// sharded) as generated linalg (EmbeddingToLinalg.cpp).
+bool isEmbeddingGeneratedAsLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerEmbeddingToLinalg(OpBuilder &b, Operation *op);
+
 /// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with
 /// KernelLibrary::Mlir those calls go to the reference kernels.
 bool isLoweredToRuntimeCall(Operation *op);
