@@ -57,7 +57,8 @@ struct ConvertHetToLinalgPass
       *this, "library",
       llvm::cl::desc("kernels of matmul/linear/conv2d/batch_norm: dnnl (oneDNN "
                      "primitives), reference (het's plain loops) or mlir (matmul, "
-                     "linear and conv2d generated as linalg, the rest reference); "
+                     "linear, conv2d and embeddings generated as linalg, the rest "
+                     "reference); "
                      "a function's het.kernel_library attribute overrides it"),
       llvm::cl::init("dnnl")};
 
