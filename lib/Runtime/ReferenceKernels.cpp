@@ -150,26 +150,28 @@ HETRT_REF(dropout) {
                       hetrtRandomContext()));
 }
 
-/// Generated cross-entropy code gathers logits by label: the labels are
-/// checked here first, with the reference kernel's message.
-void hetrt_check_indices(const int64_t *indices, int64_t count, int64_t rows) {
+namespace {
+/// Exits with "error: <what> <value> at position <i> is outside <range>"
+/// unless every value is in [0, bound).
+void checkRange(const int64_t *values, int64_t count, int64_t bound, const char *what,
+                const char *range) {
   for (int64_t i = 0; i < count; ++i)
-    if (indices[i] < 0 || indices[i] >= rows) {
-      std::fprintf(stderr, "error: het.embedding: index %lld at position %lld is outside the "
-                           "table's [0, %lld)\n",
-                   static_cast<long long>(indices[i]), static_cast<long long>(i),
-                   static_cast<long long>(rows));
+    if (values[i] < 0 || values[i] >= bound) {
+      std::fprintf(stderr, "error: %s %lld at position %lld is outside %s[0, %lld)\n", what,
+                   static_cast<long long>(values[i]), static_cast<long long>(i), range,
+                   static_cast<long long>(bound));
       std::exit(1);
     }
 }
+} // namespace
+
+/// Generated code gathers by these values (logits by label, table rows by
+/// token id): they are checked here first, with the reference kernels'
+/// messages.
+void hetrt_check_indices(const int64_t *indices, int64_t count, int64_t rows) {
+  checkRange(indices, count, rows, "het.embedding: index", "the table's ");
+}
 
 void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes) {
-  for (int64_t i = 0; i < count; ++i)
-    if (labels[i] < 0 || labels[i] >= classes) {
-      std::fprintf(stderr, "error: het.cross_entropy: label %lld at position %lld is outside "
-                           "[0, %lld)\n",
-                   static_cast<long long>(labels[i]), static_cast<long long>(i),
-                   static_cast<long long>(classes));
-      std::exit(1);
-    }
+  checkRange(labels, count, classes, "het.cross_entropy: label", "");
 }

@@ -12,31 +12,28 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::het;
 
 namespace {
 
-// The architectures the device catalog's GPUs have (A100; H100/H200;
-// MI250X; MI300X). ptxas of CUDA 13 rejects sm_50/sm_70, and LLVM 19 knows
-// no sm_100: newer NVIDIA GPUs run the PTX a fatbin embeds.
-constexpr const char *kNvidiaArchs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
-constexpr const char *kAmdArchs[] = {"gfx90a", "gfx942"};
+// The architectures of the device catalog's GPUs (A100; H100/H200;
+// MI250X; MI300X) and NVIDIA's consumer parts. ptxas of CUDA 13 rejects
+// sm_50/sm_70, and LLVM 19 knows no sm_100: newer NVIDIA GPUs would run the
+// PTX a fatbin embeds.
+struct VendorTarget {
+  StringRef target, vendorName;
+  GpuVendor vendor;
+  SmallVector<StringRef> archs; // the first is the default
+};
 
-template <size_t N> bool contains(const char *const (&list)[N], StringRef arch) {
-  for (const char *known : list)
-    if (arch == known)
-      return true;
-  return false;
-}
-
-template <size_t N> std::string joined(const char *const (&list)[N]) {
-  std::string text;
-  for (const char *known : list)
-    text += (text.empty() ? "" : ", ") + std::string(known);
-  return text;
+SmallVector<VendorTarget> vendorTargets() {
+  return {{"cuda", "NVIDIA", GpuVendor::Nvidia, {"sm_80", "sm_86", "sm_89", "sm_90"}},
+          {"hip", "AMD", GpuVendor::Amd, {"gfx90a", "gfx942"}}};
 }
 
 } // namespace
@@ -45,21 +42,15 @@ llvm::Expected<GpuTarget> mlir::het::parseGpuTarget(StringRef target, StringRef 
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
-  GpuTarget result;
-  if (target == "cuda") {
-    result.vendor = GpuVendor::Nvidia;
-    result.arch = arch.empty() ? "sm_80" : arch.str();
-    if (!contains(kNvidiaArchs, result.arch))
-      return error("--gpu-arch=" + result.arch + " is not an NVIDIA architecture het compiles for (" +
-                   joined(kNvidiaArchs) + ")");
-    return result;
-  }
-  if (target == "hip") {
-    result.vendor = GpuVendor::Amd;
-    result.arch = arch.empty() ? "gfx90a" : arch.str();
-    if (!contains(kAmdArchs, result.arch))
-      return error("--gpu-arch=" + result.arch + " is not an AMD architecture het compiles for (" +
-                   joined(kAmdArchs) + ")");
+  for (const VendorTarget &known : vendorTargets()) {
+    if (known.target != target)
+      continue;
+    GpuTarget result;
+    result.vendor = known.vendor;
+    result.arch = arch.empty() ? known.archs.front().str() : arch.str();
+    if (!llvm::is_contained(known.archs, StringRef(result.arch)))
+      return error("--gpu-arch=" + result.arch + " is not an " + known.vendorName +
+                   " architecture het compiles for (" + llvm::join(known.archs, ", ") + ")");
     return result;
   }
   return error("--target=" + target + " is not a GPU target (cuda or hip)");
