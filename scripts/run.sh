@@ -106,3 +106,23 @@ HET_TOOLS_DIR="$here/build/bin" PYTHONPATH="$here/python" "$here/.venv/bin/pytho
   || { cat "$out/llama.txt"; echo "het: het.export failed" >&2; exit 1; }
 echo "het:   $(grep -c 'het.rms_norm' "$out/llama.mlir") het.rms_norm, $(grep -cE '= het\.' "$out/llama.mlir") het ops -> $out/llama.mlir"
 grep -E '^step (0|19) |^max relative' "$out/llama.txt" | sed 's/^/het:   /'
+# GPU code objects (docs/gpu.md; no GPU here): the GPT's training step as
+# one sm_90 cubin, checked with llvm-readelf, and the same mapped kernels
+# emulated on the host against the x86 build.
+if [ -x /usr/local/cuda/bin/ptxas ] || command -v ptxas > /dev/null; then
+  gpt="$here/examples/models/gpt.mlir"
+  echo "het: het-compile examples/models/gpt.mlir --target=cuda --gpu-arch=sm_90 --emit=gpu-binary:"
+  "$here/build/bin/het-compile" "$gpt" --target=cuda --gpu-arch=sm_90 --optimizer adam --lr 0.01 \
+    --emit=gpu-binary -o "$out/gpt.cubin" 2> "$out/gpu.txt" \
+    || { cat "$out/gpu.txt"; echo "het: GPU compilation failed" >&2; exit 1; }
+  readelf=/usr/lib/llvm-19/bin/llvm-readelf
+  echo "het:   $out/gpt.cubin: $("$readelf" -h "$out/gpt.cubin" | sed -n 's/ *Machine: *//p'), $("$readelf" -s "$out/gpt.cubin" | grep -c 'FUNC    GLOBAL') kernels"
+  "$here/build/bin/het-compile" "$gpt" --target=cuda --gpu-emulate --optimizer adam --lr 0.01 \
+    -o "$out/gpt-emulated" 2>> "$out/gpu.txt" \
+    && "$here/build/bin/het-compile" "$gpt" --optimizer adam --lr 0.01 -o "$out/gpt-x86" \
+    && "$out/gpt-emulated" --steps 20 --seed 2 > "$out/gpt-emulated.txt" \
+    && "$out/gpt-x86" --steps 20 --seed 2 > "$out/gpt-x86.txt" \
+    || { cat "$out/gpu.txt"; echo "het: GPU emulation failed" >&2; exit 1; }
+  echo "het:   the same kernels emulated on the host vs the x86 build, 20 Adam steps: $("$here/.venv/bin/python" \
+    "$here/test/het-compile/Inputs/compare_traces.py" "$out/gpt-x86.txt" "$out/gpt-emulated.txt" --tolerance 1e-4)"
+fi

@@ -71,8 +71,13 @@ LogicalResult checkOne(func::FuncOp forward, unsigned samplesPerParam, uint64_t 
     return (*out)[0].floats[0];
   };
 
+  // Results: the loss, one gradient per parameter, then any state the
+  // forward model updates (not gradients).
+  size_t params = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    params += static_cast<bool>(forward.getArgAttr(i, mlir::het::HetDialect::getParamAttrName()));
   double scale = 0; // the function's gradient scale G
-  for (size_t r = 1; r < gradients->size(); ++r)
+  for (size_t r = 1; r < 1 + params && r < gradients->size(); ++r)
     for (long double g : (*gradients)[r].floats)
       scale = std::max(scale, static_cast<double>(std::fabs(g)));
 
