@@ -550,7 +550,7 @@ def _setup_handlers():
     def ov(packet, name):
         return getattr(packet, name, None)
 
-    from .aten import conv, norm, pointwise, reduce as reductions, shape
+    from .aten import attention, conv, dense, losses, norm, pointwise, reduce as reductions, shape
 
     pointwise_ops = pointwise.register(reg, aten)
     shape_ops = shape.register(reg, aten)
@@ -623,139 +623,7 @@ def _setup_handlers():
     reg([aten.expand.default], expand)
 
 
-    # --- dense layers --------------------------------------------------------
-    def transposed_matrix(im, arg):
-        """If `arg` is `w.t()` / `w.permute(1, 0)` of a 2-D tensor, returns w's node."""
-        if hasattr(arg, "op") and arg.op == "call_function":
-            if arg.target is aten.t.default or (
-                    arg.target is aten.permute.default and list(arg.args[1]) == [1, 0]):
-                return arg.args[0]
-        return None
-
-    def linear_like(im, node, x_arg, w_arg, bias_arg):
-        w_node = transposed_matrix(im, w_arg)
-        x = im.tensor(x_arg)
-        if w_node is not None:
-            w = im.tensor(w_node)
-            operands = [x, w] + ([im.tensor(bias_arg, like=x)] if bias_arg is not None else [])
-            return im.op(node, "linear", operands, {}, [im.shape_of(node)])
-        w = im.tensor(w_arg, like=x)
-        y = im.op(node, "matmul", [x, w], {}, [im.shape_of(node)])
-        if bias_arg is not None:
-            b = im.tensor(bias_arg, like=x)
-            y = im.op(node, "add", [y, b], {}, [im.shape_of(node)], hint=node.name + "_bias")
-        return y
-
-    def addmm(im, node):
-        beta = node.kwargs.get("beta", 1)
-        alpha = node.kwargs.get("alpha", 1)
-        if beta != 1 or alpha != 1:
-            raise _Unsupported("addmm with beta/alpha other than 1")
-        return linear_like(im, node, node.args[1], node.args[2], node.args[0])
-
-    def mm(im, node):
-        return linear_like(im, node, node.args[0], node.args[1], None)
-
-    def linear(im, node):
-        x = im.tensor(node.args[0])
-        w = im.tensor(node.args[1])
-        bias = node.args[2] if len(node.args) > 2 else None
-        ops = [x, w] + ([im.tensor(bias, like=x)] if bias is not None else [])
-        return im.op(node, "linear", ops, {}, [im.shape_of(node)])
-
-    def only_user(n):
-        users = list(n.users)
-        return users[0] if len(users) == 1 else None
-
-    def param_placeholder(im, n):
-        return hasattr(n, "op") and n.op == "placeholder" and im.input_kind[n.name][0] == "param"
-
-    def split_linear(im, node):
-        """`linear(x).split(sizes, dim=-1)` (nanoGPT's fused q/k/v): one
-        het.linear per chunk on row slices of the weight and bias. het has no
-        slice op, so each slice is its own parameter, named
-        `<name>[<begin>:<end>]` (rows); het.to_torch writes them back into the
-        PyTorch parameter, and tensor parallelism splits q, k and v by heads
-        like separate projections. The weight and bias must have no other
-        use; any other split is a slice per piece (aten/shape.py)."""
-        src, dim = node.args[0], node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
-        rank = len(src.meta["val"].shape)
-        if dim % rank != rank - 1:
-            raise _Unsupported("split along a dimension other than the last (het has no slice op)")
-        view = None
-        if fn(src, aten.view.default, aten._unsafe_view.default, aten.reshape.default) and only_user(src):
-            view, src = src, src.args[0]
-            if view.meta["val"].shape[-1] != src.meta["val"].shape[-1]:
-                raise _Unsupported("split of a reshaped linear output")
-        if not (fn(src, aten.addmm.default, aten.mm.default) and only_user(src) is (view or node)):
-            raise _Unsupported("split of a computed tensor other than a linear layer's output "
-                               "(het has no slice op)")
-        bias = src.args[0] if src.target is aten.addmm.default else None
-        x_arg, wt = (src.args[1], src.args[2]) if bias is not None else (src.args[0], src.args[1])
-        w = transposed_matrix(im, wt)
-        if w is None or not param_placeholder(im, w) or (bias is not None and not param_placeholder(im, bias)):
-            raise _Unsupported("split of a product that is not a linear layer with parameters")
-        if len(w.users) != 1 or only_user(wt) is not src or (bias is not None and len(bias.users) != 1):
-            raise _Unsupported("split linear layer whose weight or bias is also used elsewhere")
-        x = im.tensor(x_arg)
-        w_name = im.input_kind[w.name][1]
-        b_name = im.input_kind[bias.name][1] if bias is not None else None
-        chunks = [tuple(v.shape) for v in node.meta["val"]]
-        results, begin = [], 0
-        for i, shape in enumerate(chunks):
-            end = begin + shape[-1]
-            ops = [x, im.param_slice(w, w_name, begin, end)]
-            if bias is not None:
-                ops.append(im.param_slice(bias, b_name, begin, end))
-            y = im.op(node, "linear", ops, {}, [tuple(x.shape[:-1]) + (end - begin,)],
-                      hint=f"{node.name}_{i}")
-            if view is not None:
-                y = im.reshape(node, y, shape)
-            results.append(y)
-            begin = end
-        return tuple(results)
-
-    def split(im, node):
-        try:
-            return split_linear(im, node)
-        except _Unsupported:
-            return shape_ops["split"](im, node)
-
-    reg([aten.split_with_sizes.default, aten.split.Tensor], split)
-
-    reg([aten.addmm.default], addmm)
-    reg([aten.mm.default], mm)
-    reg([aten.linear.default], linear)
-
-    def swaps_last_two(arg):
-        if hasattr(arg, "op") and arg.op == "call_function":
-            if arg.target is aten.permute.default:
-                perm = list(arg.args[1])
-                r = len(perm)
-                if r >= 2 and perm[:-2] == list(range(r - 2)) and perm[-2:] == [r - 1, r - 2]:
-                    return arg.args[0]
-            if arg.target is aten.transpose.int:
-                a = arg.args[1]
-                b = arg.args[2]
-                r = len(arg.meta["val"].shape)
-                if {a % r, b % r} == {r - 1, r - 2}:
-                    return arg.args[0]
-        return None
-
-    def bmm(im, node):
-        attrs = {}
-        lhs_arg, rhs_arg = node.args[0], node.args[1]
-        inner = swaps_last_two(rhs_arg)
-        if inner is not None:
-            rhs_arg, attrs["transpose_rhs"] = inner, None
-        inner = swaps_last_two(lhs_arg)
-        if inner is not None:
-            lhs_arg, attrs["transpose_lhs"] = inner, None
-        a = im.tensor(lhs_arg)
-        b = im.tensor(rhs_arg, like=a)
-        return im.op(node, "matmul", [a, b], attrs, [im.shape_of(node)])
-
-    reg([aten.bmm.default, aten.matmul.default], bmm)
+    dense.register(reg, aten, split_pieces=shape_ops["split"])
 
     # --- element-wise --------------------------------------------------------
     def binary(name):
@@ -807,53 +675,7 @@ def _setup_handlers():
     reg([aten.mul.Tensor, aten.mul.Scalar], binary("mul"))
     norm.register(reg, aten, mul=binary("mul"))  # mul.Tensor: RMS norms end in one
 
-    def fn(n, *targets):
-        return hasattr(n, "op") and n.op == "call_function" and n.target in targets
-
-    def decomposed_cross_entropy(node):
-        """F.cross_entropy(z, t) (mean, no weights) after decomposition:
-        sum(where(t != ii, -gather(log_softmax(z, 1), 1, t'), 0)) / sum(t != ii).
-        Returns (z, t) or None."""
-        num, den = node.args[0], node.args[1]
-        if not (fn(num, aten.sum.dim_IntList, aten.sum.default) and fn(den, aten._to_copy.default)):
-            return None
-        masked = num.args[0]
-        if not (fn(masked, aten.where.self) and fn(masked.args[1], aten.neg.default)):
-            return None
-        picked = masked.args[1].args[0]
-        if fn(picked, aten.squeeze.dims, aten.squeeze.dim):
-            picked = picked.args[0]
-        if not (fn(picked, aten.gather.default) and fn(picked.args[0], aten._log_softmax.default)):
-            return None
-        logsm = picked.args[0]
-        index = picked.args[2]
-        if fn(index, aten.unsqueeze.default):
-            index = index.args[0]
-        if not (fn(index, aten.where.self) and fn(index.args[0], aten.ne.Scalar)):
-            return None
-        target = index.args[1]
-        count = den.args[0]
-        if not (fn(count, aten.sum.dim_IntList, aten.sum.default) and fn(count.args[0], aten.ne.Scalar)
-                and count.args[0].args[0] is target and index.args[0].args[0] is target):
-            return None
-        logits = logsm.args[0]
-        if fn(logits, aten._to_copy.default) and \
-                logits.args[0].meta["val"].dtype == logits.meta["val"].dtype:
-            logits = logits.args[0]
-        if logsm.args[1] % len(logsm.meta["val"].shape) != len(logsm.meta["val"].shape) - 1:
-            return None
-        return logits, target
-
-    def div(im, node):
-        ce = decomposed_cross_entropy(node)
-        if ce is not None:
-            # ignore_index is not modelled: het.cross_entropy needs every label in [0, C).
-            logits = im.tensor(ce[0])
-            labels = im.tensor(ce[1])
-            return im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
-        return pointwise_ops["div"](im, node)
-
-    reg([aten.div.Tensor, aten.div.Scalar], div)
+    losses.register(reg, aten, div_elementwise=pointwise_ops["div"])
 
     def relu(im, node):
         return im.op(node, "relu", [im.tensor(node.args[0])], {}, [im.shape_of(node)],
@@ -888,109 +710,12 @@ def _setup_handlers():
 
     reg([aten.native_dropout.default, aten.dropout.default], dropout)
 
-    # --- softmax (with the attention patterns folded in) ---------------------
-    def causal_mask_kind(mask, q, k):
-        """'keep' if `mask` (bool, True = keep) is the causal pattern, else None."""
-        torch_ = torch
-        m = mask.to(torch_.bool)
-        while m.dim() > 2 and m.shape[0] == 1:
-            m = m[0]
-        if m.dim() != 2 or tuple(m.shape) != (q, k):
-            return False
-        i = torch_.arange(q).unsqueeze(1)
-        j = torch_.arange(k).unsqueeze(0)
-        keep = j <= i + (k - q)
-        return bool(torch_.equal(m, keep))
-
-    def softmax(im, node):
-        src, dim = node.args[0], node.args[1]
-        shape = im.shape_of(node)
-        rank = len(shape)
-        attrs = {}
-        causal = False
-        # masked_fill(mask == 0, -inf) lowers to where(cond, -inf, x)
-        if hasattr(src, "op") and src.target is aten.where.self:
-            cond, fill, other = src.args
-            c_cond = im.get(cond) if hasattr(cond, "op") else None
-            c_fill = im.get(fill) if hasattr(fill, "op") else _Const(fill)
-            if isinstance(c_cond, _Const) and isinstance(c_fill, _Const) and \
-                    float(c_fill.value) == float("-inf") and \
-                    causal_mask_kind(~c_cond.value.to(torch.bool), shape[-2], shape[-1]):
-                causal, src = True, other
-        # an additive mask of 0 / -inf (scaled_dot_product_attention's form)
-        elif hasattr(src, "op") and src.target is aten.add.Tensor and hasattr(src.args[1], "op"):
-            m = im.get(src.args[1])
-            if isinstance(m, _Const) and isinstance(m.value, torch.Tensor) and \
-                    causal_mask_kind(m.value == 0, shape[-2], shape[-1]) and \
-                    bool(torch.all((m.value == 0) | (m.value == float("-inf")))):
-                causal, src = True, src.args[0]
-        if causal:
-            if dim % rank != rank - 1:
-                raise _Unsupported("a causal softmax must be over the last axis")
-            attrs["causal"] = None
-        # scale: softmax(x * c)
-        if hasattr(src, "op") and src.target in (aten.mul.Tensor, aten.mul.Scalar) and \
-                not hasattr(src.args[1], "op") and len(src.users) == 1:
-            attrs["scale"] = mlir.float_attr(float(src.args[1]))
-            src = src.args[0]
-        if dim % rank != rank - 1:
-            attrs["axis"] = f"{dim % rank} : i64"
-        x = im.tensor(src)
-        return im.op(node, "softmax", [x], attrs, [shape], type_style="same")
-
-    reg([aten._softmax.default, aten.softmax.int], softmax)
-
-    def where(im, node):
-        # scaled_dot_product_attention's guard for rows where every key is
-        # masked: where(!any(s != -inf, -1), 0, softmax(s)). het.softmax's
-        # causal mask always keeps the diagonal (and an unmasked softmax keeps
-        # everything), so no row is fully masked and the guard is the softmax.
-        cond, fill, probs = node.args
-        if fn(probs, aten._softmax.default) and fn(fill, aten.full_like.default) and \
-                float(fill.args[1]) == 0.0 and fn(cond, aten.logical_not.default) and \
-                fn(cond.args[0], aten.any.dim) and fn(cond.args[0].args[0], aten.logical_not.default):
-            eq = cond.args[0].args[0].args[0]
-            if fn(eq, aten.eq.Scalar) and eq.args[0] is probs.args[0] and float(eq.args[1]) == float("-inf"):
-                return im.tensor(probs)
-        return pointwise_ops["where"](im, node)
-
-    reg([aten.where.self], where)
+    attention.register(reg, aten, where_elementwise=pointwise_ops["where"])
 
     conv.register(reg, aten)
     reductions.register_mean_sum(reg, aten)
     norm.register_batch_and_layer_norm(reg, aten)
 
-    # --- embedding and losses --------------------------------------------------
-    def embedding(im, node):
-        defaults = [None, None, -1, False, False]  # weight, indices, padding_idx, scale, sparse
-        args = list(node.args) + defaults[len(node.args):]
-        padding_idx, scale_grad_by_freq, sparse = args[2:5]
-        if scale_grad_by_freq or sparse:
-            raise _Unsupported("embedding with scale_grad_by_freq or sparse gradients")
-        w = im.tensor(node.args[0])
-        idx = im.tensor(node.args[1])
-        attrs = {}
-        if padding_idx is not None and padding_idx >= 0:
-            attrs["padding_idx"] = f"{int(padding_idx)} : i64"  # its row gets no gradient
-        return im.op(node, "embedding", [w, idx], attrs, [im.shape_of(node)])
-
-    reg([aten.embedding.default], embedding)
-
-    def nll_loss(im, node):
-        # cross_entropy = nll_loss(log_softmax(x, dim=1 / -1), target)
-        src, target, weight, reduction, ignore_index = node.args[:5]
-        if weight is not None or reduction != 1:
-            raise _Unsupported("nll_loss with class weights or reduction other than 'mean'")
-        if not (hasattr(src, "op") and src.target is aten._log_softmax.default):
-            raise _Unsupported("nll_loss of something other than log_softmax")
-        logits = im.tensor(src.args[0])
-        if src.args[1] % len(logits.shape) != len(logits.shape) - 1:
-            raise _Unsupported("cross entropy over a class axis that is not the last")
-        labels = im.tensor(target)
-        loss = im.op(node, "cross_entropy", [logits, labels], {}, [()], result_elem=logits.elem)
-        return (loss, None)
-
-    reg([aten.nll_loss_forward.default], nll_loss)
 
 
 class _SimpleNode:
