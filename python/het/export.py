@@ -173,22 +173,31 @@ def _max_relative(trace, reference):
     return max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(trace, reference))
 
 
-def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr, training=True):
+def _torch_loss(out, target, loss):
+    """PyTorch's value of the loss het.from_torch appends (`loss`)."""
     import torch.nn.functional as F
 
+    if loss == "cross_entropy":
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+    if loss == "mse":
+        return F.mse_loss(out, target)
+    return out
+
+
+def _agrees(err, noise, rtol):
+    """Within rtol, or -- when PyTorch's own trace moves by more than rtol
+    under a rounding-sized nudge -- within 10x that sensitivity."""
+    return err <= rtol or (noise > rtol and err <= 10 * noise)
+
+
+def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr, training=True):
     opt = torch.optim.SGD(model.parameters(), lr=lr) if optimizer == "sgd" else \
         torch.optim.Adam(model.parameters(), lr=lr)
     model.train(training)
     trace = []
     for _ in range(steps):
         opt.zero_grad()
-        out = model(*inputs)
-        if loss == "cross_entropy":
-            value = F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
-        elif loss == "mse":
-            value = F.mse_loss(out, target)
-        else:
-            value = out
+        value = _torch_loss(model(*inputs), target, loss)
         value.backward()
         opt.step()
         trace.append(float(value))
@@ -206,7 +215,7 @@ def _check_state(torch, model, prog, het_final, trained, err, where, noise, inpu
     print(f"running statistics after {args.train_steps} steps ({len(prog.state)} buffers): "
           f"max relative difference {err:.3g} at {where} (rtol {args.rtol:g}); "
           f"PyTorch against itself nudged: {noise:.3g}")
-    if err > args.rtol and not (noise > args.rtol and err <= 10 * noise):
+    if not _agrees(err, noise, args.rtol):
         raise HetError(f"het's running statistics differ from PyTorch's by {err:.3g} at {where}")
     # Eval mode with het's trained values: PyTorch's forward, and het's.
     model.load_state_dict(trained)
@@ -224,13 +233,7 @@ def _check_state(torch, model, prog, het_final, trained, err, where, noise, inpu
                                                      list(inputs) + [target])})
     het_loss = float(tools.evaluate(evaluated, feed, function=args.function + "_eval",
                                     precision=args.precision)["result0"])
-    import torch.nn.functional as F
-    if args.loss == "cross_entropy":
-        torch_loss = float(F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1)))
-    elif args.loss == "mse":
-        torch_loss = float(F.mse_loss(out, target))
-    else:
-        torch_loss = float(out)
+    torch_loss = float(_torch_loss(out, target, args.loss))
     difference = abs(het_loss - torch_loss) / max(abs(torch_loss), 1e-30)
     print(f"eval mode with het's trained values: loss {het_loss:.8g} (het) vs {torch_loss:.8g} "
           f"(PyTorch), relative difference {difference:.3g}")
@@ -335,7 +338,7 @@ def main(argv=None) -> int:
                       f"PyTorch against itself with parameters scaled by 1+{nudge:g}: {noise:.3g}")
                 if err <= args.rtol:
                     pass
-                elif noise > args.rtol and err <= 10 * noise:
+                elif _agrees(err, noise, args.rtol):
                     within = next((i for i, (a, b) in enumerate(zip(het_losses, ref))
                                    if abs(a - b) > args.rtol * max(abs(b), 1e-30)), len(ref))
                     print(f"ill-conditioned run: PyTorch's own trace moves by {noise:.3g} under a "

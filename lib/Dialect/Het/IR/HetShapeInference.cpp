@@ -383,12 +383,22 @@ LogicalResult BatchNormInferenceOp::inferReturnTypes(
   return success();
 }
 
-double BatchNormRunningStatsOp::statisticsCount() {
-  ArrayRef<int64_t> shape = shapeOf(getInput());
-  double count = double(getSamples() ? *getSamples() : shape[0]);
+/// The values per channel of batch statistics over `input` [N, C, ...]:
+/// `samples` (or N) times the spatial size; nullopt while a size is dynamic.
+static std::optional<int64_t> valuesPerChannel(ArrayRef<int64_t> shape,
+                                               std::optional<uint64_t> samples) {
+  int64_t count = samples ? int64_t(*samples) : shape[0];
   for (size_t i = 2; i < shape.size(); ++i)
-    count *= double(shape[i]);
+    count = shape[i] == ShapedType::kDynamic || count == ShapedType::kDynamic
+                ? ShapedType::kDynamic
+                : count * shape[i];
+  if (count == ShapedType::kDynamic)
+    return std::nullopt;
   return count;
+}
+
+double BatchNormRunningStatsOp::statisticsCount() {
+  return double(valuesPerChannel(shapeOf(getInput()), getSamples()).value_or(0));
 }
 
 LogicalResult BatchNormRunningStatsOp::inferReturnTypes(
@@ -404,17 +414,12 @@ LogicalResult BatchNormRunningStatsOp::inferReturnTypes(
   double momentum = adaptor.getMomentum().convertToDouble();
   if (!(momentum >= 0.0 && momentum <= 1.0))
     return emitOptionalError(loc, "'momentum' must be in [0, 1], got ", momentum);
-  ArrayRef<int64_t> shape = shapeOf(adaptor.getInput());
-  int64_t perChannel = adaptor.getSamples() ? int64_t(*adaptor.getSamples()) : shape[0];
-  bool known = perChannel != ShapedType::kDynamic;
-  for (size_t i = 2; i < shape.size(); ++i) {
-    known &= shape[i] != ShapedType::kDynamic;
-    perChannel *= shape[i];
-  }
-  if (known && perChannel < 2)
+  std::optional<int64_t> perChannel =
+      valuesPerChannel(shapeOf(adaptor.getInput()), adaptor.getSamples());
+  if (perChannel && *perChannel < 2)
     return emitOptionalError(loc, "running statistics need more than one value per channel "
                                   "(PyTorch refuses such a batch in training mode), got ",
-                             perChannel);
+                             *perChannel);
   types.push_back(adaptor.getRunningMean().getType());
   types.push_back(adaptor.getRunningVar().getType());
   return success();
