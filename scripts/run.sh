@@ -109,7 +109,7 @@ grep -E '^step (0|19) |^max relative' "$out/llama.txt" | sed 's/^/het:   /'
 # GPU code objects (docs/gpu.md; no GPU here): the GPT's training step as
 # one sm_90 cubin, checked with llvm-readelf, and the same mapped kernels
 # emulated on the host against the x86 build.
-if [ -x /usr/local/cuda/bin/ptxas ] || command -v ptxas > /dev/null; then
+if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ]; then
   gpt="$here/examples/models/gpt.mlir"
   echo "het: het-compile examples/models/gpt.mlir --target=cuda --gpu-arch=sm_90 --emit=gpu-binary:"
   "$here/build/bin/het-compile" "$gpt" --target=cuda --gpu-arch=sm_90 --optimizer adam --lr 0.01 \
