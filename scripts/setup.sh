@@ -2,8 +2,39 @@
 # Installs every system and Python dependency het needs, idempotently.
 # Run as root on a fresh Debian 12 machine. Safe to run again: apt and pip
 # skip what is already present, and the venv is reused.
+#
+#   setup.sh            everything: build, test and Python dependencies
+#   setup.sh --system   only the system packages that build het (no venv, no
+#                       PyPI): the build stage of the Dockerfile
+#   setup.sh --runtime  only what an installed het needs to run (its shared
+#                       libraries and a compiler driver for het-compile's
+#                       link): the Dockerfile's final image. Needs no other
+#                       file of the checkout.
+#   setup.sh --print-runtime-packages   the --runtime list, one per line
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mode="${1:-all}"
+case "$mode" in
+  all|--system|--runtime|--print-runtime-packages) ;;
+  *) echo "setup: unknown option '$mode' (expected --system, --runtime or --print-runtime-packages)" >&2
+     exit 2 ;;
+esac
+
+# What the installed tree (cmake --install) links at run time, by package:
+# test/install/check_install.sh checks this list against the installed
+# binaries' libraries and the .deb's computed Depends.
+RUNTIME_APT_PACKAGES=(
+  libc6 libstdc++6 libgcc-s1 libgomp1
+  libllvm19 libmlir-19 libdnnl2 libzip4 libssl3
+  # het-compile links executables with the system's compiler driver
+  gcc libc6-dev
+  # AMD code objects (lib/het/rocm-toolkit links to both)
+  lld-19 rocm-device-libs
+)
+if [ "$mode" = "--print-runtime-packages" ]; then
+  printf '%s\n' "${RUNTIME_APT_PACKAGES[@]}"
+  exit 0
+fi
 
 APT_PACKAGES=(
   # build
@@ -21,6 +52,9 @@ APT_PACKAGES=(
   python3 python3-venv iproute2
 )
 
+if [ "$mode" = "--runtime" ]; then
+  APT_PACKAGES=("${RUNTIME_APT_PACKAGES[@]}")
+fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,6 +66,11 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: system packages present"
+fi
+
+if [ "$mode" != all ]; then
+  echo "setup: done ($mode)"
+  exit 0
 fi
 
 # Python tools (lit, numpy, pytest, torch) live in the project's own virtual environment so

@@ -1,6 +1,7 @@
 //===- DeviceCatalog.cpp - load device specs from data files --------------===//
 #include "het/Plan/DeviceCatalog.h"
 #include "JsonUtil.h"
+#include "het/Support/InstallLayout.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,13 +36,16 @@ double DeviceSpec::memoryBytesPerSecond() const {
 }
 
 std::string DeviceCatalog::defaultDirectory() {
-  if (const char *env = std::getenv("HET_DEVICE_CATALOG"))
-    return env;
-#ifdef HET_SOURCE_DIR
-  return std::string(HET_SOURCE_DIR) + "/data/devices";
-#else
-  return "data/devices";
-#endif
+  // $HET_DEVICE_CATALOG, else share/het/devices of the tree this tool runs
+  // from (installed, or the build tree, which links it to data/devices).
+  InstalledPath catalog{"HET_DEVICE_CATALOG",
+                        std::string(dataDirectoryBelowPrefix()) + "/devices", "",
+                        "the device catalog"};
+  std::vector<std::string> tried;
+  std::string dir = locate(catalog, &tried);
+  if (dir.empty())
+    throw PlanError(whyNotFound(catalog, tried));
+  return dir;
 }
 
 DeviceCatalog DeviceCatalog::loadDirectory(const std::string &dir) {

@@ -2,8 +2,9 @@
 
 Each wrapper runs one tool as a subprocess and loads what it wrote back into
 numpy (`.npz`) or Python (plan JSON). Tools are found in `$HET_TOOLS_DIR`,
-then `<repo>/build/bin`, then on `PATH`; a missing tool is a `HetToolError`
-that says where it looked.
+then in `$HET_PREFIX/bin` (an installed tree, `cmake --install`), then in
+`<repo>/build/bin` when this package is used from its source tree, then on
+`PATH`; a missing tool is a `HetToolError` that says where it looked.
 """
 
 import json
@@ -27,7 +28,13 @@ def _search_dirs() -> List[str]:
     env = os.environ.get("HET_TOOLS_DIR")
     if env:
         dirs.append(env)
-    dirs.append(str(_REPO / "build" / "bin"))
+    prefix = os.environ.get("HET_PREFIX")
+    if prefix:
+        dirs.append(os.path.join(prefix, "bin"))
+    # Only a source checkout has <repo>/build: an installed package (pip
+    # install, a wheel) lives in site-packages and finds the tools on PATH.
+    if (_REPO / "python" / "het").is_dir():
+        dirs.append(str(_REPO / "build" / "bin"))
     return dirs
 
 
@@ -41,8 +48,9 @@ def find_tool(name: str) -> str:
     if found:
         return found
     raise HetToolError(
-        f"{name} not found in {', '.join(_search_dirs())} or on PATH "
-        f"(build het with scripts/build.sh, or set HET_TOOLS_DIR)")
+        f"{name} not found in {', '.join(_search_dirs()) or 'no configured folder'} or on PATH "
+        f"(build het with scripts/build.sh, or put an installed het's bin/ on PATH, or set "
+        f"HET_PREFIX to its prefix or HET_TOOLS_DIR to its bin/)")
 
 
 def has_tool(name: str) -> bool:

@@ -26,6 +26,27 @@ def test_missing_tool_says_where_it_looked(tmp_path, monkeypatch):
         het.find_tool("het-nonexistent")
 
 
+def test_installed_prefix_is_searched_after_het_tools_dir(tmp_path, monkeypatch):
+    # An installed tree (cmake --install --prefix P): HET_PREFIX=P finds P/bin,
+    # and HET_TOOLS_DIR still wins over it.
+    prefix_bin = tmp_path / "prefix" / "bin"
+    prefix_bin.mkdir(parents=True)
+    tools_dir = tmp_path / "tools"
+    tools_dir.mkdir()
+    for d in (prefix_bin, tools_dir):
+        fake = d / "het-fake-tool"
+        fake.write_text("#!/bin/sh\n")
+        fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.delenv("HET_TOOLS_DIR", raising=False)
+    monkeypatch.setenv("HET_PREFIX", str(tmp_path / "prefix"))
+    assert het.find_tool("het-fake-tool") == str(prefix_bin / "het-fake-tool")
+    monkeypatch.setenv("HET_TOOLS_DIR", str(tools_dir))
+    assert het.find_tool("het-fake-tool") == str(tools_dir / "het-fake-tool")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(het.HetToolError, match=r"set HET_PREFIX to its prefix"):
+        het.find_tool("het-nonexistent")
+
+
 def test_het_opt_wrapper_reports_the_verifier_message():
     need_tool("het-opt")
     bad = ("func.func @f(%x: tensor<4x8xf32>, %w: tensor<3x5xf32>) -> tensor<4x3xf32> {\n"

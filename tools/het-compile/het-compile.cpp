@@ -11,6 +11,7 @@
 #include "het/Conversion/Distributed.h"
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
+#include "het/Support/InstallLayout.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
@@ -115,8 +116,10 @@ cl::opt<std::string> library("library",
                                       "linalg)"),
                              cl::init("dnnl"), cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
-                                cl::desc("directory holding libhetrt.so (default: the build's)"),
-                                cl::init(HET_RUNTIME_DIR), cl::cat(category));
+                                cl::desc("directory holding libhetrt.so (default: "
+                                         "$HET_RUNTIME_DIR, else the lib/ folder beside "
+                                         "het-compile's bin/, installed or in the build tree)"),
+                                cl::init(""), cl::cat(category));
 cl::opt<std::string> linker("linker", cl::desc("compiler driver used to link (default: "
                                                "clang-19, clang or cc from PATH)"),
                             cl::cat(category));
@@ -503,13 +506,25 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     if (driver.empty())
       return fail("no linker found: install clang-19 or cc, or pass --linker");
   }
-  llvm::SmallString<256> runtimeLibrary(runtimeDir);
+  std::string runtime = runtimeDir;
+  if (runtime.empty()) {
+    ::het::InstalledPath library{"HET_RUNTIME_DIR", ::het::libraryDirectoryBelowPrefix(),
+                                 "libhetrt.so", "the runtime library"};
+    std::vector<std::string> tried;
+    runtime = ::het::locate(library, &tried);
+    if (runtime.empty())
+      return fail(::het::whyNotFound(library, tried) + " (or pass --runtime-dir)");
+  }
+  llvm::SmallString<256> runtimeLibrary(runtime);
   llvm::sys::path::append(runtimeLibrary, "libhetrt.so");
   if (!llvm::sys::fs::exists(runtimeLibrary))
     return fail("the runtime library " + runtimeLibrary + " does not exist (build het, or "
                 "pass --runtime-dir)");
-  std::string rpath = "-Wl,-rpath," + runtimeDir;
-  std::string libraryPath = "-L" + runtimeDir;
+  // The executable finds libhetrt where it was linked against; an installed
+  // tree that moves afterwards needs its executables relinked (or
+  // LD_LIBRARY_PATH).
+  std::string rpath = "-Wl,-rpath," + runtime;
+  std::string libraryPath = "-L" + runtime;
   // -rdynamic: a pipeline's runtime finds the stage functions by name.
   llvm::SmallVector<llvm::StringRef> command{driver,  objectPath, "-o",      output, libraryPath,
                                              rpath,   "-lhetrt",  "-lm",     "-rdynamic"};

@@ -13,6 +13,7 @@
 
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
+#include "het/Support/InstallLayout.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -32,6 +33,21 @@
 
 using namespace mlir;
 using namespace mlir::het;
+
+/// The toolkit folder MLIR's ROCDL serializer expects (llvm/bin/ld.lld,
+/// amdgcn/bitcode): $HET_ROCM_TOOLKIT_DIR, else the one installed beside
+/// het-compile (lib/het/rocm-toolkit). When neither is there the serializer
+/// is given the installed place, so its error names where it looked.
+static std::string rocmToolkitDirectory() {
+  ::het::InstalledPath toolkit{"HET_ROCM_TOOLKIT_DIR", HET_ROCM_TOOLKIT_BELOW_PREFIX,
+                               "llvm/bin/ld.lld", "the ROCm toolkit folder"};
+  std::vector<std::string> tried;
+  std::string dir = ::het::locate(toolkit, &tried);
+  if (!dir.empty() || tried.empty())
+    return dir;
+  const char *override = std::getenv(toolkit.environmentVariable);
+  return override && *override ? override : tried.back();
+}
 
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
@@ -96,7 +112,7 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
     attach.optLevel = 3;
     pm.addPass(createGpuROCDLAttachTarget(attach));
     pm.addNestedPass<gpu::GPUModuleOp>(createLowerGpuOpsToROCDLOpsPass(target.arch));
-    binary.toolkitPath = HET_ROCM_TOOLKIT_DIR;
+    binary.toolkitPath = rocmToolkitDirectory();
   }
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
