@@ -13,6 +13,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/BatchNormDecomposition.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -91,6 +92,13 @@ struct ConvertHetToLinalgPass
         }
         functionLibrary = *parsed;
       }
+      // Generated kernels have no batch-norm kernel: its statistics and
+      // normalization become sums and element-wise ops, lowered below like
+      // any others (BatchNormDecomposition.h).
+      if (functionLibrary == KernelLibrary::Mlir && failed(decomposeBatchNormOver(function))) {
+        failedAny = true;
+        continue;
+      }
       function.walk<WalkOrder::PreOrder>([&](Operation *op) {
         if (!isa<HetDialect>(op->getDialect()))
           return WalkResult::advance();
@@ -115,6 +123,8 @@ struct ConvertHetToLinalgPass
               ? lowerLibraryOpToLinalg(builder, op)
           : opLibrary == KernelLibrary::Mlir && isEmbeddingGeneratedAsLinalg(op)
               ? lowerEmbeddingToLinalg(builder, op)
+          : opLibrary == KernelLibrary::Mlir && isPoolingGeneratedAsLinalg(op)
+              ? lowerPoolingToLinalg(builder, op)
               : lowerToRuntimeCall(builder, module, op, opLibrary);
       if (failed(replacement))
         return signalPassFailure();

@@ -32,6 +32,11 @@ FailureOr<SmallVector<Value>> lowerLibraryOpToLinalg(OpBuilder &b, Operation *op
 bool isEmbeddingGeneratedAsLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerEmbeddingToLinalg(OpBuilder &b, Operation *op);
 
+/// library=mlir: max/average pooling and their gradients (static NCHW) as
+/// generated linalg (PoolingToLinalg.cpp).
+bool isPoolingGeneratedAsLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerPoolingToLinalg(OpBuilder &b, Operation *op);
+
 /// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with
 /// KernelLibrary::Mlir those calls go to the reference kernels.
 bool isLoweredToRuntimeCall(Operation *op);
