@@ -108,6 +108,8 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
     options.afterBufferization(pm);
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  if (options.afterDeallocation)
+    options.afterDeallocation(pm);
   pm.addPass(createEmitEntryPointsPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -117,11 +119,15 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = options.genericAllocation;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  if (options.beforeFinalization)
+    options.beforeFinalization(pm);
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

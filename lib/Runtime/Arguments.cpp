@@ -82,7 +82,7 @@ int envInteger(const char *name, int fallback) {
 }
 
 Buffer::Buffer(size_t n) : bytes(n) {
-  memory.reset(std::aligned_alloc(64, (std::max<size_t>(n, 1) + 63) / 64 * 64));
+  memory.reset(allocateHostVisible(n));
   std::memset(memory.get(), 0, bytes);
 }
 

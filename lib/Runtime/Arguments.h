@@ -10,6 +10,7 @@
 #ifndef HET_LIB_RUNTIME_ARGUMENTS_H
 #define HET_LIB_RUNTIME_ARGUMENTS_H
 
+#include "Gpu/HostVisibleMemory.h"
 #include "ModelInfo.h"
 
 #include "het/Eval/Npy.h"
@@ -53,9 +54,11 @@ private:
   std::string name_, value_;
 };
 
-/// A 64-byte aligned, zeroed buffer for one argument or result.
+/// A 64-byte aligned, zeroed buffer for one argument or result; managed
+/// memory when the executable runs its kernels on a GPU
+/// (Gpu/HostVisibleMemory.h).
 struct Buffer {
-  std::unique_ptr<void, decltype(&std::free)> memory{nullptr, &std::free};
+  std::unique_ptr<void, void (*)(void *)> memory{nullptr, &freeHostVisible};
   size_t bytes = 0;
   Buffer() = default;
   explicit Buffer(size_t n);

@@ -11,6 +11,7 @@
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
+#include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
 #include "RandomState.h"
 
@@ -136,6 +137,9 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   std::string error;
   if (!parseModelInfo(modelInfo, info, error))
     die(error);
+  // A GPU executable starts its driver before the first buffer, so that
+  // every buffer is managed memory the kernels can use.
+  std::string gpuDevice = gpu::startForExecutable();
   learningRateOverride = o.lr;
   if (o.threads > 0)
     omp_set_num_threads(o.threads);
@@ -228,6 +232,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   bool tty = isatty(fileno(stdout));
   std::printf("model %s: batch %lld, %zu arguments, threads %d\n", info.stepName.c_str(),
               static_cast<long long>(batch), info.inputs.size(), threads);
+  if (!gpuDevice.empty())
+    std::printf("%s\n", gpuDevice.c_str());
   std::fflush(stdout);
   auto start = std::chrono::steady_clock::now(), warmStart = start;
   double loss = NAN;

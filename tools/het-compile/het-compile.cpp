@@ -12,6 +12,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
@@ -190,8 +191,20 @@ struct StageTimer {
   }
 };
 
+/// `het_gpu_target`, a NUL-terminated string the executable exports
+/// ("cuda sm_90"): libhetrt reads it at start (dlsym) to open the vendor's
+/// driver before allocating any buffer (lib/Runtime/Gpu/GpuDriver.cpp).
+void addGpuTargetGlobal(ModuleOp module, const std::string &label) {
+  OpBuilder b(module.getBodyRegion());
+  std::string text = label + std::string(1, '\0');
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  b.create<LLVM::GlobalOp>(module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External,
+                           "het_gpu_target", b.getStringAttr(text));
+}
+
 int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
-                 const std::string &output, StageTimer &timer);
+                 const std::string &output, StageTimer &timer,
+                 const std::string &gpuTargetLabel = "");
 
 /// --target=cuda|hip --emit=gpu-binary: the step's kernels as one code
 /// object, written to `output`.
@@ -378,12 +391,15 @@ namespace {
 /// Lowers a module holding a training step (or a pipeline's stage
 /// functions) to native code and writes what --emit asks for.
 int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, Emit emitKind,
-                 const std::string &output, StageTimer &timer) {
+                 const std::string &output, StageTimer &timer,
+                 const std::string &gpuTargetLabel) {
   std::string errorMessage;
   PassManager pm(module.getContext());
   mlir::het::buildHetToLLVMPipeline(pm, options);
   if (failed(pm.run(module)))
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
+  if (!gpuTargetLabel.empty())
+    addGpuTargetGlobal(module, gpuTargetLabel);
   timer.done("lower to LLVM dialect");
 
   if (emitKind == Emit::Mlir) {
@@ -563,10 +579,6 @@ int main(int argc, char **argv) {
     if (gpuEmulate && gpuOutput)
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "
                   "the GPU kernels themselves");
-    if (!gpuEmulate && !gpuOutput)
-      return fail("--target=" + target + " builds the step's GPU kernels (--emit=gpu-binary "
-                  "or gpu-mlir), or with --gpu-emulate an executable running them on the "
-                  "host; GPU executables and pipeline stages are not built yet (docs/gpu.md)");
     if (!clusterFile.empty() || !planFile.empty())
       return fail("--target=" + target + " compiles one training step; pipelines with GPU "
                   "stages are not built yet (docs/gpu.md)");
@@ -645,7 +657,17 @@ int main(int argc, char **argv) {
     emulation.fuseElementwise = options.fuseElementwise;
     return lowerAndEmit(*module, emulation, emit, output, timer);
   }
-  if (gpu)
+  if (gpu && (emit == Emit::GpuBinary || emit == Emit::GpuMlir))
     return emitGpuBinary(*module, *gpu, output, timer);
+  if (gpu) {
+    // An executable whose step launches the kernels on the GPU through
+    // libhetrt's runtime layer (docs/gpu.md); it names its target so the
+    // runtime starts the driver before the first buffer.
+    mlir::het::CpuPipelineOptions executable = mlir::het::gpuExecutableOptions(*gpu);
+    executable.fuseElementwise = options.fuseElementwise;
+    return lowerAndEmit(*module, executable, emit, output, timer,
+                        (gpu->vendor == mlir::het::GpuVendor::Nvidia ? "cuda " : "hip ") +
+                            gpu->arch);
+  }
   return lowerAndEmit(*module, options, emit, output, timer);
 }

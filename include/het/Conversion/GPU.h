@@ -52,6 +52,16 @@ void buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
 /// and host emulation.
 void addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target);
 
+/// After the mapping: outlining into one gpu.module, NVVM or ROCDL, and
+/// (`serialize`) gpu-module-to-binary, which leaves a gpu.binary.
+void addGpuKernelPasses(OpPassManager &pm, const GpuTarget &target, bool serialize);
+
+/// The CPU pipeline's options for a GPU executable: the step's loops mapped
+/// and serialized after bufferization, the host code's allocations through
+/// libhetrt (managed memory), launches lowered to the mgpu* calls libhetrt
+/// implements.
+CpuPipelineOptions gpuExecutableOptions(const GpuTarget &target);
+
 /// The lowering options of `het-compile --target=cuda|hip --gpu-emulate`:
 /// the CPU pipeline with every op generated, the GPU mapping after
 /// bufferization and each launch run as loops over its blocks and threads

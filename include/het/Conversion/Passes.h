@@ -86,6 +86,16 @@ struct CpuPipelineOptions {
   /// Passes run on the bufferized step before deallocation (GPU host
   /// emulation maps and unmaps its loops there).
   std::function<void(OpPassManager &)> afterBufferization;
+  /// Passes run once every buffer has its deallocation (a GPU executable
+  /// maps its loops onto kernels there: the deallocation analysis knows no
+  /// GPU launch).
+  std::function<void(OpPassManager &)> afterDeallocation;
+  /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
+  /// malloc/free: a GPU executable's buffers are managed memory.
+  bool genericAllocation = false;
+  /// Passes run on the LLVM-dialect host code before the unrealized casts
+  /// are reconciled (a GPU executable lowers its launches there).
+  std::function<void(OpPassManager &)> beforeFinalization;
 };
 
 /// From a module holding a training step (output of het-training-pipeline)

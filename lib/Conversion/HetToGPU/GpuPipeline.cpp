@@ -16,6 +16,7 @@
 #include "het/Support/InstallLayout.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -79,7 +80,28 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
   front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
   buildHetToBuffersPipeline(pm, front);
   addGpuMappingPasses(pm, target);
+  addGpuKernelPasses(pm, target, serialize);
+}
 
+CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
+  CpuPipelineOptions options;
+  options.library = KernelLibrary::Mlir;
+  // Every buffer the host code allocates must be usable by the kernels:
+  // libhetrt's _mlir_memref_to_llvm_alloc gives managed memory.
+  options.genericAllocation = true;
+  options.afterDeallocation = [target](OpPassManager &pm) {
+    addGpuMappingPasses(pm, target);
+    addGpuKernelPasses(pm, target, /*serialize=*/true);
+  };
+  // gpu.launch_func to the mgpu* calls libhetrt implements (module loaded
+  // once, kernels looked up once: lib/Runtime/Gpu/MgpuEntryPoints.cpp).
+  options.beforeFinalization = [](OpPassManager &pm) {
+    pm.addPass(createGpuToLLVMConversionPass());
+  };
+  return options;
+}
+
+void mlir::het::addGpuKernelPasses(OpPassManager &pm, const GpuTarget &target, bool serialize) {
   // Kernels into one module, lowered for the target.
   pm.addPass(createGpuKernelOutliningPass());
   // Fixed tile bounds with an in-bounds check inside: the thread loop then

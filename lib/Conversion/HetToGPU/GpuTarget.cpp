@@ -62,6 +62,9 @@ void mlir::het::registerGpuCodegen(DialectRegistry &registry) {
   ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
+  // gpu.binary + gpu.launch_func to LLVM IR: the code object embedded as a
+  // global, launches as mgpu* calls (#gpu.select_object, the default).
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registerROCDLDialectTranslation(registry);

@@ -1,0 +1,45 @@
+//===- GpuDriver.cpp - starting the vendor driver of a GPU executable ------===//
+
+#include "GpuDriverImpl.h"
+
+#include "../Arguments.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace het::rt::gpu {
+
+namespace {
+std::unique_ptr<Driver> started;
+} // namespace
+
+void fail(const std::string &message) { het::rt::die(message); }
+
+int localDeviceIndex(int count) {
+  const char *local = std::getenv("LOCAL_RANK");
+  int rank = local && *local ? std::atoi(local) : 0;
+  return count > 0 ? (rank < 0 ? 0 : rank % count) : 0;
+}
+
+Driver &start(Vendor vendor, const std::string &target) {
+  if (!started)
+    started = vendor == Vendor::Nvidia ? startCuda(target) : startHip(target);
+  return *started;
+}
+
+Driver *active() { return started.get(); }
+
+std::string startForExecutable() {
+  const auto *target = static_cast<const char *>(dlsym(RTLD_DEFAULT, "het_gpu_target"));
+  if (!target)
+    return "";
+  std::string text(target);
+  std::string vendor = text.substr(0, text.find(' '));
+  if (vendor != "cuda" && vendor != "hip")
+    fail("het_gpu_target '" + text + "' names no GPU vendor het knows (cuda, hip)");
+  Driver &driver = start(vendor == "cuda" ? Vendor::Nvidia : Vendor::Amd, text);
+  return "gpu " + driver.deviceDescription() + ", " + text.substr(text.find(' ') + 1) +
+         " kernels";
+}
+
+} // namespace het::rt::gpu

@@ -1,0 +1,68 @@
+//===- HostVisibleMemory.cpp - buffers both host and kernels use -----------===//
+//
+// Managed memory on a GPU (pages migrate to the device when a kernel
+// touches them and stay there across steps; the host reads a loss or
+// writes a batch through the same pointer); aligned host memory otherwise.
+// A process decides once, before its first buffer: the driver is started
+// (GpuDriver.cpp) before any argument is allocated.
+//
+// A step allocates and frees the same buffers every time, so freed managed
+// blocks are kept by size and handed out again (a driver allocation costs
+// far more than a step's kernel): after the first step no driver call
+// allocates, and the blocks stay resident on the device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostVisibleMemory.h"
+
+#include "GpuDriver.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace het::rt {
+
+namespace {
+std::mutex poolMutex;
+std::unordered_map<void *, size_t> managedSize;  // live and pooled blocks
+std::map<size_t, std::vector<void *>> freeBlocks; // pooled, by size
+} // namespace
+
+void *allocateHostVisible(size_t bytes, size_t alignment) {
+  size_t size = std::max<size_t>(bytes, 1);
+  if (gpu::Driver *driver = gpu::active()) {
+    size = (size + 255) / 256 * 256;
+    std::lock_guard<std::mutex> lock(poolMutex);
+    auto it = freeBlocks.find(size);
+    if (it != freeBlocks.end() && !it->second.empty()) {
+      void *p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+    void *p = driver->allocateManaged(size); // 256-byte aligned or better
+    managedSize[p] = size;
+    return p;
+  }
+  alignment = std::max<size_t>(alignment, 64);
+  return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+}
+
+void freeHostVisible(void *pointer) {
+  if (!pointer)
+    return;
+  if (gpu::active()) {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    auto it = managedSize.find(pointer);
+    if (it != managedSize.end()) {
+      freeBlocks[it->second].push_back(pointer);
+      return;
+    }
+  }
+  std::free(pointer);
+}
+
+} // namespace het::rt
