@@ -86,8 +86,10 @@ cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::Exe),
 cl::opt<char> optLevel("O", cl::desc("optimization level: -O0, -O1, -O2 (default), -O3"),
                        cl::Prefix, cl::init('2'), cl::cat(category));
 cl::opt<std::string> target("target",
-                            cl::desc("x86_64 (default), or cuda / hip: GPU kernels (with "
-                                     "--emit=gpu-binary; docs/gpu.md)"),
+                            cl::desc("x86_64 (default), or cuda / hip: an executable "
+                                     "launching the step's kernels on the GPU through "
+                                     "libhetrt, or with --emit=gpu-binary the code object "
+                                     "(docs/gpu.md)"),
                             cl::init("x86_64"), cl::cat(category));
 cl::opt<bool> gpuEmulate("gpu-emulate",
                          cl::desc("with --target=cuda|hip: an executable that runs the mapped "
@@ -113,8 +115,8 @@ cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, e
 cl::opt<std::string> library("library",
                              cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
                                       "(oneDNN, default), reference (het's loops) or mlir "
-                                      "(matmul/linear/conv2d/embeddings generated from "
-                                      "linalg)"),
+                                      "(matmul/linear/conv2d, batch norm, pooling and "
+                                      "embeddings generated from linalg)"),
                              cl::init("dnnl"), cl::cat(category));
 cl::opt<std::string> runtimeDir("runtime-dir",
                                 cl::desc("directory holding libhetrt.so (default: "
