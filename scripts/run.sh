@@ -10,7 +10,9 @@
 # planner's choice of stages, replicas, shares and tensor parallelism), run
 # by het-run as one multi-rank job through a SIGKILLed rank and a restart
 # from checkpoints; then a transformers Llama imported from PyTorch and
-# checked against it step by step. GPU and NPU stages are not compiled yet.
+# checked against it step by step; then GPU code: the GPT's kernels as a
+# cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. GPU
+# and NPU pipeline stages are not compiled yet.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model="${1:-$here/examples/models/mlp.mlir}"
@@ -125,4 +127,17 @@ if [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ]; then
     || { cat "$out/gpu.txt"; echo "het: GPU emulation failed" >&2; exit 1; }
   echo "het:   the same kernels emulated on the host vs the x86 build, 20 Adam steps: $("$here/.venv/bin/python" \
     "$here/test/het-compile/Inputs/compare_traces.py" "$out/gpt-x86.txt" "$out/gpt-emulated.txt" --tolerance 1e-4)"
+  # A GPU executable of the CNN (batch norm and pooling generated): its
+  # launches go through libhetrt's GPU runtime layer, which opens the CUDA
+  # driver at start; without one it stops with one line saying so.
+  "$here/build/bin/het-compile" "$here/examples/models/cnn.mlir" --target=cuda --gpu-arch=sm_90 \
+    -o "$out/cnn-cuda" 2>> "$out/gpu.txt" || { cat "$out/gpu.txt"; echo "het: GPU executable failed" >&2; exit 1; }
+  echo "het: het-compile examples/models/cnn.mlir --target=cuda: a GPU executable," \
+       "$(grep -c 'call void @mgpuLaunchKernel' < <("$here/build/bin/het-compile" "$here/examples/models/cnn.mlir" \
+          --target=cuda --gpu-arch=sm_90 --emit=llvm -o - 2>/dev/null)) kernel launches in its step and predict"
+  if "$out/cnn-cuda" --steps 20 > "$out/cnn-cuda.txt" 2>&1; then
+    sed 's/^/het:   /' "$out/cnn-cuda.txt" | sed -n '1,2p;$p'
+  else
+    echo "het:   run here: $(tail -n 1 "$out/cnn-cuda.txt")"
+  fi
 fi
