@@ -13,8 +13,23 @@
 # and every RPATH is $ORIGIN-relative, so the tree can be moved.
 include(CMakePackageConfigHelpers)
 
+# A CMake package <name> in lib/cmake/<name>: the targets of the export set
+# <name>Targets (namespace <name>::), <name>Config.cmake made from
+# cmake/<name>Config.cmake.in, and a version file accepting the same major
+# and minor version.
+function(het_install_package name)
+  set(destination ${HET_INSTALL_CMAKEDIR}/${name})
+  set(config ${PROJECT_BINARY_DIR}/cmake/${name}Config.cmake)
+  set(version ${PROJECT_BINARY_DIR}/cmake/${name}ConfigVersion.cmake)
+  install(EXPORT ${name}Targets NAMESPACE ${name}:: DESTINATION ${destination})
+  configure_package_config_file(cmake/${name}Config.cmake.in ${config}
+    INSTALL_DESTINATION ${destination})
+  write_basic_package_version_file(${version} VERSION ${PROJECT_VERSION}
+    COMPATIBILITY SameMinorVersion)
+  install(FILES ${config} ${version} DESTINATION ${destination})
+endfunction()
+
 # --- hetccl: the collective library, a package of its own -------------------
-set(HET_HETCCL_CMAKEDIR ${HET_INSTALL_CMAKEDIR}/hetccl)
 install(TARGETS hetccl EXPORT hetcclTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -23,14 +38,7 @@ if(TARGET hetccl-bench)
 endif()
 install(FILES include/het-c/hetccl.h include/het-c/hetccl_fault.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/het-c)
-install(EXPORT hetcclTargets NAMESPACE hetccl:: DESTINATION ${HET_HETCCL_CMAKEDIR})
-configure_package_config_file(cmake/hetcclConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/cmake/hetcclConfig.cmake INSTALL_DESTINATION ${HET_HETCCL_CMAKEDIR})
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/hetcclConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${PROJECT_BINARY_DIR}/cmake/hetcclConfig.cmake
-              ${PROJECT_BINARY_DIR}/cmake/hetcclConfigVersion.cmake
-  DESTINATION ${HET_HETCCL_CMAKEDIR})
+het_install_package(hetccl)
 
 # pkg-config: the prefix is computed from where the .pc file is, so a moved
 # tree stays right (pkg-config defines ${pcfiledir}).
@@ -40,7 +48,6 @@ configure_file(cmake/hetccl.pc.in ${PROJECT_BINARY_DIR}/cmake/hetccl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/hetccl.pc DESTINATION ${HET_PKGCONFIGDIR})
 
 # --- het: runtime, checkpoints, tools ----------------------------------------
-set(HET_HET_CMAKEDIR ${HET_INSTALL_CMAKEDIR}/het)
 install(TARGETS HetCheckpoint EXPORT hetTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -52,14 +59,7 @@ if(HET_ENABLE_MLIR)
   install(TARGETS het-opt het-eval het-plan het-compile het-run EXPORT hetTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(EXPORT hetTargets NAMESPACE het:: DESTINATION ${HET_HET_CMAKEDIR})
-configure_package_config_file(cmake/hetConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/cmake/hetConfig.cmake INSTALL_DESTINATION ${HET_HET_CMAKEDIR})
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/hetConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${PROJECT_BINARY_DIR}/cmake/hetConfig.cmake
-              ${PROJECT_BINARY_DIR}/cmake/hetConfigVersion.cmake
-  DESTINATION ${HET_HET_CMAKEDIR})
+het_install_package(het)
 
 # --- data, examples, docs ----------------------------------------------------
 install(DIRECTORY data/devices data/profiles DESTINATION ${HET_INSTALL_DATADIR})

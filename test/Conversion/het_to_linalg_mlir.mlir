@@ -143,23 +143,45 @@ func.func @conv2d_grad_input(%dy: tensor<2x4x4x4xf32>, %k: tensor<4x3x3x3xf32>) 
 
 // What is not generated calls het's reference kernels, never oneDNN:
 // grouped convolutions, a grad_input whose padding exceeds the filter's
-// reach, batch norm, pooling.
+// reach.
 // CHECK-LABEL: func.func @fallbacks
 // CHECK: call @hetrt_ref_conv2d(
 // CHECK: call @hetrt_ref_conv2d_grad_input(
-// CHECK: call @hetrt_ref_batch_norm(
-// CHECK: call @hetrt_ref_max_pool2d(
 // CHECK-NOT: hetrt_dnnl
 func.func @fallbacks(%x: tensor<2x4x8x8xf32>, %k: tensor<4x2x3x3xf32>, %dy: tensor<2x4x8x8xf32>,
-                     %k1: tensor<4x4x1x1xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
-    -> (tensor<2x4x8x8xf32>, tensor<2x4x6x6xf32>, tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>) {
+                     %k1: tensor<4x4x1x1xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x6x6xf32>) {
   %y = het.conv2d %x, %k {padding = array<i64: 1, 1>, groups = 2 : i64}
       : tensor<2x4x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<2x4x8x8xf32>
   %dx = het.conv2d_grad_input %dy, %k1 {padding = array<i64: 1, 1>}
       : tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32> -> tensor<2x4x6x6xf32>
+  return %y, %dx : tensor<2x4x8x8xf32>, tensor<2x4x6x6xf32>
+}
+
+// -----
+
+// Batch norm is generated as per-channel sums (a reduction over every axis
+// but the channel), twice (mean, then the squared deviations), and
+// element-wise ops; max pooling as a reduction over a 3x3 window of the
+// input padded with -inf, read at (2i + a, 2j + b), the first maximum kept
+// (a strict comparison). No library call is left.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[CHANNEL:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-DAG: #[[WINDOW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+// CHECK-LABEL: func.func @generated_norm_and_pooling
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[CHANNEL]]], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[CHANNEL]]], iterator_types = ["reduction", "parallel", "reduction", "reduction"]}
+// CHECK: math.rsqrt
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK: tensor.yield %[[NEGINF]]
+// CHECK: linalg.generic {indexing_maps = [#[[WINDOW]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[PADDED]], %{{.*}} : tensor<2x4x9x9xf32>, tensor<3x3xf32>)
+// CHECK: arith.cmpf ogt
+// CHECK-NOT: hetrt_
+func.func @generated_norm_and_pooling(%x: tensor<2x4x8x8xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>) {
   %n, %m, %r = het.batch_norm %x, %g, %b : tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
       -> tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
-  %p = het.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+  %p = het.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>}
       : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-  return %y, %dx, %n, %p : tensor<2x4x8x8xf32>, tensor<2x4x6x6xf32>, tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>
+  return %n, %p : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>
 }
