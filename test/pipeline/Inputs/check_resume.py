@@ -3,7 +3,9 @@ not from scratch (training is deterministic, so a restart from scratch also
 ends bit-identical and only this tells the two apart).
 
 Reads het-run's merged stdout: the killed rank's "will SIGKILL myself at
-step K", then after "SIGKILL at step K" every rank's "resumed from step R".
+step K", then after "SIGKILL at step K" every rank's "resumed from step R"
+(the restarted attempt begins at the first of those: a surviving rank of
+the first attempt may still print a step after the SIGKILL line).
 Requires: all RANKS ranks resumed from the same R; R a multiple of EVERY
 with 0 < R <= K (asynchronous checkpoints may lag the training loop by
 several steps); with --exact (synchronous checkpoints) R is the newest
@@ -56,7 +58,11 @@ def losses(block):
             for m in (re.search(r"\] step (\d+) loss (\S+)", l) for l in block) if m]
 
 
-first, second = dict(losses(before)), losses(after)
+# The ranks' lines are merged as they arrive: a surviving rank of the first
+# attempt may still print a step after the killed rank's SIGKILL line. The
+# restarted job begins with its first "resumed from" line.
+restart = next(i for i, l in enumerate(lines) if i > killed_at[0] and re.match(r"\[rank \d+\] resumed from step", l))
+first, second = dict(losses(lines[:restart])), losses(lines[restart:])
 if not second or second[0][0] != step:
     sys.exit(f"{a.out}: the restarted job's first step is {second[0][0] if second else None}, not {step}")
 for s, loss in second:
