@@ -36,21 +36,29 @@ static bool present(const fs::path &where, const std::string &mustContain) {
   return fs::exists(mustContain.empty() ? where : where / mustContain, ec);
 }
 
-std::string locate(const InstalledPath &path, std::vector<std::string> *tried) {
-  if (const char *override = std::getenv(path.environmentVariable))
-    if (*override) {
-      if (tried)
-        tried->push_back(std::string("$") + path.environmentVariable + "=" + override);
-      return present(override, path.mustContain) ? override : "";
-    }
+std::string expectedPlace(const InstalledPath &path) {
+  const char *override = std::getenv(path.environmentVariable);
+  if (override && *override)
+    return override;
   std::string exeDir = executableDirectory();
   if (exeDir.empty())
     return "";
-  fs::path candidate =
-      (fs::path(exeDir) / HET_INSTALL_BINDIR_TO_PREFIX / path.belowPrefix).lexically_normal();
-  if (tried)
-    tried->push_back(candidate.string());
-  return present(candidate, path.mustContain) ? candidate.string() : "";
+  return (fs::path(exeDir) / HET_INSTALL_BINDIR_TO_PREFIX / path.belowPrefix)
+      .lexically_normal()
+      .string();
+}
+
+std::string locate(const InstalledPath &path, std::vector<std::string> *tried) {
+  std::string place = expectedPlace(path);
+  if (place.empty())
+    return "";
+  if (tried) {
+    const char *override = std::getenv(path.environmentVariable);
+    tried->push_back(override && *override
+                         ? std::string("$") + path.environmentVariable + "=" + place
+                         : place);
+  }
+  return present(place, path.mustContain) ? place : "";
 }
 
 std::string whyNotFound(const InstalledPath &path, const std::vector<std::string> &tried) {

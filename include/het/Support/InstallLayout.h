@@ -36,14 +36,17 @@ struct InstalledPath {
   std::string what;
 };
 
-/// Where `path` is: $environmentVariable if set (even if wrong: an explicit
-/// override is never silently ignored), else <executable>/../<belowPrefix>.
-/// `tried` lists the places looked at, for the error message when the
-/// result is "" (nothing found).
+/// Where `path` should be: $environmentVariable if set (even if wrong: an
+/// explicit override is never silently ignored), else
+/// <executable>/../<belowPrefix>; "" when /proc/self/exe is unreadable.
+std::string expectedPlace(const InstalledPath &path);
+
+/// expectedPlace() if it is there (holding `mustContain`), else "".
+/// `tried` gets the place looked at, for whyNotFound.
 std::string locate(const InstalledPath &path, std::vector<std::string> *tried = nullptr);
 
-/// locate(), or a one-line error message naming what was missing, where it
-/// looked and the variable that overrides it.
+/// A one-line error message naming what was missing, where it looked and
+/// the variable that overrides it.
 std::string whyNotFound(const InstalledPath &path, const std::vector<std::string> &tried);
 
 /// The installation layout het was configured with (GNUInstallDirs), below

@@ -37,17 +37,11 @@ using namespace mlir::het;
 
 /// The toolkit folder MLIR's ROCDL serializer expects (llvm/bin/ld.lld,
 /// amdgcn/bitcode): $HET_ROCM_TOOLKIT_DIR, else the one installed beside
-/// het-compile (lib/het/rocm-toolkit). When neither is there the serializer
-/// is given the installed place, so its error names where it looked.
+/// het-compile (lib/het/rocm-toolkit). The serializer checks it is there,
+/// so its error names the place.
 static std::string rocmToolkitDirectory() {
-  ::het::InstalledPath toolkit{"HET_ROCM_TOOLKIT_DIR", HET_ROCM_TOOLKIT_BELOW_PREFIX,
-                               "llvm/bin/ld.lld", "the ROCm toolkit folder"};
-  std::vector<std::string> tried;
-  std::string dir = ::het::locate(toolkit, &tried);
-  if (!dir.empty() || tried.empty())
-    return dir;
-  const char *override = std::getenv(toolkit.environmentVariable);
-  return override && *override ? override : tried.back();
+  return ::het::expectedPlace({"HET_ROCM_TOOLKIT_DIR", HET_ROCM_TOOLKIT_BELOW_PREFIX,
+                               "llvm/bin/ld.lld", "the ROCm toolkit folder"});
 }
 
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
@@ -104,12 +98,6 @@ CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
 void mlir::het::addGpuKernelPasses(OpPassManager &pm, const GpuTarget &target, bool serialize) {
   // Kernels into one module, lowered for the target.
   pm.addPass(createGpuKernelOutliningPass());
-  // Fixed tile bounds with an in-bounds check inside: the thread loop then
-  // has a constant trip count, which becomes the launch's block size.
-  pm.addNestedPass<func::FuncOp>(
-      createParallelLoopTilingPass({target.blockSize}, /*noMinMaxBounds=*/true));
-  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
-  pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createMergeKernelModulesPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());

@@ -36,7 +36,9 @@ Driver &driver() {
 
 std::mutex cacheMutex;
 std::map<const void *, void *> modules;                      // code object -> module
-std::map<std::pair<void *, std::string>, void *> functions;  // (module, name) -> kernel
+// (module, name) -> kernel; the names are the constant globals the host
+// code passes, one per kernel, so their addresses are the keys.
+std::map<std::pair<void *, const char *>, void *> functions;
 
 } // namespace
 
