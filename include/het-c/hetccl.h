@@ -132,6 +132,12 @@ hetcclResult_t hetcclDeviceCount(hetcclDeviceKind_t kind, int* count);
  * HETCCL_ROOT=host:port if set, else MASTER_ADDR/MASTER_PORT, else loopback
  * with a free port. Rank 0 must run on the root's host. */
 hetcclResult_t hetcclGetUniqueId(hetcclUniqueId* uniqueId);
+/* A fresh id (random token and job id) whose root is `root` = "host:port",
+ * the environment not consulted; port 0 means a port of that host's address
+ * that the kernel says is free now. For launchers that ship the id through
+ * their own channel (the torch.distributed backend uses its c10d store) and
+ * whose MASTER_PORT is already taken by that channel. */
+hetcclResult_t hetcclGetUniqueIdAt(hetcclUniqueId* uniqueId, const char* root);
 /* Builds the id every rank of a job computes alike from the environment:
  * HETCCL_ROOT (or MASTER_ADDR + MASTER_PORT) and the shared secret
  * HETCCL_TOKEN. Fails with a clear message if either is missing. */

@@ -359,6 +359,12 @@ hetcclResult_t hetcclGetUniqueId(hetcclUniqueId* id) {
   return unguarded([&] { makeUniqueId(id); });
 }
 
+hetcclResult_t hetcclGetUniqueIdAt(hetcclUniqueId* id, const char* root) {
+  if (!id) return record(hetcclInvalidArgument, "uniqueId is NULL");
+  if (!root) return record(hetcclInvalidArgument, "root is NULL");
+  return unguarded([&] { makeUniqueIdForRoot(id, root); });
+}
+
 hetcclResult_t hetcclUniqueIdFromEnv(hetcclUniqueId* id) {
   if (!id) return record(hetcclInvalidArgument, "uniqueId is NULL");
   return unguarded([&] { uniqueIdFromEnv(id); });

@@ -217,6 +217,38 @@ pid_t forkRank1(const hetcclUniqueId& id) {
   });
 }
 
+// hetcclGetUniqueIdAt: the root is exactly what the caller says (port 0:
+// a free one), whatever HETCCL_ROOT/MASTER_* say; the id forms a job.
+TEST(Bootstrap, UniqueIdAtAGivenRoot) {
+  hetcclUniqueId id;
+  setenv("HETCCL_ROOT", "127.0.0.1:1", 1);
+  ASSERT_EQ(hetcclGetUniqueIdAt(&id, "127.0.0.1:0"), hetcclSuccess) << hetcclGetLastError(nullptr);
+  unsetenv("HETCCL_ROOT");
+  hetccl::IdData d = hetccl::decodeId(id);
+  EXPECT_STREQ(d.host, "127.0.0.1");
+  EXPECT_NE(d.port, 0);
+  EXPECT_NE(d.port, 1);
+  pid_t root = forkRank([id] {
+    hetcclComm_t comm = initOrNull(0, 2, id, 20000);
+    if (!comm) return 1;
+    float x = 1;
+    if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
+    hetcclCommDestroy(comm);
+    return 0;
+  });
+  pid_t other = forkRank1(id);
+  EXPECT_EQ(waitExit(root), 0);
+  EXPECT_EQ(waitExit(other), 0);
+
+  hetcclUniqueId fixed;
+  ASSERT_EQ(hetcclGetUniqueIdAt(&fixed, "127.0.0.1:29999"), hetcclSuccess);
+  EXPECT_EQ(hetccl::decodeId(fixed).port, 29999);
+  EXPECT_EQ(hetcclGetUniqueIdAt(&fixed, "127.0.0.1"), hetcclInvalidArgument);
+  EXPECT_NE(std::string(hetcclGetLastError(nullptr)).find("expected host:port"), std::string::npos)
+      << hetcclGetLastError(nullptr);
+  EXPECT_EQ(hetcclGetUniqueIdAt(&fixed, nullptr), hetcclInvalidArgument);
+}
+
 TEST(Security, WrongTokenIsRefusedAndLogged) {
   hetcclUniqueId id;
   ASSERT_EQ(hetcclGetUniqueId(&id), hetcclSuccess);

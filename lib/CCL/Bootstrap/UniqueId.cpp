@@ -50,22 +50,43 @@ static void setHost(IdData& d, const SockAddr& a) {
   d.port = a.port;
 }
 
-void makeUniqueId(hetcclUniqueId* id) {
+// A port of `root.host` the kernel says is free now; rank 0 binds it in
+// hetcclCommInitRank (SO_REUSEADDR), as NCCL's bootstrap does.
+static void pickFreePort(SockAddr& root) {
+  SockAddr bound;
+  Fd probe = listenOn(root, &bound);
+  root.port = bound.port;
+}
+
+static hetcclUniqueId freshId(const SockAddr& root) {
   IdData d{};
   d.magic = kIdMagic;
-  SockAddr root;
-  if (!rootFromEnv(&root)) {
-    // Loopback and a port the kernel says is free now; rank 0 binds it in
-    // hetcclCommInitRank (SO_REUSEADDR), as NCCL's bootstrap does.
-    root.host = "127.0.0.1";
-    SockAddr bound;
-    Fd probe = listenOn(root, &bound);
-    root.port = bound.port;
-  }
   setHost(d, root);
   randomBytes(d.token, sizeof d.token);
   randomBytes(&d.jobId, sizeof d.jobId);
-  *id = encodeId(d);
+  return encodeId(d);
+}
+
+void makeUniqueId(hetcclUniqueId* id) {
+  SockAddr root;
+  if (!rootFromEnv(&root)) {
+    root.host = "127.0.0.1";
+    pickFreePort(root);
+  }
+  *id = freshId(root);
+}
+
+void makeUniqueIdForRoot(hetcclUniqueId* id, const std::string& rootText) {
+  SockAddr root;
+  // parseHostPort rejects port 0, which here means "pick one".
+  if (rootText.size() > 2 && rootText.compare(rootText.size() - 2, 2, ":0") == 0) {
+    root = parseHostPort(rootText.substr(0, rootText.size() - 2) + ":1");
+    root.port = 0;
+    pickFreePort(root);
+  } else {
+    root = parseHostPort(rootText);
+  }
+  *id = freshId(root);
 }
 
 hetcclUniqueId makeUniqueIdAt(const SockAddr& root, uint64_t avoidJobId) {

@@ -27,6 +27,8 @@ IdData decodeId(const hetcclUniqueId& id); // throws on a malformed id
 hetcclUniqueId encodeId(const IdData& d);
 void makeUniqueId(hetcclUniqueId* id);
 void uniqueIdFromEnv(hetcclUniqueId* id);
+// hetcclGetUniqueIdAt: root "host:port", port 0 = a free port of host now.
+void makeUniqueIdForRoot(hetcclUniqueId* id, const std::string& root);
 // A fresh id (random token, random job id other than avoidJobId) whose root
 // is `root` exactly; the environment is not consulted. Used by
 // hetcclCommSplit, whose leader already listens on `root`.
