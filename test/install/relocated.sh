@@ -123,4 +123,19 @@ where=$("$TMP/fresh/bin/python" -c 'import het, het.aten.conv; print(het.__file_
   --loss cross_entropy -o net.mlir --train-steps 3 --lr 0.01 --check > export.txt 2>&1 \
   || { cat export.txt; die "python -m het.export from the wheel"; }
 "$TMP/fresh/bin/het-export" --help > /dev/null || die "the het-export script"
+# hetccl as a torch.distributed backend from the installed tree: the wheel's
+# het.distributed finds lib/het/python/_hetccl*.so next to het-run's bin/.
+cat > ddp_smoke.py <<'PY'
+import torch, torch.distributed as dist
+import het.distributed
+dist.init_process_group("hetccl")
+t = torch.full((4,), float(dist.get_rank() + 1))
+dist.all_reduce(t)
+print(f"all_reduce sum={t[0].item():g}", flush=True)
+dist.destroy_process_group()
+PY
+het-run -n 2 --timeout-ms 60000 "$TMP/fresh/bin/python" ddp_smoke.py > ddp.txt 2>&1 \
+  || { cat ddp.txt; die "a torch.distributed job on the installed hetccl backend"; }
+[ "$(grep -c 'all_reduce sum=3' ddp.txt)" = 2 ] || { cat ddp.txt; die "the hetccl backend's all_reduce result"; }
+say "torch.distributed: dist.init_process_group('hetccl') under het-run from the installed tree: $(grep -m1 'all_reduce' ddp.txt)"
 say "pip: $(basename "$wheel") in a fresh venv; python -m het.export of examples/torch/cifar_net.py with --check (het-eval from PATH): $(grep -m1 -i 'agree\|match' export.txt || tail -n 1 export.txt)"

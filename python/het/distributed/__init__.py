@@ -26,6 +26,7 @@ import glob
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -44,8 +45,8 @@ COMPRESSIONS = ("none", "fp16", "bf16", "int8", "topk")
 
 def _search_dirs() -> List[str]:
     """Where the compiled extension may be: an installed tree's
-    lib/het/python (HET_PREFIX, or next to HET_TOOLS_DIR's bin/), then a
-    source checkout's build tree."""
+    lib/het/python (HET_PREFIX, next to HET_TOOLS_DIR's bin/, or next to the
+    bin/ of the het-run on PATH), then a source checkout's build tree."""
     dirs = []
     prefix = os.environ.get("HET_PREFIX")
     if prefix:
@@ -53,6 +54,9 @@ def _search_dirs() -> List[str]:
     tools = os.environ.get("HET_TOOLS_DIR")
     if tools:
         dirs.append(os.path.join(tools, os.pardir, "lib", "het", "python"))
+    het_run = shutil.which("het-run")
+    if het_run:
+        dirs.append(os.path.join(os.path.dirname(os.path.realpath(het_run)), os.pardir, "lib", "het", "python"))
     if (_REPO / "python" / "het").is_dir():
         dirs.append(str(_REPO / "build" / "lib" / "het" / "python"))
     return dirs
