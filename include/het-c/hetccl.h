@@ -170,6 +170,12 @@ hetcclResult_t hetcclCommDestroy(hetcclComm_t comm);
 /* Safe to call from another thread while a call blocks in comm: that call
  * returns hetcclAborted. Frees the communicator once no call is inside. */
 hetcclResult_t hetcclCommAbort(hetcclComm_t comm);
+/* hetcclCommAbort without the free, for owners whose own threads may still
+ * call into the communicator afterwards (the torch.distributed backend):
+ * calls blocked in it return hetcclAborted within milliseconds, later calls
+ * fail at once with hetcclAborted, and the peers' calls fail on the poisoned
+ * links. Returns once no call is inside. Free it with hetcclCommDestroy. */
+hetcclResult_t hetcclCommRevoke(hetcclComm_t comm);
 /* The sticky error of the communicator (hetcclSuccess if none). After an
  * error the communicator refuses further collectives; abort or destroy it. */
 hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t comm, hetcclResult_t* asyncError);

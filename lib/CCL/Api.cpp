@@ -421,14 +421,19 @@ hetcclResult_t hetcclCommDestroy(hetcclComm_t c) {
   return hetcclSuccess;
 }
 
-hetcclResult_t hetcclCommAbort(hetcclComm_t c) {
+hetcclResult_t hetcclCommRevoke(hetcclComm_t c) {
   if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
   c->aborted.store(true);
   // Blocked calls see the flag within a few milliseconds and leave.
   while (c->inflight.load() > 0) usleep(1000);
   c->fabric.poisonAll();
-  delete c;
   return hetcclSuccess;
+}
+
+hetcclResult_t hetcclCommAbort(hetcclComm_t c) {
+  hetcclResult_t r = hetcclCommRevoke(c);
+  if (r == hetcclSuccess) delete c;
+  return r;
 }
 
 hetcclResult_t hetcclCommGetAsyncError(hetcclComm_t c, hetcclResult_t* e) {

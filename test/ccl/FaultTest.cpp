@@ -193,28 +193,27 @@ int waitExit(pid_t p) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+// One rank of a real 2-rank job: joins, all-reduces 1 + 1, leaves. The
+// exit status says what failed (0: nothing).
+int allReduceOnce(int rank, const hetcclUniqueId& id) {
+  hetcclComm_t comm = initOrNull(rank, 2, id, 20000);
+  if (!comm) return 1;
+  float x = 1;
+  if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
+  hetcclCommDestroy(comm);
+  return 0;
+}
+
 // Rank 0 of a real job, with its stderr in a file we can inspect.
 pid_t forkLoggedRoot(const hetcclUniqueId& id, const std::string& log) {
   return forkRank([id, log] {
     if (!freopen(log.c_str(), "w", stderr)) return 3;
-    hetcclComm_t comm = initOrNull(0, 2, id, 20000);
-    if (!comm) return 1;
-    float x = 1;
-    if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
-    hetcclCommDestroy(comm);
-    return 0;
+    return allReduceOnce(0, id);
   });
 }
 
 pid_t forkRank1(const hetcclUniqueId& id) {
-  return forkRank([id] {
-    hetcclComm_t comm = initOrNull(1, 2, id, 20000);
-    if (!comm) return 1;
-    float x = 1;
-    if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
-    hetcclCommDestroy(comm);
-    return 0;
-  });
+  return forkRank([id] { return allReduceOnce(1, id); });
 }
 
 // hetcclGetUniqueIdAt: the root is exactly what the caller says (port 0:
@@ -228,14 +227,7 @@ TEST(Bootstrap, UniqueIdAtAGivenRoot) {
   EXPECT_STREQ(d.host, "127.0.0.1");
   EXPECT_NE(d.port, 0);
   EXPECT_NE(d.port, 1);
-  pid_t root = forkRank([id] {
-    hetcclComm_t comm = initOrNull(0, 2, id, 20000);
-    if (!comm) return 1;
-    float x = 1;
-    if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
-    hetcclCommDestroy(comm);
-    return 0;
-  });
+  pid_t root = forkRank([id] { return allReduceOnce(0, id); });
   pid_t other = forkRank1(id);
   EXPECT_EQ(waitExit(root), 0);
   EXPECT_EQ(waitExit(other), 0);

@@ -1,7 +1,7 @@
 """Error cases of the hetccl backend; each rank prints what it saw as
 "RESULT <key>=<value>" lines for test_c10d.py to judge.
 
-    errors_worker.py shape|local|timeout|killed|options
+    errors_worker.py shape|local|timeout|killed|abort|options
 """
 
 import datetime
@@ -71,6 +71,20 @@ elif mode == "killed":
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(0.2)
     expect_error("dead_peer", lambda: [dist.all_reduce(torch.ones(1000)) for _ in range(100)])
+
+elif mode == "abort":
+    # abort() from another thread ends a call blocked on a peer that never
+    # comes, and every later call on the group fails at once.
+    import threading
+    dist.init_process_group("hetccl", timeout=datetime.timedelta(seconds=60))
+    if rank == 0:
+        work = dist.all_reduce(torch.ones(4), async_op=True)
+        threading.Timer(1.0, hd.backend().abort).start()
+        expect_error("blocked", work.wait)
+        expect_error("later", lambda: dist.all_reduce(torch.ones(4)))
+    else:
+        time.sleep(3)
+        expect_error("peer", lambda: dist.all_reduce(torch.ones(4)))
 
 elif mode == "options":
     expect_error("bad_algorithm", lambda: hd.Options(algorithm="fastest"))

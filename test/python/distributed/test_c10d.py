@@ -69,6 +69,18 @@ def test_killed_peer_ends_the_others_within_twice_the_timeout():
     assert res["exit"] == "clean"
 
 
+def test_abort_ends_blocked_and_later_calls():
+    ranks = launch("errors_worker.py", 2, "abort", timeout=120)
+    assert_all_ok(ranks)
+    res, peer = results(ranks), results(ranks, 1)
+    assert res["blocked"] == "DistBackendError", describe(ranks)
+    assert 0.9 <= float(res["blocked_seconds"]) <= 3.0, res  # the abort came after 1 s
+    assert res["later"] == "DistBackendError" and float(res["later_seconds"]) < 0.5, res
+    assert "aborted" in ranks[0].output
+    assert peer["peer"] == "DistBackendError", describe(ranks)  # the aborted rank's links are poisoned
+    assert res["exit"] == "clean" and peer["exit"] == "clean"
+
+
 def test_options_select_algorithm_and_compression():
     ranks = launch("errors_worker.py", 2, "options", timeout=120)
     assert_all_ok(ranks)

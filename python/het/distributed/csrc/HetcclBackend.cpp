@@ -46,17 +46,13 @@ HetcclBackend::~HetcclBackend() {
   GilRelease gil;
   queue_.reset(); // runs what was queued; abort() first makes that quick
   p2p_.reset();
-  std::lock_guard<std::mutex> lock(abortMutex_);
-  if (!aborted_) hetcclCommDestroy(comm_);
+  hetcclCommDestroy(comm_);
 }
 
 void HetcclBackend::abort() {
-  {
-    std::lock_guard<std::mutex> lock(abortMutex_);
-    if (aborted_) return;
-    aborted_ = true;
-    hetcclCommAbort(comm_);
-  }
+  // Revoke, not abort: the backend's threads may still call in (queued
+  // work), and must get hetcclAborted, not a freed communicator.
+  hetcclCommRevoke(comm_);
   p2p_->abort();
 }
 
@@ -423,26 +419,28 @@ c10::intrusive_ptr<c10d::Work> HetcclBackend::alltoall_base(at::Tensor& output, 
     return rows == 0 ? 0 : size_t(t.numel() / rows) * t.element_size();
   };
   size_t inRow = rowBytes(input), outRow = rowBytes(output);
+  // Byte ranges per peer, and this rank's own block (copied locally).
+  std::vector<size_t> inOff(p + 1, 0), outOff(p + 1, 0);
+  for (int q = 0; q < p; ++q) {
+    inOff[q + 1] = inOff[q] + size_t(inRows[q]) * inRow;
+    outOff[q + 1] = outOff[q] + size_t(outRows[q]) * outRow;
+  }
+  int me = getRank();
+  size_t selfBytes = inOff[me + 1] - inOff[me];
+  TORCH_CHECK_VALUE(selfBytes == outOff[me + 1] - outOff[me], "hetccl all_to_all_single: this rank sends itself ",
+                    selfBytes, " bytes but expects ", outOff[me + 1] - outOff[me]);
   return enqueue(c10d::OpType::ALLTOALL_BASE, "hetccl:all_to_all_single", {output}, opts.timeout,
-                 [this, in, out, inRows, outRows, inRow, outRow, p] {
-                   std::vector<Transfer> transfers;
+                 [this, in, out, inOff, outOff, p, me, selfBytes] {
                    char* src = static_cast<char*>(in.data());
                    char* dst = static_cast<char*>(out.data());
-                   size_t inOff = 0, outOff = 0, selfIn = 0, selfOut = 0;
+                   std::vector<Transfer> transfers;
                    for (int q = 0; q < p; ++q) {
-                     size_t sb = size_t(inRows[q]) * inRow, rb = size_t(outRows[q]) * outRow;
-                     if (q == getRank()) {
-                       TORCH_CHECK_VALUE(sb == rb, "hetccl all_to_all_single: this rank sends itself ", sb,
-                                         " bytes but expects ", rb);
-                       selfIn = inOff, selfOut = outOff;
-                     } else {
-                       transfers.push_back({q, true, src + inOff, sb});
-                       transfers.push_back({q, false, dst + outOff, rb});
-                     }
-                     inOff += sb, outOff += rb;
+                     if (q == me) continue;
+                     transfers.push_back({q, true, src + inOff[q], inOff[q + 1] - inOff[q]});
+                     transfers.push_back({q, false, dst + outOff[q], outOff[q + 1] - outOff[q]});
                    }
                    exchange(transfers, "all_to_all_single");
-                   memcpy(dst + selfOut, src + selfIn, size_t(inRows[getRank()]) * inRow);
+                   memcpy(dst + outOff[me], src + inOff[me], selfBytes);
                    out.writeBack();
                  });
 }

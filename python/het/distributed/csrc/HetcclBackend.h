@@ -105,8 +105,6 @@ private:
   Settings settings_;
   hetcclConfig_t config_;
   hetcclComm_t comm_ = nullptr;
-  std::mutex abortMutex_;
-  bool aborted_ = false;
   std::unique_ptr<SerialQueue> queue_;
   std::unique_ptr<PointToPoint> p2p_;
   bool coalescing_ = false;

@@ -18,7 +18,6 @@ PointToPoint::PointToPoint(c10::intrusive_ptr<c10d::Store> store, int rank, int 
 PointToPoint::~PointToPoint() {
   for (auto& [key, ch] : channels_) ch->queue.reset(); // lets queued transfers finish
   std::lock_guard<std::mutex> lock(mutex_);
-  if (aborted_) return; // hetcclCommAbort already freed them
   for (auto& [key, ch] : channels_)
     if (ch->comm) hetcclCommDestroy(ch->comm);
 }
@@ -28,7 +27,7 @@ void PointToPoint::abort() {
   if (aborted_) return;
   aborted_ = true;
   for (auto& [key, ch] : channels_)
-    if (ch->comm) hetcclCommAbort(ch->comm);
+    if (ch->comm) hetcclCommRevoke(ch->comm);
 }
 
 PointToPoint::Channel& PointToPoint::channel(int peer, bool outgoing) {
@@ -81,8 +80,8 @@ void PointToPoint::connect(Channel& ch) {
             ": connecting the channel");
   std::lock_guard<std::mutex> lock(mutex_);
   if (aborted_) {
-    hetcclCommAbort(comm);
-    check(hetcclAborted, nullptr, "connecting a channel");
+    hetcclCommDestroy(comm);
+    check(hetcclAborted, nullptr, "connecting a channel after the group was aborted");
   }
   ch.comm = comm;
 }
