@@ -122,6 +122,8 @@ void hostAllReduce(hetcclComm* c, const void* send, void* recv, size_t count, he
       topkAllReduce(c, reinterpret_cast<float*>(buf), count, c->topkRatio, key);
     else
       compressedRingAllReduce(c, reinterpret_cast<float*>(buf), count, z);
+  } else if (c->algo == hetcclAlgoAuto && oneShotApplies(c, bytes)) {
+    oneShotAllReduce(c, buf, count, e);
   } else {
     hetcclAlgo_t a = c->algo == hetcclAlgoAuto ? pickAllReduce(c, bytes) : c->algo;
     Members m = allMembers(c);

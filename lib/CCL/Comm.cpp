@@ -5,6 +5,7 @@
 #include "Common/Log.h"
 #include "Net/Frame.h"
 #include "Device/VendorCcl.h"
+#include "Transport/ShmBoard.h"
 #include "Transport/Tcp.h"
 
 #include <cinttypes>
@@ -129,21 +130,31 @@ static void setupShm(hetcclComm* c, const IdData& id, Rendezvous& rv, const std:
                      const Deadline& dl) {
   uint64_t ring = uint64_t(envInt("HETCCL_SHM_BYTES", 4 << 20));
   if (ring < 4096 || ring % 16 != 0) fail(hetcclInvalidArgument, "HETCCL_SHM_BYTES must be a multiple of 16, >= 4096");
+  // The board of the one-shot all-reduce; every local rank must agree, as
+  // for the ring size (a mismatch is a clear error when segments open).
+  int64_t board = envInt("HETCCL_ONESHOT_BYTES", -1);
+  if (board < -1 || board > (16 << 20))
+    fail(hetcclInvalidArgument, "HETCCL_ONESHOT_BYTES must be between 0 (off) and 16 MiB");
+  c->oneShotBytes = uint64_t(board >= 0 ? board : kDefaultOneShotBytes);
+  c->oneShotLimit = board >= 0 ? uint64_t(board)
+                    : c->nranks == 2 ? uint64_t(kDefaultOneShotBytesTwoRanks)
+                                     : uint64_t(kDefaultOneShotBytes);
   uint32_t nslots = uint32_t(local.size());
   auto localIdx = [&](int r) {
     for (size_t i = 0; i < local.size(); ++i)
       if (local[i] == r) return uint32_t(i);
     return uint32_t(0);
   };
-  c->shm.push_back(ShmSegment::create(shmName(id.jobId, c->rank), c->rank, nslots, ring));
+  c->shm.push_back(ShmSegment::create(shmName(id.jobId, c->rank), c->rank, nslots, ring, c->oneShotBytes));
   rv.barrier(dl); // every segment exists
   std::vector<ShmSegment*> segOf(c->nranks, nullptr);
   segOf[c->rank] = c->shm[0].get();
   for (int r : local) {
     if (r == c->rank) continue;
-    c->shm.push_back(ShmSegment::open(shmName(id.jobId, r), nslots, ring));
+    c->shm.push_back(ShmSegment::open(shmName(id.jobId, r), nslots, ring, c->oneShotBytes));
     segOf[r] = c->shm.back().get();
   }
+  c->segOfRank = segOf;
   rv.barrier(dl); // every segment is mapped by everyone who needs it
   c->shm[0]->unlink(); // nothing is left in /dev/shm even if we crash later
   uint32_t me = localIdx(c->rank);

@@ -33,6 +33,14 @@ struct hetcclComm {
 
   hetccl::Fabric fabric;
   std::vector<std::unique_ptr<hetccl::ShmSegment>> shm; // [0] is ours
+  std::vector<hetccl::ShmSegment*> segOfRank;           // null for ranks not on this host
+
+  // The one-shot all-reduce (Algorithms/OneShot.cpp): the board's bytes per
+  // slot (HETCCL_ONESHOT_BYTES; 0 = off), the largest all-reduce that uses
+  // it, and how many calls did.
+  uint64_t oneShotBytes = 0;
+  uint64_t oneShotLimit = 0;
+  uint64_t oneShotCalls = 0;
 
   // Defaults picked at init from config and environment; API overrides win.
   hetcclAlgo_t algo = hetcclAlgoAuto;

@@ -55,6 +55,10 @@ void psReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, c
 void psAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t elemSize);
 void psAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
 
+// Algorithms/OneShot.cpp (small messages, every rank on one host)
+bool oneShotApplies(const hetcclComm* c, size_t bytes);
+void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
+
 // Algorithms/Hierarchical.cpp (groups by host and device kind)
 void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
 

@@ -1,6 +1,7 @@
 #include "Transport/Shm.h"
 
 #include "Common/Error.h"
+#include "Transport/ShmBoard.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -25,15 +26,19 @@ struct ShmLink::Ring {
 };
 static_assert(sizeof(ShmLink::Ring) <= kCtlBytes, "ring control block too large");
 
-static size_t segBytes(uint32_t nslots, uint64_t ringBytes) {
+static size_t ringsEnd(uint32_t nslots, uint64_t ringBytes) {
   return kHeaderBytes + size_t(nslots) * (kCtlBytes + ringBytes);
 }
 
+static size_t segBytes(uint32_t nslots, uint64_t ringBytes, uint64_t boardBytes) {
+  return ringsEnd(nslots, ringBytes) + boardSize(boardBytes);
+}
+
 std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int ownerRank, uint32_t nslots,
-                                               uint64_t ringBytes) {
+                                               uint64_t ringBytes, uint64_t boardBytes) {
   std::unique_ptr<ShmSegment> s(new ShmSegment);
   s->name_ = name;
-  s->size_ = segBytes(nslots, ringBytes);
+  s->size_ = segBytes(nslots, ringBytes, boardBytes);
   // 0600: only processes of the same user can map the rings.
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) failErrno("shm_open(create) " + name);
@@ -45,7 +50,7 @@ std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int owne
     errno = e;
     failErrno("ftruncate shm " + name + " to " + std::to_string(s->size_) + " bytes");
   }
-  s->base_ = mmap(nullptr, s->size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  s->base_ = mmap(nullptr, s->size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (s->base_ == MAP_FAILED) {
     s->base_ = nullptr;
@@ -59,30 +64,35 @@ std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int owne
   h->ownerRank = ownerRank;
   h->nslots = nslots;
   h->ringBytes = ringBytes;
+  h->boardBytes = boardBytes;
   for (uint32_t i = 0; i < nslots; ++i) new (s->slot(i)) ShmLink::Ring{{0}, {0}};
+  if (boardBytes) initBoard(s->board());
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
   return s;
 }
 
-std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, uint32_t nslots, uint64_t ringBytes) {
+std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, uint32_t nslots, uint64_t ringBytes,
+                                             uint64_t boardBytes) {
   std::unique_ptr<ShmSegment> s(new ShmSegment);
   s->name_ = name;
-  s->size_ = segBytes(nslots, ringBytes);
+  s->size_ = segBytes(nslots, ringBytes, boardBytes);
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) failErrno("shm_open " + name);
   struct stat st;
   if (fstat(fd, &st) != 0 || size_t(st.st_size) != s->size_) {
     close(fd);
-    fail(hetcclRemoteError, "shm segment " + name + " has the wrong size (mismatched HETCCL_SHM_BYTES?)");
+    fail(hetcclRemoteError,
+         "shm segment " + name + " has the wrong size (mismatched HETCCL_SHM_BYTES or HETCCL_ONESHOT_BYTES?)");
   }
-  s->base_ = mmap(nullptr, s->size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  s->base_ = mmap(nullptr, s->size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (s->base_ == MAP_FAILED) {
     s->base_ = nullptr;
     failErrno("mmap shm " + name);
   }
-  if (s->header()->magic != kSegMagic || s->header()->nslots != nslots || s->header()->ringBytes != ringBytes)
+  if (s->header()->magic != kSegMagic || s->header()->nslots != nslots || s->header()->ringBytes != ringBytes ||
+      s->header()->boardBytes != boardBytes)
     fail(hetcclRemoteError, "shm segment " + name + " is not a hetccl segment of this job");
   return s;
 }
@@ -95,6 +105,10 @@ ShmSegment::~ShmSegment() {
 void ShmSegment::unlink() {
   if (owner_) shm_unlink(name_.c_str());
   owner_ = false;
+}
+
+char* ShmSegment::board() const {
+  return static_cast<char*>(base_) + ringsEnd(header()->nslots, header()->ringBytes);
 }
 
 char* ShmSegment::slot(uint32_t i) const {

@@ -5,6 +5,10 @@
 // a byte is copied once in and once out, and a reduction can read straight
 // from the ring.
 //
+// After the rings, a segment holds the owner's small-message board
+// (ShmBoard.h): where the one-shot all-reduce publishes this rank's input
+// for the peers to read in place.
+//
 // A segment also carries an error word: a rank that fails writes its rank
 // into the error word of every local peer, so their waits end at once
 // instead of running into the timeout. A peer that is SIGKILLed is seen
@@ -30,18 +34,22 @@ struct ShmSegHeader {
   int32_t ownerRank;
   uint32_t nslots;
   uint64_t ringBytes;
+  uint64_t boardBytes; // data bytes per board slot (0: no board)
 };
 
 class ShmSegment {
 public:
-  // Creates (owner) or opens a segment of `nslots` rings of ringBytes each.
+  // Creates (owner) or opens a segment of `nslots` rings of ringBytes each
+  // and a board of two slots of boardBytes each.
   static std::unique_ptr<ShmSegment> create(const std::string& name, int ownerRank, uint32_t nslots,
-                                            uint64_t ringBytes);
-  static std::unique_ptr<ShmSegment> open(const std::string& name, uint32_t nslots, uint64_t ringBytes);
+                                            uint64_t ringBytes, uint64_t boardBytes);
+  static std::unique_ptr<ShmSegment> open(const std::string& name, uint32_t nslots, uint64_t ringBytes,
+                                          uint64_t boardBytes);
   ~ShmSegment();
   void unlink(); // remove the name; mappings stay valid
   ShmSegHeader* header() const { return static_cast<ShmSegHeader*>(base_); }
   char* slot(uint32_t i) const;
+  char* board() const; // the small-message board (ShmBoard.h)
 
 private:
   ShmSegment() = default;

@@ -31,7 +31,7 @@ def test_mismatched_counts_fail_every_rank():
     for r in range(2):
         res = results(ranks, r)
         assert res["mismatch"] == "DistBackendError", describe(ranks)
-        assert "sent 24 bytes where this rank expects 20" in ranks[0].output
+        assert "rank 1 all-reduces 48 bytes where this rank has 40" in ranks[0].output
         assert res["exit"] == "clean"
 
 
