@@ -7,7 +7,8 @@ Models (same shapes, batch, optimizer and thread count on both sides):
   MLP  784-1024-1024-10, ReLU, batch 256, SGD            (bench/codegen/mlp_784.mlir)
   CNN  3 x conv3x3-BN-ReLU (16/32/32 ch, 2x2 max pool after the 2nd), global
        average pool, linear; 32x32x3 inputs, batch 64, SGD (bench/codegen/cnn_b64.mlir)
-Prints samples/s for het and PyTorch and their ratio, the CNN step time with
+Prints samples/s for het and PyTorch and their ratio, the peak resident
+memory of both processes, the CNN step time with
 BN+ReLU fused and unfused (het-compile --fuse=false), compile times, and
 samples/s of both models with each kernel library (--library=dnnl, mlir,
 reference: the cpu.onednn and cpu.mlir device kinds, and het's loops), on
@@ -33,23 +34,36 @@ def compile_model(compiler, model, out, extra=()):
     return time.perf_counter() - start
 
 
-def run_het(exe, steps, threads):
-    out = subprocess.run([exe, "--steps", str(steps), "--threads", str(threads),
-                          "--print-every", str(steps)],
-                         check=True, capture_output=True, text=True).stdout
+def run_measured(cmd):
+    """Runs cmd; returns (returncode, stdout, peak resident set in MiB), the
+    peak from the kernel's accounting of that one child (wait4)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, out, usage.ru_maxrss / 1024.0
+
+
+def run_het(exe, steps, threads, with_memory=False):
+    rc, out, peak = run_measured([exe, "--steps", str(steps), "--threads", str(threads),
+                                  "--print-every", str(steps)])
+    if rc != 0:
+        sys.exit(f"bench: {exe} failed (exit {rc})")
     m = re.search(r"throughput (\S+) samples/s \((\d+) steps of batch (\d+) in (\S+) s", out)
     samples, timed_steps, batch, seconds = float(m.group(1)), int(m.group(2)), int(m.group(3)), float(m.group(4))
+    if with_memory:
+        return samples, 1000.0 * seconds / timed_steps, peak
     return samples, 1000.0 * seconds / timed_steps
 
 
 def run_torch(python, name, steps, threads):
-    """samples/s and ms/step of PyTorch eager, or None when torch is absent."""
-    proc = subprocess.run([python, os.path.join(HERE, "torch_train.py"), name, str(steps),
-                           str(threads)], capture_output=True, text=True)
-    m = re.search(r"samples/s (\S+) ms (\S+) torch (\S+)", proc.stdout)
-    if proc.returncode != 0 or not m:
+    """samples/s, ms/step, torch version and peak RSS (MiB) of PyTorch eager,
+    or None when torch is absent."""
+    rc, out, peak = run_measured([python, os.path.join(HERE, "torch_train.py"), name, str(steps), str(threads)])
+    m = re.search(r"samples/s (\S+) ms (\S+) torch (\S+)", out)
+    if rc != 0 or not m:
         return None
-    return float(m.group(1)), float(m.group(2)), m.group(3)
+    return float(m.group(1)), float(m.group(2)), m.group(3), peak
 
 
 def main():
@@ -78,13 +92,13 @@ def main():
     for name, (model, opts) in models.items():
         exe = os.path.join(work, name.lower())
         seconds = compile_model(compiler, model, exe, opts)
-        het, het_ms = run_het(exe, a.steps, a.threads)
+        het, het_ms, het_mib = run_het(exe, a.steps, a.threads, with_memory=True)
         step_ms[name] = het_ms
-        ref = None
+        ref = ref_mib = None
         result = run_torch(a.torch_python, name, a.steps, a.threads)
         if result:
-            ref, _, torch_version = result
-        rows.append((name, seconds, het, ref))
+            ref, _, torch_version, ref_mib = result
+        rows.append((name, seconds, het, ref, het_mib, ref_mib))
 
     print()
     if torch_version:
@@ -92,11 +106,16 @@ def main():
     else:
         print(f"PyTorch: not available to {a.torch_python} -- het's figures only "
               "(--torch-python names an interpreter with torch)")
-    print(f"{'model':6} {'compile s':>10} {'het samples/s':>14} {'torch samples/s':>16} {'het/torch':>10}")
-    for name, seconds, het, ref in rows:
+    # Peak RSS: the whole process (PyTorch's includes the interpreter and
+    # libtorch, about 300 MiB before any tensor; het's the executable and
+    # its libraries).
+    print(f"{'model':6} {'compile s':>10} {'het samples/s':>14} {'torch samples/s':>16} {'het/torch':>10} "
+          f"{'het peak MiB':>13} {'torch peak MiB':>15}")
+    for name, seconds, het, ref, het_mib, ref_mib in rows:
         ratio = f"{het / ref:9.2f}x" if ref else "      n/a"
         ref_text = f"{ref:16.1f}" if ref else f"{'n/a':>16}"
-        print(f"{name:6} {seconds:10.2f} {het:14.1f} {ref_text} {ratio}")
+        ref_mib_text = f"{ref_mib:15.0f}" if ref_mib else f"{'n/a':>15}"
+        print(f"{name:6} {seconds:10.2f} {het:14.1f} {ref_text} {ratio} {het_mib:13.0f} {ref_mib_text}")
 
     # BN+ReLU fused (default) vs unfused.
     unfused = os.path.join(work, "cnn_unfused")

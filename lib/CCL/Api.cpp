@@ -49,12 +49,22 @@ hetcclResult_t record(hetcclResult_t r, const std::string& msg) {
 // into result codes. `communicates` = failures are sticky (see above).
 template <typename F> hetcclResult_t guarded(hetcclComm* c, F&& f) {
   if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
-  if (c->aborted.load()) return record(hetcclAborted, "communicator was aborted");
+  // Count this call in before looking at the abort flag: hetcclCommAbort
+  // raises the flag, then waits for the count to drop to zero before it
+  // frees c, so a call that races with it either sees the flag or is
+  // waited for (checking first left a window where abort freed c under a
+  // call that had just passed the check).
+  c->inflight.fetch_add(1);
+  if (c->aborted.load()) {
+    c->inflight.fetch_sub(1);
+    return record(hetcclAborted, "communicator was aborted");
+  }
   int err = c->asyncError.load();
-  if (err != hetcclSuccess)
+  if (err != hetcclSuccess) {
+    c->inflight.fetch_sub(1);
     return record(hetcclResult_t(err), std::string("communicator is in error state (") +
                                            hetcclGetErrorString(hetcclResult_t(err)) + "); destroy or abort it");
-  c->inflight.fetch_add(1);
+  }
   hetcclResult_t r = hetcclSuccess;
   try {
     f();

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -19,7 +20,14 @@ namespace eval = het::eval;
 void die(const std::string &message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::fflush(stdout);
-  std::exit(1);
+  std::fflush(stderr);
+  // _Exit, not exit: other threads may still run (the asynchronous
+  // checkpoint writer hashing with OpenSSL), and exit()'s destructors and
+  // atexit handlers would free what they use under them (libcrypto's locks:
+  // a rank that failed cleanly then died of SIGSEGV). Nothing needs running
+  // at exit: the shm names are unlinked at init and checkpoints are written
+  // to a temporary name and renamed, so a half-written one is never taken.
+  std::_Exit(1);
 }
 
 bool OptionReader::next(std::initializer_list<const char *> flags) {

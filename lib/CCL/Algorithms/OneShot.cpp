@@ -70,6 +70,10 @@ void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e) {
   const int slot = int(k & 1);
   char* mine = c->segOfRank[me]->board();
   BoardControl* myCtl = boardControl(mine);
+  // A peer that failed or was aborted poisoned our segment: fail as the
+  // message path would, even if its input for this call is on its board.
+  int32_t failed = c->segOfRank[me]->header()->errorRank.load(std::memory_order_acquire);
+  if (failed > 0) fail(hetcclRemoteError, "rank " + std::to_string(failed - 1) + " on this host reported an error");
 
   // 1. Slot k%2 held call k-2: every peer must have read it.
   if (k > 2)
