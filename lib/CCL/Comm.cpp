@@ -135,8 +135,12 @@ static void setupShm(hetcclComm* c, const IdData& id, Rendezvous& rv, const std:
   int64_t board = envInt("HETCCL_ONESHOT_BYTES", -1);
   if (board < -1 || board > (16 << 20))
     fail(hetcclInvalidArgument, "HETCCL_ONESHOT_BYTES must be between 0 (off) and 16 MiB");
-  c->oneShotBytes = uint64_t(board >= 0 ? board : kDefaultOneShotBytes);
-  c->oneShotLimit = board >= 0 ? uint64_t(board)
+  // Only when every rank is on this host (then every local rank sees the
+  // same, so the segments agree); else no board at all.
+  bool allLocal = local.size() == size_t(c->nranks);
+  c->oneShotBytes = allLocal ? uint64_t(board >= 0 ? board : kDefaultOneShotBytes) : 0;
+  c->oneShotLimit = !allLocal ? 0
+                    : board >= 0 ? uint64_t(board)
                     : c->nranks == 2 ? uint64_t(kDefaultOneShotBytesTwoRanks)
                                      : uint64_t(kDefaultOneShotBytes);
   uint32_t nslots = uint32_t(local.size());

@@ -36,8 +36,9 @@ struct hetcclComm {
   std::vector<hetccl::ShmSegment*> segOfRank;           // null for ranks not on this host
 
   // The one-shot all-reduce (Algorithms/OneShot.cpp): the board's bytes per
-  // slot (HETCCL_ONESHOT_BYTES; 0 = off), the largest all-reduce that uses
-  // it, and how many calls did.
+  // slot (HETCCL_ONESHOT_BYTES; 0 = off, and always 0 unless every rank is
+  // on this host), the largest all-reduce that uses it, and how many calls
+  // did.
   uint64_t oneShotBytes = 0;
   uint64_t oneShotLimit = 0;
   uint64_t oneShotCalls = 0;

@@ -26,20 +26,10 @@ using namespace hetccltest;
 
 namespace {
 
-hetcclComm_t initOrNull(int rank, int n, const hetcclUniqueId& id, int64_t timeoutMs) {
-  hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
-  cfg.timeoutMs = timeoutMs;
-  hetcclComm_t comm = nullptr;
-  if (hetcclCommInitRank(&comm, n, id, rank, &cfg) != hetcclSuccess) {
-    fprintf(stderr, "rank %d init failed: %s\n", rank, hetcclGetLastError(nullptr));
-    return nullptr;
-  }
-  return comm;
-}
 
 TEST(Faults, TimeoutFiresWhenPeerNeverCalls) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initOrNull(rank, n, id, 30000);
+    hetcclComm_t comm = initRank(rank, n, id, 30000);
     RCHECK(comm, "init");
     if (rank == 1) {
       usleep(2500000); // never joins the collective
@@ -83,7 +73,7 @@ TEST(Faults, InitTimesOutWhenARankNeverComes) {
 
 TEST(Faults, AbortUnblocksABlockedCallAndPeersFailFast) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initOrNull(rank, n, id, 30000);
+    hetcclComm_t comm = initRank(rank, n, id, 30000);
     RCHECK(comm, "init");
     std::vector<float> b(1 << 16, 1.0f);
     if (rank == 1) {
@@ -121,7 +111,7 @@ TEST(Faults, AbortUnblocksABlockedCallAndPeersFailFast) {
 int peerFault(int rank, int n, const hetcclUniqueId& id, int sig, bool tcp) {
   if (tcp) setenv("HETCCL_TRANSPORT", "tcp", 1);
   const int64_t timeoutMs = 2000;
-  hetcclComm_t comm = initOrNull(rank, n, id, timeoutMs);
+  hetcclComm_t comm = initRank(rank, n, id, timeoutMs);
   RCHECK(comm, "init");
   std::vector<float> b(1 << 18, 1.0f);
   for (int it = 0; it < 1000; ++it) {
@@ -196,7 +186,7 @@ int waitExit(pid_t p) {
 // One rank of a real 2-rank job: joins, all-reduces 1 + 1, leaves. The
 // exit status says what failed (0: nothing).
 int allReduceOnce(int rank, const hetcclUniqueId& id) {
-  hetcclComm_t comm = initOrNull(rank, 2, id, 20000);
+  hetcclComm_t comm = initRank(rank, 2, id, 20000);
   if (!comm) return 1;
   float x = 1;
   if (hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm) != hetcclSuccess || x != 2) return 2;
@@ -309,7 +299,7 @@ TEST(Security, MalformedAndOversizedMessagesAreRejected) {
 
 TEST(Errors, BadArgumentsNameTheProblemAndLeaveTheCommUsable) {
   auto r = runRanks(1, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initOrNull(rank, n, id, 5000);
+    hetcclComm_t comm = initRank(rank, n, id, 5000);
     RCHECK(comm, "init");
     float x = 1;
     RCHECK(hetcclAllReduce(&x, &x, 1, hetcclDataType_t(42), hetcclSum, comm) == hetcclInvalidArgument, "bad type");
@@ -343,7 +333,7 @@ TEST(Errors, BadArgumentsNameTheProblemAndLeaveTheCommUsable) {
 
 TEST(Errors, MismatchedCountsAcrossRanksAreReportedNotCorrupted) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initOrNull(rank, n, id, 5000);
+    hetcclComm_t comm = initRank(rank, n, id, 5000);
     RCHECK(comm, "init");
     RCALL(hetcclCommSetAlgorithm(comm, hetcclAlgoTree));
     std::vector<float> b(100, 1.0f);

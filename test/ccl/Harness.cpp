@@ -83,6 +83,17 @@ std::vector<RankExit> runRanks(int nranks, const RankFn& fn, int timeoutSec, con
   return out;
 }
 
+hetcclComm_t initRank(int rank, int n, const hetcclUniqueId& id, int64_t timeoutMs) {
+  hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
+  cfg.timeoutMs = timeoutMs;
+  hetcclComm_t comm = nullptr;
+  if (hetcclCommInitRank(&comm, n, id, rank, &cfg) != hetcclSuccess) {
+    fprintf(stderr, "rank %d init failed: %s\n", rank, hetcclGetLastError(nullptr));
+    return nullptr;
+  }
+  return comm;
+}
+
 bool allOk(const std::vector<RankExit>& r) {
   bool ok = true;
   for (size_t i = 0; i < r.size(); ++i) {

@@ -33,6 +33,10 @@ bool allOk(const std::vector<RankExit>& r);
 
 double nowSec();
 
+// A rank's communicator with this per-call timeout, or null after printing
+// why init failed (for rank bodies: RCHECK(comm, "init")).
+hetcclComm_t initRank(int rank, int n, const hetcclUniqueId& id, int64_t timeoutMs);
+
 } // namespace hetccltest
 
 // Child-side checks: print and return non-zero from the rank body.

@@ -20,17 +20,6 @@ using namespace hetccltest;
 
 namespace {
 
-hetcclComm_t init(int rank, int n, const hetcclUniqueId& id, int64_t timeoutMs = 30000) {
-  hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
-  cfg.timeoutMs = timeoutMs;
-  hetcclComm_t comm = nullptr;
-  if (hetcclCommInitRank(&comm, n, id, rank, &cfg) != hetcclSuccess) {
-    fprintf(stderr, "rank %d init: %s\n", rank, hetcclGetLastError(nullptr));
-    return nullptr;
-  }
-  return comm;
-}
-
 // Rank r's input for call k: floats whose sum depends on the order.
 std::vector<float> inputOf(int r, int k, size_t count) {
   std::mt19937 g(uint32_t(1000 * k + r));
@@ -47,7 +36,7 @@ std::vector<float> inputOf(int r, int k, size_t count) {
 // bit for bit on every rank.
 TEST(OneShot, RankOrderSumOnEveryRankUnderSkew) {
   auto r = runRanks(4, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = init(rank, n, id);
+    hetcclComm_t comm = initRank(rank, n, id, 30000);
     RCHECK(comm, "init");
     std::mt19937 g(uint32_t(rank + 7));
     for (int k = 0; k < 300; ++k) {
@@ -71,7 +60,7 @@ TEST(OneShot, RankOrderSumOnEveryRankUnderSkew) {
 
 TEST(OneShot, MismatchedCountsFailEveryRankNamingTheBytes) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = init(rank, n, id);
+    hetcclComm_t comm = initRank(rank, n, id, 30000);
     RCHECK(comm, "init");
     std::vector<float> buf(12, 1.0f);
     size_t count = rank == 0 ? 10 : 12;
@@ -89,7 +78,7 @@ TEST(OneShot, MismatchedCountsFailEveryRankNamingTheBytes) {
 
 TEST(OneShot, SigkilledPeerEndsTheWaitWithAnError) {
   auto r = runRanks(3, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = init(rank, n, id, 20000);
+    hetcclComm_t comm = initRank(rank, n, id, 20000);
     RCHECK(comm, "init");
     float x = 1;
     RCALL(hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm));

@@ -22,17 +22,9 @@
 
 namespace hetccl {
 
-static void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 bool oneShotApplies(const hetcclComm* c, size_t bytes) {
-  if (c->nranks < 2 || bytes == 0 || bytes > c->oneShotLimit) return false;
-  for (int r = 0; r < c->nranks; ++r)
-    if (!c->segOfRank.size() || !c->segOfRank[r]) return false; // a rank on another host
-  return true;
+  // oneShotLimit is 0 unless every rank is on this host (Comm.cpp).
+  return bytes != 0 && bytes <= c->oneShotLimit;
 }
 
 // Waits until ready() holds; `what` names the wait in the timeout message.

@@ -33,12 +33,6 @@ static bool shmSleep() {
 
 static size_t padOf(size_t n) { return (16 - n % 16) % 16; }
 
-static void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 bool Fabric::advance(P2POp& op) {
   Link& l = *links[op.peer];
   bool moved = false;

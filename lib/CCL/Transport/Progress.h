@@ -23,6 +23,13 @@
 
 namespace hetccl {
 
+// One spin of a busy wait: tells the core we are spinning (x86 PAUSE).
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 struct P2POp {
   int peer = -1;
   bool send = false;
