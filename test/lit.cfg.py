@@ -20,6 +20,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # Scripts that run het tools themselves find them on PATH.
 llvm_config.with_environment("PATH", config.het_tools_dir, append_path=True)
+# het-compile's object cache: the build's own, not the user's ~/.cache.
+config.environment["HET_CACHE_DIR"] = os.path.join(config.het_obj_root, "test", "object-cache")
 tool_dirs = [config.het_tools_dir, config.llvm_tools_dir]
 tools = ["het-opt", "het-eval", "het-compile"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -2,9 +2,10 @@
 //
 // Stages like a C compiler: parse and verify, build the training step
 // (het-training-pipeline) unless the input already has one, lower to the
-// LLVM dialect (lib/Conversion), translate to LLVM IR, optimize, emit an
-// object file in-process through LLVM's TargetMachine, and link it against
-// libhetrt with the system's compiler driver. --emit stops early.
+// LLVM dialect (lib/Conversion), translate to LLVM IR, optimize and emit
+// objects in-process, per function on several threads with an object cache
+// (lib/Target), and link them against libhetrt with the system's compiler
+// driver. --emit stops early.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
+#include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
@@ -31,14 +33,10 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -46,11 +44,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <chrono>
 #include <optional>
@@ -158,6 +153,23 @@ cl::opt<std::string> writePlan("write-plan",
                                cl::desc("with --plan auto: where to write the chosen plan "
                                         "(default: <output>.plan.json)"),
                                cl::value_desc("P.json"), cl::cat(distributed));
+cl::opt<bool> outlineLayers("outline-layers",
+                            cl::desc("compile each distinct layer computation once, as a "
+                                     "function called for every layer that repeats it "
+                                     "(default); --outline-layers=false lowers the step as one "
+                                     "function"),
+                            cl::init(true), cl::cat(category));
+cl::opt<unsigned> jobs("jobs",
+                       cl::desc("threads that optimise and emit code (default: one per "
+                                "hardware thread)"),
+                       cl::init(0), cl::cat(category));
+cl::opt<std::string> cacheDirectory("cache-dir",
+                                    cl::desc("the object cache: objects of functions compiled "
+                                             "before are reused (default: $HET_CACHE_DIR, "
+                                             "else ~/.cache/het/objects)"),
+                                    cl::value_desc("dir"), cl::cat(category));
+cl::opt<bool> noCache("no-cache", cl::desc("neither read nor write the object cache"),
+                      cl::init(false), cl::cat(category));
 cl::opt<bool> timing("time", cl::desc("print the time of each stage to stderr"),
                      cl::init(false), cl::cat(category));
 
@@ -183,7 +195,7 @@ std::string defaultOutput() {
 
 struct StageTimer {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  void done(const char *stage) {
+  void done(const std::string &stage) {
     auto now = std::chrono::steady_clock::now();
     if (timing)
       llvm::errs() << "het-compile: " << stage << " "
@@ -192,6 +204,27 @@ struct StageTimer {
     start = now;
   }
 };
+
+/// The compiler driver that links (and with --emit=obj combines) the
+/// objects: --linker, else clang-19, clang or cc from PATH.
+llvm::Expected<std::string> findLinkerDriver() {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (!linker.empty()) {
+    auto found = llvm::StringRef(linker).contains('/')
+                     ? llvm::ErrorOr<std::string>(linker.getValue())
+                     : llvm::sys::findProgramByName(linker);
+    if (!found || !llvm::sys::fs::can_execute(*found))
+      return error("linker '" + linker + "' not found (--linker names a compiler driver such "
+                   "as clang-19 or cc)");
+    return *found;
+  }
+  for (const char *candidate : {"clang-19", "clang", "cc"})
+    if (auto found = llvm::sys::findProgramByName(candidate))
+      return *found;
+  return error("no linker found: install clang-19 or cc, or pass --linker");
+}
 
 /// `het_gpu_target`, a NUL-terminated string the executable exports
 /// ("cuda sm_90"): libhetrt reads it at start (dlsym) to open the vendor's
@@ -257,6 +290,7 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   mlir::het::CpuPipelineOptions options;
   options.library = *kernels;
   options.fuseElementwise = optLevel != '0';
+  options.outlineLayers = outlineLayers;
   if (lowerAndEmit(*copy, options, Emit::Exe, exe.str().str(), timer) != 0)
     return error("could not compile the calibration executable for " + library);
   llvm::SmallVector<llvm::StringRef> args{exe, "--steps", "12", "--threads", "1"};
@@ -402,7 +436,13 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
   if (!gpuTargetLabel.empty())
     addGpuTargetGlobal(module, gpuTargetLabel);
-  timer.done("lower to LLVM dialect");
+  std::string outlined;
+  auto functions = module->getAttrOfType<IntegerAttr>("hetrt.outlined_functions");
+  auto calls = module->getAttrOfType<IntegerAttr>("hetrt.outlined_calls");
+  if (functions && calls)
+    outlined = llvm::formatv(" ({0} layer runs outlined as calls to {1} distinct functions)",
+                             calls.getInt(), functions.getInt());
+  timer.done("lower to LLVM dialect" + outlined);
 
   if (emitKind == Emit::Mlir) {
     auto out = openOutputFile(output, &errorMessage);
@@ -413,65 +453,26 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     return 0;
   }
 
-  // LLVM IR, optimized for the target machine.
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  std::string triple = llvm::sys::getDefaultTargetTriple();
-  if (!llvm::StringRef(triple).starts_with("x86_64"))
-    return fail("this host's triple is " + triple + "; only x86_64 code is generated");
-  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, errorMessage);
-  if (!llvmTarget)
-    return fail("no LLVM target for " + triple + ": " + errorMessage);
-  std::string cpu = mcpu == "native" ? llvm::sys::getHostCPUName().str() : mcpu.getValue();
-  std::string features;
-  if (mcpu == "native") {
-    llvm::SubtargetFeatures subtarget;
-    for (auto &feature : llvm::sys::getHostCPUFeatures())
-      subtarget.AddFeature(feature.first(), feature.second);
-    features = subtarget.getString();
-  }
-  llvm::CodeGenOptLevel codegenLevel = optLevel == '0'   ? llvm::CodeGenOptLevel::None
-                                       : optLevel == '1' ? llvm::CodeGenOptLevel::Less
-                                       : optLevel == '2' ? llvm::CodeGenOptLevel::Default
-                                                         : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      codegenLevel));
+  // LLVM IR for the target machine.
+  llvm::Expected<::het::target::NativeTarget> native = ::het::target::hostTarget(mcpu, optLevel);
+  if (!native)
+    return fail(llvm::toString(native.takeError()));
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      ::het::target::createTargetMachine(*native);
   if (!machine)
-    return fail("could not create a target machine for " + triple + " (" + cpu + ")");
-
+    return fail(llvm::toString(machine.takeError()));
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
     return fail("could not translate the LLVM dialect to LLVM IR");
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(machine->createDataLayout());
+  ::het::target::prepareModule(*llvmModule, **machine);
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return fail("internal error: the generated LLVM IR does not verify");
   timer.done("translate to LLVM IR");
 
-  if (optLevel != '0') {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions tuning;
-    tuning.LoopVectorization = true;
-    tuning.SLPVectorization = true;
-    llvm::PassBuilder builder(machine.get(), tuning);
-    builder.registerModuleAnalyses(mam);
-    builder.registerCGSCCAnalyses(cgam);
-    builder.registerFunctionAnalyses(fam);
-    builder.registerLoopAnalyses(lam);
-    builder.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::OptimizationLevel level = optLevel == '1'   ? llvm::OptimizationLevel::O1
-                                    : optLevel == '2' ? llvm::OptimizationLevel::O2
-                                                      : llvm::OptimizationLevel::O3;
-    builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
-  }
-  timer.done("optimize LLVM IR");
-
   if (emitKind == Emit::Llvm) {
+    ::het::target::optimizeModule(*llvmModule, **machine, optLevel);
+    timer.done("optimize LLVM IR");
     auto out = openOutputFile(output, &errorMessage);
     if (!out)
       return fail(errorMessage);
@@ -480,50 +481,47 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     return 0;
   }
 
-  // Object code, in-process.
-  std::string objectPath = output;
-  llvm::SmallString<128> temporary;
-  if (emitKind == Emit::Exe) {
-    if (auto error = llvm::sys::fs::createTemporaryFile("het-compile", "o", temporary))
-      return fail("cannot create a temporary object file: " + error.message());
-    objectPath = temporary.str().str();
-  }
-  {
-    std::error_code error;
-    llvm::ToolOutputFile object(objectPath, error, llvm::sys::fs::OF_None);
-    if (error)
-      return fail("cannot write '" + objectPath + "': " + error.message());
-    llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
-                                     llvm::CodeGenFileType::ObjectFile))
-      return fail("the target machine cannot emit object files");
-    codegen.run(*llvmModule);
-    object.keep();
-  }
-  timer.done("emit object code");
-  if (emitKind == Emit::Obj)
+  // Object code: one unit per large function, optimised and emitted on
+  // --jobs threads, each unit's object from the cache when it has one.
+  llvm::SmallString<128> scratch;
+  if (auto error = llvm::sys::fs::createUniqueDirectory("het-compile", scratch))
+    return fail("cannot create a temporary directory: " + error.message());
+  auto removeScratch = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(scratch); });
+  ::het::target::ParallelCodegenOptions codegen;
+  codegen.jobs = jobs;
+  if (!noCache)
+    codegen.cacheDirectory = cacheDirectory.getNumOccurrences()
+                                 ? cacheDirectory.getValue()
+                                 : ::het::target::defaultCacheDirectory();
+  ::het::target::ParallelCodegenReport report;
+  llvm::Expected<std::vector<std::string>> objects = ::het::target::emitObjectsInParallel(
+      *llvmModule, *native, codegen, scratch.str().str(), report);
+  if (!objects)
+    return fail("code generation failed: " + llvm::toString(objects.takeError()));
+  if (!report.cacheProblem.empty())
+    llvm::errs() << "het-compile: warning: object cache not used (" << report.cacheProblem
+                 << ")\n";
+  timer.done(llvm::formatv("optimize and emit object code ({0} functions in {1} units on {2} "
+                           "threads, {3} units from the cache)",
+                           report.functions, report.units, report.threads, report.fromCache)
+                 .str());
+
+  llvm::Expected<std::string> driver = findLinkerDriver();
+  if (!driver)
+    return fail(llvm::toString(driver.takeError()));
+  if (emitKind == Emit::Obj) {
+    // One relocatable object of all units.
+    llvm::SmallVector<llvm::StringRef> command{*driver, "-r", "-nostdlib", "-o", output};
+    for (const std::string &object : *objects)
+      command.push_back(object);
+    std::string linkError;
+    if (llvm::sys::ExecuteAndWait(*driver, command, std::nullopt, {}, 0, 0, &linkError) != 0)
+      return fail("combining the objects with " + *driver + " failed" +
+                  (linkError.empty() ? "" : ": " + linkError));
     return 0;
+  }
 
   // Link with the system compiler driver against libhetrt.
-  auto removeObject = llvm::make_scope_exit([&] { llvm::sys::fs::remove(objectPath); });
-  std::string driver;
-  if (!linker.empty()) {
-    auto found = llvm::StringRef(linker).contains('/')
-                     ? llvm::ErrorOr<std::string>(linker.getValue())
-                     : llvm::sys::findProgramByName(linker);
-    if (!found || !llvm::sys::fs::can_execute(*found))
-      return fail("linker '" + linker + "' not found (--linker names a compiler driver such "
-                  "as clang-19 or cc)");
-    driver = *found;
-  } else {
-    for (const char *candidate : {"clang-19", "clang", "cc"})
-      if (auto found = llvm::sys::findProgramByName(candidate)) {
-        driver = *found;
-        break;
-      }
-    if (driver.empty())
-      return fail("no linker found: install clang-19 or cc, or pass --linker");
-  }
   std::string runtime = runtimeDir;
   if (runtime.empty()) {
     ::het::InstalledPath library{"HET_RUNTIME_DIR", ::het::libraryDirectoryBelowPrefix(),
@@ -544,12 +542,18 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
   std::string rpath = "-Wl,-rpath," + runtime;
   std::string libraryPath = "-L" + runtime;
   // -rdynamic: a pipeline's runtime finds the stage functions by name.
-  llvm::SmallVector<llvm::StringRef> command{driver,  objectPath, "-o",      output, libraryPath,
-                                             rpath,   "-lhetrt",  "-lm",     "-rdynamic"};
+  llvm::SmallVector<llvm::StringRef> command{*driver};
+  for (const std::string &object : *objects)
+    command.push_back(object);
+  for (llvm::StringRef argument : {llvm::StringRef("-o"), llvm::StringRef(output),
+                                   llvm::StringRef(libraryPath), llvm::StringRef(rpath),
+                                   llvm::StringRef("-lhetrt"), llvm::StringRef("-lm"),
+                                   llvm::StringRef("-rdynamic")})
+    command.push_back(argument);
   std::string linkError;
-  int status = llvm::sys::ExecuteAndWait(driver, command, std::nullopt, {}, 0, 0, &linkError);
+  int status = llvm::sys::ExecuteAndWait(*driver, command, std::nullopt, {}, 0, 0, &linkError);
   if (status != 0)
-    return fail("linking with " + driver + " failed" +
+    return fail("linking with " + *driver + " failed" +
                 (linkError.empty() ? "" : ": " + linkError));
   timer.done("link");
   return 0;
@@ -627,6 +631,7 @@ int main(int argc, char **argv) {
   mlir::het::CpuPipelineOptions options;
   options.library = *mlir::het::parseKernelLibrary(library);
   options.fuseElementwise = optLevel != '0';
+  options.outlineLayers = outlineLayers;
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))
