@@ -43,6 +43,9 @@ namespace mlir::het {
 void registerConvertHetToLinalgPass();
 void registerBuildEntryPointsPass();
 void registerEmitEntryPointsPass();
+void registerOutlineLayersPass();
+void registerFreeAtLastUsePass();
+void registerElideOutParamCopiesPass();
 void registerConvertHetToRuntimePass();
 } // namespace mlir::het
 
@@ -78,6 +81,8 @@ struct CopyReturnedArgumentsPass
 void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!options.pipeline)
     pm.addPass(createBuildEntryPointsPass());
+  if (options.outlineLayers)
+    pm.addPass(createOutlineLayersPass());
   pm.addPass(createConvertHetToLinalgPass(options.library));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
@@ -88,11 +93,19 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
   bufferization.bufferizeFunctionBoundaries = true;
   bufferization.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
-  // Copies become linalg.copy, hence loops: a strided copy (a slice, a
-  // concatenation) would otherwise be a call to MLIR's C runner utilities,
-  // which het executables do not link.
+  // A copy between two contiguous buffers is memref.copy, a memcpy once
+  // lowered; other copies become linalg.copy, hence loops: a strided copy
+  // (a slice, a concatenation) would otherwise be a call to MLIR's C runner
+  // utilities, which het executables do not link.
   bufferization.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
-    b.create<linalg::CopyOp>(loc, from, to);
+    auto contiguous = [](Value value) {
+      auto type = dyn_cast<MemRefType>(value.getType());
+      return type && type.hasStaticShape() && type.getLayout().isIdentity();
+    };
+    if (contiguous(from) && contiguous(to))
+      b.create<memref::CopyOp>(loc, from, to);
+    else
+      b.create<linalg::CopyOp>(loc, from, to);
     return success();
   };
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
@@ -100,14 +113,20 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
   bufferization::BufferResultsToOutParamsOpts outParams;
   outParams.hoistStaticAllocs = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  if (options.elideOutParamCopies)
+    pm.addNestedPass<func::FuncOp>(createElideOutParamCopiesPass());
 }
 
 void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildHetToBuffersPipeline(pm, options);
   if (options.afterBufferization)
     options.afterBufferization(pm);
-  bufferization::BufferDeallocationPipelineOptions deallocation;
-  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  if (options.freeAtLastUse) {
+    pm.addPass(createFreeAtLastUsePass());
+  } else {
+    bufferization::BufferDeallocationPipelineOptions deallocation;
+    bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  }
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
   pm.addPass(createEmitEntryPointsPass());
@@ -124,7 +143,13 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
+  // Memrefs cross function boundaries as bare pointers (every boundary
+  // type is static and identity-laid-out): a call passes one pointer per
+  // buffer instead of a descriptor of 3 + 2 x rank values, which kept the
+  // glue calling outlined layers large (EmitEntryPoints relies on it too).
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createConvertControlFlowToLLVMPass());
   if (options.beforeFinalization)
     options.beforeFinalization(pm);
@@ -136,6 +161,9 @@ void mlir::het::registerHetConversionPasses() {
   registerConvertHetToLinalgPass();
   registerBuildEntryPointsPass();
   registerEmitEntryPointsPass();
+  registerOutlineLayersPass();
+  registerFreeAtLastUsePass();
+  registerElideOutParamCopiesPass();
   registerConvertHetToRuntimePass();
   PassPipelineRegistration<>(
       "het-lower-to-llvm",

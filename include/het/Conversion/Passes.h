@@ -55,6 +55,24 @@ std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library);
 /// other function.
 std::unique_ptr<Pass> createBuildEntryPointsPass();
 
+/// `het-outline-layers`: each run of consecutive ops of one `het.layer`
+/// in a function becomes a call (carrying the layer) to a private function;
+/// structurally identical runs share one function, so a model's repeated
+/// blocks are lowered and compiled once. The module's
+/// `hetrt.outlined_functions` and `hetrt.outlined_calls` count them.
+std::unique_ptr<Pass> createOutlineLayersPass();
+
+/// `het-free-at-last-use`: after bufferization, frees each buffer right
+/// after the last use of it, its views and its address (one walk); a
+/// module whose buffers escape that analysis gets MLIR's ownership-based
+/// deallocation instead. The module's `hetrt.deallocation` says which.
+std::unique_ptr<Pass> createFreeAtLastUsePass();
+
+/// `het-elide-out-param-copies`: a result copied into its out-parameter at
+/// the end of a function is computed there instead (the copy was the last
+/// use of its buffer and the out-parameter's only use).
+std::unique_ptr<Pass> createElideOutParamCopiesPass();
+
 /// `het-emit-entry-points`: after bufferization, adds the C-callable
 /// `het_step(void **in, void **out)` (and `het_predict`), the
 /// `het_model_info` string and a `main` that hands both to `hetrt_main`.
@@ -80,6 +98,13 @@ struct CpuPipelineOptions {
   KernelLibrary library = KernelLibrary::Dnnl;
   /// Fuse element-wise linalg ops before bufferization (-O1 and up).
   bool fuseElementwise = true;
+  /// One function per distinct layer computation (het-outline-layers).
+  bool outlineLayers = true;
+  /// Free buffers at their last use (het-free-at-last-use) rather than at
+  /// the end of their block (MLIR's ownership-based deallocation).
+  bool freeAtLastUse = true;
+  /// Compute results in their out-parameters (het-elide-out-param-copies).
+  bool elideOutParamCopies = true;
   /// The module is a pipeline (convert-het-to-runtime has run): its entry
   /// points and model info are made already.
   bool pipeline = false;

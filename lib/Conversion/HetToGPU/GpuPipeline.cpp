@@ -60,6 +60,8 @@ void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) 
 CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
   CpuPipelineOptions options;
   options.library = KernelLibrary::Mlir;
+  options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
+  options.elideOutParamCopies = false;
   options.afterBufferization = [target](OpPassManager &pm) {
     addGpuMappingPasses(pm, target);
     pm.addPass(createLaunchToHostLoopsPass());
@@ -72,6 +74,10 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
                                             bool serialize) {
   CpuPipelineOptions front;
   front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
+  // The mapping passes (WrapHostLoops in particular) expect the step's
+  // loops in the step itself; outlined layers are a CPU-only step so far.
+  front.outlineLayers = false;
+  front.elideOutParamCopies = false;
   buildHetToBuffersPipeline(pm, front);
   addGpuMappingPasses(pm, target);
   addGpuKernelPasses(pm, target, serialize);
@@ -80,6 +86,11 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
 CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   CpuPipelineOptions options;
   options.library = KernelLibrary::Mlir;
+  options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
+  // Kernels are mapped after deallocation; a buffer freed at its last host
+  // use could still be read by a launch in flight.
+  options.freeAtLastUse = false;
+  options.elideOutParamCopies = false; // the runtime's output buffers are host memory
   // Every buffer the host code allocates must be usable by the kernels:
   // libhetrt's _mlir_memref_to_llvm_alloc gives managed memory.
   options.genericAllocation = true;

@@ -104,11 +104,18 @@ MemRefType contiguous(Type tensorType) {
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
 
+/// The buffer of `tensor`, which the runtime only reads. Marked read_only,
+/// bufferization need not copy it first: a function argument passed on to
+/// a kernel is otherwise copied on every call, in case the kernel wrote it.
+Value readOnlyBuffer(OpBuilder &b, Location loc, Value tensor) {
+  return b.create<bufferization::ToMemrefOp>(loc, contiguous(tensor.getType()), tensor,
+                                             /*read_only=*/true);
+}
+
 } // namespace
 
 Value mlir::het::tensorAddress(OpBuilder &b, Location loc, Value tensor) {
-  return addressOf(b, loc, b.create<bufferization::ToMemrefOp>(loc, contiguous(tensor.getType()),
-                                                               tensor));
+  return addressOf(b, loc, readOnlyBuffer(b, loc, tensor));
 }
 
 void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
@@ -198,7 +205,7 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
     b.create<memref::StoreOp>(loc, word, table, ValueRange{position});
   };
   for (Value operand : operands)
-    store(b.create<bufferization::ToMemrefOp>(loc, contiguous(operand.getType()), operand));
+    store(readOnlyBuffer(b, loc, operand));
   SmallVector<Value> buffers;
   for (Type result : resultTypes) {
     Value buffer = b.create<memref::AllocOp>(loc, contiguous(result),
