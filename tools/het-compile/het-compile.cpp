@@ -547,7 +547,8 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     command.push_back(object);
   for (llvm::StringRef argument : {llvm::StringRef("-o"), llvm::StringRef(output),
                                    llvm::StringRef(libraryPath), llvm::StringRef(rpath),
-                                   llvm::StringRef("-lhetrt"), llvm::StringRef("-lm"),
+                                   llvm::StringRef("-lhetrt"), llvm::StringRef("-lmvec"),
+                                   llvm::StringRef("-lm"),
                                    llvm::StringRef("-rdynamic")})
     command.push_back(argument);
   std::string linkError;
