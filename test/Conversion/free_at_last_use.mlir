@@ -62,3 +62,35 @@ func.func @choose(%flag: i1, %out: memref<8xf32>) {
   memref.copy %c, %out : memref<8xf32> to memref<8xf32>
   return
 }
+
+// -----
+
+// A pipeline's receive keeps the buffer's address until the phase's last
+// receive call fills it: its buffer lives to the end of the block even when
+// nothing reads it.
+func.func private @hetrt_recv(!llvm.ptr, !llvm.ptr)
+func.func private @layer(memref<8xf32>)
+// CHECK: module attributes {hetrt.deallocation = "last-use"}
+// CHECK-LABEL: func.func @stage(
+// CHECK: %[[RECEIVED:.*]] = memref.alloc
+// CHECK: %[[OTHER:.*]] = memref.alloc
+// CHECK: call @hetrt_recv
+// CHECK-NEXT: call @layer(%[[OTHER]])
+// CHECK-NEXT: memref.dealloc %[[OTHER]]
+// CHECK-NEXT: memref.dealloc %[[RECEIVED]]
+// CHECK-NEXT: return
+func.func @stage(%meta: !llvm.ptr) {
+  %received = memref.alloc() : memref<8xf32>
+  %other = memref.alloc() : memref<8xf32>
+  %address = memref.extract_aligned_pointer_as_index %received : memref<8xf32> -> index
+  %word = arith.index_cast %address : index to i64
+  %table = memref.alloca() : memref<1xi64>
+  %zero = arith.constant 0 : index
+  memref.store %word, %table[%zero] : memref<1xi64>
+  %tableAddress = memref.extract_aligned_pointer_as_index %table : memref<1xi64> -> index
+  %tableWord = arith.index_cast %tableAddress : index to i64
+  %pointer = llvm.inttoptr %tableWord : i64 to !llvm.ptr
+  call @hetrt_recv(%meta, %pointer) : (!llvm.ptr, !llvm.ptr) -> ()
+  call @layer(%other) : (memref<8xf32>) -> ()
+  return
+}
