@@ -44,10 +44,11 @@ def batches(steps):
         yield data[i % len(data)]
 
 
-def train(group, hook_state=None, steps=steps, bucket_cap_mb=25):
+def train(group, hook_state=None, steps=steps, bucket_cap_mb=25, precision=None):
+    precision = precision or dtype
     torch.manual_seed(0)
     model, _, lr = torch_models(torch)["CNN"]()
-    model = model.to(dtype)
+    model = model.to(precision)
     ddp = DDP(model, process_group=group, bucket_cap_mb=bucket_cap_mb)
     if hook_state is not None:
         ddp.register_comm_hook(hook_state, hooks.compressed_allreduce_hook)
@@ -55,7 +56,7 @@ def train(group, hook_state=None, steps=steps, bucket_cap_mb=25):
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
     for x, y in batches(steps):
-        x = x.to(dtype)
+        x = x.to(precision)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(ddp(x), y)
         loss.backward()
@@ -84,6 +85,11 @@ if dtype == torch.float32 and world > 2:
     # on its offset in the bucket).
     other_params, _ = train(dist.group.WORLD, bucket_cap_mb=0.05)
     compare("gloo_vs_gloo_rebucketed", other_params, gloo_params)
+    # How far float32 training drifts from exact at all: both backends
+    # against the same run in float64 (same initial values, Gloo).
+    exact_params, _ = train(dist.group.WORLD, precision=torch.float64)
+    compare("gloo_vs_float64", gloo_params, exact_params)
+    compare("hetccl_vs_float64", het_params, exact_params)
     one_het, _ = train(het_group, steps=1)
     one_gloo, _ = train(dist.group.WORLD, steps=1)
     compare("one_step", one_het, one_gloo)

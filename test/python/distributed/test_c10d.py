@@ -109,8 +109,11 @@ def test_ddp_two_processes_bitwise_equal_to_gloo():
 def test_ddp_four_processes_match_gloo():
     """Four ranks sum in a different order than Gloo's ring: float64 stays
     within 1e-6 after 20 steps; float32 within 1e-6 after one step, and
-    after 20 no further from Gloo than Gloo is from itself with other
-    bucket boundaries (training amplifies rounding differences)."""
+    after 20 no further from exact (the same training in float64) than
+    Gloo's float32 training is. (Training amplifies rounding differences;
+    how much depends on the machine's kernels: Gloo against itself with
+    other bucket boundaries moved 7e-7 on one machine, while hetccl and
+    Gloo were 1.4e-4 apart: Gloo 1.4e-4 from exact, hetccl 1.2e-6.)"""
     ranks = launch("ddp_worker.py", 4, 20, "float64", timeout=600)
     assert_all_ok(ranks)
     assert float(results(ranks)["hetccl_vs_gloo_max_diff"]) <= 1e-6, describe(ranks)
@@ -118,7 +121,8 @@ def test_ddp_four_processes_match_gloo():
     assert_all_ok(ranks)
     res = results(ranks)
     assert float(res["one_step_max_diff"]) <= 1e-6, res
-    assert float(res["hetccl_vs_gloo_max_diff"]) <= 2 * float(res["gloo_vs_gloo_rebucketed_max_diff"]), res
+    assert float(res["hetccl_vs_float64_max_diff"]) <= max(
+        2 * float(res["gloo_vs_float64_max_diff"]), 1e-6), res
     assert abs(float(res["loss_hetccl"]) - float(res["loss_gloo"])) <= 1e-5, res
     assert abs(float(res["loss_int8"]) - float(res["loss_hetccl"])) <= 0.02 * float(res["loss_hetccl"]), res
 
