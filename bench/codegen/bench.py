@@ -34,10 +34,12 @@ def compile_model(compiler, model, out, extra=()):
     return time.perf_counter() - start
 
 
-def run_measured(cmd):
-    """Runs cmd; returns (returncode, stdout, peak resident set in MiB), the
-    peak from the kernel's accounting of that one child (wait4)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def run_measured(cmd, with_stderr=False):
+    """Runs cmd; returns (returncode, stdout (and stderr with with_stderr),
+    peak resident set in MiB), the peak from the kernel's accounting of that
+    one child (wait4)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -29,15 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from bench import run_measured  # noqa: E402  (peak RSS of one child, shared with bench.py)
 SIZES = ["--batch", "8", "--seq", "128", "--vocab", "4096", "--dim", "256", "--heads", "4"]
-
-
-def run_measured(cmd):
-    """(returncode, stdout, peak RSS MiB of that one child)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    return os.waitstatus_to_exitcode(status), out, usage.ru_maxrss / 1024.0
 
 
 def make_model(blocks, directory):
@@ -51,7 +45,7 @@ def make_model(blocks, directory):
 def compile_model(compiler, model, out, extra):
     start = time.perf_counter()
     rc, text, peak = run_measured([compiler, model, "--optimizer", "adam", "--lr", "0.001",
-                                   "--time", "-o", out, *extra])
+                                   "--time", "-o", out, *extra], with_stderr=True)
     seconds = time.perf_counter() - start
     if rc != 0:
         sys.exit(f"gpt_bench: het-compile failed:\n{text}")
@@ -105,7 +99,7 @@ def main():
             het, torch, het_peak, torch_peak = [], [], 0, 0
             for _ in range(a.rounds):
                 rc, out, peak = run_measured([exe, "--steps", str(a.steps), "--threads", str(threads),
-                                              "--print-every", str(a.steps)])
+                                              "--print-every", str(a.steps)], with_stderr=True)
                 m = re.search(r"throughput (\S+) samples/s", out)
                 if rc != 0 or not m:
                     sys.exit(f"gpt_bench: {exe} failed:\n{out}")
@@ -113,7 +107,7 @@ def main():
                 het_peak = max(het_peak, peak)
                 rc, out, peak = run_measured([a.torch_python, os.path.join(HERE, "gpt_torch.py"),
                                               str(a.train_blocks), str(a.steps), str(threads),
-                                              *SIZES])
+                                              *SIZES], with_stderr=True)
                 m = re.search(r"samples/s (\S+) ms \S+ torch (\S+)", out)
                 if rc != 0 or not m:
                     sys.exit(f"gpt_bench: the PyTorch twin failed:\n{out}")

@@ -73,8 +73,7 @@ SmallVector<Run> findRuns(Block &body) {
   SmallVector<Run> runs;
   Run *current = nullptr;
   for (Operation &op : body) {
-    if (isClonableConstant(&op) || (op.hasTrait<OpTrait::ConstantLike>() &&
-                                    op.getNumOperands() == 0))
+    if (op.hasTrait<OpTrait::ConstantLike>() && op.getNumOperands() == 0)
       continue;
     std::optional<int64_t> layer = layerOf(&op);
     if (!layer || op.hasTrait<OpTrait::IsTerminator>() || isa<func::CallOp>(op)) {
