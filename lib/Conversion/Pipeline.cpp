@@ -44,8 +44,10 @@ void registerConvertHetToLinalgPass();
 void registerBuildEntryPointsPass();
 void registerEmitEntryPointsPass();
 void registerOutlineLayersPass();
+void registerUpdateAfterGradientPass();
 void registerFreeAtLastUsePass();
 void registerElideOutParamCopiesPass();
+void registerBufferEntrySignaturesPass();
 void registerConvertHetToRuntimePass();
 } // namespace mlir::het
 
@@ -81,8 +83,10 @@ struct CopyReturnedArgumentsPass
 void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!options.pipeline)
     pm.addPass(createBuildEntryPointsPass());
-  if (options.outlineLayers)
+  if (options.outlineLayers) {
+    pm.addNestedPass<func::FuncOp>(createUpdateAfterGradientPass());
     pm.addPass(createOutlineLayersPass());
+  }
   pm.addPass(createConvertHetToLinalgPass(options.library));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
@@ -108,6 +112,7 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
       b.create<linalg::CopyOp>(loc, from, to);
     return success();
   };
+  pm.addPass(createBufferEntrySignaturesPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   pm.addNestedPass<func::FuncOp>(std::make_unique<CopyReturnedArgumentsPass>());
   bufferization::BufferResultsToOutParamsOpts outParams;
@@ -129,7 +134,6 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   }
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
-  pm.addPass(createEmitEntryPointsPass());
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -146,13 +150,15 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   // Memrefs cross function boundaries as bare pointers (every boundary
   // type is static and identity-laid-out): a call passes one pointer per
   // buffer instead of a descriptor of 3 + 2 x rank values, which kept the
-  // glue calling outlined layers large (EmitEntryPoints relies on it too).
+  // glue calling outlined layers large (EmitEntryPoints relies on it too:
+  // its C wrappers pass the runtime's buffer addresses straight through).
   ConvertFuncToLLVMPassOptions funcOptions;
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createConvertControlFlowToLLVMPass());
   if (options.beforeFinalization)
     options.beforeFinalization(pm);
+  pm.addPass(createEmitEntryPointsPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -162,8 +168,10 @@ void mlir::het::registerHetConversionPasses() {
   registerBuildEntryPointsPass();
   registerEmitEntryPointsPass();
   registerOutlineLayersPass();
+  registerUpdateAfterGradientPass();
   registerFreeAtLastUsePass();
   registerElideOutParamCopiesPass();
+  registerBufferEntrySignaturesPass();
   registerConvertHetToRuntimePass();
   PassPipelineRegistration<>(
       "het-lower-to-llvm",

@@ -55,6 +55,11 @@ std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library);
 /// other function.
 std::unique_ptr<Pass> createBuildEntryPointsPass();
 
+/// `het-update-after-gradient`: each optimizer update moves to just after
+/// its gradient is computed, so gradients die early and a layer's backward
+/// and updates form one run for het-outline-layers.
+std::unique_ptr<Pass> createUpdateAfterGradientPass();
+
 /// `het-outline-layers`: each run of consecutive ops of one `het.layer`
 /// in a function becomes a call (carrying the layer) to a private function;
 /// structurally identical runs share one function, so a model's repeated
@@ -68,12 +73,19 @@ std::unique_ptr<Pass> createOutlineLayersPass();
 /// deallocation instead. The module's `hetrt.deallocation` says which.
 std::unique_ptr<Pass> createFreeAtLastUsePass();
 
+/// `het-buffer-entry-signatures`: public functions nothing in the module
+/// refers to (the step, predict, pipeline stages) take buffers and write
+/// their tensor results to out-parameters before One-Shot Bufferize, whose
+/// function analysis is quadratic in a function's arity.
+std::unique_ptr<Pass> createBufferEntrySignaturesPass();
+
 /// `het-elide-out-param-copies`: a result copied into its out-parameter at
 /// the end of a function is computed there instead (the copy was the last
 /// use of its buffer and the out-parameter's only use).
 std::unique_ptr<Pass> createElideOutParamCopiesPass();
 
-/// `het-emit-entry-points`: after bufferization, adds the C-callable
+/// `het-emit-entry-points`: in the LLVM dialect (buffers as bare
+/// pointers, results as out-parameters), adds the C-callable
 /// `het_step(void **in, void **out)` (and `het_predict`), the
 /// `het_model_info` string and a `main` that hands both to `hetrt_main`.
 std::unique_ptr<Pass> createEmitEntryPointsPass();

@@ -216,13 +216,13 @@ struct BuildEntryPointsPass
         function.erase();
     // Everything the het argument attributes said is in the info now; they
     // only apply to tensors, and the functions are about to take memrefs.
+    // (All at once: setting them one by one rebuilds the whole array each
+    // time, quadratic in a deep model's thousands of arguments.)
     for (func::FuncOp function : {step, predict}) {
       if (!function)
         continue;
-      for (unsigned i = 0; i < function.getNumArguments(); ++i)
-        function.setArgAttrs(i, DictionaryAttr::get(&getContext()));
-      for (unsigned i = 0; i < function.getNumResults(); ++i)
-        function.setResultAttrs(i, DictionaryAttr::get(&getContext()));
+      function.removeArgAttrsAttr();
+      function.removeResAttrsAttr();
     }
     module->setAttr("hetrt.model_info", StringAttr::get(&getContext(), info));
     module->setAttr("hetrt.step", FlatSymbolRefAttr::get(step));

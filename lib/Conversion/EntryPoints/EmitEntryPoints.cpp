@@ -1,21 +1,24 @@
 //===- EmitEntryPoints.cpp - the C ABI between generated code and libhetrt --===//
 //
-// After bufferization (results are out-parameters) each entry function is
-// wrapped as `void het_step(void **in, void **out)`: the wrapper builds a
-// memref descriptor around each contiguous buffer the runtime passes and
-// calls the step. The descriptor is built in the LLVM dialect and handed
-// over through an unrealized cast that reconcile-unrealized-casts removes
-// once memrefs are LLVM structs themselves. `main` passes the wrappers and
-// the `het_model_info` text to `hetrt_main` (include/het-c/hetrt.h).
+// Once the module is in the LLVM dialect (memrefs passed as bare pointers,
+// results as out-parameters) each entry function is wrapped as
+// `void het_step(void **in, void **out)`: the wrapper loads each buffer's
+// address from the runtime's tables and calls the step. `main` passes the
+// wrappers and the `het_model_info` text to `hetrt_main`
+// (include/het-c/hetrt.h).
+//
+// The wrappers are built this late, in the LLVM dialect, because a deep
+// model's step takes thousands of buffers (4,600 at 48 GPT blocks): built
+// earlier as memref descriptors they were tens of thousands of operations
+// that every conversion pass after them walked and canonicalization then
+// folded away again. Here they are two operations per buffer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "het/Conversion/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/StringExtras.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -24,62 +27,38 @@ using namespace mlir::het;
 
 namespace {
 
-/// A descriptor for a contiguous row-major buffer at `pointer` of `type`.
-Value buildDescriptor(OpBuilder &b, Location loc, Value pointer, MemRefType type) {
-  MLIRContext *context = b.getContext();
-  auto ptr = LLVM::LLVMPointerType::get(context);
-  auto i64 = b.getI64Type();
-  int64_t rank = type.getRank();
-  SmallVector<Type> fields{ptr, ptr, i64};
-  if (rank > 0) {
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-  }
-  auto structType = LLVM::LLVMStructType::getLiteral(context, fields);
-  auto constant = [&](int64_t v) {
-    return b.create<LLVM::ConstantOp>(loc, i64, b.getI64IntegerAttr(v));
-  };
-  Value descriptor = b.create<LLVM::UndefOp>(loc, structType);
-  descriptor = b.create<LLVM::InsertValueOp>(loc, descriptor, pointer, ArrayRef<int64_t>{0});
-  descriptor = b.create<LLVM::InsertValueOp>(loc, descriptor, pointer, ArrayRef<int64_t>{1});
-  descriptor = b.create<LLVM::InsertValueOp>(loc, descriptor, constant(0), ArrayRef<int64_t>{2});
-  int64_t stride = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    descriptor = b.create<LLVM::InsertValueOp>(loc, descriptor, constant(type.getDimSize(d)),
-                                               ArrayRef<int64_t>{3, d});
-    descriptor = b.create<LLVM::InsertValueOp>(loc, descriptor, constant(stride),
-                                               ArrayRef<int64_t>{4, d});
-    stride *= type.getDimSize(d);
-  }
-  return b.create<UnrealizedConversionCastOp>(loc, type, descriptor).getResult(0);
-}
-
 /// `void <wrapperName>(void **in, void **out)` calling `target`, whose first
-/// `numInputs` arguments are inputs and the rest out-parameters.
-LogicalResult buildWrapper(ModuleOp module, func::FuncOp target, unsigned numInputs,
+/// `numInputs` parameters are inputs and the rest out-parameters, each a
+/// buffer's address.
+LogicalResult buildWrapper(ModuleOp module, LLVM::LLVMFuncOp target, unsigned numInputs,
                            StringRef wrapperName) {
   MLIRContext *context = module.getContext();
   auto ptr = LLVM::LLVMPointerType::get(context);
+  ArrayRef<Type> parameters = target.getFunctionType().getParams();
+  if (numInputs > parameters.size())
+    return target.emitError("entry point @")
+           << target.getSymName() << " takes " << parameters.size()
+           << " buffers, fewer than its " << numInputs << " inputs";
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = target.getLoc();
-  auto wrapper = b.create<func::FuncOp>(loc, wrapperName, b.getFunctionType({ptr, ptr}, {}));
-  Block *entry = wrapper.addEntryBlock();
+  auto wrapper = b.create<LLVM::LLVMFuncOp>(
+      loc, wrapperName, LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(context), {ptr, ptr}));
+  Block *entry = wrapper.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   SmallVector<Value> arguments;
-  for (auto [i, type] : llvm::enumerate(target.getArgumentTypes())) {
-    auto memref = dyn_cast<MemRefType>(type);
-    if (!memref || !memref.hasStaticShape() || !memref.getLayout().isIdentity())
+  for (auto [i, type] : llvm::enumerate(parameters)) {
+    if (type != ptr)
       return target.emitError("entry point argument ")
-             << i << " must be a contiguous static memref after bufferization, got " << type;
+             << i << " must be a contiguous static buffer (a bare pointer once lowered), got "
+             << type;
     bool isInput = i < numInputs;
     int32_t slot = static_cast<int32_t>(isInput ? i : i - numInputs);
     Value table = entry->getArgument(isInput ? 0 : 1);
     Value address = b.create<LLVM::GEPOp>(loc, ptr, ptr, table, ArrayRef<LLVM::GEPArg>{slot});
-    Value pointer = b.create<LLVM::LoadOp>(loc, ptr, address);
-    arguments.push_back(buildDescriptor(b, loc, pointer, memref));
+    arguments.push_back(b.create<LLVM::LoadOp>(loc, ptr, address));
   }
-  b.create<func::CallOp>(loc, target, arguments);
-  b.create<func::ReturnOp>(loc);
+  b.create<LLVM::CallOp>(loc, target, arguments);
+  b.create<LLVM::ReturnOp>(loc, ValueRange{});
   return success();
 }
 
@@ -88,11 +67,11 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
 
   StringRef getArgument() const override { return "het-emit-entry-points"; }
   StringRef getDescription() const override {
-    return "Add het_step/het_predict C wrappers, het_model_info and main (after "
-           "bufferization with results as out-parameters)";
+    return "Add het_step/het_predict C wrappers, het_model_info and main (in the LLVM "
+           "dialect, after func-to-llvm with bare-pointer buffers)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect, func::FuncDialect>();
+    registry.insert<LLVM::LLVMDialect>();
   }
 
   /// A pipeline (convert-het-to-runtime): `het_entry_<function>` for every
@@ -113,7 +92,7 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
         if (words.size() == 8 && words[0] == "function" && words[4] == name)
           (void)words[5].getAsInteger(10, inputs);
       }
-      auto function = module.lookupSymbol<func::FuncOp>(name);
+      auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
       if (!function || inputs < 0) {
         module.emitError("het-emit-entry-points: no function or description for entry @") << name;
         return signalPassFailure();
@@ -123,33 +102,36 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
     }
     // int main(int argc, char **argv) {
     //   return hetrt_pipeline_main(argc, argv, het_model_info); }
-    emitMain(module, info, "hetrt_pipeline_main", {}, nullptr);
+    emitMain(module, info, "hetrt_pipeline_main", {});
   }
 
   /// `het_model_info` (the info text as a NUL-terminated global) and
   /// `int main(int argc, char **argv)` returning
-  /// `runtimeEntry(argc, argv, het_model_info, extra...)`; `extra` builds
-  /// the further arguments inside main.
-  void emitMain(ModuleOp module, StringAttr info, StringRef runtimeEntry, TypeRange extraTypes,
-                function_ref<SmallVector<Value>(OpBuilder &, Location)> extra) {
+  /// `runtimeEntry(argc, argv, het_model_info, entries...)`, each of
+  /// `entries` the address of a function or null.
+  void emitMain(ModuleOp module, StringAttr info, StringRef runtimeEntry,
+                ArrayRef<std::optional<StringRef>> entries) {
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Location loc = module.getLoc();
     emitInfoGlobal(b, loc, info);
-    auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+    MLIRContext *context = b.getContext();
+    auto ptr = LLVM::LLVMPointerType::get(context);
     auto i32 = b.getI32Type();
     SmallVector<Type> parameters{i32, ptr, ptr};
-    parameters.append(extraTypes.begin(), extraTypes.end());
-    auto callee = b.create<func::FuncOp>(loc, runtimeEntry, b.getFunctionType(parameters, {i32}));
-    callee.setPrivate();
-    auto main = b.create<func::FuncOp>(loc, "main", b.getFunctionType({i32, ptr}, {i32}));
-    Block *entry = main.addEntryBlock();
+    parameters.append(entries.size(), ptr);
+    auto callee =
+        b.create<LLVM::LLVMFuncOp>(loc, runtimeEntry, LLVM::LLVMFunctionType::get(i32, parameters));
+    auto main = b.create<LLVM::LLVMFuncOp>(loc, "main",
+                                           LLVM::LLVMFunctionType::get(i32, {i32, ptr}));
+    Block *entry = main.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
     SmallVector<Value> arguments{entry->getArgument(0), entry->getArgument(1),
                                  b.create<LLVM::AddressOfOp>(loc, ptr, "het_model_info")};
-    if (extra)
-      arguments.append(extra(b, loc));
-    Value status = b.create<func::CallOp>(loc, callee, arguments).getResult(0);
-    b.create<func::ReturnOp>(loc, status);
+    for (std::optional<StringRef> function : entries)
+      arguments.push_back(function ? b.create<LLVM::AddressOfOp>(loc, ptr, *function).getResult()
+                                   : b.create<LLVM::ZeroOp>(loc, ptr).getResult());
+    Value status = b.create<LLVM::CallOp>(loc, callee, arguments).getResult();
+    b.create<LLVM::ReturnOp>(loc, status);
   }
 
   /// The info text as a NUL-terminated global `het_model_info`.
@@ -163,7 +145,6 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *context = &getContext();
     auto info = module->getAttrOfType<StringAttr>("hetrt.model_info");
     if (auto entries = module->getAttrOfType<ArrayAttr>("hetrt.entries"))
       return emitPipeline(module, info, entries);
@@ -184,34 +165,25 @@ struct EmitEntryPointsPass : public PassWrapper<EmitEntryPointsPass, OperationPa
       }
       return -1;
     };
-    auto step = module.lookupSymbol<func::FuncOp>(stepRef.getValue());
-    if (!step || failed(buildWrapper(module, step, inputsOf("step"), "het_step")))
+    auto step = module.lookupSymbol<LLVM::LLVMFuncOp>(stepRef.getValue());
+    if (!step) {
+      module.emitError("het-emit-entry-points: no LLVM function @")
+          << stepRef.getValue() << " (the pass runs after func-to-llvm)";
       return signalPassFailure();
-    func::FuncOp predict;
+    }
+    if (failed(buildWrapper(module, step, inputsOf("step"), "het_step")))
+      return signalPassFailure();
+    std::optional<StringRef> predictWrapper;
     if (auto predictRef = module->getAttrOfType<FlatSymbolRefAttr>("hetrt.predict")) {
-      predict = module.lookupSymbol<func::FuncOp>(predictRef.getValue());
+      auto predict = module.lookupSymbol<LLVM::LLVMFuncOp>(predictRef.getValue());
       if (!predict || failed(buildWrapper(module, predict, inputsOf("predict"), "het_predict")))
         return signalPassFailure();
+      predictWrapper = "het_predict";
     }
 
     // int main(int argc, char **argv) {
     //   return hetrt_main(argc, argv, het_model_info, het_step, het_predict); }
-    auto ptr = LLVM::LLVMPointerType::get(context);
-    auto entryType = FunctionType::get(context, {ptr, ptr}, {});
-    emitMain(module, info, "hetrt_main", {entryType, ptr},
-             [&](OpBuilder &b, Location loc) -> SmallVector<Value> {
-               Value stepFn = b.create<func::ConstantOp>(
-                   loc, entryType, FlatSymbolRefAttr::get(context, "het_step"));
-               Value predictFn;
-               if (predict) {
-                 Value fn = b.create<func::ConstantOp>(
-                     loc, entryType, FlatSymbolRefAttr::get(context, "het_predict"));
-                 predictFn = b.create<UnrealizedConversionCastOp>(loc, ptr, fn).getResult(0);
-               } else {
-                 predictFn = b.create<LLVM::ZeroOp>(loc, ptr);
-               }
-               return {stepFn, predictFn};
-             });
+    emitMain(module, info, "hetrt_main", {StringRef("het_step"), predictWrapper});
   }
 };
 

@@ -121,7 +121,11 @@ Value mlir::het::tensorAddress(OpBuilder &b, Location loc, Value tensor) {
 void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
   if (module.lookupSymbol(name))
     return;
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  // Declarations and globals go after the code: MLIR 19 finds a symbol by
+  // walking the module from its start, and One-Shot Bufferize looks up a
+  // call's callee many times per call, so the functions the step calls (the
+  // outlined layers) are best found first.
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto function = b.create<func::FuncOp>(module.getLoc(), name, type);
   function.setPrivate();
 }
@@ -184,7 +188,7 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
   auto metaType = MemRefType::get({static_cast<int64_t>(meta.size())}, b.getI64Type());
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
+    b.setInsertionPointToEnd(module.getBody()); // see declareRuntimeFunction
     auto initial = DenseElementsAttr::get(
         RankedTensorType::get(metaType.getShape(), b.getI64Type()), ArrayRef<int64_t>(meta));
     b.create<memref::GlobalOp>(loc, globalName, b.getStringAttr("private"), metaType, initial,

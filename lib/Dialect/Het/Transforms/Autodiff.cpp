@@ -153,14 +153,16 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
   auto nameAttr = [&](const std::string &name) {
     return b.getNamedAttr(HetDialect::getNameAttrName(), b.getStringAttr(name));
   };
+  // State arguments go on the block now and into the signature once at the
+  // end: inserting them one by one rebuilds the signature and its attribute
+  // array each time, quadratic in a deep model's thousands of them.
+  SmallVector<DictionaryAttr> argumentAttrs;
+  step.getAllArgAttrs(argumentAttrs);
   auto addState = [&](Type type, const std::string &name) {
-    unsigned index = step.getNumArguments();
-    (void)step.insertArgument(index, type,
-                              b.getDictionaryAttr({nameAttr(name),
-                                                   b.getNamedAttr(HetDialect::getStateAttrName(),
-                                                                  UnitAttr::get(context))}),
-                              loc);
-    return step.getArgument(index);
+    argumentAttrs.push_back(b.getDictionaryAttr(
+        {nameAttr(name),
+         b.getNamedAttr(HetDialect::getStateAttrName(), UnitAttr::get(context))}));
+    return body.addArgument(type, loc);
   };
 
   SmallVector<Value> results{loss};
@@ -251,10 +253,12 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
     resultTypes.push_back(value.getType());
   // The forward function's result attributes (e.g. a het.name on the loss)
   // describe one result; the step's are set below.
-  step.removeResAttrsAttr();
-  step.setFunctionType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
-  for (auto [index, name] : llvm::enumerate(resultNames))
-    step.setResultAttrs(index, b.getDictionaryAttr({nameAttr(name)}));
+  step.setFunctionType(FunctionType::get(context, body.getArgumentTypes(), resultTypes));
+  step.setAllArgAttrs(argumentAttrs);
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const std::string &name : resultNames)
+    resultAttrs.push_back(b.getDictionaryAttr({nameAttr(name)}));
+  step.setAllResultAttrs(resultAttrs);
 
   // Gradient rules compute every operand's gradient; drop those nobody
   // needs (e.g. the gradient of the input batch).
