@@ -36,12 +36,12 @@ typedef void (*hetrt_entry_fn)(void **in, void **out);
 int hetrt_main(int argc, char **argv, const char *model_info, hetrt_entry_fn step,
                hetrt_entry_fn predict);
 
-/* The learning rate optimizer updates use: the executable's --lr when
- * given, else `compiled` (het-compile --lr). */
 /* The driver of a pipeline (het-compile --cluster): one rank of it. The
  * stage functions are found by name (het_entry_<stage>_<phase>). */
 int hetrt_pipeline_main(int argc, char **argv, const char *model_info);
 
+/* The learning rate optimizer updates use: the executable's --lr when
+ * given, else `compiled` (het-compile --lr). */
 double hetrt_learning_rate(double compiled);
 
 /* Stops the program with the reference evaluator's message when a label
@@ -51,6 +51,14 @@ void hetrt_check_labels(const int64_t *labels, int64_t count, int64_t classes);
 /* The same for the indices of a generated table lookup (library=mlir):
  * each in [0, rows), else it exits naming the first one outside. */
 void hetrt_check_indices(const int64_t *indices, int64_t count, int64_t rows);
+
+/* A share [begin, end) of a generated loop's iterations; `context` is the
+ * address of the values the loop uses (het-parallel-loops-to-runtime). */
+typedef void (*hetrt_task)(int64_t begin, int64_t end, int64_t context);
+/* Runs task over [0, iterations) on the executable's threads (--threads,
+ * shared with oneDNN), one contiguous share each; on one thread, or inside
+ * a parallel region, it is one call. */
+void hetrt_parallel_for(int64_t iterations, hetrt_task task, int64_t context);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,8 @@ void registerBuildEntryPointsPass();
 void registerEmitEntryPointsPass();
 void registerOutlineLayersPass();
 void registerUpdateAfterGradientPass();
+void registerParallelLoopsToRuntimePass();
+void registerEmitParallelTasksPass();
 void registerFreeAtLastUsePass();
 void registerElideOutParamCopiesPass();
 void registerBufferEntrySignaturesPass();
@@ -135,7 +137,12 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (options.threadedLoops) {
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createParallelLoopsToRuntimePass());
+  } else {
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -159,6 +166,8 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   if (options.beforeFinalization)
     options.beforeFinalization(pm);
   pm.addPass(createEmitEntryPointsPass());
+  if (options.threadedLoops)
+    pm.addPass(createEmitParallelTasksPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -169,6 +178,8 @@ void mlir::het::registerHetConversionPasses() {
   registerEmitEntryPointsPass();
   registerOutlineLayersPass();
   registerUpdateAfterGradientPass();
+  registerParallelLoopsToRuntimePass();
+  registerEmitParallelTasksPass();
   registerFreeAtLastUsePass();
   registerElideOutParamCopiesPass();
   registerBufferEntrySignaturesPass();

@@ -159,6 +159,11 @@ cl::opt<bool> outlineLayers("outline-layers",
                                      "(default); --outline-layers=false lowers the step as one "
                                      "function"),
                             cl::init(true), cl::cat(category));
+cl::opt<bool> threadedLoops("threaded-loops",
+                            cl::desc("run large generated loop nests on the executable's "
+                                     "--threads, shared with oneDNN (default); "
+                                     "--threaded-loops=false keeps them on one thread"),
+                            cl::init(true), cl::cat(category));
 cl::opt<unsigned> jobs("jobs",
                        cl::desc("threads that optimise and emit code (default: one per "
                                 "hardware thread)"),
@@ -291,6 +296,7 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   options.library = *kernels;
   options.fuseElementwise = optLevel != '0';
   options.outlineLayers = outlineLayers;
+  options.threadedLoops = threadedLoops;
   if (lowerAndEmit(*copy, options, Emit::Exe, exe.str().str(), timer) != 0)
     return error("could not compile the calibration executable for " + library);
   llvm::SmallVector<llvm::StringRef> args{exe, "--steps", "12", "--threads", "1"};
@@ -440,8 +446,13 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
   auto functions = module->getAttrOfType<IntegerAttr>("hetrt.outlined_functions");
   auto calls = module->getAttrOfType<IntegerAttr>("hetrt.outlined_calls");
   if (functions && calls)
-    outlined = llvm::formatv(" ({0} layer runs outlined as calls to {1} distinct functions)",
+    outlined = llvm::formatv(" ({0} layer runs outlined as calls to {1} distinct functions",
                              calls.getInt(), functions.getInt());
+  if (auto loops = module->getAttrOfType<IntegerAttr>("hetrt.parallel_loops"))
+    outlined += llvm::formatv("{0}{1} loop nests on threads", outlined.empty() ? " (" : "; ",
+                              loops.getInt());
+  if (!outlined.empty())
+    outlined += ")";
   timer.done("lower to LLVM dialect" + outlined);
 
   if (emitKind == Emit::Mlir) {
@@ -633,6 +644,7 @@ int main(int argc, char **argv) {
   options.library = *mlir::het::parseKernelLibrary(library);
   options.fuseElementwise = optLevel != '0';
   options.outlineLayers = outlineLayers;
+  options.threadedLoops = threadedLoops;
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))

@@ -84,6 +84,14 @@ std::unique_ptr<Pass> createBufferEntrySignaturesPass();
 /// use of its buffer and the out-parameter's only use).
 std::unique_ptr<Pass> createElideOutParamCopiesPass();
 
+/// `het-parallel-loops-to-runtime`: the outermost parallel loop of each
+/// large generated loop nest becomes a task run by `hetrt_parallel_for` on
+/// the executable's threads (oneDNN's OpenMP pool), split along its first
+/// dimension. `het-emit-parallel-tasks` defines the tasks once the module
+/// is in the LLVM dialect.
+std::unique_ptr<Pass> createParallelLoopsToRuntimePass();
+std::unique_ptr<Pass> createEmitParallelTasksPass();
+
 /// `het-emit-entry-points`: in the LLVM dialect (buffers as bare
 /// pointers, results as out-parameters), adds the C-callable
 /// `het_step(void **in, void **out)` (and `het_predict`), the
@@ -117,6 +125,9 @@ struct CpuPipelineOptions {
   bool freeAtLastUse = true;
   /// Compute results in their out-parameters (het-elide-out-param-copies).
   bool elideOutParamCopies = true;
+  /// Run large generated loop nests on the executable's threads
+  /// (het-parallel-loops-to-runtime).
+  bool threadedLoops = true;
   /// The module is a pipeline (convert-het-to-runtime has run): its entry
   /// points and model info are made already.
   bool pipeline = false;

@@ -62,6 +62,7 @@ CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
   options.library = KernelLibrary::Mlir;
   options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
   options.elideOutParamCopies = false;
+  options.threadedLoops = false; // the mapped kernels' loops run one after another
   options.afterBufferization = [target](OpPassManager &pm) {
     addGpuMappingPasses(pm, target);
     pm.addPass(createLaunchToHostLoopsPass());
@@ -91,6 +92,7 @@ CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   // use could still be read by a launch in flight.
   options.freeAtLastUse = false;
   options.elideOutParamCopies = false; // the runtime's output buffers are host memory
+  options.threadedLoops = false;       // host loops stay as the GPU mapping left them
   // Every buffer the host code allocates must be usable by the kernels:
   // libhetrt's _mlir_memref_to_llvm_alloc gives managed memory.
   options.genericAllocation = true;
