@@ -4,7 +4,8 @@ speed and memory against PyTorch eager, in one run.
 
     .venv/bin/python bench/codegen/gpt_bench.py [--blocks 6,12,24,48] [--train-blocks 12]
                                                 [--threads 1,2] [--steps 6] [--rounds 2]
-                                                [--whole-blocks 6,12]
+                                                [--whole-blocks 6,12] [--compile-rounds 3]
+                                                [--pipeline-blocks 12]
 
 The model is examples/models/make_gpt.py at --batch 8 --seq 128 --vocab 4096
 --dim 256 --heads 4 with Adam (lr 0.001); its PyTorch twin is gpt_torch.py
@@ -12,16 +13,24 @@ The model is examples/models/make_gpt.py at --batch 8 --seq 128 --vocab 4096
 scaled_dot_product_attention).
 
 Compile time: het-compile end to end with an empty object cache (--no-cache)
-for each depth, then the same compile with the cache filled, and -- the peer
--- the step compiled as one function (--outline-layers=false, as before
-layers were outlined) at --whole-blocks. Training: samples/s of both sides
+for each depth (the median of --compile-rounds compiles, depths
+interleaved so that the machine's drift touches all alike), then the same
+compile with the cache filled, and -- the peer -- the step compiled as one
+function (--outline-layers=false, as before layers were outlined) at
+--whole-blocks. At --pipeline-blocks the same model is also compiled as a
+2x2 pipeline (test/pipeline/Inputs/gpt-2x2.plan.json with the layers
+halved), once with both stages on cpu.onednn and once as planned there
+(the second stage on cpu.mlir, whose kernels are generated: code the
+one-kind build does not have). Training: samples/s of both sides
 (first step excluded) and the peak resident memory of both processes,
 alternating het and PyTorch for --rounds rounds. Not a test: numbers
 depend on the machine and its load; ratios come from the same run.
 """
 import argparse
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +62,43 @@ def compile_model(compiler, model, out, extra):
     return seconds, peak, int(m.group(1)) if m else None
 
 
+def pipeline_plan(blocks, one_kind, directory):
+    """The 2x2 GPT plan of test/pipeline with the model's layers (embedding,
+    blocks, head) halved between the stages."""
+    with open(os.path.join(ROOT, "test", "pipeline", "Inputs", "gpt-2x2.plan.json")) as f:
+        plan = json.load(f)
+    layers = blocks + 2
+    plan["stages"][0]["layers"] = [0, layers // 2]
+    plan["stages"][1]["layers"] = [layers // 2, layers]
+    if one_kind:
+        plan["groups"][1]["kind"], plan["groups"][1]["arch"] = "cpu.onednn", "onednn"
+    path = os.path.join(directory, f"gpt{blocks}-{'one' if one_kind else 'two'}-kind.plan.json")
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    return path
+
+
+def compile_pipelines(compiler, blocks, rounds, directory):
+    model = make_model(blocks, directory)
+    exe = os.path.join(directory, "pipe")
+    plans = {"one step": [], "2x2, one kind": [], "2x2, two kinds": []}
+    extra = {"one step": [],
+             "2x2, one kind": ["--plan", pipeline_plan(blocks, True, directory), "--micro-batches", "2"],
+             "2x2, two kinds": ["--plan", pipeline_plan(blocks, False, directory), "--micro-batches", "2"]}
+    counts = {}
+    for _ in range(rounds):
+        for name in plans:
+            seconds, _, count = compile_model(compiler, model, exe, ["--no-cache", *extra[name]])
+            plans[name].append(seconds)
+            counts[name] = count
+    print(f"\n{blocks} blocks as a pipeline (medians of {rounds} cold compiles)")
+    base = statistics.median(plans["one step"])
+    for name, times in plans.items():
+        median = statistics.median(times)
+        print(f"{name:>16}  {median:>6.2f} s  {median / base:>5.2f}x  "
+              f"{counts[name]:>3} distinct functions", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", default="6,12,24,48")
@@ -62,6 +108,9 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--compile-rounds", type=int, default=3)
+    p.add_argument("--pipeline-blocks", type=int, default=12,
+                   help="depth also compiled as a 2x2 pipeline (0: none)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--torch-python", default=sys.executable)
     a = p.parse_args()
@@ -73,10 +122,19 @@ def main():
         print(f"het-compile, GPT (make_gpt.py {' '.join(SIZES)}), Adam, {os.cpu_count()} cores")
         print(f"{'blocks':>6}  {'cold s':>7}  {'cached s':>8}  {'one function s':>14}  "
               f"{'distinct functions':>18}  {'peak MiB':>8}")
-        for blocks in [int(b) for b in a.blocks.split(",")]:
-            model = make_model(blocks, tmp)
-            exe = os.path.join(tmp, f"gpt{blocks}")
-            cold, peak, functions = compile_model(compiler, model, exe, ["--no-cache"])
+        depths = [int(b) for b in a.blocks.split(",")]
+        models = {blocks: make_model(blocks, tmp) for blocks in depths}
+        cold = {blocks: [] for blocks in depths}
+        peaks, functions = {}, {}
+        for _ in range(a.compile_rounds):
+            for blocks in depths:
+                seconds, peak, count = compile_model(compiler, models[blocks],
+                                                     os.path.join(tmp, f"gpt{blocks}"), ["--no-cache"])
+                cold[blocks].append(seconds)
+                peaks[blocks] = max(peaks.get(blocks, 0), peak)
+                functions[blocks] = count
+        for blocks in depths:
+            model, exe = models[blocks], os.path.join(tmp, f"gpt{blocks}")
             compile_model(compiler, model, exe, ["--cache-dir", cache])  # fills the cache
             cached, _, _ = compile_model(compiler, model, exe, ["--cache-dir", cache])
             one = "-"
@@ -84,9 +142,19 @@ def main():
                 seconds, _, _ = compile_model(compiler, model, exe + ".whole",
                                               ["--no-cache", "--outline-layers=false"])
                 one = f"{seconds:.1f}"
-            print(f"{blocks:>6}  {cold:>7.1f}  {cached:>8.1f}  {one:>14}  {functions:>18}  "
-                  f"{peak:>8.0f}", flush=True)
+            print(f"{blocks:>6}  {statistics.median(cold[blocks]):>7.2f}  {cached:>8.1f}  {one:>14}  "
+                  f"{functions[blocks]:>18}  {peaks[blocks]:>8.0f}", flush=True)
+        first, last = depths[0], depths[-1]
+        if len(depths) > 1:
+            print(f"{last} blocks / {first} blocks: "
+                  f"{statistics.median(cold[last]) / statistics.median(cold[first]):.2f}x "
+                  f"(medians of {a.compile_rounds}: "
+                  + ", ".join(f"{b}: " + "/".join(f"{t:.2f}" for t in cold[b]) for b in depths) + ")")
+        if a.pipeline_blocks:
+            compile_pipelines(compiler, a.pipeline_blocks, a.compile_rounds, tmp)
 
+        if not a.threads:
+            return
         model = make_model(a.train_blocks, tmp)
         exe = os.path.join(tmp, "train")
         compile_model(compiler, model, exe, ["--cache-dir", cache])
