@@ -65,9 +65,9 @@ func.func @choose(%flag: i1, %out: memref<8xf32>) {
 
 // -----
 
-// A pipeline's receive keeps the buffer's address until the phase's last
-// receive call fills it: its buffer lives to the end of the block even when
-// nothing reads it.
+// A call marked hetrt.retains_buffers (a pipeline's receive, which keeps the
+// buffer's address until the phase's last receive call fills it): its buffer
+// lives to the end of the block even when nothing reads it.
 func.func private @hetrt_recv(!llvm.ptr, !llvm.ptr)
 func.func private @layer(memref<8xf32>)
 // CHECK: module attributes {hetrt.deallocation = "last-use"}
@@ -90,7 +90,7 @@ func.func @stage(%meta: !llvm.ptr) {
   %tableAddress = memref.extract_aligned_pointer_as_index %table : memref<1xi64> -> index
   %tableWord = arith.index_cast %tableAddress : index to i64
   %pointer = llvm.inttoptr %tableWord : i64 to !llvm.ptr
-  call @hetrt_recv(%meta, %pointer) : (!llvm.ptr, !llvm.ptr) -> ()
+  call @hetrt_recv(%meta, %pointer) {hetrt.retains_buffers} : (!llvm.ptr, !llvm.ptr) -> ()
   call @layer(%other) : (memref<8xf32>) -> ()
   return
 }

@@ -442,18 +442,16 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
   if (!gpuTargetLabel.empty())
     addGpuTargetGlobal(module, gpuTargetLabel);
-  std::string outlined;
+  SmallVector<std::string> counts;
   auto functions = module->getAttrOfType<IntegerAttr>("hetrt.outlined_functions");
   auto calls = module->getAttrOfType<IntegerAttr>("hetrt.outlined_calls");
   if (functions && calls)
-    outlined = llvm::formatv(" ({0} layer runs outlined as calls to {1} distinct functions",
-                             calls.getInt(), functions.getInt());
+    counts.push_back(llvm::formatv("{0} layer runs outlined as calls to {1} distinct functions",
+                                   calls.getInt(), functions.getInt()));
   if (auto loops = module->getAttrOfType<IntegerAttr>("hetrt.parallel_loops"))
-    outlined += llvm::formatv("{0}{1} loop nests on threads", outlined.empty() ? " (" : "; ",
-                              loops.getInt());
-  if (!outlined.empty())
-    outlined += ")";
-  timer.done("lower to LLVM dialect" + outlined);
+    counts.push_back(llvm::formatv("{0} loop nests on threads", loops.getInt()));
+  timer.done("lower to LLVM dialect" +
+             (counts.empty() ? std::string() : " (" + llvm::join(counts, "; ") + ")"));
 
   if (emitKind == Emit::Mlir) {
     auto out = openOutputFile(output, &errorMessage);

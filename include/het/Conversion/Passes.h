@@ -67,6 +67,11 @@ std::unique_ptr<Pass> createUpdateAfterGradientPass();
 /// `hetrt.outlined_functions` and `hetrt.outlined_calls` count them.
 std::unique_ptr<Pass> createOutlineLayersPass();
 
+/// On a runtime call that may write its result buffers after it returns
+/// (a pipeline's receive: libhetrt fills them at the phase's last receive),
+/// so their buffers live to the end of their block.
+constexpr llvm::StringLiteral kRetainsBuffersAttr = "hetrt.retains_buffers";
+
 /// `het-free-at-last-use`: after bufferization, frees each buffer right
 /// after the last use of it, its views and its address (one walk); a
 /// module whose buffers escape that analysis gets MLIR's ownership-based

@@ -13,9 +13,9 @@
 // to libhetrt through memref.extract_aligned_pointer_as_index stored into
 // a call's argument table. For such a buffer the last use of it, of any of
 // its views and of any value derived from its address is a safe place to
-// free it; that is found in one walk. (A pipeline's receive is the one
-// runtime call that keeps an address beyond its return; its buffers live
-// to the end of their block.) A module where some buffer does
+// free it; that is found in one walk. (A call marked kRetainsBuffersAttr --
+// a pipeline's receive -- keeps an address beyond its return; its buffers
+// live to the end of their block.) A module where some buffer does
 // anything else -- flows through a loop's iteration arguments, a select, a
 // call result -- is handed to the ownership-based pipeline whole.
 //
@@ -56,12 +56,11 @@ FailureOr<Operation *> lastUseOf(memref::AllocOp alloc) {
         return failure(); // used outside the block that made it
       if (last->isBeforeInBlock(ancestor))
         last = ancestor;
-      // A receive keeps the address: libhetrt fills the buffer at the
-      // phase's last receive call (lib/Runtime/PipelineComm.cpp), which may
-      // come after the buffer's last use here if nothing reads it.
-      if (auto call = dyn_cast<func::CallOp>(user))
-        if (call.getCallee().starts_with("hetrt_recv") && block->mightHaveTerminator())
-          last = block->getTerminator();
+      // A call that keeps the address (a receive: libhetrt fills the buffer
+      // at the phase's last receive, lib/Runtime/PipelineComm.cpp) may write
+      // it after its last use here.
+      if (user->hasAttr(het::kRetainsBuffersAttr) && block->mightHaveTerminator())
+        last = block->getTerminator();
       if (user->hasTrait<OpTrait::IsTerminator>())
         return failure(); // yielded out of a region or returned
       if (isa<memref::DeallocOp>(user))

@@ -310,7 +310,8 @@ LogicalResult StageLowering::lower(const std::string &prefix, const std::string 
         SmallVector<Value> r =
             emitRuntimeCall(b, module, loc, "hetrt_recv", {}, recv.getType(),
                             {stageIndex[recv.getSource().str()], recv.getChannel(),
-                             elementBytes(recv.getType())});
+                             elementBytes(recv.getType())},
+                            /*retainsBuffers=*/true);
         map.map(recv.getResult(), r.front());
       } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
         double ratio = reduce.getTopkRatio() ? reduce.getTopkRatio()->convertToDouble() : 0.0;

@@ -168,7 +168,8 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
 
 SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc,
                                               StringRef callee, ValueRange operands,
-                                              TypeRange resultTypes, ArrayRef<int64_t> words) {
+                                              TypeRange resultTypes, ArrayRef<int64_t> words,
+                                              bool retainsBuffers) {
   SmallVector<Type> bufferTypes(operands.getTypes());
   bufferTypes.append(resultTypes.begin(), resultTypes.end());
   // Constant meta data: counts, shapes, attributes.
@@ -220,8 +221,10 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
 
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   declareRuntimeFunction(module, callee, b.getFunctionType({ptr, ptr}, {}));
-  b.create<func::CallOp>(loc, callee, TypeRange{},
-                         ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
+  auto call = b.create<func::CallOp>(loc, callee, TypeRange{},
+                                     ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
+  if (retainsBuffers)
+    call->setAttr(kRetainsBuffersAttr, b.getUnitAttr());
 
   for (auto [buffer, result] : llvm::zip(buffers, resultTypes))
     results.push_back(b.create<bufferization::ToTensorOp>(loc, result, buffer,

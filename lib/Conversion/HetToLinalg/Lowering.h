@@ -47,9 +47,12 @@ FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, 
 /// is a constant with the operand and result counts, every buffer's rank
 /// and sizes, then `words`; `buffers` holds the operands' addresses, then
 /// those of fresh result buffers the callee fills (returned as tensors).
+/// With `retainsBuffers` the callee may still write the buffers after it
+/// returns (a pipeline's receive): the call carries kRetainsBuffersAttr
+/// and het-free-at-last-use keeps them to the end of their block.
 SmallVector<Value> emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc, StringRef callee,
                                    ValueRange operands, TypeRange resultTypes,
-                                   ArrayRef<int64_t> words);
+                                   ArrayRef<int64_t> words, bool retainsBuffers = false);
 
 /// The address of `tensor`'s (contiguous) buffer as an !llvm.ptr, for
 /// runtime calls that read it.

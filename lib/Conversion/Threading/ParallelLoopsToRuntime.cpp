@@ -54,14 +54,6 @@ constexpr StringLiteral kRuntimeFunction = "hetrt_parallel_for";
 /// starting the threads costs a few microseconds.
 constexpr int64_t kMinIterations = 1 << 15;
 
-std::optional<int64_t> tripCount(Value lower, Value upper, Value step) {
-  std::optional<int64_t> l = getConstantIntValue(lower), u = getConstantIntValue(upper),
-                         s = getConstantIntValue(step);
-  if (!l || !u || !s || *s <= 0)
-    return std::nullopt;
-  return *u > *l ? (*u - *l + *s - 1) / *s : 0;
-}
-
 /// Innermost iterations of the loops in `block` (1 for straight-line code;
 /// a loop with bounds unknown here counts once).
 int64_t iterationsIn(Block &block) {
@@ -70,11 +62,11 @@ int64_t iterationsIn(Block &block) {
     int64_t trips = 1;
     Block *body = nullptr;
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      trips = tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()).value_or(1);
+      trips = constantTripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()).value_or(1);
       body = loop.getBody();
     } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
       for (auto [l, u, s] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-        trips *= tripCount(l, u, s).value_or(1);
+        trips *= constantTripCount(l, u, s).value_or(1);
       body = loop.getBody();
     }
     if (body)
@@ -189,11 +181,11 @@ struct ParallelLoopsToRuntimePass
                unsigned index) {
     if (loop.getNumResults() != 0)
       return false;
-    std::optional<int64_t> trips = tripCount(loop.getLowerBound()[0], loop.getUpperBound()[0],
+    std::optional<int64_t> trips = constantTripCount(loop.getLowerBound()[0], loop.getUpperBound()[0],
                                              loop.getStep()[0]);
     int64_t innermost = 1;
     for (auto [l, u, s] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-      innermost *= tripCount(l, u, s).value_or(1);
+      innermost *= constantTripCount(l, u, s).value_or(1);
     innermost *= iterationsIn(*loop.getBody());
     if (!trips || *trips < 2 || innermost < kMinIterations)
       return false;
