@@ -23,7 +23,9 @@ halved), once with both stages on cpu.onednn and once as planned there
 (the second stage on cpu.mlir, whose kernels are generated: code the
 one-kind build does not have). Training: samples/s of both sides
 (first step excluded) and the peak resident memory of both processes,
-alternating het and PyTorch for --rounds rounds. Not a test: numbers
+alternating het and PyTorch for --rounds rounds; het also as compiled with
+--fuse-attention=false (attention as matmul, softmax, matmul: the [B, H,
+T, T] probabilities kept for the backward), the A/B of fused attention. Not a test: numbers
 depend on the machine and its load; ratios come from the same run.
 """
 import argparse
@@ -158,21 +160,32 @@ def main():
         model = make_model(a.train_blocks, tmp)
         exe = os.path.join(tmp, "train")
         compile_model(compiler, model, exe, ["--cache-dir", cache])
+        unfused_exe = exe + ".unfused"
+        compile_model(compiler, model, unfused_exe, ["--cache-dir", cache, "--fuse-attention=false"])
         print(f"\ntraining, {a.train_blocks} blocks, {a.steps} steps (first excluded), "
-              f"{a.rounds} rounds alternating het and PyTorch")
-        print(f"{'threads':>7}  {'het samples/s':>13}  {'torch samples/s':>15}  {'het/torch':>9}  "
-              f"{'het peak MiB':>12}  {'torch peak MiB':>14}")
+              f"{a.rounds} rounds alternating het, het with attention unfused, and PyTorch")
+        print(f"{'threads':>7}  {'het samples/s':>13}  {'unfused':>13}  {'torch samples/s':>15}  "
+              f"{'het/torch':>9}  {'het peak MiB':>12}  {'unfused MiB':>11}  {'torch peak MiB':>14}")
         version = "?"
+
+        def run_het(executable, threads):
+            rc, out, peak = run_measured([executable, "--steps", str(a.steps), "--threads",
+                                          str(threads), "--print-every", str(a.steps)],
+                                         with_stderr=True)
+            m = re.search(r"throughput (\S+) samples/s", out)
+            if rc != 0 or not m:
+                sys.exit(f"gpt_bench: {executable} failed:\n{out}")
+            return float(m.group(1)), peak
+
         for threads in [int(t) for t in a.threads.split(",")]:
-            het, torch, het_peak, torch_peak = [], [], 0, 0
+            het, unfused, torch, het_peak, unfused_peak, torch_peak = [], [], [], 0, 0, 0
             for _ in range(a.rounds):
-                rc, out, peak = run_measured([exe, "--steps", str(a.steps), "--threads", str(threads),
-                                              "--print-every", str(a.steps)], with_stderr=True)
-                m = re.search(r"throughput (\S+) samples/s", out)
-                if rc != 0 or not m:
-                    sys.exit(f"gpt_bench: {exe} failed:\n{out}")
-                het.append(float(m.group(1)))
+                speed, peak = run_het(exe, threads)
+                het.append(speed)
                 het_peak = max(het_peak, peak)
+                speed, peak = run_het(unfused_exe, threads)
+                unfused.append(speed)
+                unfused_peak = max(unfused_peak, peak)
                 rc, out, peak = run_measured([a.torch_python, os.path.join(HERE, "gpt_torch.py"),
                                               str(a.train_blocks), str(a.steps), str(threads),
                                               *SIZES], with_stderr=True)
@@ -184,8 +197,9 @@ def main():
                 torch_peak = max(torch_peak, peak)
             ratios = " / ".join(f"{h / t:.2f}x" for h, t in zip(het, torch))
             print(f"{threads:>7}  {' / '.join(f'{h:.1f}' for h in het):>13}  "
+                  f"{' / '.join(f'{u:.1f}' for u in unfused):>13}  "
                   f"{' / '.join(f'{t:.1f}' for t in torch):>15}  {ratios:>9}  {het_peak:>12.0f}  "
-                  f"{torch_peak:>14.0f}", flush=True)
+                  f"{unfused_peak:>11.0f}  {torch_peak:>14.0f}", flush=True)
         print(f"\nPyTorch {version}")
 
 

@@ -440,6 +440,19 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                        o.getAxis(), o.getScale().convertToDouble()));
         return success();
       })
+      .Case([&](AttentionOp o) {
+        set(o.getResult(), attention(floats(o.getQuery()), floats(o.getKey()),
+                                     floats(o.getValue()), o.getScale().convertToDouble(),
+                                     o.getCausal()));
+        return success();
+      })
+      .Case([&](AttentionGradOp o) {
+        setAll(o->getResults(),
+               attentionGrad(floats(o.getGradOutput()), floats(o.getQuery()),
+                             floats(o.getKey()), floats(o.getValue()),
+                             o.getScale().convertToDouble(), o.getCausal()));
+        return success();
+      })
       .Case([&](CrossEntropyOp o) {
         set(o.getResult(), crossEntropy(floats(o.getLogits()), integers(o.getLabels())));
         return success();

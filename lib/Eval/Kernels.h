@@ -108,6 +108,16 @@ template <typename T>
 std::array<Tensor<T>, 2> rmsNormGrad(const Tensor<T> &dy, const Tensor<T> &x,
                                      const Tensor<T> &gamma, const Tensor<T> &rstd);
 
+// Attention (AttentionKernels.cpp) ------------------------------------------
+template <typename T>
+Tensor<T> attention(const Tensor<T> &q, const Tensor<T> &k, const Tensor<T> &v, double scale,
+                    bool causal);
+/// {d query, d key, d value}.
+template <typename T>
+std::array<Tensor<T>, 3> attentionGrad(const Tensor<T> &dy, const Tensor<T> &q,
+                                       const Tensor<T> &k, const Tensor<T> &v, double scale,
+                                       bool causal);
+
 // Softmax, losses, embeddings (LossKernels.cpp) -----------------------------
 template <typename T>
 Tensor<T> softmax(const Tensor<T> &x, int64_t axis, double scale, bool causal);

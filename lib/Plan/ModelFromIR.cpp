@@ -76,6 +76,26 @@ static double forwardFlops(mlir::Operation *op) {
       k = lhs.getDimSize(lhs.getRank() - 2);
     return 2 * out * k;
   }
+  if (name == "het.attention" && op->getNumOperands() == 3) {
+    // q k^T and p v (2 flops per multiply-add) and the softmax between them
+    // (5 per score), over every key: what the three ops it fused count.
+    auto q = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
+    auto k = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
+    if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2)
+      return 0;
+    double scores = elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
+    return 2 * scores * lastDim(q) + 5 * scores + 2 * scores * lastDim(op->getResult(0).getType());
+  }
+  if (name == "het.attention_grad" && op->getNumOperands() == 5) {
+    // The scores and probabilities again, then dv = p^T do, dp = do v^T,
+    // ds (3 per score), dq = ds k and dk = ds^T q.
+    auto q = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
+    auto k = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(2).getType());
+    if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2)
+      return 0;
+    double scores = elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
+    return scores * (6 * lastDim(q) + 4 * lastDim(op->getOperand(3).getType()) + 8);
+  }
   if (name == "het.conv2d" && op->getNumOperands() >= 2) {
     auto filter = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
     if (!filter || !filter.hasStaticShape() || filter.getRank() != 4)

@@ -226,6 +226,27 @@ func.func @softmax_causal(%x: tensor<2x4x4xf64> {het.param}, %r: tensor<2x4x4xf6
   return %loss : tensor<f64>
 }
 
+// CHECK: gradcheck @attention_causal: {{.*}} PASS
+func.func @attention_causal(%q: tensor<2x5x3xf64> {het.param}, %k: tensor<2x7x3xf64> {het.param},
+                            %v: tensor<2x7x2xf64> {het.param}, %r: tensor<2x5x2xf64>) -> tensor<f64> {
+  %o = het.attention %q, %k, %v {causal, scale = 0.6 : f64}
+      : tensor<2x5x3xf64>, tensor<2x7x3xf64>, tensor<2x7x2xf64> -> tensor<2x5x2xf64>
+  %weighted = het.mul %o, %r : tensor<2x5x2xf64>, tensor<2x5x2xf64> -> tensor<2x5x2xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1, 2>} : tensor<2x5x2xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
+// More queries than keys: the first two queries see no key.
+// CHECK: gradcheck @attention_fewer_keys: {{.*}} PASS
+func.func @attention_fewer_keys(%q: tensor<6x3xf64> {het.param}, %k: tensor<4x3xf64> {het.param},
+                                %v: tensor<4x3xf64> {het.param}, %r: tensor<6x3xf64>) -> tensor<f64> {
+  %o = het.attention %q, %k, %v {causal}
+      : tensor<6x3xf64>, tensor<4x3xf64>, tensor<4x3xf64> -> tensor<6x3xf64>
+  %weighted = het.mul %o, %r : tensor<6x3xf64>, tensor<6x3xf64> -> tensor<6x3xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<6x3xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}
+
 // CHECK: gradcheck @embedding: {{.*}} PASS
 func.func @embedding(%t: tensor<6x3xf64> {het.param}, %i: tensor<2x4xi64>, %r: tensor<2x4x3xf64>) -> tensor<f64> {
   %y = het.embedding %t, %i : tensor<6x3xf64>, tensor<2x4xi64> -> tensor<2x4x3xf64>

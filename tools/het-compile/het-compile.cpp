@@ -107,6 +107,12 @@ cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0), cl
 cl::opt<bool> fuse("fuse", cl::desc("run het-fuse (BN+ReLU, linear+activation, element-wise "
                                     "chains); --fuse=false for the unfused step"),
                    cl::init(true), cl::cat(category));
+cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("with oneDNN kernels on the CPU: matmul + softmax + matmul becomes het.attention, "
+             "run blocked over queries without the [..., Q, K] scores, forward and backward "
+             "(--fuse-attention=false keeps the three ops)"),
+    cl::init(true), cl::cat(category));
 cl::opt<std::string> library("library",
                              cl::desc("kernels for matmul/linear/conv2d/batch_norm: dnnl "
                                       "(oneDNN, default), reference (het's loops) or mlir "
@@ -325,12 +331,16 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   return error("the calibration run for " + library + " printed no throughput");
 }
 
-/// The options of het-training-pipeline that --optimizer, --lr, --momentum
-/// and --fuse ask for.
+/// The options of het-training-pipeline that --optimizer, --lr, --momentum,
+/// --fuse and --fuse-attention ask for. Attention is fused only where a
+/// kernel runs it as one op: CPU builds with oneDNN (a pipeline stage on
+/// another kind computes the fused op as its three ops again).
 std::string trainingOptions() {
-  return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3}",
-                       optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
-                       fuse ? "true" : "false");
+  bool attention = fuse && fuseAttention && target == "x86_64" && library == "dnnl";
+  return llvm::formatv(
+      "optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3} fuse-attention={4}",
+      optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
+      fuse ? "true" : "false", attention ? "true" : "false");
 }
 
 /// --cluster/--plan: one module holding every stage's code for every share

@@ -13,6 +13,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/AttentionDecomposition.h"
 #include "het/Dialect/Het/Transforms/BatchNormDecomposition.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -96,6 +97,12 @@ struct ConvertHetToLinalgPass
       // normalization become sums and element-wise ops, lowered below like
       // any others (BatchNormDecomposition.h).
       if (functionLibrary == KernelLibrary::Mlir && failed(decomposeBatchNormOver(function))) {
+        failedAny = true;
+        continue;
+      }
+      // Only oneDNN builds have an attention kernel (hetrt_dnnl_attention,
+      // blocked over queries); the others compute the three ops it fused.
+      if (functionLibrary != KernelLibrary::Dnnl && failed(decomposeAttentionOver(function))) {
         failedAny = true;
         continue;
       }

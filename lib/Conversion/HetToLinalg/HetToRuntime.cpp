@@ -77,6 +77,10 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(members);
         words.push_back(o.getPaddingIdx().value_or(-1)); // rows without gradient (-1: none)
       })
+      .Case<AttentionOp, AttentionGradOp>([&](auto o) {
+        words.push_back(bitsOf(o.getScale().convertToDouble()));
+        words.push_back(o.getCausal());
+      })
       .Case([&](DropoutOp o) {
         words.push_back(bitsOf(o.getP().convertToDouble()));
         words.push_back(o.getSeed());
@@ -89,7 +93,8 @@ SmallVector<int64_t> attributeWords(Operation *op) {
 /// Ops that oneDNN primitives implement (the rest always use het's loops).
 bool hasDnnlKernel(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
-             BatchNormOp, BatchNormReluOp, BatchNormGradOp, BatchNormReluGradOp>(op);
+             BatchNormOp, BatchNormReluOp, BatchNormGradOp, BatchNormReluGradOp, AttentionOp,
+             AttentionGradOp>(op);
 }
 
 /// `value`'s address as an !llvm.ptr.
@@ -134,7 +139,7 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
-             EmbeddingOp, EmbeddingGradOp, DropoutOp>(op);
+             EmbeddingOp, EmbeddingGradOp, DropoutOp, AttentionOp, AttentionGradOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,

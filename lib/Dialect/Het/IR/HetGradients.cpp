@@ -336,6 +336,17 @@ LogicalResult RMSNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 // Softmax, losses, embeddings
 //===----------------------------------------------------------------------===//
 
+// The probabilities are not kept: the gradient op recomputes them from the
+// query and key (FlashAttention), so a layer saves [..., Q, E] rather than
+// [..., Q, K].
+LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  auto grads = b.create<AttentionGradOp>(getLoc(), dys[0], getQuery(), getKey(), getValue(),
+                                         getResult(), getScaleAttr(), getCausalAttr());
+  dxs.append({grads.getGradQuery(), grads.getGradKey(), grads.getGradValue()});
+  return success();
+}
+
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   dxs.push_back(b.create<SoftmaxGradOp>(getLoc(), getType(), dys[0], getResult(),

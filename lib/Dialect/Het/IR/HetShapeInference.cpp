@@ -593,6 +593,64 @@ LogicalResult SoftmaxGradOp::verify() {
                             getScale().convertToDouble());
 }
 
+/// Checks attention's operands ([..., Q, D], [..., K, D], [..., K, E]) and
+/// returns the result type [..., Q, E].
+static FailureOr<Type> attentionResultType(std::optional<Location> loc, Value query,
+                                           Value key, Value value, double scale) {
+  if (failed(sameElementType(loc, "attention operands", {query, key, value})))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
+    return emitOptionalError(loc, "attention needs query, key and value of one rank >= 2, got ",
+                             shapeString(q), ", ", shapeString(k), " and ", shapeString(v));
+  size_t n = q.size();
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (!compatible(q[d], k[d]) || !compatible(q[d], v[d]))
+      return emitOptionalError(loc, "attention operands differ in leading dimension ", d, ": ",
+                               shapeString(q), ", ", shapeString(k), " and ", shapeString(v));
+  if (!compatible(q[n - 1], k[n - 1]))
+    return emitOptionalError(loc, "query and key feature sizes differ: ", shapeString(q),
+                             " and ", shapeString(k));
+  if (!compatible(k[n - 2], v[n - 2]))
+    return emitOptionalError(loc, "key and value counts differ: ", shapeString(k), " and ",
+                             shapeString(v));
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return emitOptionalError(loc, "attention 'scale' must be positive and finite, got ", scale);
+  SmallVector<int64_t> result(q.begin(), q.end());
+  result[n - 1] = v[n - 1];
+  return Type(withShape(result, ranked(query.getType()).getElementType()));
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  FailureOr<Type> result = attentionResultType(loc, adaptor.getQuery(), adaptor.getKey(),
+                                               adaptor.getValue(),
+                                               adaptor.getScale().convertToDouble());
+  if (failed(result))
+    return failure();
+  types.push_back(*result);
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  FailureOr<Type> result = attentionResultType(loc, adaptor.getQuery(), adaptor.getKey(),
+                                               adaptor.getValue(),
+                                               adaptor.getScale().convertToDouble());
+  if (failed(result))
+    return failure();
+  for (auto [name, operand] : {std::pair<const char *, Value>{"grad_output", adaptor.getGradOutput()},
+                               {"output", adaptor.getOutput()}})
+    if (shapeOf(operand) != cast<RankedTensorType>(*result).getShape())
+      return emitOptionalError(loc, "attention gradient's ", name, " must be ",
+                               shapeString(cast<RankedTensorType>(*result).getShape()), ", got ",
+                               shapeString(shapeOf(operand)));
+  types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
+                adaptor.getValue().getType()});
+  return success();
+}
+
 static LogicalResult checkLabels(std::optional<Location> loc, Value logits,
                                  Value labels) {
   ArrayRef<int64_t> shape = shapeOf(logits);

@@ -56,15 +56,22 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("weight decay"),
                              llvm::cl::init(0.0)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("run het-fuse"), llvm::cl::init(true)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("run het-fuse-attention before het-autodiff (for builds whose kernels "
+                     "run het.attention as one op: CPU with oneDNN)"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
 void mlir::het::registerHetTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "het-training-pipeline",
-      "forward model -> fused training step: het-autodiff, canonicalize, het-fuse, "
-      "canonicalize, cse",
+      "forward model -> fused training step: [het-fuse-attention,] het-autodiff, canonicalize, "
+      "het-fuse, canonicalize, cse",
       [](OpPassManager &pm, const TrainingPipelineOptions &options) {
+        if (options.fuseAttention)
+          pm.addNestedPass<func::FuncOp>(createHetFuseAttention());
         HetAutodiffOptions autodiff;
         autodiff.optimizer = options.optimizer;
         autodiff.learningRate = options.learningRate;

@@ -695,6 +695,60 @@ def Het_SoftmaxGradOp : Het_ComputeOp<"softmax_grad", [SameOperandsAndResultType
   let hasVerifier = 1;
 }
 
+def Het_AttentionOp : Het_InferredComputeOp<"attention", [Differentiable]> {
+  let summary = "scaled dot-product attention as one op, optionally causal";
+  let description = [{
+    `softmax(scale * q @ k^T) @ v` for `q` `[..., Q, D]`, `k` `[..., K, D]`
+    and `v` `[..., K, E]` (equal leading dimensions); the result is
+    `[..., Q, E]`. With `causal`, key `j` is visible to query `i` when
+    `j <= i + (K - Q)`, as in `het.softmax {causal}`; a query that sees no
+    key gets a zero row. `het-fuse-attention` forms it from `het.matmul`,
+    `het.softmax` and `het.matmul`; a CPU executable runs it blocked over
+    queries, so neither it nor its gradient materializes the `[..., Q, K]`
+    scores or probabilities (FlashAttention's recomputation).
+
+    ```mlir
+    %o = het.attention %q, %k, %v {scale = 0.125 : f64, causal}
+        : tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>
+       -> tensor<2x4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$query, Het_FloatTensor:$key, Het_FloatTensor:$value,
+      DefaultValuedAttr<F64Attr, "1.0">:$scale, UnitAttr:$causal);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,` type($value)
+    `->` type($result)
+  }];
+}
+
+def Het_AttentionGradOp : Het_InferredComputeOp<"attention_grad"> {
+  let summary = "gradient of het.attention, recomputing the probabilities";
+  let description = [{
+    With `p = softmax(scale * q @ k^T)` (masked as the forward op) recomputed
+    from `q` and `k`: `grad_value = p^T @ grad_output`, `ds = scale * p *
+    (grad_output @ v^T - rowsum(grad_output * output))`, `grad_query = ds @
+    k` and `grad_key = ds^T @ q`. `output` is the forward result.
+
+    ```mlir
+    %dq, %dk, %dv = het.attention_grad %do, %q, %k, %v, %o {scale = 0.125 : f64, causal}
+        : tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>,
+          tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>
+       -> tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>, tensor<2x4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_output, Het_FloatTensor:$query,
+      Het_FloatTensor:$key, Het_FloatTensor:$value, Het_FloatTensor:$output,
+      DefaultValuedAttr<F64Attr, "1.0">:$scale, UnitAttr:$causal);
+  let results = (outs Het_FloatTensor:$grad_query, Het_FloatTensor:$grad_key,
+                      Het_FloatTensor:$grad_value);
+  let assemblyFormat = [{
+    $grad_output `,` $query `,` $key `,` $value `,` $output attr-dict `:`
+    type($grad_output) `,` type($query) `,` type($key) `,` type($value) `,` type($output)
+    `->` type(results)
+  }];
+}
+
 def Het_CrossEntropyOp : Het_InferredComputeOp<"cross_entropy", [Differentiable]> {
   let summary = "mean softmax cross-entropy between logits and class labels";
   let description = [{

@@ -18,8 +18,9 @@ namespace mlir::het {
 #define GEN_PASS_REGISTRATION
 #include "het/Dialect/Het/Transforms/Passes.h.inc"
 
-/// Registers `het-training-pipeline`: het-autodiff, canonicalize, het-fuse,
-/// canonicalize, cse; the autodiff options are accepted as pipeline options.
+/// Registers `het-training-pipeline`: [het-fuse-attention,] het-autodiff,
+/// canonicalize, het-fuse, canonicalize, cse; the autodiff options are
+/// accepted as pipeline options.
 void registerHetTrainingPipeline();
 
 } // namespace mlir::het

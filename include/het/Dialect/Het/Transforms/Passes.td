@@ -97,6 +97,26 @@ def HetTensorParallel : Pass<"het-tensor-parallel", "ModuleOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetFuseAttention : Pass<"het-fuse-attention", "func::FuncOp"> {
+  let summary = "fuse matmul + softmax + matmul into het.attention (before autodiff)";
+  let description = [{
+    `het.matmul %q, %k {transpose_rhs}` (or of `%k` transposed by
+    `het.transpose`) whose only user is a `het.softmax` over the last axis,
+    whose only user is `het.matmul %p, %v`, becomes one
+    `het.attention %q, %k, %v` with the softmax's `scale` and `causal`. Runs
+    on the forward model, before `het-autodiff`: the fused op's gradient is
+    `het.attention_grad`, which recomputes the probabilities instead of
+    keeping them, so neither direction materializes `[..., Q, K]` when the
+    ops run as one kernel (libhetrt's `hetrt_dnnl_attention`). Where no such
+    kernel exists (generated kernels, GPU builds) convert-het-to-linalg
+    writes the op as the three ops again, reusing the forward's
+    probabilities in the gradient where both are in one function.
+    `het-training-pipeline{fuse-attention=...}` runs it; het-compile turns it
+    on for CPU builds with oneDNN kernels.
+  }];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
   let summary = "build the training step of a model: gradients and optimizer update";
   let description = [{
