@@ -49,6 +49,16 @@ static double lastDim(mlir::Type type) {
   return double(shaped.getDimSize(shaped.getRank() - 1));
 }
 
+// Scores of an attention: queries times keys, per head (0 when not static).
+static double attentionScores(mlir::Value query, mlir::Value key) {
+  auto q = llvm::dyn_cast<mlir::ShapedType>(query.getType());
+  auto k = llvm::dyn_cast<mlir::ShapedType>(key.getType());
+  if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2 ||
+      lastDim(q) == 0)
+    return 0;
+  return elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
+}
+
 // Forward FLOPs of one op.
 static double forwardFlops(mlir::Operation *op) {
   llvm::StringRef name = op->getName().getStringRef();
@@ -79,22 +89,16 @@ static double forwardFlops(mlir::Operation *op) {
   if (name == "het.attention" && op->getNumOperands() == 3) {
     // q k^T and p v (2 flops per multiply-add) and the softmax between them
     // (5 per score), over every key: what the three ops it fused count.
-    auto q = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
-    auto k = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
-    if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2)
-      return 0;
-    double scores = elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
-    return 2 * scores * lastDim(q) + 5 * scores + 2 * scores * lastDim(op->getResult(0).getType());
+    double scores = attentionScores(op->getOperand(0), op->getOperand(1));
+    return 2 * scores * lastDim(op->getOperand(0).getType()) + 5 * scores +
+           2 * scores * lastDim(op->getResult(0).getType());
   }
   if (name == "het.attention_grad" && op->getNumOperands() == 5) {
     // The scores and probabilities again, then dv = p^T do, dp = do v^T,
     // ds (3 per score), dq = ds k and dk = ds^T q.
-    auto q = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
-    auto k = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(2).getType());
-    if (!q || !k || !q.hasStaticShape() || !k.hasStaticShape() || q.getRank() < 2)
-      return 0;
-    double scores = elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
-    return scores * (6 * lastDim(q) + 4 * lastDim(op->getOperand(3).getType()) + 8);
+    double scores = attentionScores(op->getOperand(1), op->getOperand(2));
+    return scores * (6 * lastDim(op->getOperand(1).getType()) +
+                     4 * lastDim(op->getOperand(3).getType()) + 8);
   }
   if (name == "het.conv2d" && op->getNumOperands() >= 2) {
     auto filter = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
