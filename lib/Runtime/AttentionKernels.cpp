@@ -77,7 +77,8 @@ void gemm(char transA, char transB, int64_t m, int64_t n, int64_t k, float alpha
           int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   dnnl_status_t status = dnnl_sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (status != dnnl_success) {
-    std::fprintf(stderr, "error: het.attention: oneDNN sgemm %c%c %lldx%lldx%lld failed (status %d)\n",
+    std::fprintf(stderr,
+                 "error: het.attention: oneDNN sgemm %c%c %lldx%lldx%lld failed (status %d)\n",
                  transA, transB, static_cast<long long>(m), static_cast<long long>(n),
                  static_cast<long long>(k), static_cast<int>(status));
     std::exit(1);

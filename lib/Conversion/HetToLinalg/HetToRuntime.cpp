@@ -226,8 +226,8 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
 
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   declareRuntimeFunction(module, callee, b.getFunctionType({ptr, ptr}, {}));
-  auto call = b.create<func::CallOp>(loc, callee, TypeRange{},
-                                     ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
+  auto call = b.create<func::CallOp>(
+      loc, callee, TypeRange{}, ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
   if (retainsBuffers)
     call->setAttr(kRetainsBuffersAttr, b.getUnitAttr());
 

@@ -62,7 +62,8 @@ int64_t iterationsIn(Block &block) {
     int64_t trips = 1;
     Block *body = nullptr;
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      trips = constantTripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()).value_or(1);
+      trips = constantTripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())
+                  .value_or(1);
       body = loop.getBody();
     } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
       for (auto [l, u, s] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
@@ -181,8 +182,8 @@ struct ParallelLoopsToRuntimePass
                unsigned index) {
     if (loop.getNumResults() != 0)
       return false;
-    std::optional<int64_t> trips = constantTripCount(loop.getLowerBound()[0], loop.getUpperBound()[0],
-                                             loop.getStep()[0]);
+    std::optional<int64_t> trips =
+        constantTripCount(loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]);
     int64_t innermost = 1;
     for (auto [l, u, s] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
       innermost *= constantTripCount(l, u, s).value_or(1);

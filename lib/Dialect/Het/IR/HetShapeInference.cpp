@@ -640,12 +640,13 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                adaptor.getScale().convertToDouble());
   if (failed(result))
     return failure();
-  for (auto [name, operand] : {std::pair<const char *, Value>{"grad_output", adaptor.getGradOutput()},
-                               {"output", adaptor.getOutput()}})
-    if (shapeOf(operand) != cast<RankedTensorType>(*result).getShape())
+  ArrayRef<int64_t> outputShape = cast<RankedTensorType>(*result).getShape();
+  using Named = std::pair<const char *, Value>;
+  for (auto [name, operand] :
+       {Named{"grad_output", adaptor.getGradOutput()}, Named{"output", adaptor.getOutput()}})
+    if (shapeOf(operand) != outputShape)
       return emitOptionalError(loc, "attention gradient's ", name, " must be ",
-                               shapeString(cast<RankedTensorType>(*result).getShape()), ", got ",
-                               shapeString(shapeOf(operand)));
+                               shapeString(outputShape), ", got ", shapeString(shapeOf(operand)));
   types.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
                 adaptor.getValue().getType()});
   return success();
