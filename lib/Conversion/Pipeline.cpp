@@ -169,7 +169,9 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   if (options.threadedLoops)
     pm.addPass(createEmitParallelTasksPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  // Per function, so that the pass manager spreads the functions over the
+  // cores (the glue of a deep model is one large function).
+  pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
 }
 
 void mlir::het::registerHetConversionPasses() {

@@ -27,6 +27,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -447,6 +448,12 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
                  const std::string &gpuTargetLabel) {
   std::string errorMessage;
   PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return fail("bad --mlir-* pass manager option");
+  auto passTiming = std::make_unique<DefaultTimingManager>();
+  applyDefaultTimingManagerCLOptions(*passTiming);
+  if (passTiming->isEnabled())
+    pm.enableTiming(std::move(passTiming));
   mlir::het::buildHetToLLVMPipeline(pm, options);
   if (failed(pm.run(module)))
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
@@ -585,6 +592,10 @@ int main(int argc, char **argv) {
   mlir::het::registerHetPasses();
   mlir::het::registerHetTrainingPipeline();
   mlir::het::registerHetPartitionPasses();
+  // --mlir-timing and the other pass manager options (hidden from --help;
+  // for developers profiling the pipelines).
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &distributed});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -669,6 +680,12 @@ int main(int argc, char **argv) {
   for (auto function : module->getOps<func::FuncOp>())
     hasStep |= function.getName().ends_with("_train_step");
   PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return fail("bad --mlir-* pass manager option");
+  auto passTiming = std::make_unique<DefaultTimingManager>();
+  applyDefaultTimingManagerCLOptions(*passTiming);
+  if (passTiming->isEnabled())
+    pm.enableTiming(std::move(passTiming));
   if (!hasStep) {
     std::string pipeline = "het-training-pipeline{" + trainingOptions() + "}";
     if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
