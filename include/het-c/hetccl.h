@@ -70,7 +70,11 @@ typedef enum {
   hetcclAlgoHalvingDoubling = 3,
   hetcclAlgoHierarchical = 4,
   hetcclAlgoParameterServer = 5,
-  hetcclNumAlgos = 6
+  /* All-reduce only: every rank reduces all inputs from the peers' shm
+   * boards (every rank on one host, the message within HETCCL_ONESHOT_BYTES);
+   * where that does not hold, and for other collectives, what auto picks. */
+  hetcclAlgoOneShot = 6,
+  hetcclNumAlgos = 7
 } hetcclAlgo_t;
 
 typedef enum {
@@ -192,11 +196,19 @@ hetcclResult_t hetcclCommResetErrorFeedback(hetcclComm_t comm, const void* buff)
 /* Bytes this rank has written into transports (shm rings and sockets),
  * headers included, since init. Used to check compression ratios. */
 hetcclResult_t hetcclCommGetBytesSent(hetcclComm_t comm, uint64_t* bytes);
-/* The algorithm `auto` picks for an AllReduce of `bytes` on this comm. */
+/* The algorithm an AllReduce of `bytes` runs on this comm: the set one, or
+ * what `auto` picks -- from the tuning database (HETCCL_TUNING_DB, written
+ * by het-tune collectives) where it has a record for this communicator's
+ * shape and host, else one-shot below its crossover, else the cost table. */
 hetcclResult_t hetcclCommPickAlgorithm(hetcclComm_t comm, size_t bytes, hetcclAlgo_t* algo);
 
+/* This communicator's all-reduce key in the tuning database, up to the
+ * size: "allreduce ranks=R nodes=N link=shm|tcp|mixed bytes=" (NUL-terminated;
+ * hetcclInvalidArgument if `capacity` is too small). docs/tuning.md. */
+hetcclResult_t hetcclCommTuningKey(hetcclComm_t comm, char* key, size_t capacity);
+
 const char* hetcclAlgoName(hetcclAlgo_t algo);
-/* Parses "ring", "tree", "halving_doubling", "hierarchical", "ps", "auto". */
+/* Parses "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot", "auto". */
 hetcclResult_t hetcclAlgoFromName(const char* name, hetcclAlgo_t* algo);
 
 /* Collectives. Counts are in elements; in-place when sendbuff == recvbuff

@@ -132,12 +132,11 @@ void hostAllReduce(hetcclComm* c, const void* send, void* recv, size_t count, he
       topkAllReduce(c, reinterpret_cast<float*>(buf), count, c->topkRatio, key);
     else
       compressedRingAllReduce(c, reinterpret_cast<float*>(buf), count, z);
-  } else if (c->algo == hetcclAlgoAuto && oneShotApplies(c, bytes)) {
-    oneShotAllReduce(c, buf, count, e);
   } else {
-    hetcclAlgo_t a = c->algo == hetcclAlgoAuto ? pickAllReduce(c, bytes) : c->algo;
+    hetcclAlgo_t a = allReduceAlgorithm(c, bytes);
     Members m = allMembers(c);
     switch (a) {
+    case hetcclAlgoOneShot: oneShotAllReduce(c, buf, count, e); break;
     case hetcclAlgoTree: treeAllReduce(c, m, buf, count, e); break;
     case hetcclAlgoHalvingDoubling: hdAllReduce(c, m, buf, count, e); break;
     case hetcclAlgoHierarchical: hierAllReduce(c, buf, count, e); break;
@@ -505,12 +504,21 @@ hetcclResult_t hetcclCommGetBytesSent(hetcclComm_t c, uint64_t* bytes) {
 
 hetcclResult_t hetcclCommPickAlgorithm(hetcclComm_t c, size_t bytes, hetcclAlgo_t* algo) {
   if (!c || !algo) return record(hetcclInvalidArgument, "communicator or algo is NULL");
-  *algo = c->algo == hetcclAlgoAuto ? pickAllReduce(c, bytes) : c->algo;
+  *algo = allReduceAlgorithm(c, bytes);
+  return hetcclSuccess;
+}
+
+hetcclResult_t hetcclCommTuningKey(hetcclComm_t c, char* key, size_t capacity) {
+  if (!c || !key) return record(hetcclInvalidArgument, "communicator or key is NULL");
+  std::string text = tuningKey(c);
+  if (text.size() + 1 > capacity)
+    return record(hetcclInvalidArgument, "the tuning key needs " + std::to_string(text.size() + 1) + " bytes");
+  memcpy(key, text.c_str(), text.size() + 1);
   return hetcclSuccess;
 }
 
 const char* hetcclAlgoName(hetcclAlgo_t a) {
-  static const char* names[] = {"auto", "ring", "tree", "halving_doubling", "hierarchical", "ps"};
+  static const char* names[] = {"auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot"};
   return a >= 0 && a < hetcclNumAlgos ? names[a] : "invalid";
 }
 

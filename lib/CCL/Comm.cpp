@@ -3,6 +3,7 @@
 #include "Auth/Hmac.h"
 #include "Common/Error.h"
 #include "Common/Log.h"
+#include "Algorithms/Algorithms.h"
 #include "Net/Frame.h"
 #include "Device/VendorCcl.h"
 #include "Transport/ShmBoard.h"
@@ -59,7 +60,7 @@ static void resolveConfig(hetcclComm* c, const hetcclConfig_t* cfg) {
   std::string envAlgo = envStr("HETCCL_ALGO");
   if (c->algo == hetcclAlgoAuto && !envAlgo.empty()) {
     if (hetcclAlgoFromName(envAlgo.c_str(), &c->algo) != hetcclSuccess)
-      fail(hetcclInvalidArgument, "HETCCL_ALGO='" + envAlgo + "' is not ring|tree|halving_doubling|hierarchical|ps|auto");
+      fail(hetcclInvalidArgument, "HETCCL_ALGO='" + envAlgo + "' is not ring|tree|halving_doubling|hierarchical|ps|oneshot|auto");
   }
   c->topkRatio = cfg->topkRatio > 0 ? cfg->topkRatio : 0.01;
   c->compression = cfg->compression;
@@ -321,7 +322,8 @@ hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetc
   }
   setupTcp(c.get(), id, dataListen, remote, dl, abortFlag);
   setupVendor(c.get(), rv, dl);
-  rv.barrier(dl); // all links up everywhere before the first collective
+  loadTunedAllReduce(c.get(), rv, dl); // also the barrier: all links are up everywhere
+
   logDebug("rank %d/%d host %s kind %d: %zu shm peers, %zu tcp peers, %zu groups", rank, nranks, c->host.c_str(),
            int(c->kind), local.size() - 1, remote.size(), c->groups.size());
   return c.release();

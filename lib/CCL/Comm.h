@@ -43,6 +43,11 @@ struct hetcclComm {
   uint64_t oneShotLimit = 0;
   uint64_t oneShotCalls = 0;
 
+  // The tuning database's all-reduce choices for this communicator: (largest
+  // size in bytes served, algorithm), ascending (Algorithms/Tuned.cpp); empty
+  // when untuned.
+  std::vector<std::pair<uint64_t, hetcclAlgo_t>> tunedAllReduce;
+
   // Defaults picked at init from config and environment; API overrides win.
   hetcclAlgo_t algo = hetcclAlgoAuto;
   hetcclCompression_t compression = hetcclCompressNone;

@@ -62,6 +62,16 @@ void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
 // Algorithms/Hierarchical.cpp (groups by host and device kind)
 void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
 
+// Algorithms/Tuned.cpp: the tuning database's choices (HETCCL_TUNING_DB),
+// read by rank 0 at init and sent to every rank so that all agree.
+void loadTunedAllReduce(hetcclComm* c, Rendezvous& rv, const Deadline& dl);
+// This communicator's all-reduce key in the database, up to the size.
+std::string tuningKey(const hetcclComm* c);
+// The algorithm an all-reduce of `bytes` runs: the set one; for auto the
+// tuned choice, else one-shot below its crossover, else the cost table
+// (oneshot where the board cannot hold the message: auto's choice).
+hetcclAlgo_t allReduceAlgorithm(const hetcclComm* c, size_t bytes);
+
 // Algorithms/Select.cpp: the cost table behind `auto`.
 hetcclAlgo_t pickAllReduce(const hetcclComm* c, size_t bytes);
 

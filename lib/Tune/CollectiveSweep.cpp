@@ -1,0 +1,247 @@
+//===- CollectiveSweep.cpp - timing hetccl's all-reduce algorithms ---------===//
+//
+// Each forked rank runs the same schedule: per size, R rounds; in each round
+// every live candidate is set (hetcclCommSetAlgorithm), warmed up twice and
+// timed over a fixed number of calls; the slowest rank's mean is the
+// candidate's time for the round (an all-reduce of the times with max), so
+// every rank sees the same numbers and makes the same decisions. A
+// candidate's result is its best round (the least disturbed, as
+// hetccl-compare keeps); each round starts with the next candidate. After the first round, candidates slower than
+// twice the best so far are dropped: they cannot win. A candidate that does
+// not apply (one-shot beyond the board, for instance: hetccl would run
+// another algorithm) is never timed under its name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Tune/CollectiveSweep.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace het::tune {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Calls per round: enough for ~256 MiB of traffic (tens of milliseconds,
+/// longer than a scheduler's time slice), at least 5, at most 20000.
+int iterationsFor(uint64_t bytes) {
+  return int(std::clamp<uint64_t>((256ull << 20) / std::max<uint64_t>(bytes, 1), 5, 20000));
+}
+
+struct RankFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(hetcclResult_t result, hetcclComm_t comm, const char *what) {
+  if (result != hetcclSuccess)
+    throw RankFailure(std::string(what) + ": " + hetcclGetLastError(comm));
+}
+
+/// One rank's part; rank 0 returns the result text for the parent.
+std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
+  hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = o.timeoutMs;
+  hetcclComm_t comm = nullptr;
+  check(hetcclCommInitRank(&comm, o.ranks, id, rank, &config), nullptr, "init");
+  char key[256];
+  check(hetcclCommTuningKey(comm, key, sizeof key), comm, "tuning key");
+  std::vector<hetcclAlgo_t> candidates = o.candidates;
+  if (candidates.empty())
+    for (int a = 1; a < hetcclNumAlgos; ++a)
+      candidates.push_back(hetcclAlgo_t(a));
+  if (o.includeAuto)
+    candidates.insert(candidates.begin(), hetcclAlgoAuto);
+  std::ostringstream out;
+  out << "key " << key << "\n";
+  for (uint64_t bytes : o.sizes) {
+    size_t count = std::max<size_t>(bytes / sizeof(float), 1);
+    std::vector<float> send(count), recv(count);
+    for (size_t i = 0; i < count; ++i)
+      send[i] = float((i + size_t(rank)) % 17);
+    int iterations = iterationsFor(bytes);
+    struct Live {
+      hetcclAlgo_t algo;
+      double best = 1e300;
+      int rounds = 0;
+      bool alive = true;
+    };
+    std::vector<Live> live;
+    for (hetcclAlgo_t a : candidates) {
+      // Only what really runs under the name: auto, or a fixed algorithm
+      // that hetccl does not replace at this size.
+      check(hetcclCommSetAlgorithm(comm, a), comm, "set algorithm");
+      hetcclAlgo_t runs;
+      check(hetcclCommPickAlgorithm(comm, count * sizeof(float), &runs), comm, "pick");
+      if (a == hetcclAlgoAuto || runs == a)
+        live.push_back({a});
+    }
+    for (int round = 0; round < o.rounds; ++round) {
+      // Each round starts with another candidate, so that none is always
+      // the one timed right after the previous size or the barrier.
+      for (size_t turn = 0; turn < live.size(); ++turn) {
+        Live &c = live[(turn + size_t(round)) % live.size()];
+        if (!c.alive)
+          continue;
+        check(hetcclCommSetAlgorithm(comm, c.algo), comm, "set algorithm");
+        for (int w = 0; w < 2; ++w)
+          check(hetcclAllReduce(send.data(), recv.data(), count, hetcclFloat32, hetcclSum, comm),
+                comm, "warm-up all-reduce");
+        double start = now();
+        for (int i = 0; i < iterations; ++i)
+          check(hetcclAllReduce(send.data(), recv.data(), count, hetcclFloat32, hetcclSum, comm),
+                comm, "timed all-reduce");
+        double mean = (now() - start) / iterations, slowest = 0;
+        check(hetcclCommSetAlgorithm(comm, hetcclAlgoRing), comm, "set algorithm");
+        check(hetcclAllReduce(&mean, &slowest, 1, hetcclFloat64, hetcclMax, comm), comm,
+              "all-reduce of the times");
+        c.best = std::min(c.best, slowest);
+        ++c.rounds;
+      }
+      if (round == 0) {
+        double fastest = 1e300;
+        for (const Live &c : live)
+          if (c.algo != hetcclAlgoAuto)
+            fastest = std::min(fastest, c.best);
+        for (Live &c : live)
+          if (c.algo != hetcclAlgoAuto && c.best > 2 * fastest)
+            c.alive = false;
+      }
+    }
+    out << "size " << bytes << " " << iterations << "\n";
+    for (const Live &c : live)
+      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << "\n";
+  }
+  hetcclCommDestroy(comm);
+  return out.str();
+}
+
+} // namespace
+
+const CandidateTime &SizeResult::best() const {
+  const CandidateTime *best = nullptr;
+  for (const CandidateTime &c : candidates)
+    if (c.algo != hetcclAlgoAuto && (!best || c.seconds < best->seconds))
+      best = &c;
+  if (!best)
+    throw std::runtime_error("no algorithm applies to an all-reduce of " + std::to_string(bytes) +
+                             " bytes");
+  return *best;
+}
+
+double SizeResult::autoSeconds() const {
+  for (const CandidateTime &c : candidates)
+    if (c.algo == hetcclAlgoAuto)
+      return c.seconds;
+  return 0;
+}
+
+SweepResult sweepAllReduce(const SweepOptions &o) {
+  if (o.ranks < 2)
+    throw std::runtime_error("a collective sweep needs at least 2 ranks, got " +
+                             std::to_string(o.ranks));
+  if (o.sizes.empty() || o.rounds < 1)
+    throw std::runtime_error("a collective sweep needs sizes and at least one round");
+  hetcclUniqueId id;
+  if (hetcclGetUniqueId(&id) != hetcclSuccess)
+    throw std::runtime_error(std::string("hetcclGetUniqueId: ") + hetcclGetLastError(nullptr));
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  std::fflush(nullptr);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < o.ranks; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0)
+      throw std::runtime_error(std::string("fork: ") + strerror(errno));
+    if (pid == 0) {
+      close(fds[0]);
+      int status = 0;
+      try {
+        std::string text = runRank(o, id, rank);
+        if (rank == 0 && write(fds[1], text.data(), text.size()) != ssize_t(text.size()))
+          status = 3;
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-tune: rank %d: %s\n", rank, e.what());
+        status = 1;
+      }
+      close(fds[1]);
+      std::fflush(nullptr);
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
+    text.append(buffer, size_t(n));
+  close(fds[0]);
+  std::string failures;
+  for (size_t rank = 0; rank < children.size(); ++rank) {
+    int status = 0;
+    waitpid(children[rank], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failures += (failures.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) +
+                  (WIFSIGNALED(status) ? " died of signal " + std::to_string(WTERMSIG(status))
+                                       : " exited with " + std::to_string(WEXITSTATUS(status)));
+  }
+  if (!failures.empty())
+    throw std::runtime_error("the collective sweep failed: " + failures + " (see above)");
+
+  SweepResult result;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    if (word == "key") {
+      in >> std::ws;
+      std::getline(in, result.key);
+    } else if (word == "size") {
+      SizeResult size;
+      in >> size.bytes >> size.iterations;
+      result.sizes.push_back(size);
+    } else if (word == "candidate" && !result.sizes.empty()) {
+      int algo;
+      CandidateTime c;
+      in >> algo >> c.seconds >> c.rounds;
+      c.algo = hetcclAlgo_t(algo);
+      result.sizes.back().candidates.push_back(c);
+    } else {
+      throw std::runtime_error("internal error: unreadable sweep output near '" + word + "'");
+    }
+  }
+  if (result.sizes.size() != o.sizes.size())
+    throw std::runtime_error("internal error: the sweep reported " +
+                             std::to_string(result.sizes.size()) + " sizes of " +
+                             std::to_string(o.sizes.size()));
+  return result;
+}
+
+std::string sweepDetails(const SizeResult &size, int rounds) {
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::object();
+  for (const CandidateTime &c : size.candidates)
+    if (c.algo != hetcclAlgoAuto)
+      candidates[hetcclAlgoName(c.algo)] = {{"seconds", c.seconds}, {"rounds", c.rounds}};
+  nlohmann::ordered_json details = {{"dtype", "f32"},
+                                    {"op", "sum"},
+                                    {"calls_per_round", size.iterations},
+                                    {"rounds", rounds},
+                                    {"statistic", "best round's mean, slowest rank"},
+                                    {"candidates", candidates}};
+  return details.dump();
+}
+
+} // namespace het::tune

@@ -1,0 +1,217 @@
+//===- het-tune.cpp - measure once, record in the tuning database ----------===//
+//
+//   het-tune collectives -np 4 --db tune.db          measure, record
+//   het-tune collectives -np 4 --db tune.db --check  auto (tuned) vs fixed
+//   het-tune show --db tune.db
+//   het-tune export --db tune.db -o tune.json ; het-tune import --db other.db tune.json
+//
+// A thin driver over lib/Tune (docs/tuning.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Tune/CollectiveSweep.h"
+#include "het/Tune/TuningDatabase.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace het::tune;
+
+namespace {
+
+uint64_t parseSize(const std::string &text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception &) {
+    throw CLI::ValidationError("--sizes", "'" + text + "' is not a size (4K, 1M, 65536)");
+  }
+  std::string suffix = text.substr(end);
+  double scale = suffix.empty() ? 1
+                 : suffix == "K" || suffix == "k" ? 1024
+                 : suffix == "M" || suffix == "m" ? 1024.0 * 1024
+                 : suffix == "G" || suffix == "g" ? 1024.0 * 1024 * 1024
+                                                  : -1;
+  if (scale < 0 || value <= 0 || value * scale < 4)
+    throw CLI::ValidationError("--sizes", "'" + text + "' is not a size of at least 4 bytes");
+  return uint64_t(value * scale) / 4 * 4;
+}
+
+std::string humanBytes(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(text, sizeof text, "%llu MiB", (unsigned long long)(bytes >> 20));
+  else if (bytes >= 1024 && bytes % 1024 == 0)
+    std::snprintf(text, sizeof text, "%llu KiB", (unsigned long long)(bytes >> 10));
+  else
+    std::snprintf(text, sizeof text, "%llu B", (unsigned long long)bytes);
+  return text;
+}
+
+/// Bus bandwidth of an all-reduce, GB/s (nccl-tests' convention).
+double busGBs(uint64_t bytes, int ranks, double seconds) {
+  return seconds > 0 ? 2.0 * (ranks - 1) / ranks * double(bytes) / seconds / 1e9 : 0;
+}
+
+int collectives(int ranks, const std::string &dbPath, const std::vector<std::string> &sizeTexts,
+                int rounds, bool checkOnly, int waitMs) {
+  SweepOptions options;
+  options.ranks = ranks;
+  options.rounds = rounds;
+  for (const std::string &text : sizeTexts)
+    options.sizes.push_back(parseSize(text));
+  std::unique_ptr<TuningDatabase> db;
+  if (checkOnly) {
+    // The ranks' hetccl reads the database itself, as a job's would.
+    db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadOnly, waitMs);
+    setenv("HETCCL_TUNING_DB", dbPath.c_str(), 1);
+    options.includeAuto = true;
+  } else {
+    db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadWrite, waitMs);
+    unsetenv("HETCCL_TUNING_DB"); // measure the algorithms, not a previous table
+  }
+  std::printf("all-reduce, f32 sum, %d local ranks, %d rounds; time per call (best round, "
+              "slowest rank) and busbw\n",
+              ranks, rounds);
+  SweepResult result = sweepAllReduce(options);
+  std::printf("%s<size>  on %s, het %s\n", result.key.c_str(), hostIdentity().c_str(),
+              hetVersion().c_str());
+  bool allWithin = true;
+  for (const SizeResult &size : result.sizes) {
+    const CandidateTime &best = size.best();
+    std::printf("%9s ", humanBytes(size.bytes).c_str());
+    for (const CandidateTime &c : size.candidates)
+      std::printf(" %s %.1f us %.2f GB/s%s;", hetcclAlgoName(c.algo), c.seconds * 1e6,
+                  busGBs(size.bytes, ranks, c.seconds), c.rounds < rounds ? " (dropped)" : "");
+    if (checkOnly) {
+      double ratio = best.seconds / size.autoSeconds();
+      allWithin &= ratio >= 0.95;
+      std::printf("  auto/best fixed (%s): %.2fx\n", hetcclAlgoName(best.algo), ratio);
+    } else {
+      std::printf("  -> %s\n", hetcclAlgoName(best.algo));
+      Record record;
+      record.kind = "collective";
+      record.workload = result.key + std::to_string(size.bytes);
+      record.device = "cpu";
+      record.host = hostIdentity();
+      record.hetVersion = hetVersion();
+      record.compiler = "";
+      record.choice = hetcclAlgoName(best.algo);
+      record.seconds = best.seconds;
+      record.details = sweepDetails(size, rounds);
+      record.measuredAt = utcNow();
+      db->put(record);
+    }
+  }
+  if (checkOnly)
+    std::printf("tuned auto within 0.95x of the best fixed algorithm at every size: %s\n",
+                allWithin ? "yes" : "no");
+  else
+    std::printf("%zu records written to %s\n", result.sizes.size(), dbPath.c_str());
+  return 0;
+}
+
+int show(const std::string &dbPath, int waitMs) {
+  auto db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadOnly, waitMs);
+  auto records = db->all();
+  std::printf("%s: schema version %d, %zu records\n", dbPath.c_str(), kSchemaVersion,
+              records.size());
+  for (const Record &r : records)
+    std::printf("%s | %s | %s | %s | het %s%s | %s %.3g s | %s\n", r.kind.c_str(),
+                r.workload.c_str(), r.device.c_str(), r.host.c_str(), r.hetVersion.c_str(),
+                r.compiler.empty() ? "" : (" | " + r.compiler).c_str(), r.choice.c_str(),
+                r.seconds, r.measuredAt.c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"het-tune: measure kernels, collectives and stages once and record the best "
+               "choices in a tuning database (SQLite) that hetccl (HETCCL_TUNING_DB) reads.\n"
+               "See docs/tuning.md."};
+  app.require_subcommand(1);
+  std::string dbPath;
+  int waitMs = 5000;
+  app.add_option("--wait-ms", waitMs, "how long to wait for another process's lock on the "
+                                      "database (default 5000)")
+      ->check(CLI::Range(0, 600000));
+
+  auto *coll = app.add_subcommand("collectives", "time every all-reduce algorithm at each size "
+                                                 "on local ranks; record the fastest");
+  int ranks = 2, rounds = 5;
+  bool check = false;
+  std::vector<std::string> sizes = {"4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M"};
+  coll->add_option("-n,--np", ranks, "local ranks (default 2)")->check(CLI::Range(2, 64));
+  coll->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
+  coll->add_option("--sizes", sizes, "message sizes (default 4K,16K,...,64M)")->delimiter(',');
+  coll->add_option("--rounds", rounds, "interleaved rounds (default 5)")->check(CLI::Range(1, 100));
+  coll->add_flag("--check", check, "write nothing: time auto as tuned by --db against every "
+                                    "fixed algorithm");
+
+  auto *showCommand = app.add_subcommand("show", "list the records of a database");
+  showCommand->add_option("--db", dbPath, "the tuning database")->required();
+
+  std::string output, input;
+  auto *exportCommand = app.add_subcommand("export", "write a database's records as JSON");
+  exportCommand->add_option("--db", dbPath, "the tuning database")->required();
+  exportCommand->add_option("-o,--output", output, "JSON file (default: standard output)");
+
+  auto *importCommand = app.add_subcommand("import", "add the records of an exported JSON file "
+                                                     "(replacing those with the same key)");
+  importCommand->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
+  importCommand->add_option("file", input, "JSON file from het-tune export")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  // "-np 4" as mpirun and nccl-tests spell it (CLI11's short options are
+  // one letter).
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+  for (std::string &argument : arguments)
+    if (argument == "-np")
+      argument = "--np";
+  std::reverse(arguments.begin(), arguments.end());
+  try {
+    app.parse(arguments);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  try {
+    if (coll->parsed())
+      return collectives(ranks, dbPath, sizes, rounds, check, waitMs);
+    if (showCommand->parsed())
+      return show(dbPath, waitMs);
+    if (exportCommand->parsed()) {
+      auto db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadOnly, waitMs);
+      std::string text = db->exportJson();
+      if (output.empty()) {
+        std::fputs(text.c_str(), stdout);
+      } else {
+        std::ofstream out(output);
+        if (!(out << text))
+          throw DatabaseError("cannot write '" + output + "'");
+      }
+      return 0;
+    }
+    if (importCommand->parsed()) {
+      std::ifstream in(input);
+      std::stringstream text;
+      text << in.rdbuf();
+      auto db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadWrite, waitMs);
+      size_t n = db->importJson(text.str());
+      std::printf("%zu records imported into %s\n", n, dbPath.c_str());
+      return 0;
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "het-tune: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
