@@ -240,7 +240,8 @@ std::string TuningDatabase::exportJson() const {
 }
 
 size_t TuningDatabase::importJson(const std::string &text) {
-  nlohmann::json document = nlohmann::json::parse(text, nullptr, false);
+  // Ordered, so that details keep their order through export and import.
+  nlohmann::ordered_json document = nlohmann::ordered_json::parse(text, nullptr, false);
   if (document.is_discarded() || !document.is_object())
     throw DatabaseError("the import is not a JSON object");
   if (!document.contains("schema_version") || document["schema_version"] != kSchemaVersion)

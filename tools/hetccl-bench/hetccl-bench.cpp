@@ -326,8 +326,8 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   if (rank == 0) {
     printf("# hetccl-bench %s: nranks %d, algorithm %s, compression %s, iters %d, warmup %d, check %d\n",
            collNames[o.coll], n, hetcclAlgoName(o.algo), o.zName.c_str(), o.iters, o.warmup, o.check);
-    printf("#\n# %10s %12s %8s %6s %6s %10s %9s %9s %8s\n", "size", "count", "type", "redop", "root", "time(us)",
-           "algbw", "busbw", "#wrong");
+    printf("#\n# %10s %12s %8s %6s %6s %10s %9s %9s %8s  %s\n", "size", "count", "type", "redop", "root", "time(us)",
+           "algbw", "busbw", "#wrong", "algo");
     printf("# %10s %12s %8s %6s %6s %10s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)", "");
     fflush(stdout);
   }
@@ -371,9 +371,13 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
         if (!o.check) snprintf(wbuf, sizeof wbuf, "N/A");
         else if (o.z == hetcclCompressTopK) snprintf(wbuf, sizeof wbuf, "n/a");
         else snprintf(wbuf, sizeof wbuf, "%ld", wrong);
-        printf("  %10zu %12zu %8s %6s %6d %10.1f %9.3f %9.3f %8s\n", dataBytes, b.count, typeNames[o.dt],
+        // The all-reduce algorithm that ran (auto's pick: the tuning
+        // database's, one-shot or the cost table's); "-" for the others.
+        hetcclAlgo_t ran = hetcclAlgoAuto;
+        if (o.coll == AllReduce) hetcclCommPickAlgorithm(comm, dataBytes, &ran);
+        printf("  %10zu %12zu %8s %6s %6d %10.1f %9.3f %9.3f %8s  %s\n", dataBytes, b.count, typeNames[o.dt],
                (o.coll == AllGather || o.coll == Broadcast || o.coll == AllToAll) ? "none" : opNames[o.op],
-               rooted ? o.root : -1, t * 1e6, algbw, busbw, wbuf);
+               rooted ? o.root : -1, t * 1e6, algbw, busbw, wbuf, o.coll == AllReduce ? hetcclAlgoName(ran) : "-");
         fflush(stdout);
       }
     }
