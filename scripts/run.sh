@@ -4,7 +4,7 @@
 # chain and says what it did: the IR stages, the training step (het-autodiff
 # + het-fuse) trained for 50 steps by the reference evaluator, the plan for
 # the mixed A100+MI250X node (het-plan), the partitioned step
-# (het-partition), hetccl, a native executable built by het-compile that
+# (het-partition), hetccl tuned by het-tune, a native executable built by het-compile that
 # trains the model, and the same model compiled for this machine's two CPU
 # device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
@@ -44,8 +44,16 @@ stages=$(grep -c 'het.stage @' "$out/partitioned.mlir")
 collectives=$(grep -cE 'het\.(all_reduce|all_gather|reduce_scatter|broadcast|all_to_all)' "$out/partitioned.mlir")
 echo "het: het-partition: $stages stages, $collectives gradient all-reduces -> $out/partitioned.mlir"
 if [ -x "$here/build/bin/hetccl-bench" ]; then
-  echo "het: hetccl all-reduce across 2 local ranks (sum, f32):"
-  "$here/build/bin/hetccl-bench" -np 2 -b 1K -e 1M -f 32 -n 5 -w 1 > "$out/hetccl.txt" 2>&1 \
+  # het-tune times every all-reduce algorithm at three sizes on this host and
+  # records the fastest in a tuning database; hetccl's auto then reads it.
+  echo "het: het-tune collectives: every all-reduce algorithm timed on 2 local ranks:"
+  "$here/build/bin/het-tune" collectives -np 2 --sizes 1K,32K,1M --rounds 2 \
+    --db "$out/tune.db" > "$out/tune.txt" 2>&1 \
+    || { cat "$out/tune.txt"; echo "het: het-tune failed" >&2; exit 1; }
+  grep -E ' -> |records written' "$out/tune.txt" | sed -E 's/^ +/het:   /; s/^([0-9])/het:   \1/'
+  echo "het: hetccl all-reduce across 2 local ranks (sum, f32), auto as tuned (last column):"
+  HETCCL_TUNING_DB="$out/tune.db" "$here/build/bin/hetccl-bench" -np 2 -b 1K -e 1M -f 32 -n 5 -w 1 \
+    > "$out/hetccl.txt" 2>&1 \
     || { cat "$out/hetccl.txt"; echo "het: hetccl-bench failed" >&2; exit 1; }
   tail -n 6 "$out/hetccl.txt"
 fi

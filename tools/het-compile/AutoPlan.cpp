@@ -64,9 +64,10 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         continue;
       auto found = byKind.find(group.spec->name);
       if (found == byKind.end()) {
-        llvm::Expected<double> seconds = request.measureStep(library);
-        if (!seconds)
-          return seconds.takeError();
+        llvm::Expected<StepTime> time = request.measureStep(library);
+        if (!time)
+          return time.takeError();
+        const double *seconds = &time->seconds;
         DeviceSpec spec = *group.spec;
         // The achieved rate already includes memory traffic and call
         // overheads: the roofline's memory side must not count them twice.
@@ -76,10 +77,11 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         spec.memoryEfficiency = 1.0;
         calibrated.push_back(spec);
         found = byKind.emplace(spec.name, &calibrated.back()).first;
-        report << llvm::formatv("measured {0} ({1} kernels): {2:f3} ms per step of batch {3}, "
-                                "{4:f2} GFLOP/s\n",
-                                spec.name, library, 1e3 * *seconds, model.batch,
-                                flopsPerStep / *seconds / 1e9);
+        report << llvm::formatv("{0}{1} ({2} kernels): {3:f3} ms per step of batch {4}, "
+                                "{5:f2} GFLOP/s{6}\n",
+                                time->source.empty() ? "measured " : "", spec.name, library,
+                                1e3 * *seconds, model.batch, flopsPerStep / *seconds / 1e9,
+                                time->source.empty() ? "" : ", " + time->source);
       }
       group.spec = found->second;
     }

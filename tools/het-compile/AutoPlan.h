@@ -23,6 +23,13 @@
 
 namespace het::compile {
 
+/// One device kind's step time: measured now (`source` empty) or taken from
+/// the tuning database (`source` says which file and when it was measured).
+struct StepTime {
+  double seconds = 0;
+  std::string source;
+};
+
 struct AutoPlanRequest {
   std::string clusterFile;
   int microBatches = 0;  // 0: the planner chooses
@@ -32,7 +39,7 @@ struct AutoPlanRequest {
   std::string planOut, devicesOut;
   /// Seconds one step of the whole model takes on one rank with `library`'s
   /// kernels ("dnnl", "mlir", "reference"), one thread, the model's batch.
-  std::function<llvm::Expected<double>(const std::string &library)> measureStep;
+  std::function<llvm::Expected<StepTime>(const std::string &library)> measureStep;
 };
 
 struct AutoPlanResult {

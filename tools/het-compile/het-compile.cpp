@@ -13,6 +13,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
+#include "het/Tune/TuningDatabase.h"
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
@@ -36,6 +37,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/CommandLine.h"
@@ -140,6 +143,12 @@ cl::opt<std::string> planFile("plan",
                                        "device kind on the model and plans for --cluster"),
                               cl::value_desc("P.json|auto"), cl::init(""),
                               cl::cat(distributed));
+cl::opt<std::string> tuningDb(
+    "tuning-db",
+    cl::desc("tuning database (het-tune, docs/tuning.md): --plan auto takes each device kind's "
+             "step time from it when this step, compiled the same way on this host, was "
+             "measured before, and records what it measures"),
+    cl::value_desc("F.db"), cl::cat(distributed));
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
                               cl::init("1f1b"), cl::cat(distributed));
 cl::opt<int> microBatches("micro-batches",
@@ -207,9 +216,10 @@ std::string defaultOutput() {
 
 struct StageTimer {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool print = true; // with --time
   void done(const std::string &stage) {
     auto now = std::chrono::steady_clock::now();
-    if (timing)
+    if (timing && print)
       llvm::errs() << "het-compile: " << stage << " "
                    << llvm::format("%.3f", std::chrono::duration<double>(now - start).count())
                    << " s\n";
@@ -332,6 +342,66 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   return error("the calibration run for " + library + " printed no throughput");
 }
 
+/// measureStep through the tuning database (--tuning-db): a step measured
+/// before -- the same IR (by hash), kernels and code generation options, on
+/// this host, by this het and LLVM -- is not measured again; a new
+/// measurement is recorded. An unusable database is a warning and a
+/// measurement, never a failure.
+llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
+                                                        const std::string &library,
+                                                        StageTimer &timer) {
+  namespace tune = ::het::tune;
+  if (tuningDb.empty()) {
+    llvm::Expected<double> seconds = measureStep(stepModule, library, timer);
+    if (!seconds)
+      return seconds.takeError();
+    return ::het::compile::StepTime{*seconds, ""};
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  stepModule.print(os);
+  tune::Record record;
+  record.kind = "calibration";
+  record.workload = llvm::formatv("train step {0:x-} library={1} -O{2} outline-layers={3} "
+                                  "threaded-loops={4} threads=1 steps=12",
+                                  llvm::xxh3_64bits(text), library, optLevel.getValue(),
+                                  outlineLayers ? 1 : 0, threadedLoops ? 1 : 0);
+  record.device = "cpu";
+  record.host = tune::hostIdentity();
+  record.hetVersion = tune::hetVersion();
+  record.compiler = "LLVM " LLVM_VERSION_STRING;
+  auto warn = [](const tune::DatabaseError &e) {
+    llvm::errs() << "het-compile: warning: " << e.what() << "; --plan auto measures without it\n";
+  };
+  try {
+    auto db = tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadOnly);
+    for (const tune::Record &found :
+         db->find(record.kind, record.workload, record.device, record.host, record.hetVersion))
+      if (found.workload == record.workload && found.compiler == record.compiler)
+        return ::het::compile::StepTime{found.seconds, "from the tuning database " + tuningDb +
+                                                           " (measured " + found.measuredAt + ")"};
+  } catch (const tune::DatabaseError &e) {
+    // A database that does not exist yet is created below.
+    if (llvm::sys::fs::exists(tuningDb.getValue()))
+      warn(e);
+  }
+  llvm::Expected<double> seconds = measureStep(stepModule, library, timer);
+  if (!seconds)
+    return seconds.takeError();
+  record.choice = library;
+  record.seconds = *seconds;
+  record.details = llvm::formatv("{{\"library\": \"{0}\", \"statistic\": \"mean of steps 2-12, "
+                                 "one thread\"}",
+                                 library);
+  record.measuredAt = tune::utcNow();
+  try {
+    tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadWrite)->put(record);
+  } catch (const tune::DatabaseError &e) {
+    warn(e);
+  }
+  return ::het::compile::StepTime{*seconds, ""};
+}
+
 /// The options of het-training-pipeline that --optimizer, --lr, --momentum,
 /// --fuse and --fuse-attention ask for. Attention is fused only where a
 /// kernel runs it as one op: CPU builds with oneDNN (a pipeline stage on
@@ -395,14 +465,19 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     for (auto function : stepModule->getOps<func::FuncOp>())
       if (function.getName().ends_with("_train_step"))
         step = function;
+    timer.done("training step for calibration");
     ::het::compile::AutoPlanRequest request;
     request.clusterFile = clusterFile;
     request.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
     request.globalBatch = globalBatch;
     request.planOut = writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
     request.devicesOut = output + ".devices.json";
+    // The calibration builds are timed as part of this stage, not as
+    // stages of their own.
+    StageTimer calibrationBuilds;
+    calibrationBuilds.print = false;
     request.measureStep = [&](const std::string &library) {
-      return measureStep(*stepModule, library, timer);
+      return calibratedStep(*stepModule, library, calibrationBuilds);
     };
     llvm::Expected<::het::compile::AutoPlanResult> chosen =
         ::het::compile::planForCluster(*stepModule, step, request);
