@@ -74,6 +74,7 @@ std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
     int iterations = iterationsFor(bytes);
     struct Live {
       hetcclAlgo_t algo;
+      hetcclAlgo_t ran;
       double best = 1e300;
       int rounds = 0;
       bool alive = true;
@@ -86,7 +87,7 @@ std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
       hetcclAlgo_t runs;
       check(hetcclCommPickAlgorithm(comm, count * sizeof(float), &runs), comm, "pick");
       if (a == hetcclAlgoAuto || runs == a)
-        live.push_back({a});
+        live.push_back({a, runs});
     }
     for (int round = 0; round < o.rounds; ++round) {
       // Each round starts with another candidate, so that none is always
@@ -122,7 +123,7 @@ std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
     }
     out << "size " << bytes << " " << iterations << "\n";
     for (const Live &c : live)
-      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << "\n";
+      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << " " << int(c.ran) << "\n";
   }
   hetcclCommDestroy(comm);
   return out.str();
@@ -141,12 +142,14 @@ const CandidateTime &SizeResult::best() const {
   return *best;
 }
 
-double SizeResult::autoSeconds() const {
+const CandidateTime *SizeResult::fixed(hetcclAlgo_t algo) const {
   for (const CandidateTime &c : candidates)
-    if (c.algo == hetcclAlgoAuto)
-      return c.seconds;
-  return 0;
+    if (c.algo == algo)
+      return &c;
+  return nullptr;
 }
+
+const CandidateTime *SizeResult::autoResult() const { return fixed(hetcclAlgoAuto); }
 
 SweepResult sweepAllReduce(const SweepOptions &o) {
   if (o.ranks < 2)
@@ -214,10 +217,11 @@ SweepResult sweepAllReduce(const SweepOptions &o) {
       in >> size.bytes >> size.iterations;
       result.sizes.push_back(size);
     } else if (word == "candidate" && !result.sizes.empty()) {
-      int algo;
+      int algo, ran;
       CandidateTime c;
-      in >> algo >> c.seconds >> c.rounds;
+      in >> algo >> c.seconds >> c.rounds >> ran;
       c.algo = hetcclAlgo_t(algo);
+      c.ran = hetcclAlgo_t(ran);
       result.sizes.back().candidates.push_back(c);
     } else {
       throw std::runtime_error("internal error: unreadable sweep output near '" + word + "'");

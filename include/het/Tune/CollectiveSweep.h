@@ -32,6 +32,7 @@ struct CandidateTime {
   hetcclAlgo_t algo = hetcclAlgoAuto;
   double seconds = 0; // best round's mean time per call (slowest rank)
   int rounds = 0;     // rounds measured (fewer: dropped as unable to win)
+  hetcclAlgo_t ran = hetcclAlgoAuto; // for auto: the algorithm it ran
 };
 
 struct SizeResult {
@@ -40,8 +41,10 @@ struct SizeResult {
   std::vector<CandidateTime> candidates;
   /// The fastest fixed algorithm (auto excluded).
   const CandidateTime &best() const;
-  /// auto's time, when measured; 0 otherwise.
-  double autoSeconds() const;
+  /// auto's result, when measured; null otherwise.
+  const CandidateTime *autoResult() const;
+  /// A fixed algorithm's result; null if it was not timed.
+  const CandidateTime *fixed(hetcclAlgo_t algo) const;
 };
 
 struct SweepResult {

@@ -39,7 +39,7 @@ from ..errors import HetError
 _REPO = Path(__file__).resolve().parents[3]
 
 BACKEND = "hetccl"
-ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "hierarchical", "ps")
+ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot")
 COMPRESSIONS = ("none", "fp16", "bf16", "int8", "topk")
 
 
@@ -87,8 +87,9 @@ HetcclBackend = _C.HetcclBackend
 class Options:
     """Per-process-group settings of the hetccl backend (pass as pg_options).
 
-    algorithm: all-reduce algorithm, one of ALGORITHMS ("auto": hetccl's
-        cost table for the message size).
+    algorithm: all-reduce algorithm, one of ALGORITHMS ("auto": the tuning
+        database named by HETCCL_TUNING_DB where it has a record, else
+        one-shot for small messages on one host, else hetccl's cost table).
     compression: for float32 SUM/AVG all-reduces of the group, one of
         COMPRESSIONS. Lossy: int8 keeps about 2 decimal digits per block of
         256 values, top-k keeps `topk_ratio` of the values (with error

@@ -16,7 +16,7 @@ hetcclAlgo_t algorithmNamed(const std::string& name) {
   hetcclAlgo_t algo;
   if (hetcclAlgoFromName(name.c_str(), &algo) != hetcclSuccess)
     throw py::value_error("hetccl: unknown algorithm '" + name +
-                          "' (auto, ring, tree, halving_doubling, hierarchical, ps)");
+                          "' (auto, ring, tree, halving_doubling, hierarchical, ps, oneshot)");
   return algo;
 }
 
