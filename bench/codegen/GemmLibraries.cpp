@@ -29,8 +29,8 @@
 
 namespace {
 
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
-                            const float *, int, float, float *, int);
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *, int, const float *,
+                            int, float, float *, int);
 constexpr int cblasRowMajor = 101, cblasNoTrans = 111, cblasTrans = 112;
 
 struct Shape {
@@ -40,8 +40,7 @@ struct Shape {
 };
 
 double seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 template <typename F> double gflops(double flops, F &&run) {
@@ -110,12 +109,13 @@ int main() {
     dnnl::memory::desc aDesc({s.m, s.k}, f32, s.transA ? dims{1, s.m} : dims{s.k, 1});
     dnnl::memory::desc bDesc({s.k, s.n}, f32, s.transB ? dims{1, s.k} : dims{s.n, 1});
     dnnl::memory::desc cDesc({s.m, s.n}, f32, dims{s.n, 1});
-    dnnl::matmul matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc),
-                                                     engine));
+    dnnl::matmul matmul(
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), engine));
     dnnl::memory aMem(aDesc, engine, a.data()), bMem(bDesc, engine, b.data()),
         cMem(cDesc, engine, c.data());
     double primitive = gflops(flops, [&] {
-      matmul.execute(stream, {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
+      matmul.execute(stream,
+                     {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
       stream.wait();
     });
     int lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n;

@@ -6,8 +6,8 @@
 // candidate's time for the round (an all-reduce of the times with max), so
 // every rank sees the same numbers and makes the same decisions. A
 // candidate's result is its best round (the least disturbed, as
-// hetccl-compare keeps); each round starts with the next candidate. After the first round, candidates slower than
-// twice the best so far are dropped: they cannot win. A candidate that does
+// hetccl-compare keeps); each round starts with the next candidate. After the first round,
+// candidates slower than twice the best so far are dropped: they cannot win. A candidate that does
 // not apply (one-shot beyond the board, for instance: hetccl would run
 // another algorithm) is never timed under its name.
 //
@@ -31,8 +31,7 @@ namespace het::tune {
 namespace {
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 /// Calls per round: enough for ~256 MiB of traffic (tens of milliseconds,
@@ -123,7 +122,8 @@ std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
     }
     out << "size " << bytes << " " << iterations << "\n";
     for (const Live &c : live)
-      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << " " << int(c.ran) << "\n";
+      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << " " << int(c.ran)
+          << "\n";
   }
   hetcclCommDestroy(comm);
   return out.str();

@@ -22,14 +22,12 @@
 
 namespace het::tune {
 
-namespace {
-
-constexpr int kApplicationId = 0x48455454; // 'HETT'
-
 /// A prepared statement, finalized on scope exit.
 class Statement {
 public:
-  Statement(sqlite3 *db, const char *sql) { status = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr); }
+  Statement(sqlite3 *db, const char *sql) {
+    status = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  }
   ~Statement() { sqlite3_finalize(stmt); }
   void bind(int i, const std::string &text) {
     sqlite3_bind_text(stmt, i, text.c_str(), int(text.size()), SQLITE_TRANSIENT);
@@ -42,6 +40,10 @@ public:
   sqlite3_stmt *stmt = nullptr;
   int status = SQLITE_OK;
 };
+
+namespace {
+
+constexpr int kApplicationId = 0x48455454; // 'HETT'
 
 Record readRecord(const Statement &s) {
   Record r;
@@ -72,8 +74,8 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path, Mo
   if (exists && !S_ISREG(info.st_mode))
     throw DatabaseError("tuning database '" + path + "' is not a file");
   sqlite3 *db = nullptr;
-  int flags = mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY
-                                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int flags =
+      mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -111,11 +113,12 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path, Mo
                      std::to_string(kSchemaVersion) + "'), ('created_by', 'het " + hetVersion() +
                      "')")
                         .c_str());
-    result->execute("CREATE TABLE IF NOT EXISTS records(kind TEXT NOT NULL, workload TEXT NOT NULL, "
-                    "device TEXT NOT NULL, host TEXT NOT NULL, het_version TEXT NOT NULL, "
-                    "compiler TEXT NOT NULL, choice TEXT NOT NULL, seconds REAL NOT NULL, "
-                    "details TEXT NOT NULL, measured_at TEXT NOT NULL, PRIMARY KEY(kind, "
-                    "workload, device, host, het_version, compiler))");
+    result->execute(
+        "CREATE TABLE IF NOT EXISTS records(kind TEXT NOT NULL, workload TEXT NOT NULL, "
+        "device TEXT NOT NULL, host TEXT NOT NULL, het_version TEXT NOT NULL, "
+        "compiler TEXT NOT NULL, choice TEXT NOT NULL, seconds REAL NOT NULL, "
+        "details TEXT NOT NULL, measured_at TEXT NOT NULL, PRIMARY KEY(kind, "
+        "workload, device, host, het_version, compiler))");
     result->execute("COMMIT");
     return result;
   }
@@ -159,6 +162,16 @@ void TuningDatabase::execute(const char *sql) const {
   }
 }
 
+std::vector<Record> TuningDatabase::readAll(Statement &s) const {
+  std::vector<Record> records;
+  int step;
+  while ((step = sqlite3_step(s.stmt)) == SQLITE_ROW)
+    records.push_back(readRecord(s));
+  if (step != SQLITE_DONE)
+    fail("cannot read records");
+  return records;
+}
+
 void TuningDatabase::put(const Record &r) {
   Statement s(db_, (std::string("INSERT OR REPLACE INTO records(") + kColumns +
                     ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -179,8 +192,7 @@ void TuningDatabase::put(const Record &r) {
     fail("cannot write the record for '" + r.workload + "'");
 }
 
-std::vector<Record> TuningDatabase::find(const std::string &kind,
-                                         const std::string &workloadPrefix,
+std::vector<Record> TuningDatabase::find(const std::string &kind, const std::string &workloadPrefix,
                                          const std::string &device, const std::string &host,
                                          const std::string &hetVersion) const {
   Statement s(db_, (std::string("SELECT ") + kColumns +
@@ -195,13 +207,7 @@ std::vector<Record> TuningDatabase::find(const std::string &kind,
   s.bind(4, device);
   s.bind(5, host);
   s.bind(6, hetVersion);
-  std::vector<Record> records;
-  int step;
-  while ((step = sqlite3_step(s.stmt)) == SQLITE_ROW)
-    records.push_back(readRecord(s));
-  if (step != SQLITE_DONE)
-    fail("cannot read records");
-  return records;
+  return readAll(s);
 }
 
 std::vector<Record> TuningDatabase::all() const {
@@ -210,30 +216,24 @@ std::vector<Record> TuningDatabase::all() const {
                        .c_str());
   if (s.status != SQLITE_OK)
     fail("cannot prepare a query");
-  std::vector<Record> records;
-  int step;
-  while ((step = sqlite3_step(s.stmt)) == SQLITE_ROW)
-    records.push_back(readRecord(s));
-  if (step != SQLITE_DONE)
-    fail("cannot read records");
-  return records;
+  return readAll(s);
 }
 
 std::string TuningDatabase::exportJson() const {
   nlohmann::ordered_json records = nlohmann::ordered_json::array();
   for (const Record &r : all()) {
     nlohmann::ordered_json details = nlohmann::ordered_json::parse(r.details, nullptr, false);
-    records.push_back({{"kind", r.kind},
-                       {"workload", r.workload},
-                       {"device", r.device},
-                       {"host", r.host},
-                       {"het_version", r.hetVersion},
-                       {"compiler", r.compiler},
-                       {"choice", r.choice},
-                       {"seconds", r.seconds},
-                       {"details", details.is_discarded() ? nlohmann::ordered_json(r.details)
-                                                          : details},
-                       {"measured_at", r.measuredAt}});
+    records.push_back(
+        {{"kind", r.kind},
+         {"workload", r.workload},
+         {"device", r.device},
+         {"host", r.host},
+         {"het_version", r.hetVersion},
+         {"compiler", r.compiler},
+         {"choice", r.choice},
+         {"seconds", r.seconds},
+         {"details", details.is_discarded() ? nlohmann::ordered_json(r.details) : details},
+         {"measured_at", r.measuredAt}});
   }
   nlohmann::ordered_json document = {{"schema_version", kSchemaVersion}, {"records", records}};
   return document.dump(2) + "\n";
@@ -246,9 +246,8 @@ size_t TuningDatabase::importJson(const std::string &text) {
     throw DatabaseError("the import is not a JSON object");
   if (!document.contains("schema_version") || document["schema_version"] != kSchemaVersion)
     throw DatabaseError("the import's schema_version is " +
-                        (document.contains("schema_version")
-                             ? document["schema_version"].dump()
-                             : std::string("missing")) +
+                        (document.contains("schema_version") ? document["schema_version"].dump()
+                                                             : std::string("missing")) +
                         "; this het reads " + std::to_string(kSchemaVersion));
   if (!document.contains("records") || !document["records"].is_array())
     throw DatabaseError("the import has no 'records' array");

@@ -214,6 +214,17 @@ std::string defaultOutput() {
   return stem.str();
 }
 
+/// --mlir-timing and MLIR's other pass manager options (hidden from --help).
+LogicalResult applyDeveloperOptions(PassManager &pm) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  auto passTiming = std::make_unique<DefaultTimingManager>();
+  applyDefaultTimingManagerCLOptions(*passTiming);
+  if (passTiming->isEnabled())
+    pm.enableTiming(std::move(passTiming));
+  return success();
+}
+
 struct StageTimer {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   bool print = true; // with --time
@@ -523,12 +534,8 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
                  const std::string &gpuTargetLabel) {
   std::string errorMessage;
   PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
+  if (failed(applyDeveloperOptions(pm)))
     return fail("bad --mlir-* pass manager option");
-  auto passTiming = std::make_unique<DefaultTimingManager>();
-  applyDefaultTimingManagerCLOptions(*passTiming);
-  if (passTiming->isEnabled())
-    pm.enableTiming(std::move(passTiming));
   mlir::het::buildHetToLLVMPipeline(pm, options);
   if (failed(pm.run(module)))
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
@@ -755,12 +762,8 @@ int main(int argc, char **argv) {
   for (auto function : module->getOps<func::FuncOp>())
     hasStep |= function.getName().ends_with("_train_step");
   PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
+  if (failed(applyDeveloperOptions(pm)))
     return fail("bad --mlir-* pass manager option");
-  auto passTiming = std::make_unique<DefaultTimingManager>();
-  applyDefaultTimingManagerCLOptions(*passTiming);
-  if (passTiming->isEnabled())
-    pm.enableTiming(std::move(passTiming));
   if (!hasStep) {
     std::string pipeline = "het-training-pipeline{" + trainingOptions() + "}";
     if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))

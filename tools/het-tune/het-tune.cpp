@@ -34,7 +34,7 @@ uint64_t parseSize(const std::string &text) {
     throw CLI::ValidationError("--sizes", "'" + text + "' is not a size (4K, 1M, 65536)");
   }
   std::string suffix = text.substr(end);
-  double scale = suffix.empty() ? 1
+  double scale = suffix.empty()                   ? 1
                  : suffix == "K" || suffix == "k" ? 1024
                  : suffix == "M" || suffix == "m" ? 1024.0 * 1024
                  : suffix == "G" || suffix == "g" ? 1024.0 * 1024 * 1024
@@ -135,8 +135,8 @@ int show(const std::string &dbPath, int waitMs) {
   for (const Record &r : records)
     std::printf("%s | %s | %s | %s | het %s%s | %s %.3g s | %s\n", r.kind.c_str(),
                 r.workload.c_str(), r.device.c_str(), r.host.c_str(), r.hetVersion.c_str(),
-                r.compiler.empty() ? "" : (" | " + r.compiler).c_str(), r.choice.c_str(),
-                r.seconds, r.measuredAt.c_str());
+                r.compiler.empty() ? "" : (" | " + r.compiler).c_str(), r.choice.c_str(), r.seconds,
+                r.measuredAt.c_str());
   return 0;
 }
 
@@ -149,8 +149,9 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   std::string dbPath;
   int waitMs = 5000;
-  app.add_option("--wait-ms", waitMs, "how long to wait for another process's lock on the "
-                                      "database (default 5000)")
+  app.add_option("--wait-ms", waitMs,
+                 "how long to wait for another process's lock on the "
+                 "database (default 5000)")
       ->check(CLI::Range(0, 600000));
 
   auto *coll = app.add_subcommand("collectives", "time every all-reduce algorithm at each size "
@@ -162,8 +163,9 @@ int main(int argc, char **argv) {
   coll->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
   coll->add_option("--sizes", sizes, "message sizes (default 4K,16K,...,64M)")->delimiter(',');
   coll->add_option("--rounds", rounds, "interleaved rounds (default 5)")->check(CLI::Range(1, 100));
-  coll->add_flag("--check", check, "write nothing: time auto as tuned by --db against every "
-                                    "fixed algorithm");
+  coll->add_flag("--check", check,
+                 "write nothing: time auto as tuned by --db against every "
+                 "fixed algorithm");
 
   auto *showCommand = app.add_subcommand("show", "list the records of a database");
   showCommand->add_option("--db", dbPath, "the tuning database")->required();

@@ -30,8 +30,8 @@ struct SweepOptions {
 
 struct CandidateTime {
   hetcclAlgo_t algo = hetcclAlgoAuto;
-  double seconds = 0; // best round's mean time per call (slowest rank)
-  int rounds = 0;     // rounds measured (fewer: dropped as unable to win)
+  double seconds = 0;                // best round's mean time per call (slowest rank)
+  int rounds = 0;                    // rounds measured (fewer: dropped as unable to win)
   hetcclAlgo_t ran = hetcclAlgoAuto; // for auto: the algorithm it ran
 };
 

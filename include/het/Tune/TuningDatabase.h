@@ -49,6 +49,8 @@ struct Record {
   std::string measuredAt; // UTC, ISO 8601
 };
 
+class Statement; // a prepared SQLite statement (TuningDatabase.cpp)
+
 class TuningDatabase {
 public:
   enum class Mode { ReadOnly, ReadWrite };
@@ -82,6 +84,8 @@ public:
 private:
   TuningDatabase(sqlite3 *db, std::string path) : db_(db), path_(std::move(path)) {}
   [[noreturn]] void fail(const std::string &what) const;
+  /// Every row of a prepared SELECT of the record columns.
+  std::vector<Record> readAll(Statement &query) const;
   void execute(const char *sql) const;
   sqlite3 *db_;
   std::string path_;
