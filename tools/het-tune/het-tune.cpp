@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -127,9 +128,39 @@ int collectives(int ranks, const std::string &dbPath, const std::vector<std::str
   return 0;
 }
 
+/// a < b with runs of digits compared as numbers ("bytes=4096" before
+/// "bytes=1048576"), so that show lists sizes in order.
+bool naturalLess(const std::string &a, const std::string &b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie])))
+        ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je])))
+        ++je;
+      unsigned long long x = std::stoull(a.substr(i, ie - i)), y = std::stoull(b.substr(j, je - j));
+      if (x != y)
+        return x < y;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j])
+        return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
 int show(const std::string &dbPath, int waitMs) {
   auto db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadOnly, waitMs);
   auto records = db->all();
+  std::stable_sort(records.begin(), records.end(), [](const Record &a, const Record &b) {
+    return a.kind != b.kind ? a.kind < b.kind : naturalLess(a.workload, b.workload);
+  });
   std::printf("%s: schema version %d, %zu records\n", dbPath.c_str(), kSchemaVersion,
               records.size());
   for (const Record &r : records)
