@@ -36,6 +36,8 @@ install(TARGETS hetccl EXPORT hetcclTargets
 if(TARGET hetccl-bench)
   install(TARGETS hetccl-bench EXPORT hetcclTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# het-tune writes the tuning database hetccl reads (docs/tuning.md).
+install(TARGETS het-tune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES include/het-c/hetccl.h include/het-c/hetccl_fault.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/het-c)
 het_install_package(hetccl)

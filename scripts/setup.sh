@@ -26,6 +26,8 @@ esac
 RUNTIME_APT_PACKAGES=(
   libc6 libstdc++6 libgcc-s1 libgomp1
   libllvm19 libmlir-19 libdnnl2 libzip4 libssl3
+  # the tuning database (libhetccl reads HETCCL_TUNING_DB; het-tune writes it)
+  libsqlite3-0
   # het-compile links executables with the system's compiler driver
   gcc libc6-dev
   # AMD code objects (lib/het/rocm-toolkit links to both)

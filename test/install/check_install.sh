@@ -26,7 +26,7 @@ cmake --install "$build" --prefix "$tmp/staged" > "$tmp/install.log"
 mv "$tmp/staged" "$tmp/prefix"
 prefix="$tmp/prefix"
 say "installed into a prefix and moved it to $prefix ($(du -sh "$prefix" | cut -f1))"
-for tool in het-opt het-eval het-plan het-compile het-run hetccl-bench; do
+for tool in het-opt het-eval het-plan het-compile het-run hetccl-bench het-tune; do
   [ -x "$prefix/bin/$tool" ] || die "bin/$tool was not installed"
 done
 for file in lib/libhetrt.so lib/libhetccl.so lib/libHetCheckpoint.a include/het-c/hetccl.h \
