@@ -174,9 +174,12 @@ int show(const std::string &dbPath, int waitMs) {
 } // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"het-tune: measure kernels, collectives and stages once and record the best "
-               "choices in a tuning database (SQLite) that hetccl (HETCCL_TUNING_DB) reads.\n"
-               "See docs/tuning.md."};
+  CLI::App app{"het-tune: measure once and record the best choice in a tuning database "
+               "(SQLite). Today: the all-reduce algorithm per message size, which hetccl's auto "
+               "follows (HETCCL_TUNING_DB); het-compile --tuning-db records --plan auto's "
+               "calibrations in the same file. Kernel and stage tuning are not built yet. "
+               "See docs/tuning.md.",
+               "het-tune"};
   app.require_subcommand(1);
   std::string dbPath;
   int waitMs = 5000;
@@ -190,7 +193,7 @@ int main(int argc, char **argv) {
   int ranks = 2, rounds = 5;
   bool check = false;
   std::vector<std::string> sizes = {"4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M"};
-  coll->add_option("-n,--np", ranks, "local ranks (default 2)")->check(CLI::Range(2, 64));
+  coll->add_option("-n,--np", ranks, "local ranks (default 2; -np N works too)")->check(CLI::Range(2, 64));
   coll->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
   coll->add_option("--sizes", sizes, "message sizes (default 4K,16K,...,64M)")->delimiter(',');
   coll->add_option("--rounds", rounds, "interleaved rounds (default 5)")->check(CLI::Range(1, 100));
