@@ -89,8 +89,9 @@ set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/CPackOptions.cmake)
 # dpkg-shlibdeps turns the binaries' shared libraries into Depends.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # ... and what it runs: het-compile links with the system's compiler driver;
-# AMD code objects need lld and the ROCm device libraries.
+# AMD code objects need lld and the ROCm device libraries; matrix products
+# a tuning database chose OpenBLAS for open its OpenMP build (dlopen).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "gcc | clang-19, libc6-dev")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "lld-19, rocm-device-libs")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "lld-19, rocm-device-libs, libopenblas0-openmp")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 include(CPack)

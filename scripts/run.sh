@@ -4,9 +4,10 @@
 # chain and says what it did: the IR stages, the training step (het-autodiff
 # + het-fuse) trained for 50 steps by the reference evaluator, the plan for
 # the mixed A100+MI250X node (het-plan), the partitioned step
-# (het-partition), hetccl tuned by het-tune, a native executable built by het-compile that
-# trains the model, and the same model compiled for this machine's two CPU
-# device kinds (het-compile --cluster --plan auto: measured kinds, the
+# (het-partition), hetccl tuned by het-tune, a native executable built by
+# het-compile that trains the model, the model's dense-layer GEMM engines
+# tuned by het-tune kernels, and the same model compiled for this machine's
+# two CPU device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
 # by het-run as one multi-rank job through a SIGKILLed rank and a restart
 # from checkpoints; then a transformers Llama imported from PyTorch and
@@ -73,6 +74,20 @@ else
   echo "het: native training, 50 steps on the synthetic batch:"
   "$out/model" --steps 50 --print-every 10 --seed 1 --threads 1 | sed 's/^/het:   /'
 fi
+# Kernel tuning: het-tune times each matrix product of the model's dense
+# layers on oneDNN and on OpenBLAS and records the faster per product (in
+# the database that holds the collective records); het-compile --tuning-db
+# builds the executable with that choice, fixed at compile time.
+echo "het: het-tune kernels: each dense layer's matrix products timed on oneDNN and OpenBLAS:"
+"$here/build/bin/het-tune" kernels "$model" --db "$out/tune.db" --rounds 3 > "$out/kernels.txt" 2>&1 \
+  || { cat "$out/kernels.txt"; echo "het: het-tune kernels failed" >&2; exit 1; }
+sed 's/^/het:   /' "$out/kernels.txt"
+"$here/build/bin/het-compile" "$model" --lr 0.1 --tuning-db "$out/tune.db" -o "$out/model-tuned" \
+  2> "$out/compile-tuned.txt" \
+  || { cat "$out/compile-tuned.txt"; echo "het: het-compile --tuning-db failed" >&2; exit 1; }
+sed 's/^/het:   /' "$out/compile-tuned.txt"
+echo "het:   the tuned executable, 50 steps on the synthetic batch:"
+"$out/model-tuned" --steps 50 --print-every 25 --seed 1 --threads 1 | sed 's/^/het:     /'
 # The same model as one job on several ranks of two kinds of device: this
 # machine's CPUs as cpu.onednn (oneDNN kernels) and cpu.mlir (MLIR-generated
 # kernels), two ranks each. het-compile measures each kind's speed on the

@@ -28,6 +28,9 @@ RUNTIME_APT_PACKAGES=(
   libllvm19 libmlir-19 libdnnl2 libzip4 libssl3
   # the tuning database (libhetccl reads HETCCL_TUNING_DB; het-tune writes it)
   libsqlite3-0
+  # matrix products a tuning database chose OpenBLAS for (libhetrt opens its
+  # OpenMP build with dlopen, sharing oneDNN's threads; docs/tuning.md)
+  libopenblas0-openmp
   # het-compile links executables with the system's compiler driver
   gcc libc6-dev
   # AMD code objects (lib/het/rocm-toolkit links to both)
@@ -50,6 +53,8 @@ APT_PACKAGES=(
   # libraries
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev libzip-dev
   libssl-dev libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
+  # the second GEMM engine (dlopen'ed; see RUNTIME_APT_PACKAGES)
+  libopenblas0-openmp
   # tests
   python3 python3-venv iproute2
 )

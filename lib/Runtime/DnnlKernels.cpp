@@ -17,11 +17,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmEngines.h"
 #include "KernelCall.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -399,13 +401,24 @@ void hetrt_dnnl_matmul(const int64_t *meta, void *const *buffers) {
   runMatmul(s, 0, m, c.operand(0), c.operand(1), c.result(0));
 }
 
-/// y[M, N] = x[M, K] w[N, K]^T (+ b) (+ activation).
+/// y[M, N] = x[M, K] w[N, K]^T (+ b) (+ activation). Attribute 1 says
+/// which engine runs the product (bit 0: OpenBLAS; het-compile sets it
+/// only without an activation, which oneDNN fuses as a post-op).
 void hetrt_dnnl_linear(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   const auto &x = c.operandShape(0);
   int64_t k = x.back(), n = c.operandShape(1)[0], rows = leading(x);
-  MatmulShape m{{rows, k}, {k, 1}, {k, n}, {1, k}, {rows, n}};
   bool hasBias = c.numOperands == 3;
+  if ((c.attribute(1) & 1) && c.attribute(0) == 0) {
+    float *y = c.result(0);
+    if (hasBias)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(y + r * n, c.operand(2), n * sizeof(float));
+    het::rt::runGemm(het::rt::GemmEngine::OpenBlas, {rows, n, k, false, true}, c.operand(0),
+                     c.operand(1), y, /*accumulate=*/hasBias);
+    return;
+  }
+  MatmulShape m{{rows, k}, {k, 1}, {k, n}, {1, k}, {rows, n}};
   auto biasMd = rowMajor({1, n});
   Site &s = site(meta, [&](Site &s) {
     dnnl::post_ops post;
@@ -420,19 +433,20 @@ void hetrt_dnnl_linear(const int64_t *meta, void *const *buffers) {
 }
 
 /// dx = dy w (unless unused, attribute 0), dw = dy^T x, db = sum_rows dy.
+/// Attribute 1 names each product's engine: bit 0 dx, bit 1 dw on OpenBLAS.
 void hetrt_dnnl_linear_grad(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   const auto &x = c.operandShape(1);
   int64_t k = x.back(), n = c.operandShape(2)[0], rows = leading(x);
-  MatmulShape dx{{rows, n}, {n, 1}, {n, k}, {k, 1}, {rows, k}};
-  MatmulShape dw{{n, rows}, {1, n}, {rows, k}, {k, 1}, {n, k}};
-  Site &s = site(meta, [&](Site &s) {
-    s.primitives.push_back(buildMatmul(dx, nullptr));
-    s.primitives.push_back(buildMatmul(dw, nullptr));
-  });
+  auto engineOf = [&](int bit) {
+    return (c.attribute(1) >> bit) & 1 ? het::rt::GemmEngine::OpenBlas
+                                       : het::rt::GemmEngine::OneDnn;
+  };
   if (!c.attribute(0)) // the input gradient is used
-    runMatmul(s, 0, dx, c.operand(0), c.operand(2), c.result(0));
-  runMatmul(s, 1, dw, c.operand(0), c.operand(1), c.result(1));
+    het::rt::runGemm(engineOf(0), {rows, k, n, false, false}, c.operand(0), c.operand(2),
+                     c.result(0));
+  het::rt::runGemm(engineOf(1), {n, k, rows, true, false}, c.operand(0), c.operand(1),
+                   c.result(1));
   const float *dy = c.operand(0);
   float *db = c.result(2);
   for (int64_t j = 0; j < n; ++j)

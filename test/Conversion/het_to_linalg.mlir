@@ -31,7 +31,7 @@ func.func @elementwise(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<8x4xf32
 // CHECK: call @hetrt_dnnl_linear(
 // CHECK: bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-DAG: func.func private @hetrt_dnnl_linear(!llvm.ptr, !llvm.ptr)
-// CHECK-DAG: memref.global "private" constant @[[META]] : memref<12xi64> = dense<[2, 1, 2, 8, 4, 2, 3, 4, 2, 8, 3, 0]>
+// CHECK-DAG: memref.global "private" constant @[[META]] : memref<13xi64> = dense<[2, 1, 2, 8, 4, 2, 3, 4, 2, 8, 3, 0, 0]>
 // REF: func.func private @hetrt_ref_linear(!llvm.ptr, !llvm.ptr)
 // REF-NOT: hetrt_dnnl
 func.func @library(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32> {

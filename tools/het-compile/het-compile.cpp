@@ -13,6 +13,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
+#include "het/Tune/GemmTuning.h"
 #include "het/Tune/TuningDatabase.h"
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -146,10 +147,12 @@ cl::opt<std::string> planFile("plan",
                               cl::cat(distributed));
 cl::opt<std::string> tuningDb(
     "tuning-db",
-    cl::desc("tuning database (het-tune, docs/tuning.md): --plan auto takes each device kind's "
-             "step time from it when this step, compiled the same way on this host, was "
-             "measured before, and records what it measures"),
-    cl::value_desc("F.db"), cl::cat(distributed));
+    cl::desc("tuning database (het-tune, docs/tuning.md): each dense layer's matrix "
+             "products run on the engine (oneDNN or OpenBLAS) het-tune kernels measured "
+             "fastest on this host; --plan auto takes each device kind's step time from it "
+             "when this step, compiled the same way on this host, was measured before, and "
+             "records what it measures"),
+    cl::value_desc("F.db"), cl::cat(category));
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
                               cl::init("1f1b"), cl::cat(distributed));
 cl::opt<int> microBatches("micro-batches",
@@ -437,6 +440,32 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
   return ::het::compile::StepTime{*seconds, ""};
 }
 
+/// --tuning-db: each dense layer's matrix products run on the engine
+/// het-tune kernels measured fastest (lib/Tune/Kernels); the rest, and
+/// everything when the database cannot be read, on oneDNN as untuned.
+void chooseGemmEngines(ModuleOp module, bool report) {
+  namespace tune = ::het::tune;
+  try {
+    auto db = tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadOnly);
+    tune::GemmChoiceReport chosen = tune::chooseGemmEngines(module, *db);
+    if (!report || chosen.products == 0)
+      return;
+    llvm::errs() << "het-compile: tuning database " << tuningDb << ": " << chosen.products
+                 << " matrix products of dense layers, " << chosen.onOpenBlas
+                 << " on OpenBLAS, the rest on oneDNN\n";
+    if (!chosen.unmeasured.empty()) {
+      llvm::errs() << "het-compile: no kernel record (oneDNN, as untuned) for "
+                   << chosen.unmeasured.size() << " distinct products; het-tune kernels "
+                   << inputFile << " --db " << tuningDb << " measures them:\n";
+      for (const std::string &key : chosen.unmeasured)
+        llvm::errs() << "  " << key << "\n";
+    }
+  } catch (const tune::DatabaseError &e) {
+    llvm::errs() << "het-compile: warning: " << e.what()
+                 << "; every matrix product runs on oneDNN (untuned)\n";
+  }
+}
+
 /// The options of het-training-pipeline that --optimizer, --lr, --momentum,
 /// --fuse and --fuse-attention ask for. Attention is fused only where a
 /// kernel runs it as one op: CPU builds with oneDNN (a pipeline stage on
@@ -557,6 +586,8 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
                  const std::string &output, StageTimer &timer,
                  const std::string &gpuTargetLabel) {
   std::string errorMessage;
+  if (!tuningDb.empty() && options.library == mlir::het::KernelLibrary::Dnnl)
+    chooseGemmEngines(module, timer.print);
   PassManager pm(module.getContext());
   if (failed(applyDeveloperOptions(pm)))
     return fail("bad --mlir-* pass manager option");

@@ -2,6 +2,7 @@
 //
 //   het-tune collectives -np 4 --db tune.db          measure, record
 //   het-tune collectives -np 4 --db tune.db --check  auto (tuned) vs fixed
+//   het-tune kernels model.mlir --db tune.db         dense layers' GEMM engines
 //   het-tune show --db tune.db
 //   het-tune export --db tune.db -o tune.json ; het-tune import --db other.db tune.json
 //
@@ -10,6 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "het/Tune/CollectiveSweep.h"
+#ifdef HET_TUNE_KERNELS
+#include "Kernels.h"
+#endif
 #include "het/Tune/TuningDatabase.h"
 
 #include <CLI/CLI.hpp>
@@ -176,9 +180,10 @@ int show(const std::string &dbPath, int waitMs) {
 int main(int argc, char **argv) {
   CLI::App app{"het-tune: measure once and record the best choice in a tuning database "
                "(SQLite). Today: the all-reduce algorithm per message size, which hetccl's auto "
-               "follows (HETCCL_TUNING_DB); het-compile --tuning-db records --plan auto's "
-               "calibrations in the same file. Kernel and stage tuning are not built yet. "
-               "See docs/tuning.md.",
+               "follows (HETCCL_TUNING_DB), and the engine (oneDNN or OpenBLAS) of each dense "
+               "layer's matrix products, which het-compile --tuning-db follows; het-compile "
+               "also records --plan auto's calibrations there. Tile-size tuning of generated "
+               "kernels and stage profiles are not built yet. See docs/tuning.md.",
                "het-tune"};
   app.require_subcommand(1);
   std::string dbPath;
@@ -200,6 +205,11 @@ int main(int argc, char **argv) {
   coll->add_flag("--check", check,
                  "write nothing: time auto as tuned by --db against every "
                  "fixed algorithm");
+
+#ifdef HET_TUNE_KERNELS
+  KernelsCommand kernels;
+  addKernelsCommand(app, kernels);
+#endif
 
   auto *showCommand = app.add_subcommand("show", "list the records of a database");
   showCommand->add_option("--db", dbPath, "the tuning database")->required();
@@ -231,6 +241,10 @@ int main(int argc, char **argv) {
   try {
     if (coll->parsed())
       return collectives(ranks, dbPath, sizes, rounds, check, waitMs);
+#ifdef HET_TUNE_KERNELS
+    if (kernels.command->parsed())
+      return runKernels(kernels, waitMs);
+#endif
     if (showCommand->parsed())
       return show(dbPath, waitMs);
     if (exportCommand->parsed()) {

@@ -20,6 +20,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Tune/GemmProducts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -51,10 +52,18 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(o.getTransposeLhs());
         words.push_back(o.getTransposeRhs());
       })
-      .Case([&](LinearOp o) { words.push_back(static_cast<int64_t>(o.getActivation())); })
+      // Then the engine of each matrix product: a bit per product set where
+      // a tuning database chose OpenBLAS (het/Tune/GemmProducts.h), 0 else.
+      .Case([&](LinearOp o) {
+        words.push_back(static_cast<int64_t>(o.getActivation()));
+        words.push_back(::het::tune::gemmEngineBits(o));
+      })
       // The input gradient of a first layer (its input is data) is unused:
       // the kernel skips that matmul.
-      .Case([&](LinearGradOp o) { words.push_back(o->getResult(0).use_empty()); })
+      .Case([&](LinearGradOp o) {
+        words.push_back(o->getResult(0).use_empty());
+        words.push_back(::het::tune::gemmEngineBits(o));
+      })
       .Case<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>([&](auto o) {
         append(o.getStrides());
         append(o.getPadding());

@@ -50,3 +50,31 @@ func.func @param_value(%x: tensor<4xf32> {het.param = true}) {
 func.func @param_type(%x: tensor<4xf32>, %i: tensor<4xi32> {het.param}) {
   return
 }
+
+// -----
+
+// het.gemm_engines: a bit per matrix product of a dense layer (1 forward, 2
+// backward), on het.linear and het.linear_grad only.
+func.func @gemm_engines(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>, %dy: tensor<8x3xf32>) {
+  %y = het.linear %x, %w {het.gemm_engines = 1 : i64} : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  %dx, %dw, %db = het.linear_grad %dy, %x, %w {het.gemm_engines = 3 : i64}
+      : tensor<8x3xf32>, tensor<8x4xf32>, tensor<3x4xf32>
+     -> tensor<8x4xf32>, tensor<3x4xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_engines_too_many_bits(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'het.gemm_engines' must be a 64-bit integer with a bit for each of the op's 1 matrix products, got 2 : i64}}
+  %y = het.linear %x, %w {het.gemm_engines = 2 : i64} : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  return %y : tensor<8x3xf32>
+}
+
+// -----
+
+func.func @gemm_engines_not_a_dense_layer(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'het.gemm_engines' belongs on het.linear and het.linear_grad}}
+  %y = het.relu %x {het.gemm_engines = 1 : i64} : tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}

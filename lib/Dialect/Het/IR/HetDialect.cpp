@@ -81,6 +81,19 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getGemmEnginesAttrName()) {
+    auto bits = dyn_cast<IntegerAttr>(attr.getValue());
+    int64_t products = isa<LinearOp>(op) ? 1 : isa<LinearGradOp>(op) ? 2 : 0;
+    if (!products)
+      return op->emitError() << "'" << getGemmEnginesAttrName()
+                             << "' belongs on het.linear and het.linear_grad";
+    if (!bits || !bits.getType().isSignlessInteger(64) || bits.getInt() < 0 ||
+        bits.getInt() >= (int64_t(1) << products))
+      return op->emitError() << "'" << getGemmEnginesAttrName() << "' must be a 64-bit integer "
+                             << "with a bit for each of the op's " << products
+                             << " matrix products, got " << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
 }
 

@@ -96,6 +96,12 @@ def Het_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getKernelLibraryAttrName() {
       return ::llvm::StringLiteral("het.kernel_library");
     }
+    /// Discardable 64-bit integer on het.linear / het.linear_grad: a bit per
+    /// matrix product run on OpenBLAS instead of oneDNN, set by het-compile
+    /// --tuning-db (het/Tune/GemmProducts.h says which bit is which).
+    static constexpr ::llvm::StringLiteral getGemmEnginesAttrName() {
+      return ::llvm::StringLiteral("het.gemm_engines");
+    }
 
   }];
 }
