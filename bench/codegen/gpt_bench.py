@@ -25,7 +25,12 @@ one-kind build does not have). Training: samples/s of both sides
 (first step excluded) and the peak resident memory of both processes,
 alternating het and PyTorch for --rounds rounds; het also as compiled with
 --fuse-attention=false (attention as matmul, softmax, matmul: the [B, H,
-T, T] probabilities kept for the backward), the A/B of fused attention. Not a test: numbers
+T, T] probabilities kept for the backward), the A/B of fused attention, and
+with --tuning-db from het-tune kernels run here first (each dense layer's
+matrix products on oneDNN or OpenBLAS, whichever it measured faster at the
+--threads counts). To see an AVX2 machine's kernels on an AVX-512 one, run
+with DNNL_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell
+MKL_ENABLE_INSTRUCTIONS=AVX2 (PyTorch's MKL) set. Not a test: numbers
 depend on the machine and its load; ratios come from the same run.
 """
 import argparse
@@ -162,10 +167,26 @@ def main():
         compile_model(compiler, model, exe, ["--cache-dir", cache])
         unfused_exe = exe + ".unfused"
         compile_model(compiler, model, unfused_exe, ["--cache-dir", cache, "--fuse-attention=false"])
+        # Tuned: each dense layer's matrix products on the engine het-tune
+        # kernels measures faster here, at the thread counts trained below.
+        tuned_exe, tuning_db = exe + ".tuned", os.path.join(tmp, "tune.db")
+        tuner = subprocess.run([os.path.join(a.build, "bin", "het-tune"), "kernels", model,
+                                "--db", tuning_db, "--threads", a.threads, "--rounds", "3"],
+                               capture_output=True, text=True)
+        if tuner.returncode != 0:
+            sys.exit(f"gpt_bench: het-tune kernels failed:\n{tuner.stdout}{tuner.stderr}")
+        compile_model(compiler, model, tuned_exe, ["--cache-dir", cache, "--tuning-db", tuning_db])
+        chosen = subprocess.run([compiler, model, "--optimizer", "adam", "--tuning-db", tuning_db,
+                                 "--emit=mlir", "-o", os.devnull], capture_output=True, text=True)
+        m = re.search(r"\d+ matrix products[^\n]*", chosen.stderr)
+        print(f"\nhet-tune kernels at {a.threads} threads: "
+              f"{m.group(0) if m else chosen.stderr.strip()}")
         print(f"\ntraining, {a.train_blocks} blocks, {a.steps} steps (first excluded), "
-              f"{a.rounds} rounds alternating het, het with attention unfused, and PyTorch")
-        print(f"{'threads':>7}  {'het samples/s':>13}  {'unfused':>13}  {'torch samples/s':>15}  "
-              f"{'het/torch':>9}  {'het peak MiB':>12}  {'unfused MiB':>11}  {'torch peak MiB':>14}")
+              f"{a.rounds} rounds alternating het, het with attention unfused, het tuned "
+              f"and PyTorch")
+        print(f"{'threads':>7}  {'het samples/s':>13}  {'unfused':>13}  {'tuned':>13}  "
+              f"{'torch samples/s':>15}  {'het/torch':>9}  {'tuned/torch':>11}  "
+              f"{'het peak MiB':>12}  {'unfused MiB':>11}  {'torch peak MiB':>14}")
         version = "?"
 
         def run_het(executable, threads):
@@ -178,7 +199,7 @@ def main():
             return float(m.group(1)), peak
 
         for threads in [int(t) for t in a.threads.split(",")]:
-            het, unfused, torch, het_peak, unfused_peak, torch_peak = [], [], [], 0, 0, 0
+            het, unfused, tuned, torch, het_peak, unfused_peak, torch_peak = [], [], [], [], 0, 0, 0
             for _ in range(a.rounds):
                 speed, peak = run_het(exe, threads)
                 het.append(speed)
@@ -186,6 +207,7 @@ def main():
                 speed, peak = run_het(unfused_exe, threads)
                 unfused.append(speed)
                 unfused_peak = max(unfused_peak, peak)
+                tuned.append(run_het(tuned_exe, threads)[0])
                 rc, out, peak = run_measured([a.torch_python, os.path.join(HERE, "gpt_torch.py"),
                                               str(a.train_blocks), str(a.steps), str(threads),
                                               *SIZES], with_stderr=True)
@@ -196,10 +218,12 @@ def main():
                 version = m.group(2)
                 torch_peak = max(torch_peak, peak)
             ratios = " / ".join(f"{h / t:.2f}x" for h, t in zip(het, torch))
+            tuned_ratios = " / ".join(f"{h / t:.2f}x" for h, t in zip(tuned, torch))
             print(f"{threads:>7}  {' / '.join(f'{h:.1f}' for h in het):>13}  "
                   f"{' / '.join(f'{u:.1f}' for u in unfused):>13}  "
-                  f"{' / '.join(f'{t:.1f}' for t in torch):>15}  {ratios:>9}  {het_peak:>12.0f}  "
-                  f"{unfused_peak:>11.0f}  {torch_peak:>14.0f}", flush=True)
+                  f"{' / '.join(f'{u:.1f}' for u in tuned):>13}  "
+                  f"{' / '.join(f'{t:.1f}' for t in torch):>15}  {ratios:>9}  {tuned_ratios:>11}  "
+                  f"{het_peak:>12.0f}  {unfused_peak:>11.0f}  {torch_peak:>14.0f}", flush=True)
         print(f"\nPyTorch {version}")
 
 
