@@ -13,8 +13,6 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
-#include "het/Tune/GemmTuning.h"
-#include "het/Tune/TuningDatabase.h"
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
@@ -22,6 +20,7 @@
 #include "het/Partition/Passes.h"
 
 #include "AutoPlan.h"
+#include "TuningRecords.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -380,90 +379,22 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   return error("the calibration run for " + library + " printed no throughput");
 }
 
-/// measureStep through the tuning database (--tuning-db): a step measured
-/// before -- the same IR (by hash), kernels and code generation options, on
-/// this host, by this het and LLVM -- is not measured again; a new
-/// measurement is recorded. An unusable database is a warning and a
-/// measurement, never a failure.
+/// measureStep through the tuning database when --tuning-db names one.
 llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
                                                         const std::string &library,
                                                         StageTimer &timer) {
-  namespace tune = ::het::tune;
+  auto measure = [&] { return measureStep(stepModule, library, timer); };
   if (tuningDb.empty()) {
-    llvm::Expected<double> seconds = measureStep(stepModule, library, timer);
+    llvm::Expected<double> seconds = measure();
     if (!seconds)
       return seconds.takeError();
     return ::het::compile::StepTime{*seconds, ""};
   }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  stepModule.print(os);
-  tune::Record record;
-  record.kind = "calibration";
-  record.workload = llvm::formatv("train step {0:x-} library={1} -O{2} outline-layers={3} "
-                                  "threaded-loops={4} threads=1 steps=12",
-                                  llvm::xxh3_64bits(text), library, optLevel.getValue(),
-                                  outlineLayers ? 1 : 0, threadedLoops ? 1 : 0);
-  record.device = "cpu";
-  record.host = tune::hostIdentity();
-  record.hetVersion = tune::hetVersion();
-  record.compiler = "LLVM " LLVM_VERSION_STRING;
-  auto warn = [](const tune::DatabaseError &e) {
-    llvm::errs() << "het-compile: warning: " << e.what() << "; --plan auto measures without it\n";
-  };
-  try {
-    auto db = tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadOnly);
-    for (const tune::Record &found :
-         db->find(record.kind, record.workload, record.device, record.host, record.hetVersion))
-      if (found.workload == record.workload && found.compiler == record.compiler)
-        return ::het::compile::StepTime{found.seconds, "from the tuning database " + tuningDb +
-                                                           " (measured " + found.measuredAt + ")"};
-  } catch (const tune::DatabaseError &e) {
-    // A database that does not exist yet is created below.
-    if (llvm::sys::fs::exists(tuningDb.getValue()))
-      warn(e);
-  }
-  llvm::Expected<double> seconds = measureStep(stepModule, library, timer);
-  if (!seconds)
-    return seconds.takeError();
-  record.choice = library;
-  record.seconds = *seconds;
-  record.details = llvm::formatv("{{\"library\": \"{0}\", \"statistic\": \"mean of steps 2-12, "
-                                 "one thread\"}",
-                                 library);
-  record.measuredAt = tune::utcNow();
-  try {
-    tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadWrite)->put(record);
-  } catch (const tune::DatabaseError &e) {
-    warn(e);
-  }
-  return ::het::compile::StepTime{*seconds, ""};
-}
-
-/// --tuning-db: each dense layer's matrix products run on the engine
-/// het-tune kernels measured fastest (lib/Tune/Kernels); the rest, and
-/// everything when the database cannot be read, on oneDNN as untuned.
-void chooseGemmEngines(ModuleOp module, bool report) {
-  namespace tune = ::het::tune;
-  try {
-    auto db = tune::TuningDatabase::open(tuningDb, tune::TuningDatabase::Mode::ReadOnly);
-    tune::GemmChoiceReport chosen = tune::chooseGemmEngines(module, *db);
-    if (!report || chosen.products == 0)
-      return;
-    llvm::errs() << "het-compile: tuning database " << tuningDb << ": " << chosen.products
-                 << " matrix products of dense layers, " << chosen.onOpenBlas
-                 << " on OpenBLAS, the rest on oneDNN\n";
-    if (!chosen.unmeasured.empty()) {
-      llvm::errs() << "het-compile: no kernel record (oneDNN, as untuned) for "
-                   << chosen.unmeasured.size() << " distinct products; het-tune kernels "
-                   << inputFile << " --db " << tuningDb << " measures them:\n";
-      for (const std::string &key : chosen.unmeasured)
-        llvm::errs() << "  " << key << "\n";
-    }
-  } catch (const tune::DatabaseError &e) {
-    llvm::errs() << "het-compile: warning: " << e.what()
-                 << "; every matrix product runs on oneDNN (untuned)\n";
-  }
+  std::string workload = ::het::compile::calibrationWorkload(
+      stepModule, library,
+      llvm::formatv("-O{0} outline-layers={1} threaded-loops={2}", optLevel.getValue(),
+                    outlineLayers ? 1 : 0, threadedLoops ? 1 : 0));
+  return ::het::compile::recordedCalibration(tuningDb, workload, library, measure);
 }
 
 /// The options of het-training-pipeline that --optimizer, --lr, --momentum,
@@ -587,7 +518,7 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
                  const std::string &gpuTargetLabel) {
   std::string errorMessage;
   if (!tuningDb.empty() && options.library == mlir::het::KernelLibrary::Dnnl)
-    chooseGemmEngines(module, timer.print);
+    ::het::compile::chooseGemmEngines(module, tuningDb, inputFile, timer.print);
   PassManager pm(module.getContext());
   if (failed(applyDeveloperOptions(pm)))
     return fail("bad --mlir-* pass manager option");

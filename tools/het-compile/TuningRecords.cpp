@@ -1,0 +1,91 @@
+//===- TuningRecords.cpp - het-compile's uses of the tuning database -------===//
+
+#include "TuningRecords.h"
+
+#include "het/Tune/GemmTuning.h"
+#include "het/Tune/TuningDatabase.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+namespace het::compile {
+
+std::string calibrationWorkload(mlir::ModuleOp stepModule, const std::string &library,
+                                const std::string &codegen) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  stepModule.print(os);
+  return llvm::formatv("train step {0:x-} library={1} {2} threads=1 steps=12",
+                       llvm::xxh3_64bits(text), library, codegen);
+}
+
+llvm::Expected<StepTime> recordedCalibration(const std::string &dbPath,
+                                             const std::string &workload,
+                                             const std::string &library,
+                                             const std::function<llvm::Expected<double>()> &measure) {
+  tune::Record record;
+  record.kind = "calibration";
+  record.workload = workload;
+  record.device = "cpu";
+  record.host = tune::hostIdentity();
+  record.hetVersion = tune::hetVersion();
+  record.compiler = "LLVM " LLVM_VERSION_STRING;
+  auto warn = [](const tune::DatabaseError &e) {
+    llvm::errs() << "het-compile: warning: " << e.what() << "; --plan auto measures without it\n";
+  };
+  try {
+    auto db = tune::TuningDatabase::open(dbPath, tune::TuningDatabase::Mode::ReadOnly);
+    for (const tune::Record &found :
+         db->find(record.kind, record.workload, record.device, record.host, record.hetVersion))
+      if (found.workload == record.workload && found.compiler == record.compiler)
+        return StepTime{found.seconds,
+                        "from the tuning database " + dbPath + " (measured " + found.measuredAt + ")"};
+  } catch (const tune::DatabaseError &e) {
+    // A database that does not exist yet is created below.
+    if (llvm::sys::fs::exists(dbPath))
+      warn(e);
+  }
+  llvm::Expected<double> seconds = measure();
+  if (!seconds)
+    return seconds.takeError();
+  record.choice = library;
+  record.seconds = *seconds;
+  record.details = llvm::formatv("{{\"library\": \"{0}\", \"statistic\": \"mean of steps 2-12, "
+                                 "one thread\"}",
+                                 library);
+  record.measuredAt = tune::utcNow();
+  try {
+    tune::TuningDatabase::open(dbPath, tune::TuningDatabase::Mode::ReadWrite)->put(record);
+  } catch (const tune::DatabaseError &e) {
+    warn(e);
+  }
+  return StepTime{*seconds, ""};
+}
+
+void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath, const std::string &model,
+                       bool report) {
+  try {
+    auto db = tune::TuningDatabase::open(dbPath, tune::TuningDatabase::Mode::ReadOnly);
+    tune::GemmChoiceReport chosen = tune::chooseGemmEngines(module, *db);
+    if (!report || chosen.products == 0)
+      return;
+    llvm::errs() << "het-compile: tuning database " << dbPath << ": " << chosen.products
+                 << " matrix products of dense layers, " << chosen.onOpenBlas
+                 << " on OpenBLAS, the rest on oneDNN\n";
+    if (!chosen.unmeasured.empty()) {
+      llvm::errs() << "het-compile: no kernel record (oneDNN, as untuned) for "
+                   << chosen.unmeasured.size() << " distinct products; het-tune kernels "
+                   << model << " --db " << dbPath << " measures them:\n";
+      for (const std::string &key : chosen.unmeasured)
+        llvm::errs() << "  " << key << "\n";
+    }
+  } catch (const tune::DatabaseError &e) {
+    llvm::errs() << "het-compile: warning: " << e.what()
+                 << "; every matrix product runs on oneDNN (untuned)\n";
+  }
+}
+
+} // namespace het::compile
