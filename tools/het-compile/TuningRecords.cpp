@@ -83,8 +83,9 @@ void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath, const s
         llvm::errs() << "  " << key << "\n";
     }
   } catch (const tune::DatabaseError &e) {
-    llvm::errs() << "het-compile: warning: " << e.what()
-                 << "; every matrix product runs on oneDNN (untuned)\n";
+    if (report)
+      llvm::errs() << "het-compile: warning: " << e.what()
+                   << "; every matrix product runs on oneDNN (untuned)\n";
   }
 }
 

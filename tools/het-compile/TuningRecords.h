@@ -34,7 +34,8 @@ llvm::Expected<StepTime> recordedCalibration(const std::string &dbPath,
 
 /// Marks each dense layer of `module` with its products' GEMM engines from
 /// `dbPath`; with `report`, says how many went to OpenBLAS and which
-/// products had no record (het-tune kernels `model` measures them).
+/// products had no record (het-tune kernels `model` measures them), or why
+/// the database could not be read.
 void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath,
                        const std::string &model, bool report);
 

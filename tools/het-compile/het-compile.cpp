@@ -390,8 +390,14 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
       return seconds.takeError();
     return ::het::compile::StepTime{*seconds, ""};
   }
+  // The key hashes the step as it will be compiled: with the GEMM engines
+  // the database's kernel records choose, so new kernel records mean a new
+  // calibration.
+  OwningOpRef<ModuleOp> keyed(stepModule.clone());
+  if (library == "dnnl")
+    ::het::compile::chooseGemmEngines(*keyed, tuningDb, inputFile, /*report=*/false);
   std::string workload = ::het::compile::calibrationWorkload(
-      stepModule, library,
+      *keyed, library,
       llvm::formatv("-O{0} outline-layers={1} threaded-loops={2}", optLevel.getValue(),
                     outlineLayers ? 1 : 0, threadedLoops ? 1 : 0));
   return ::het::compile::recordedCalibration(tuningDb, workload, library, measure);
