@@ -1,13 +1,16 @@
 """Rewrites the kernel records of a het-tune export so that one engine wins
-every product (twice as fast as the other), for tests that need a known
-choice rather than one this machine's timing makes.
+every product (by default twice as fast as the other), for tests that need
+a known choice rather than one this machine's timing makes.
 
-    prefer_engine.py in.json out.json openblas|onednn
+    prefer_engine.py in.json out.json openblas|onednn [RATIO]
+
+RATIO: the winner's time over the loser's (default 0.5).
 """
 import json
 import sys
 
-source, target, engine = sys.argv[1:]
+source, target, engine = sys.argv[1:4]
+ratio = float(sys.argv[4]) if len(sys.argv) > 4 else 0.5
 other = "onednn" if engine == "openblas" else "openblas"
 with open(source) as f:
     data = json.load(f)
@@ -18,9 +21,9 @@ for record in data["records"]:
     seconds = record["details"]["seconds"]
     slower = max(seconds.values())
     seconds[other] = slower
-    seconds[engine] = slower / 2
+    seconds[engine] = slower * ratio
     record["choice"] = engine
-    record["seconds"] = slower / 2
+    record["seconds"] = slower * ratio
     count += 1
 with open(target, "w") as f:
     json.dump(data, f, indent=1)
