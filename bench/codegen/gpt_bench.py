@@ -58,7 +58,10 @@ def make_model(blocks, directory):
     return path
 
 
-def compile_model(compiler, model, out, extra):
+def compile_model(compiler, model, out, extra, report=None):
+    """Compiles; returns seconds, peak MiB and the distinct-function count.
+    With `report` (a pattern), also the first line of het-compile's output
+    it matches."""
     start = time.perf_counter()
     rc, text, peak = run_measured([compiler, model, "--optimizer", "adam", "--lr", "0.001",
                                    "--time", "-o", out, *extra], with_stderr=True)
@@ -66,7 +69,11 @@ def compile_model(compiler, model, out, extra):
     if rc != 0:
         sys.exit(f"gpt_bench: het-compile failed:\n{text}")
     m = re.search(r"outlined as calls to (\d+) distinct functions", text)
-    return seconds, peak, int(m.group(1)) if m else None
+    result = seconds, peak, int(m.group(1)) if m else None
+    if report is None:
+        return result
+    found = re.search(report + r"[^\n]*", text)
+    return result, found.group(0) if found else text.strip()
 
 
 def pipeline_plan(blocks, one_kind, directory):
@@ -175,12 +182,10 @@ def main():
                                capture_output=True, text=True)
         if tuner.returncode != 0:
             sys.exit(f"gpt_bench: het-tune kernels failed:\n{tuner.stdout}{tuner.stderr}")
-        compile_model(compiler, model, tuned_exe, ["--cache-dir", cache, "--tuning-db", tuning_db])
-        chosen = subprocess.run([compiler, model, "--optimizer", "adam", "--tuning-db", tuning_db,
-                                 "--emit=mlir", "-o", os.devnull], capture_output=True, text=True)
-        m = re.search(r"\d+ matrix products[^\n]*", chosen.stderr)
-        print(f"\nhet-tune kernels at {a.threads} threads: "
-              f"{m.group(0) if m else chosen.stderr.strip()}")
+        _, chosen = compile_model(compiler, model, tuned_exe,
+                                  ["--cache-dir", cache, "--tuning-db", tuning_db],
+                                  report=r"\d+ matrix products")
+        print(f"\nhet-tune kernels at {a.threads} threads: {chosen}")
         print(f"\ntraining, {a.train_blocks} blocks, {a.steps} steps (first excluded), "
               f"{a.rounds} rounds alternating het, het with attention unfused, het tuned "
               f"and PyTorch")

@@ -80,6 +80,7 @@ constexpr int cblasRowMajor = 101, cblasNoTrans = 111, cblasTrans = 112;
 
 struct OpenBlas {
   CblasSgemm sgemm = nullptr;
+  const char *(*config)() = nullptr; // openblas_get_config
   std::string error;
 };
 
@@ -94,6 +95,7 @@ const OpenBlas &openBlas() {
       return l;
     }
     l.sgemm = reinterpret_cast<CblasSgemm>(dlsym(handle, "cblas_sgemm"));
+    l.config = reinterpret_cast<const char *(*)()>(dlsym(handle, "openblas_get_config"));
     if (!l.sgemm)
       l.error = std::string(openBlasPath()) + " has no cblas_sgemm";
     return l;
@@ -114,6 +116,15 @@ const char *openBlasPath() {
 bool openBlasAvailable(std::string &error) {
   error = openBlas().error;
   return error.empty();
+}
+
+std::string gemmLibraryVersions() {
+  const dnnl_version_t *v = dnnl_version();
+  std::string text = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                     std::to_string(v->patch);
+  if (openBlas().config)
+    text += std::string(", ") + openBlas().config();
+  return text;
 }
 
 const char *gemmEngineName(GemmEngine engine) {

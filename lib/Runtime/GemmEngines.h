@@ -45,6 +45,11 @@ const char *openBlasPath();
 
 const char *gemmEngineName(GemmEngine engine);
 
+/// "oneDNN 2.6.3, OpenBLAS 0.3.21 DYNAMIC_ARCH ... Zen": the libraries'
+/// versions and the kernel set OpenBLAS picked for this CPU (without
+/// OpenBLAS, oneDNN's alone). het-tune keys its records with it.
+std::string gemmLibraryVersions();
+
 } // namespace het::rt
 
 #endif

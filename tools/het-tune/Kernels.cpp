@@ -17,7 +17,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -51,17 +50,10 @@ int runKernels(const KernelsCommand &k, int waitMs) {
   mlir::het::registerCodegenDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  std::string error;
-  auto file = mlir::openInputFile(k.model, &error);
-  if (!file) {
-    std::fprintf(stderr, "het-tune: %s\n", error.c_str());
-    return 1;
-  }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  llvm::SourceMgr sourceMgr; // diagnostics quote the model's lines
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+      mlir::parseSourceFile<mlir::ModuleOp>(k.model, sourceMgr, &context);
   if (!module) {
     std::fprintf(stderr, "het-tune: could not parse '%s' (see the diagnostics above)\n",
                  k.model.c_str());

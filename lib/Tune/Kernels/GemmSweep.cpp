@@ -16,10 +16,7 @@
 #include "GemmEngines.h"
 
 #include <nlohmann/json.hpp>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,17 +30,6 @@ using het::rt::GemmEngine;
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string libraryVersions() {
-  const dnnl_version_t *v = dnnl_version();
-  std::string text = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
-                     "." + std::to_string(v->patch);
-  // OpenBLAS says its version and the kernel set it picked for this CPU.
-  if (void *handle = dlopen(het::rt::openBlasPath(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))
-    if (auto config = reinterpret_cast<const char *(*)()>(dlsym(handle, "openblas_get_config")))
-      text += std::string(", ") + config();
-  return text;
 }
 
 struct Timing {
@@ -61,7 +47,7 @@ GemmSweepResult sweepGemmProducts(const std::vector<GemmProduct> &products,
   std::vector<GemmEngine> engines{GemmEngine::OneDnn};
   if (het::rt::openBlasAvailable(result.openBlasError))
     engines.push_back(GemmEngine::OpenBlas);
-  std::string versions = libraryVersions(), host = hostIdentity(), version = hetVersion();
+  std::string versions = het::rt::gemmLibraryVersions(), host = hostIdentity(), version = hetVersion();
   double start = now();
   for (const GemmProduct &product : products) {
     if (now() - start > options.timeBudgetSeconds) {

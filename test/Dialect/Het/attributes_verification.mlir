@@ -78,3 +78,11 @@ func.func @gemm_engines_not_a_dense_layer(%x: tensor<8x4xf32>) -> tensor<8x4xf32
   %y = het.relu %x {het.gemm_engines = 1 : i64} : tensor<8x4xf32>
   return %y : tensor<8x4xf32>
 }
+
+// -----
+
+func.func @gemm_engines_fused_activation(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32> {
+  // expected-error @+1 {{'het.gemm_engines' puts the forward product on OpenBLAS, which cannot apply the layer's fused activation}}
+  %y = het.linear %x, %w {activation = #het.activation<relu>, het.gemm_engines = 1 : i64} : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
+  return %y : tensor<8x3xf32>
+}

@@ -92,6 +92,13 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << getGemmEnginesAttrName() << "' must be a 64-bit integer "
                              << "with a bit for each of the op's " << products
                              << " matrix products, got " << attr.getValue();
+    // oneDNN fuses a layer's activation into its forward product; OpenBLAS
+    // computes the product alone.
+    auto linear = dyn_cast<LinearOp>(op);
+    if (linear && linear.getActivation() != Activation::None && (bits.getInt() & 1))
+      return op->emitError() << "'" << getGemmEnginesAttrName()
+                             << "' puts the forward product on OpenBLAS, which cannot apply the "
+                                "layer's fused activation";
     return success();
   }
   return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
