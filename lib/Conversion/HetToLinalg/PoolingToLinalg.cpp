@@ -12,9 +12,8 @@
 // Average pooling divides by each output's count of real inputs afterwards.
 //
 // Gradients in gather form, so every input element is one thread's sum
-// without atomics: for input (h, w) and window offset (a, b), the output
-// (i, j) = ((h + p - a) / s, (w + p - b) / s) whose window covers it, when
-// that divides evenly and lies inside the output. Max pooling first finds
+// without atomics: for input (h, w), the at most ceil(k / s) outputs per
+// axis whose windows can cover it (CoveringOutput), in window-offset order. Max pooling first finds
 // each window's argmax (a second output of the forward reduction, as a flat
 // index into the input plane), then routes dy where the argmax is (h, w).
 //
@@ -95,34 +94,45 @@ Value windowTensor(OpBuilder &b, Location loc, const Window &g, Type element) {
   return b.create<tensor::EmptyOp>(loc, ArrayRef<int64_t>{g.kh, g.kw}, element);
 }
 
-/// For input position (h, w) = (dims 2, 3) and window offset (a, b) = (dims
-/// 4, 5): the output (i, j) whose window covers it at that offset, and
-/// whether there is one.
+/// How many outputs' windows can cover one input position along an axis:
+/// ceil(kernel / stride).
+int64_t coveringCandidates(int64_t kernel, int64_t stride) { return (kernel + stride - 1) / stride; }
+
+/// For input position (h, w) = (dims 2, 3) and candidate (t, u) = (dims 4,
+/// 5): the t-th output row i (and u-th column j) whose window may cover it,
+/// counted down from the last, i = (h + p) / s - t, and whether its window
+/// really does (i inside the output, h + p - i s inside the window). Down
+/// from the last output is up the window offsets a = h + p - i s: the
+/// evaluator's (row-major window) order of the terms. There are at most
+/// ceil(k / s) candidates per axis, where a loop over all k window offsets
+/// would mostly find none (a global average pool's gradient: k x k offsets
+/// for one output).
 struct CoveringOutput {
   Value i, j, valid;
   static CoveringOutput at(OpBuilder &b, Location loc, const Window &g) {
-    auto along = [&](int64_t dim, int64_t offsetDim, int64_t pad, int64_t stride,
-                     int64_t outputs, Value &out, Value &ok) {
+    auto along = [&](int64_t dim, int64_t candidateDim, int64_t pad, int64_t stride,
+                     int64_t kernel, int64_t outputs, Value &out, Value &ok) {
       Value pos = b.create<linalg::IndexOp>(loc, dim);
-      Value offset = b.create<linalg::IndexOp>(loc, offsetDim);
-      // t = pos + pad - offset, computed so it never goes below zero.
+      Value t = b.create<linalg::IndexOp>(loc, candidateDim);
       Value shifted = b.create<arith::AddIOp>(loc, pos, index(b, loc, pad));
-      Value reaches = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, shifted, offset);
-      Value t = b.create<arith::SelectOp>(
-          loc, reaches, b.create<arith::SubIOp>(loc, shifted, offset), index(b, loc, 0));
-      Value s = index(b, loc, stride);
-      Value q = b.create<arith::DivUIOp>(loc, t, s);
-      Value even = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                           b.create<arith::RemUIOp>(loc, t, s), index(b, loc, 0));
-      Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, q,
+      Value last = b.create<arith::DivUIOp>(loc, shifted, index(b, loc, stride));
+      // i = last - t, computed so it never goes below zero.
+      Value exists = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, last, t);
+      Value i = b.create<arith::SelectOp>(loc, exists, b.create<arith::SubIOp>(loc, last, t),
+                                          index(b, loc, 0));
+      Value offset = b.create<arith::SubIOp>(
+          loc, shifted, b.create<arith::MulIOp>(loc, i, index(b, loc, stride)));
+      Value inWindow = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, offset,
+                                               index(b, loc, kernel));
+      Value inside = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, i,
                                              index(b, loc, outputs));
-      ok = b.create<arith::AndIOp>(loc, reaches, b.create<arith::AndIOp>(loc, even, inside));
-      out = b.create<arith::SelectOp>(loc, ok, q, index(b, loc, 0));
+      ok = b.create<arith::AndIOp>(loc, exists, b.create<arith::AndIOp>(loc, inWindow, inside));
+      out = b.create<arith::SelectOp>(loc, ok, i, index(b, loc, 0));
     };
     CoveringOutput r;
     Value validI, validJ;
-    along(2, 4, g.ph, g.sh, g.oh, r.i, validI);
-    along(3, 5, g.pw, g.sw, g.ow, r.j, validJ);
+    along(2, 4, g.ph, g.sh, g.kh, g.oh, r.i, validI);
+    along(3, 5, g.pw, g.sw, g.kw, g.ow, r.j, validJ);
     r.valid = b.create<arith::AndIOp>(loc, validI, validJ);
     return r;
   }
@@ -226,8 +236,8 @@ Value buildArgmax(OpBuilder &b, Location loc, Value x, const Window &g, Type ele
       })[1];
 }
 
-/// dx[n, c, h, w] = sum over window offsets (a, b) of `contribution(i, j)`
-/// for the output (i, j) covering (h, w) at that offset.
+/// dx[n, c, h, w] = sum over the outputs (i, j) whose windows cover (h, w)
+/// of `contribution(i, j)`, in window-offset order.
 Value gatherFromOutputs(
     OpBuilder &b, Location loc, const Window &g, Type element,
     function_ref<Value(OpBuilder &, Location, Value n, Value c, const CoveringOutput &)>
@@ -239,7 +249,10 @@ Value gatherFromOutputs(
   AffineMap windowMap = AffineMap::get(6, 0, {a, bb}, ctx);
   AffineMap outMap = AffineMap::get(6, 0, {n, c, h, w}, ctx);
   Value zeros = filledTensor(b, loc, g.inputShape(), element, 0.0);
-  return buildGeneric(b, loc, {windowTensor(b, loc, g, element)}, {windowMap}, {zeros}, {outMap},
+  Value candidates = b.create<tensor::EmptyOp>(
+      loc, ArrayRef<int64_t>{coveringCandidates(g.kh, g.sh), coveringCandidates(g.kw, g.sw)},
+      element);
+  return buildGeneric(b, loc, {candidates}, {windowMap}, {zeros}, {outMap},
                       {par, par, par, par, red, red},
                       [&](OpBuilder &nb, Location l, ValueRange args) {
                         CoveringOutput covering = CoveringOutput::at(nb, l, g);
