@@ -28,6 +28,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -136,6 +137,8 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   }
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
+  if (options.contractionTiling)
+    pm.addNestedPass<func::FuncOp>(createTileContractionsPass(options.contractionTiling));
 
   if (options.threadedLoops) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -147,6 +150,8 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addPass(createConvertSCFToCFPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Tiled contractions are vector loads, broadcasts and arithmetic.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
@@ -186,6 +191,7 @@ void mlir::het::registerHetConversionPasses() {
   registerElideOutParamCopiesPass();
   registerBufferEntrySignaturesPass();
   registerConvertHetToRuntimePass();
+  registerTileContractionsPass();
   PassPipelineRegistration<>(
       "het-lower-to-llvm",
       "From a training step (het-training-pipeline output) to the LLVM dialect, with "
@@ -197,7 +203,8 @@ void mlir::het::registerCodegenDialects(DialectRegistry &registry) {
   registry.insert<HetDialect, func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
                   linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
                   cf::ControlFlowDialect, memref::MemRefDialect, affine::AffineDialect,
-                  bufferization::BufferizationDialect, LLVM::LLVMDialect>();
+                  bufferization::BufferizationDialect, vector::VectorDialect,
+                  LLVM::LLVMDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);

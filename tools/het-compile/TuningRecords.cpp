@@ -89,4 +89,33 @@ void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath, const s
   }
 }
 
+std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath) {
+  try {
+    auto db = tune::TuningDatabase::open(dbPath, tune::TuningDatabase::Mode::ReadOnly);
+    return std::make_shared<tune::RecordedTilings>(*db);
+  } catch (const tune::DatabaseError &e) {
+    llvm::errs() << "het-compile: warning: " << e.what()
+                 << "; generated contractions stay untiled (untuned)\n";
+    return nullptr;
+  }
+}
+
+void reportTilings(const tune::RecordedTilings &tilings, const std::string &dbPath,
+                   const std::string &model) {
+  std::set<std::string> found = tilings.found(), missing = tilings.missing();
+  if (found.empty() && missing.empty())
+    return; // no generated contraction in this build
+  llvm::errs() << "het-compile: tuning database " << dbPath << ": " << found.size()
+               << " distinct generated contractions tiled as recorded";
+  if (missing.empty()) {
+    llvm::errs() << "\n";
+    return;
+  }
+  llvm::errs() << ", " << missing.size()
+               << " without a record (untiled loops); het-tune kernels " << model
+               << " --library mlir --db " << dbPath << " measures them:\n";
+  for (const std::string &signature : missing)
+    llvm::errs() << "  " << signature << "\n";
+}
+
 } // namespace het::compile

@@ -1,8 +1,9 @@
 //===- TuningRecords.h - het-compile's uses of the tuning database -*- C++ -*-===//
 //
 // --tuning-db F: --plan auto's calibrations are looked up and recorded
-// there, and each dense layer's matrix products take the GEMM engine
-// het-tune kernels measured faster (docs/tuning.md). An unusable database
+// there, each dense layer's matrix products take the GEMM engine het-tune
+// kernels measured faster and each generated contraction the register
+// tiling het-tune kernels --library mlir measured fastest (docs/tuning.md). An unusable database
 // is a warning and untuned behaviour, never a failure.
 //
 //===----------------------------------------------------------------------===//
@@ -12,10 +13,13 @@
 
 #include "AutoPlan.h"
 
+#include "het/Tune/ContractionTuning.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace het::compile {
@@ -38,6 +42,15 @@ llvm::Expected<StepTime> recordedCalibration(const std::string &dbPath,
 /// the database could not be read.
 void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath,
                        const std::string &model, bool report);
+
+/// The contraction tilings `dbPath` records for this host, or null (with a
+/// warning) when it cannot be read.
+std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath);
+
+/// Says how many of the build's generated contractions had a record and
+/// lists those that had none.
+void reportTilings(const tune::RecordedTilings &tilings, const std::string &dbPath,
+                   const std::string &model);
 
 } // namespace het::compile
 

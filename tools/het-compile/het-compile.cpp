@@ -142,11 +142,19 @@ cl::opt<std::string> planFile("plan",
                                        "device kind on the model and plans for --cluster"),
                               cl::value_desc("P.json|auto"), cl::init(""),
                               cl::cat(distributed));
+cl::opt<std::string> contractionTiling(
+    "contraction-tiling", cl::value_desc("tiling"),
+    cl::desc("with --library=mlir: tile every generated contraction it fits so, e.g. 'row=d0 "
+             "rows=4 width=16 vectors=2 order=rows' (docs/tuning.md; --tuning-db chooses per "
+             "contraction instead)"),
+    cl::cat(category));
+
 cl::opt<std::string> tuningDb(
     "tuning-db",
     cl::desc("tuning database (het-tune, docs/tuning.md): each dense layer's matrix "
              "products run on the engine (oneDNN or OpenBLAS) het-tune kernels measured "
-             "fastest on this host; --plan auto takes each device kind's step time from it "
+             "fastest on this host; with --library=mlir each generated contraction gets the "
+             "register tiling het-tune kernels --library mlir measured fastest; --plan auto takes each device kind's step time from it "
              "when this step, compiled the same way on this host, was measured before, and "
              "records what it measures"),
     cl::value_desc("F.db"), cl::cat(category));
@@ -523,12 +531,26 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
   std::string errorMessage;
   if (!tuningDb.empty() && options.library == mlir::het::KernelLibrary::Dnnl)
     ::het::compile::chooseGemmEngines(module, tuningDb, inputFile, timer.print);
+  mlir::het::CpuPipelineOptions lowering = options;
+  // Generated contractions (--library=mlir, or a pipeline's cpu.mlir
+  // stages) take their recorded tilings.
+  std::shared_ptr<::het::tune::RecordedTilings> tilings;
+  if (!tuningDb.empty() && !lowering.contractionTiling &&
+      (options.library == mlir::het::KernelLibrary::Mlir || options.pipeline)) {
+    tilings = ::het::compile::recordedTilings(tuningDb);
+    if (tilings)
+      lowering.contractionTiling = [tilings](llvm::StringRef signature) {
+        return tilings->lookup(signature);
+      };
+  }
   PassManager pm(module.getContext());
   if (failed(applyDeveloperOptions(pm)))
     return fail("bad --mlir-* pass manager option");
-  mlir::het::buildHetToLLVMPipeline(pm, options);
+  mlir::het::buildHetToLLVMPipeline(pm, lowering);
   if (failed(runVerified(pm, module)))
     return fail("could not lower '" + inputFile + "' to native code (see the diagnostics above)");
+  if (tilings && timer.print)
+    ::het::compile::reportTilings(*tilings, tuningDb, inputFile);
   if (!gpuTargetLabel.empty())
     addGpuTargetGlobal(module, gpuTargetLabel);
   SmallVector<std::string> counts;
@@ -736,6 +758,14 @@ int main(int argc, char **argv) {
   options.fuseElementwise = optLevel != '0';
   options.outlineLayers = outlineLayers;
   options.threadedLoops = threadedLoops;
+  if (!contractionTiling.empty()) {
+    std::optional<mlir::het::ContractionTiling> tiling =
+        mlir::het::ContractionTiling::parse(contractionTiling);
+    if (!tiling)
+      return fail("--contraction-tiling '" + contractionTiling +
+                  "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'");
+    options.contractionTiling = [tiling](llvm::StringRef) { return tiling; };
+  }
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))

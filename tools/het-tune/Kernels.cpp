@@ -1,8 +1,10 @@
-//===- Kernels.cpp - het-tune kernels MODEL --db F --------------------------===//
+//===- Kernels.cpp - het-tune kernels MODEL --db F [--library dnnl|mlir] ----===//
 //
-// Builds the model's training step (as het-compile does), lists the
-// distinct matrix products of its dense layers and times each on every
-// engine (lib/Tune/Kernels/GemmSweep.cpp).
+// Builds the model's training step (as het-compile does), then either lists
+// the distinct matrix products of its dense layers and times each on every
+// GEMM engine (--library dnnl, lib/Tune/Kernels/GemmSweep.cpp) or lowers it
+// with generated kernels to buffers and times every tiling of each distinct
+// contraction (--library mlir, ContractionSweep.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,7 @@
 
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
+#include "het/Tune/ContractionTuning.h"
 #include "het/Tune/GemmTuning.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -26,22 +29,78 @@ using namespace het::tune;
 
 void addKernelsCommand(CLI::App &app, KernelsCommand &k) {
   k.command = app.add_subcommand(
-      "kernels", "time each distinct matrix product of a model's dense layers on oneDNN and "
-                 "OpenBLAS; het-compile --tuning-db then runs each on the faster");
+      "kernels", "--library dnnl: time each distinct matrix product of a model's dense layers "
+                 "on oneDNN and OpenBLAS; --library mlir: time the register tilings of each "
+                 "distinct generated contraction (matmul, linear, convolution); het-compile "
+                 "--tuning-db then uses the fastest");
   k.command->add_option("model", k.model, "the model (.mlir), as given to het-compile")
       ->required()
       ->check(CLI::ExistingFile);
   k.command->add_option("--db", k.db, "the tuning database (created if missing)")->required();
-  k.command->add_option("--threads", k.threads, "thread counts to time at (default 1)")
+  k.command
+      ->add_option("--library", k.library,
+                   "dnnl (default): GEMM engines of the oneDNN build (cpu.onednn); mlir: "
+                   "tilings of the generated build's contractions (cpu.mlir, one thread)")
+      ->check(CLI::IsMember({"dnnl", "mlir"}));
+  k.command->add_option("--threads", k.threads,
+                        "--library dnnl: thread counts to time at (default 1)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
-  k.command->add_option("--rounds", k.rounds, "interleaved rounds (default 5)")
+  k.command->add_option("--rounds", k.rounds,
+                        "interleaved rounds (default 5 for dnnl, 3 for mlir)")
       ->check(CLI::Range(1, 100));
   k.command->add_option("--time-budget", k.timeBudget,
                         "seconds; products not reached by then are listed, not recorded "
                         "(default 300)")
       ->check(CLI::PositiveNumber);
 }
+
+namespace {
+
+/// --library mlir: the step lowered with generated kernels to buffers (as
+/// het-compile lowers it, up to where het-tile-contractions runs), its
+/// distinct contractions timed with every tiling.
+int tuneContractions(const KernelsCommand &k, mlir::ModuleOp module, int waitMs) {
+  mlir::PassManager pm(module.getContext());
+  mlir::het::CpuPipelineOptions lowering;
+  lowering.library = mlir::het::KernelLibrary::Mlir;
+  mlir::het::buildHetToBuffersPipeline(pm, lowering);
+  if (failed(pm.run(module))) {
+    std::fprintf(stderr, "het-tune: could not lower '%s' with generated kernels\n",
+                 k.model.c_str());
+    return 1;
+  }
+  std::vector<std::string> untilable;
+  std::vector<ContractionCase> cases = distinctContractions(module, &untilable);
+  for (const std::string &why : untilable)
+    std::printf("not tilable, left to linalg loops: %s\n", why.c_str());
+  if (cases.empty()) {
+    std::fprintf(stderr,
+                 "het-tune: '%s' has no generated contraction (matmul, linear, conv2d) to "
+                 "tune\n",
+                 k.model.c_str());
+    return 1;
+  }
+  auto db = TuningDatabase::open(k.db, TuningDatabase::Mode::ReadWrite, waitMs);
+  std::printf("%zu distinct contractions in %s (generated kernels); on %s, het %s, %s; one "
+              "thread\n",
+              cases.size(), k.model.c_str(), hostIdentity().c_str(), hetVersion().c_str(),
+              contractionCompiler().c_str());
+  std::fflush(stdout);
+  ContractionSweepOptions options;
+  if (k.rounds > 0)
+    options.rounds = k.rounds;
+  options.timeBudgetSeconds = k.timeBudget;
+  ContractionSweepResult result = sweepContractions(cases, options, *db, stdout);
+  for (const std::string &signature : result.notReached)
+    std::printf("not reached within --time-budget %g s: %s\n", k.timeBudget, signature.c_str());
+  for (const std::string &error : result.errors)
+    std::fprintf(stderr, "het-tune: %s\n", error.c_str());
+  std::printf("%zu records written to %s\n", result.records.size(), k.db.c_str());
+  return result.errors.empty() ? 0 : 1;
+}
+
+} // namespace
 
 int runKernels(const KernelsCommand &k, int waitMs) {
   mlir::het::registerHetPasses();
@@ -72,6 +131,8 @@ int runKernels(const KernelsCommand &k, int waitMs) {
                  k.model.c_str());
     return 1;
   }
+  if (k.library == "mlir")
+    return tuneContractions(k, *module, waitMs);
   std::vector<GemmProduct> products = distinctGemmProducts(*module);
   if (products.empty()) {
     std::fprintf(stderr, "het-tune: '%s' has no dense layer (het.linear) to tune\n",
@@ -85,7 +146,7 @@ int runKernels(const KernelsCommand &k, int waitMs) {
   std::fflush(stdout);
   GemmSweepOptions options;
   options.threads = k.threads;
-  options.rounds = k.rounds;
+  options.rounds = k.rounds > 0 ? k.rounds : 5;
   options.timeBudgetSeconds = k.timeBudget;
   GemmSweepResult result = sweepGemmProducts(products, options, *db, stdout);
   if (!result.openBlasError.empty())

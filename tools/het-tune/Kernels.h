@@ -1,6 +1,8 @@
 //===- Kernels.h - het-tune kernels ---------------------------------*- C++ -*-===//
 //
-// The `kernels` command, built with the compiler (lib/Tune/Kernels).
+// The `kernels` command, built with the compiler (lib/Tune/Kernels): GEMM
+// engines of dense layers (--library dnnl) or tilings of generated
+// contractions (--library mlir).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +17,9 @@
 struct KernelsCommand {
   CLI::App *command = nullptr;
   std::string model, db;
+  std::string library = "dnnl";
   std::vector<int> threads{1};
-  int rounds = 5;
+  int rounds = 0; // 0: the library's default (5 for dnnl, 3 for mlir)
   double timeBudget = 300;
 };
 

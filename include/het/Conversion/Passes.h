@@ -15,6 +15,8 @@
 #ifndef HET_CONVERSION_PASSES_H
 #define HET_CONVERSION_PASSES_H
 
+#include "het/Conversion/ContractionTiling.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -143,6 +145,10 @@ struct CpuPipelineOptions {
   /// maps its loops onto kernels there: the deallocation analysis knows no
   /// GPU launch).
   std::function<void(OpPassManager &)> afterDeallocation;
+  /// Which generated contractions het-tile-contractions turns into
+  /// register-tiled vector loops (het-compile --tuning-db: the records
+  /// het-tune kernels --library mlir made); unset, all stay linalg loops.
+  ContractionTilingLookup contractionTiling;
   /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
   /// malloc/free: a GPU executable's buffers are managed memory.
   bool genericAllocation = false;

@@ -1,0 +1,107 @@
+//===- ContractionTiling.h - register-tiled, vectorized generated contractions -*- C++ -*-===//
+//
+// `library=mlir` lowers matmuls, linear layers and convolutions to
+// linalg.generic contractions (out += in0 * in1), which linalg-to-loops
+// turns into scalar loop nests. het-tile-contractions replaces a
+// contraction (on buffers, after deallocation) by a register-tiled,
+// vectorized loop nest chosen by a ContractionTiling:
+//
+//   for the other parallel dims:               (outermost one scf.parallel)
+//     for row blocks of `rows` / vector blocks of `vectors` x `width` columns
+//       acc[rows][vectors] = out tile                  (vector registers)
+//       for every reduction point, in iteration order:
+//         acc[i][j] = acc[i][j] + in0 * in1            (vector loads, broadcasts)
+//       out tile = acc
+//
+// `vecDim`, the vector dimension, is the output's innermost (contiguous)
+// dimension; `rowDim` is another parallel dimension of the output. Each
+// output element still sums its products in the evaluator's order, as a
+// separate multiply and add (no fused multiply-add), so results are
+// bitwise those of the untiled loops. Sizes that the blocks do not divide
+// get tail blocks (fewer rows, one narrower vector).
+//
+// Which tiling a contraction gets is looked up by its signature (its
+// iteration space, maps and operand types, not where it is): het-tune
+// kernels --library mlir measures candidates into the tuning database and
+// het-compile --tuning-db reads the best back (docs/tuning.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_CONVERSION_CONTRACTIONTILING_H
+#define HET_CONVERSION_CONTRACTIONTILING_H
+
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class Operation;
+class RewriterBase;
+namespace linalg {
+class GenericOp;
+} // namespace linalg
+} // namespace mlir
+
+namespace mlir::het {
+
+struct ContractionTiling {
+  unsigned rowDim = 0;  ///< iteration dimension blocked into `rows` registers rows
+  unsigned rows = 1;    ///< rows per register block
+  unsigned width = 16;  ///< f32 lanes per vector
+  unsigned vectors = 1; ///< vectors per register block row
+  bool rowsOutside = true; ///< row blocks in the outer loop (else column blocks)
+
+  /// "row=d0 rows=4 width=16 vectors=2 order=rows" (what the database stores).
+  std::string str() const;
+  /// The inverse of str(); std::nullopt for anything it did not write.
+  static std::optional<ContractionTiling> parse(llvm::StringRef text);
+};
+
+/// Whether `op` is a contraction het-tile-contractions can tile (on
+/// buffers: f32, out += in0 * in1, an output whose innermost index is a
+/// parallel dimension that the inputs read contiguously or not at all);
+/// otherwise why not, in `why`.
+bool isTilableContraction(linalg::GenericOp op, std::string *why = nullptr);
+
+/// The key tuning records use for `op`: its loop ranges, iterator types,
+/// indexing maps and operand types, e.g.
+/// "contraction [256,784,1024] [p,r,p] (d0,d1)|(d1,d2)|(d0,d2) 256x784|784x1024|256x1024 f32".
+std::string contractionSignature(linalg::GenericOp op);
+
+/// The tilings worth timing for `op` (registers permitting), for
+/// het-tune: every parallel output dimension as the row dimension, 1-8
+/// rows, 1-4 vectors of `widths` lanes, both loop orders.
+std::vector<ContractionTiling> contractionTilingCandidates(linalg::GenericOp op,
+                                                           llvm::ArrayRef<unsigned> widths);
+
+/// Checks `tiling` against `op` (its row dimension is a parallel output
+/// dimension other than the vector one; sizes are positive).
+LogicalResult verifyTiling(linalg::GenericOp op, const ContractionTiling &tiling,
+                           std::string *why = nullptr);
+
+/// Replaces `op` by the tiled loop nest.
+LogicalResult tileContraction(RewriterBase &rewriter, linalg::GenericOp op,
+                              const ContractionTiling &tiling);
+
+/// Which tiling a contraction with this signature gets (std::nullopt:
+/// leave it to linalg-to-loops).
+using ContractionTilingLookup =
+    std::function<std::optional<ContractionTiling>(llvm::StringRef signature)>;
+
+/// `het-tile-contractions`: tiles every tilable contraction `lookup`
+/// knows (a `het.contraction_tiling` string attribute on the op overrides
+/// it, for tests). With `everywhere`, contractions the lookup does not know
+/// get that tiling instead (the pass option `tiling=...`).
+std::unique_ptr<Pass> createTileContractionsPass(ContractionTilingLookup lookup,
+                                                 std::optional<ContractionTiling> everywhere = {});
+
+void registerTileContractionsPass();
+
+} // namespace mlir::het
+
+#endif // HET_CONVERSION_CONTRACTIONTILING_H

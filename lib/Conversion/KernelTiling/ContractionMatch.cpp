@@ -1,0 +1,214 @@
+//===- ContractionMatch.cpp - which contractions can be tiled, their keys and candidates ===//
+//
+// The half of het-tile-contractions that decides without rewriting: whether
+// a linalg.generic is a contraction the tiler handles, the signature its
+// tuning records are keyed by, the candidate tilings het-tune times and the
+// (de)serialization of a tiling. The loop nest itself is built in
+// TileContractions.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/ContractionTiling.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::het;
+
+std::string ContractionTiling::str() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "row=d" << rowDim << " rows=" << rows << " width=" << width << " vectors=" << vectors
+     << " order=" << (rowsOutside ? "rows" : "columns");
+  return text;
+}
+
+std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) {
+  ContractionTiling tiling;
+  llvm::SmallVector<llvm::StringRef> fields;
+  text.trim().split(fields, ' ', -1, /*KeepEmpty=*/false);
+  if (fields.size() != 5)
+    return std::nullopt;
+  auto number = [](llvm::StringRef field, llvm::StringRef name, unsigned &value) {
+    return field.consume_front(name) && !field.getAsInteger(10, value);
+  };
+  if (!number(fields[0], "row=d", tiling.rowDim) || !number(fields[1], "rows=", tiling.rows) ||
+      !number(fields[2], "width=", tiling.width) ||
+      !number(fields[3], "vectors=", tiling.vectors))
+    return std::nullopt;
+  if (fields[4] == "order=rows")
+    tiling.rowsOutside = true;
+  else if (fields[4] == "order=columns")
+    tiling.rowsOutside = false;
+  else
+    return std::nullopt;
+  if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0 || tiling.rows > 64 ||
+      tiling.width > 64 || tiling.vectors > 16)
+    return std::nullopt;
+  return tiling;
+}
+
+namespace {
+
+bool fail(std::string *why, const llvm::Twine &reason) {
+  if (why)
+    *why = reason.str();
+  return false;
+}
+
+/// Whether `type`'s innermost dimension has stride 1 (vector loads read it).
+bool innermostContiguous(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(getStridesAndOffset(type, strides, offset)))
+    return false;
+  return strides.empty() || strides.back() == 1;
+}
+
+} // namespace
+
+bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return fail(why, "not two inputs and one output");
+  for (Value operand : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.getType());
+    if (!type)
+      return fail(why, "not on buffers");
+    if (!type.hasStaticShape() || !type.getElementType().isF32())
+      return fail(why, "not a static f32 buffer");
+  }
+  // The body: out + in0 * in1 (either operand order), yielded.
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return fail(why, "body is not one multiply and one add");
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast_if_present<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add ||
+      mul.getFastmathAttr().getValue() != arith::FastMathFlags::none ||
+      add.getFastmathAttr().getValue() != arith::FastMathFlags::none)
+    return fail(why, "body is not out + in0 * in1");
+  BlockArgument in0 = body.getArgument(0), in1 = body.getArgument(1), out = body.getArgument(2);
+  bool mulOfInputs = (mul.getLhs() == in0 && mul.getRhs() == in1) ||
+                     (mul.getLhs() == in1 && mul.getRhs() == in0);
+  bool addOfOut = (add.getLhs() == out && add.getRhs() == mul) ||
+                  (add.getLhs() == mul && add.getRhs() == out);
+  if (!mulOfInputs || !addOfOut)
+    return fail(why, "body is not out + in0 * in1");
+
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (llvm::none_of(iterators, [](auto t) { return t == utils::IteratorType::reduction; }))
+    return fail(why, "no reduction dimension");
+  AffineMap outMap = op.getIndexingMapsArray()[2];
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0)
+    return fail(why, "output map is not a projected permutation");
+  unsigned vecDim = cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
+  for (unsigned d = 0; d < iterators.size(); ++d)
+    if (iterators[d] == utils::IteratorType::parallel && !outMap.isFunctionOfDim(d))
+      return fail(why, "a parallel dimension the output does not index");
+  if (!innermostContiguous(cast<MemRefType>(op.getDpsInits()[0].getType())))
+    return fail(why, "output's innermost dimension is strided");
+  for (unsigned i = 0; i < 2; ++i) {
+    AffineMap map = op.getIndexingMapsArray()[i];
+    if (!map.isFunctionOfDim(vecDim))
+      continue; // broadcast along the vector: one scalar per reduction point
+    ArrayRef<AffineExpr> results = map.getResults();
+    for (AffineExpr e : results.drop_back())
+      if (e.isFunctionOfDim(vecDim))
+        return fail(why, "an input reads the vector dimension outside its innermost index");
+    AffineExpr rest = results.back() - getAffineDimExpr(vecDim, op.getContext());
+    rest = simplifyAffineExpr(rest, map.getNumDims(), map.getNumSymbols());
+    if (rest.isFunctionOfDim(vecDim))
+      return fail(why, "an input reads the vector dimension with a stride");
+    if (!innermostContiguous(cast<MemRefType>(op.getDpsInputs()[i].getType())))
+      return fail(why, "an input's innermost dimension is strided");
+  }
+  return true;
+}
+
+std::string mlir::het::contractionSignature(linalg::GenericOp op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "contraction [";
+  llvm::interleave(op.getStaticLoopRanges(), os, ",");
+  os << "] [";
+  llvm::interleave(op.getIteratorTypesArray(), os,
+                   [&](utils::IteratorType t) {
+                     os << (t == utils::IteratorType::parallel ? 'p' : 'r');
+                   },
+                   ",");
+  os << "] ";
+  // Maps without their "(d0, d1, d2) ->" header: the loop count is above.
+  llvm::interleave(op.getIndexingMapsArray(), os,
+                   [&](AffineMap map) {
+                     os << "(";
+                     llvm::interleave(map.getResults(), os, ",");
+                     os << ")";
+                   },
+                   "|");
+  os << " ";
+  llvm::interleave(op->getOperandTypes(), os,
+                   [&](Type type) {
+                     llvm::interleave(cast<MemRefType>(type).getShape(), os, "x");
+                   },
+                   "|");
+  // Whether the body reads `in0 * in1` or `in1 * in0`, `out + p` or
+  // `p + out` is the same arithmetic, so not part of the key.
+  os << " f32";
+  return text;
+}
+
+LogicalResult mlir::het::verifyTiling(linalg::GenericOp op, const ContractionTiling &tiling,
+                                      std::string *why) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  AffineMap outMap = op.getIndexingMapsArray()[2];
+  unsigned vecDim = cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
+  if (tiling.rowDim >= iterators.size() || tiling.rowDim == vecDim ||
+      iterators[tiling.rowDim] != utils::IteratorType::parallel) {
+    fail(why, "row dimension d" + llvm::Twine(tiling.rowDim) +
+                  " is not a parallel output dimension other than the vector one (d" +
+                  llvm::Twine(vecDim) + ")");
+    return failure();
+  }
+  if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0) {
+    fail(why, "a zero size");
+    return failure();
+  }
+  return success();
+}
+
+std::vector<ContractionTiling>
+mlir::het::contractionTilingCandidates(linalg::GenericOp op, llvm::ArrayRef<unsigned> widths) {
+  std::vector<ContractionTiling> candidates;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  AffineMap outMap = op.getIndexingMapsArray()[2];
+  unsigned vecDim = cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
+  for (AffineExpr e : outMap.getResults().drop_back()) {
+    unsigned rowDim = cast<AffineDimExpr>(e).getPosition();
+    if (ranges[rowDim] < 2 && outMap.getNumResults() > 2)
+      continue; // a unit dimension makes no rows; others will
+    for (unsigned rows : {1u, 2u, 4u, 6u, 8u}) {
+      if (rows > ranges[rowDim])
+        continue;
+      for (unsigned width : widths) {
+        for (unsigned vectors : {1u, 2u, 4u}) {
+          // Accumulators must stay in registers (32 on AVX-512, 16 on AVX2;
+          // loads and broadcasts need a few more).
+          // A block wider than the dimension is all tail: one such is enough.
+          if (rows * vectors > 24 || (vectors > 1 && int64_t(width) * vectors > ranges[vecDim]))
+            continue;
+          for (bool rowsOutside : {true, false})
+            candidates.push_back({rowDim, rows, width, vectors, rowsOutside});
+        }
+      }
+    }
+  }
+  return candidates;
+}

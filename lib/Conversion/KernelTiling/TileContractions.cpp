@@ -1,0 +1,402 @@
+//===- TileContractions.cpp - het-tile-contractions: register tiles of vectors ===//
+//
+// Builds the loop nest ContractionTiling.h describes in place of a
+// contraction on buffers. The accumulators of a block (rows x vectors
+// vector<width x f32>) are loaded once, carried through the reduction loops
+// as loop-carried values (so LLVM keeps them in registers) and stored once;
+// per reduction point each input is read once per block: a vector load
+// where it varies along the vector dimension (contiguously: checked by
+// isTilableContraction), otherwise a scalar load broadcast to the lanes.
+//
+// Why not linalg's tiling and vectorizer: they would give the same loops
+// for matmuls, but a convolution's input index `ow + kw` is not a projected
+// permutation and linalg::vectorize rejects it, and their contraction
+// lowering emits fused multiply-adds, which would change every result's
+// last bits against the evaluator. Written directly, one emitter covers
+// every contraction HetToLinalg produces and keeps the evaluator's order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Conversion/ContractionTiling.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+constexpr StringLiteral kTilingAttr = "het.contraction_tiling";
+
+/// A range of row (or column) block starts [begin, end) by `step`, each
+/// block `count` rows (or made of `widths` vectors).
+struct BlockRange {
+  int64_t begin, end, step;
+  unsigned count;                // rows
+  SmallVector<unsigned> widths;  // vector widths, for column blocks
+};
+
+class NestBuilder {
+public:
+  NestBuilder(linalg::GenericOp op, const ContractionTiling &tiling)
+      : op(op), tiling(tiling), loc(op.getLoc()), ranges(op.getStaticLoopRanges()),
+        maps(op.getIndexingMapsArray()) {
+    vecDim = cast<AffineDimExpr>(maps[2].getResults().back()).getPosition();
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    for (unsigned d = 0; d < iterators.size(); ++d) {
+      if (iterators[d] == utils::IteratorType::reduction)
+        reductions.push_back(d);
+      else if (d != vecDim && d != tiling.rowDim)
+        otherParallel.push_back(d);
+    }
+    Block &body = op.getRegion().front();
+    auto mul = cast<arith::MulFOp>(body.front());
+    auto add = cast<arith::AddFOp>(mul->getNextNode());
+    mulSwapped = mul.getLhs() == body.getArgument(1);
+    addOutFirst = add.getLhs() == body.getArgument(2);
+  }
+
+  void build(OpBuilder &b) {
+    SmallVector<Value> dims(ranges.size(), constant(b, 0));
+    if (otherParallel.empty()) {
+      buildBlocks(b, dims, /*parallelOuter=*/true);
+      return;
+    }
+    SmallVector<Value> lower, upper, steps;
+    for (unsigned d : otherParallel) {
+      lower.push_back(constant(b, 0));
+      upper.push_back(constant(b, ranges[d]));
+      steps.push_back(constant(b, 1));
+    }
+    b.create<scf::ParallelOp>(loc, lower, upper, steps,
+                              [&](OpBuilder &nb, Location, ValueRange ivs) {
+                                SmallVector<Value> inner(dims);
+                                for (auto [d, iv] : llvm::zip(otherParallel, ivs))
+                                  inner[d] = iv;
+                                buildBlocks(nb, inner, /*parallelOuter=*/false);
+                              });
+  }
+
+private:
+  Value constant(OpBuilder &b, int64_t value) {
+    return b.create<arith::ConstantIndexOp>(loc, value);
+  }
+
+  SmallVector<BlockRange> rowRanges() const {
+    int64_t size = ranges[tiling.rowDim], main = size / tiling.rows * tiling.rows;
+    SmallVector<BlockRange> result;
+    if (main > 0)
+      result.push_back({0, main, tiling.rows, tiling.rows, {}});
+    if (main < size)
+      result.push_back({main, main + 1, 1, unsigned(size - main), {}});
+    return result;
+  }
+
+  SmallVector<BlockRange> columnRanges() const {
+    int64_t size = ranges[vecDim], block = int64_t(tiling.width) * tiling.vectors;
+    int64_t main = size / block * block;
+    SmallVector<BlockRange> result;
+    if (main > 0)
+      result.push_back(
+          {0, main, block, 0, SmallVector<unsigned>(tiling.vectors, tiling.width)});
+    if (main < size) {
+      // The tail: whole vectors, then one narrower.
+      SmallVector<unsigned> widths;
+      int64_t left = size - main;
+      for (; left >= tiling.width; left -= tiling.width)
+        widths.push_back(tiling.width);
+      if (left > 0)
+        widths.push_back(unsigned(left));
+      result.push_back({main, main + 1, 1, 0, widths});
+    }
+    return result;
+  }
+
+  /// Calls `body` for each start in `range`: a loop, or once for a single block.
+  void forEachStart(OpBuilder &b, const BlockRange &range, bool parallel,
+                    function_ref<void(OpBuilder &, Value)> body) {
+    if (range.end - range.begin <= range.step) {
+      body(b, constant(b, range.begin));
+      return;
+    }
+    Value lower = constant(b, range.begin), upper = constant(b, range.end),
+          step = constant(b, range.step);
+    if (parallel) {
+      b.create<scf::ParallelOp>(loc, ValueRange{lower}, ValueRange{upper}, ValueRange{step},
+                                [&](OpBuilder &nb, Location, ValueRange ivs) { body(nb, ivs[0]); });
+      return;
+    }
+    b.create<scf::ForOp>(loc, lower, upper, step, ValueRange{},
+                         [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                           body(nb, iv);
+                           nb.create<scf::YieldOp>(loc);
+                         });
+  }
+
+  void buildBlocks(OpBuilder &b, SmallVector<Value> dims, bool parallelOuter) {
+    SmallVector<BlockRange> rowsR = rowRanges(), colsR = columnRanges();
+    bool rowsOutside = tiling.rowsOutside;
+    const SmallVector<BlockRange> &outer = rowsOutside ? rowsR : colsR;
+    const SmallVector<BlockRange> &inner = rowsOutside ? colsR : rowsR;
+    for (const BlockRange &o : outer) {
+      forEachStart(b, o, parallelOuter, [&](OpBuilder &ob, Value outerStart) {
+        for (const BlockRange &i : inner) {
+          forEachStart(ob, i, false, [&](OpBuilder &ib, Value innerStart) {
+            const BlockRange &rowRange = rowsOutside ? o : i;
+            const BlockRange &colRange = rowsOutside ? i : o;
+            Value row0 = rowsOutside ? outerStart : innerStart;
+            Value col0 = rowsOutside ? innerStart : outerStart;
+            buildBlock(ib, dims, row0, rowRange.count, col0, colRange.widths);
+          });
+        }
+      });
+    }
+  }
+
+  /// Indices of `map` at the iteration point `dims`.
+  SmallVector<Value> indices(OpBuilder &b, AffineMap map, ArrayRef<Value> dims) {
+    SmallVector<Value> result;
+    for (AffineExpr e : map.getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(e))
+        result.push_back(dims[dim.getPosition()]);
+      else if (auto c = dyn_cast<AffineConstantExpr>(e))
+        result.push_back(constant(b, c.getValue()));
+      else
+        result.push_back(b.create<affine::AffineApplyOp>(
+            loc, AffineMap::get(map.getNumDims(), 0, e), dims));
+    }
+    return result;
+  }
+
+  /// One register block: rows x widths.size() accumulators.
+  void buildBlock(OpBuilder &b, SmallVector<Value> dims, Value row0, unsigned rows, Value col0,
+                  ArrayRef<unsigned> widths) {
+    Type f32 = b.getF32Type();
+    SmallVector<Value> rowIndex, colIndex;
+    for (unsigned i = 0; i < rows; ++i)
+      rowIndex.push_back(i == 0 ? row0 : b.create<arith::AddIOp>(loc, row0, constant(b, i)));
+    unsigned offset = 0;
+    for (unsigned w : widths) {
+      colIndex.push_back(offset == 0 ? col0
+                                     : b.create<arith::AddIOp>(loc, col0, constant(b, offset)));
+      offset += w;
+    }
+    Value out = op.getDpsInits()[0];
+    SmallVector<Value> accumulators;
+    for (unsigned i = 0; i < rows; ++i) {
+      for (unsigned j = 0; j < widths.size(); ++j) {
+        dims[tiling.rowDim] = rowIndex[i];
+        dims[vecDim] = colIndex[j];
+        accumulators.push_back(b.create<vector::LoadOp>(loc, VectorType::get({widths[j]}, f32),
+                                                        out, indices(b, maps[2], dims)));
+      }
+    }
+    SmallVector<Value> sums =
+        buildReductions(b, dims, 0, accumulators, rowIndex, colIndex, widths);
+    for (unsigned i = 0; i < rows; ++i) {
+      for (unsigned j = 0; j < widths.size(); ++j) {
+        dims[tiling.rowDim] = rowIndex[i];
+        dims[vecDim] = colIndex[j];
+        b.create<vector::StoreOp>(loc, sums[i * widths.size() + j], out,
+                                  indices(b, maps[2], dims));
+      }
+    }
+  }
+
+  /// The reduction loops, outermost first (the evaluator's order), carrying
+  /// the accumulators.
+  SmallVector<Value> buildReductions(OpBuilder &b, SmallVector<Value> dims, unsigned level,
+                                     ValueRange accumulators, ArrayRef<Value> rowIndex,
+                                     ArrayRef<Value> colIndex, ArrayRef<unsigned> widths) {
+    if (level == reductions.size())
+      return multiplyAdd(b, dims, accumulators, rowIndex, colIndex, widths);
+    unsigned d = reductions[level];
+    auto loop = b.create<scf::ForOp>(
+        loc, constant(b, 0), constant(b, ranges[d]), constant(b, 1), accumulators,
+        [&](OpBuilder &nb, Location, Value iv, ValueRange carried) {
+          SmallVector<Value> inner(dims);
+          inner[d] = iv;
+          nb.create<scf::YieldOp>(
+              loc, buildReductions(nb, inner, level + 1, carried, rowIndex, colIndex, widths));
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  SmallVector<Value> multiplyAdd(OpBuilder &b, SmallVector<Value> dims, ValueRange accumulators,
+                                 ArrayRef<Value> rowIndex, ArrayRef<Value> colIndex,
+                                 ArrayRef<unsigned> widths) {
+    Type f32 = b.getF32Type();
+    // Each input's value for block element (i, j), read once: keyed by the
+    // row if it depends on it and by the vector (or its width, for a
+    // broadcast scalar) otherwise.
+    std::map<std::tuple<unsigned, unsigned, unsigned, bool>, Value> values;
+    std::map<std::pair<unsigned, unsigned>, Value> scalars;
+    auto input = [&](unsigned k, unsigned i, unsigned j) -> Value {
+      AffineMap map = maps[k];
+      bool byRow = map.isFunctionOfDim(tiling.rowDim), byVector = map.isFunctionOfDim(vecDim);
+      unsigned row = byRow ? i : 0, key = byVector ? j : widths[j];
+      auto found = values.find({k, row, key, byVector});
+      if (found != values.end())
+        return found->second;
+      SmallVector<Value> at(dims);
+      at[tiling.rowDim] = rowIndex[row];
+      at[vecDim] = colIndex[byVector ? j : 0];
+      Value operand = op.getDpsInputs()[k], value;
+      auto type = VectorType::get({widths[j]}, f32);
+      if (byVector) {
+        value = b.create<vector::LoadOp>(loc, type, operand, indices(b, map, at));
+      } else {
+        Value &scalar = scalars[{k, row}];
+        if (!scalar)
+          scalar = b.create<memref::LoadOp>(loc, operand, indices(b, map, at));
+        value = b.create<vector::BroadcastOp>(loc, type, scalar);
+      }
+      values[{k, row, key, byVector}] = value;
+      return value;
+    };
+    SmallVector<Value> sums;
+    unsigned columns = widths.size();
+    for (unsigned i = 0; i < accumulators.size() / columns; ++i) {
+      for (unsigned j = 0; j < columns; ++j) {
+        Value a = input(0, i, j), c = input(1, i, j);
+        Value product = mulSwapped ? b.create<arith::MulFOp>(loc, c, a)
+                                   : b.create<arith::MulFOp>(loc, a, c);
+        Value acc = accumulators[i * columns + j];
+        sums.push_back(addOutFirst ? b.create<arith::AddFOp>(loc, acc, product)
+                                   : b.create<arith::AddFOp>(loc, product, acc));
+      }
+    }
+    return sums;
+  }
+
+  linalg::GenericOp op;
+  ContractionTiling tiling;
+  Location loc;
+  SmallVector<int64_t> ranges;
+  SmallVector<AffineMap> maps;
+  unsigned vecDim = 0;
+  SmallVector<unsigned> reductions, otherParallel;
+  bool mulSwapped = false, addOutFirst = true;
+};
+
+struct TileContractionsPass
+    : public PassWrapper<TileContractionsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TileContractionsPass)
+
+  TileContractionsPass() = default;
+  TileContractionsPass(const TileContractionsPass &other) : PassWrapper(other) {
+    lookup = other.lookup;
+    everywhere = other.everywhere;
+  }
+  TileContractionsPass(ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere)
+      : lookup(std::move(lookup)), everywhere(everywhere) {}
+
+  StringRef getArgument() const override { return "het-tile-contractions"; }
+  StringRef getDescription() const override {
+    return "Replace generated contractions (library=mlir, on buffers) by register-tiled, "
+           "vectorized loop nests; the tiling comes from the tuning database, a "
+           "het.contraction_tiling attribute or the tiling option";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<affine::AffineDialect, arith::ArithDialect, memref::MemRefDialect,
+                    scf::SCFDialect, vector::VectorDialect>();
+  }
+
+  LogicalResult initialize(MLIRContext *) override {
+    if (!tilingOption.empty()) {
+      everywhere = ContractionTiling::parse(tilingOption);
+      if (!everywhere)
+        return emitError(UnknownLoc::get(&getContext()))
+               << "het-tile-contractions: tiling '" << tilingOption
+               << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'";
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> contractions;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (isTilableContraction(op))
+        contractions.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : contractions) {
+      std::optional<ContractionTiling> tiling;
+      bool fromAttribute = false;
+      if (auto text = op->getAttrOfType<StringAttr>(kTilingAttr)) {
+        fromAttribute = true;
+        tiling = ContractionTiling::parse(text.getValue());
+        if (!tiling) {
+          op.emitError() << "het.contraction_tiling '" << text.getValue()
+                         << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> "
+                            "order=rows|columns'";
+          return signalPassFailure();
+        }
+      } else if (lookup) {
+        tiling = lookup(contractionSignature(op));
+      }
+      if (!tiling && everywhere) {
+        // One tiling for all: it applies where it fits.
+        if (failed(verifyTiling(op, *everywhere)))
+          continue;
+        tiling = everywhere;
+      }
+      if (!tiling)
+        continue;
+      std::string why;
+      if (failed(verifyTiling(op, *tiling, &why))) {
+        if (fromAttribute) {
+          op.emitError() << "tiling '" << tiling->str() << "' does not fit this contraction: "
+                         << why;
+          return signalPassFailure();
+        }
+        // A record naming a dimension this signature has not got (a damaged
+        // or hand-edited database): the loops stay untiled.
+        op.emitWarning() << "tiling '" << tiling->str()
+                         << "' does not fit this contraction, left untiled: " << why;
+        continue;
+      }
+      if (failed(tileContraction(rewriter, op, *tiling)))
+        return signalPassFailure();
+    }
+  }
+
+  Option<std::string> tilingOption{
+      *this, "tiling",
+      llvm::cl::desc("tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
+                     "vectors=<N> order=rows|columns'")};
+  ContractionTilingLookup lookup;
+  std::optional<ContractionTiling> everywhere;
+};
+
+} // namespace
+
+LogicalResult mlir::het::tileContraction(RewriterBase &rewriter, linalg::GenericOp op,
+                                         const ContractionTiling &tiling) {
+  std::string why;
+  if (!isTilableContraction(op, &why))
+    return op.emitError() << "cannot tile this contraction: " << why;
+  if (failed(verifyTiling(op, tiling, &why)))
+    return op.emitError() << "tiling '" << tiling.str() << "' does not fit: " << why;
+  rewriter.setInsertionPoint(op);
+  NestBuilder(op, tiling).build(rewriter);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+std::unique_ptr<Pass> mlir::het::createTileContractionsPass(
+    ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere) {
+  return std::make_unique<TileContractionsPass>(std::move(lookup), everywhere);
+}
+
+void mlir::het::registerTileContractionsPass() { PassRegistration<TileContractionsPass>(); }

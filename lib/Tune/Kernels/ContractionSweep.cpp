@@ -1,0 +1,319 @@
+//===- ContractionSweep.cpp - timing every tiling of each contraction natively ===//
+//
+// Per contraction: one module holds the untiled loops and every candidate
+// tiling, each a function of the contraction's three buffers, lowered by
+// the passes het-compile runs (het-tile-contractions, linalg to loops, the
+// vector, memref and func conversions with bare-pointer buffers) and
+// optimised by het's own LLVM pipeline for this host (lib/Target), then
+// compiled in memory (MLIR's ExecutionEngine, ORC). All run on the same
+// fixed pseudo-random inputs.
+//
+// Each candidate first runs once from a zero output and must reproduce the
+// untiled loops' output bit for bit (the tiling keeps every sum's order and
+// uses no fused multiply-add), else it is an error and not timed. Then
+// --rounds rounds time every candidate still in, the first candidate
+// rotating per round; a round runs a candidate for about 10 ms and takes
+// its median call; a candidate's time is its best round. After the first
+// round, candidates over 1.3x behind the best are dropped: they cannot win.
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Tune/ContractionTuning.h"
+
+#include "het/Conversion/Passes.h"
+#include "het/Target/NativeCodegen.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace het::tune {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+using KernelFn = void (*)(float *, float *, float *);
+
+/// A module with the untiled contraction (@untiled) and one function per
+/// candidate (@t0, @t1, ...), each taking the three buffers.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildCandidateModule(mlir::linalg::GenericOp op,
+                     const std::vector<mlir::het::ContractionTiling> &candidates) {
+  mlir::MLIRContext *context = op.getContext();
+  mlir::OpBuilder b(context);
+  mlir::Location loc = mlir::UnknownLoc::get(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto function = [&](const std::string &name, const mlir::het::ContractionTiling *tiling) {
+    // Identity-laid-out buffers of the operands' shapes: the benchmark
+    // owns them (isTilableContraction wants the strides it checks static).
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Type type : op->getOperandTypes()) {
+      auto memref = mlir::cast<mlir::MemRefType>(type);
+      types.push_back(mlir::MemRefType::get(memref.getShape(), memref.getElementType()));
+    }
+    auto func = b.create<mlir::func::FuncOp>(loc, name, b.getFunctionType(types, {}));
+    mlir::Block *entry = func.addEntryBlock();
+    mlir::OpBuilder body = mlir::OpBuilder::atBlockEnd(entry);
+    mlir::IRMapping mapping;
+    for (auto [operand, argument] : llvm::zip(op->getOperands(), entry->getArguments()))
+      mapping.map(operand, argument);
+    mlir::Operation *clone = body.clone(*op, mapping);
+    clone->setLoc(loc);
+    clone->removeAttr("het.contraction_tiling");
+    if (tiling)
+      clone->setAttr("het.contraction_tiling", body.getStringAttr(tiling->str()));
+    body.create<mlir::func::ReturnOp>(loc);
+  };
+  function("untiled", nullptr);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    function("t" + std::to_string(i), &candidates[i]);
+  return module;
+}
+
+/// The lowering het-compile gives a step's contractions, up to the LLVM
+/// dialect (lib/Conversion/Pipeline.cpp's tail).
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module) {
+  mlir::PassManager pm(module.getContext());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::het::createTileContractionsPass({}));
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createConvertSCFToCFPass());
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertIndexToLLVMPass());
+  mlir::ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(mlir::createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  return pm.run(module);
+}
+
+/// Compiles `module` for this host with het's optimisation pipeline.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>> compile(mlir::ModuleOp module) {
+  llvm::Expected<het::target::NativeTarget> target = het::target::hostTarget("native", '2');
+  if (!target)
+    return target.takeError();
+  mlir::ExecutionEngineOptions options;
+  het::target::NativeTarget native = *target;
+  // ExecutionEngineOptions holds a function_ref: the callable must outlive create().
+  auto optimize = [native](llvm::Module *llvmModule) -> llvm::Error {
+    auto machine = het::target::createTargetMachine(native);
+    if (!machine)
+      return machine.takeError();
+    het::target::optimizeModule(*llvmModule, **machine, native.optLevel);
+    return llvm::Error::success();
+  };
+  options.transformer = optimize;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Default;
+  return mlir::ExecutionEngine::create(module, options);
+}
+
+struct Buffers {
+  std::vector<std::vector<float>> inputs;
+  std::vector<float> output;
+};
+
+Buffers makeBuffers(mlir::linalg::GenericOp op) {
+  Buffers buffers;
+  unsigned seed = 0;
+  for (mlir::Value input : op.getDpsInputs()) {
+    auto type = mlir::cast<mlir::MemRefType>(input.getType());
+    std::vector<float> values(size_t(type.getNumElements()));
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = float(int((i + seed) * 2654435761u % 2001) - 1000) * 1e-3f;
+    buffers.inputs.push_back(std::move(values));
+    seed += 7919;
+  }
+  buffers.output.assign(
+      size_t(mlir::cast<mlir::MemRefType>(op.getDpsInits()[0].getType()).getNumElements()), 0.f);
+  return buffers;
+}
+
+struct Candidate {
+  mlir::het::ContractionTiling tiling;
+  KernelFn function = nullptr;
+  double best = 1e30;
+  bool dropped = false;
+};
+
+} // namespace
+
+ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cases,
+                                         const ContractionSweepOptions &options,
+                                         TuningDatabase &db, std::FILE *log) {
+  ContractionSweepResult result;
+  std::string host = hostIdentity(), version = hetVersion(), compiler = contractionCompiler();
+  double start = now();
+  for (const ContractionCase &c : cases) {
+    if (now() - start > options.timeBudgetSeconds) {
+      result.notReached.push_back(c.signature);
+      continue;
+    }
+    auto op = mlir::cast<mlir::linalg::GenericOp>(c.op);
+    mlir::MLIRContext *context = op.getContext();
+    mlir::registerBuiltinDialectTranslation(*context);
+    mlir::registerLLVMDialectTranslation(*context);
+    std::vector<mlir::het::ContractionTiling> tilings =
+        mlir::het::contractionTilingCandidates(op, options.widths);
+    double compileStart = now();
+    mlir::OwningOpRef<mlir::ModuleOp> module = buildCandidateModule(op, tilings);
+    if (failed(lowerToLLVMDialect(*module))) {
+      result.errors.push_back("could not lower the candidates of " + c.signature);
+      continue;
+    }
+    auto engine = compile(*module);
+    if (!engine) {
+      result.errors.push_back("could not compile the candidates of " + c.signature + ": " +
+                              llvm::toString(engine.takeError()));
+      continue;
+    }
+    double compileSeconds = now() - compileStart;
+    auto function = [&](const std::string &name) -> KernelFn {
+      auto address = (*engine)->lookup(name);
+      if (!address) {
+        llvm::consumeError(address.takeError());
+        return nullptr;
+      }
+      return reinterpret_cast<KernelFn>(*address);
+    };
+
+    Buffers buffers = makeBuffers(op);
+    float *a = buffers.inputs[0].data(), *b = buffers.inputs[1].data();
+    KernelFn untiled = function("untiled");
+    if (!untiled) {
+      result.errors.push_back("no untiled function for " + c.signature);
+      continue;
+    }
+    std::vector<float> reference(buffers.output.size(), 0.f);
+    double first = now();
+    untiled(a, b, reference.data());
+    double untiledSeconds = now() - first;
+
+    std::vector<Candidate> candidates;
+    for (size_t i = 0; i < tilings.size(); ++i) {
+      Candidate candidate{tilings[i], function("t" + std::to_string(i))};
+      if (!candidate.function) {
+        result.errors.push_back("no function for " + tilings[i].str() + " of " + c.signature);
+        continue;
+      }
+      std::fill(buffers.output.begin(), buffers.output.end(), 0.f);
+      candidate.function(a, b, buffers.output.data());
+      if (std::memcmp(buffers.output.data(), reference.data(),
+                      reference.size() * sizeof(float)) != 0) {
+        result.errors.push_back("tiling " + tilings[i].str() + " of " + c.signature +
+                                " does not reproduce the untiled result bit for bit");
+        continue;
+      }
+      candidates.push_back(candidate);
+    }
+    if (candidates.empty())
+      continue;
+
+    // Calls per round: about 10 ms at the untiled loops' speed / 4.
+    int calls = std::clamp(int(0.04 / std::max(untiledSeconds, 1e-7)), 1, 1000);
+    for (int round = 0; round < options.rounds; ++round) {
+      for (size_t j = 0; j < candidates.size(); ++j) {
+        Candidate &k = candidates[(j + size_t(round)) % candidates.size()];
+        if (k.dropped)
+          continue;
+        std::vector<double> times;
+        for (int call = 0; call < calls; ++call) {
+          double begin = now();
+          k.function(a, b, buffers.output.data());
+          times.push_back(now() - begin);
+        }
+        std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+        k.best = std::min(k.best, times[times.size() / 2]);
+      }
+      if (round == 0) {
+        double best = 1e30;
+        for (const Candidate &k : candidates)
+          best = std::min(best, k.best);
+        for (Candidate &k : candidates)
+          k.dropped = k.best > 1.3 * best;
+      }
+    }
+    // Untiled, timed the same way (for the record: what tuning gained).
+    double untiledBest = untiledSeconds;
+    for (int call = 0; call < std::min(calls, 3); ++call) {
+      double begin = now();
+      untiled(a, b, reference.data());
+      untiledBest = std::min(untiledBest, now() - begin);
+    }
+
+    const Candidate *winner = &candidates[0];
+    nlohmann::json seconds = nlohmann::json::object(), dropped = nlohmann::json::array();
+    for (const Candidate &k : candidates) {
+      seconds[k.tiling.str()] = k.best;
+      if (k.dropped)
+        dropped.push_back(k.tiling.str());
+      if (k.best < winner->best)
+        winner = &k;
+    }
+    nlohmann::json details = {
+        {"seconds", seconds},
+        {"untiled_seconds", untiledBest},
+        {"gflops", std::round(c.flops / winner->best / 1e8) / 10},
+        {"untiled_gflops", std::round(c.flops / untiledBest / 1e8) / 10},
+        {"candidates", candidates.size()},
+        {"dropped_after_first_round", dropped},
+        {"rounds", options.rounds},
+        {"calls_per_round", calls},
+        {"compile_seconds", std::round(compileSeconds * 100) / 100},
+        {"method", "each candidate checked bitwise against the untiled loops; median call of "
+                   "each round, best round; a candidate over 1.3x behind after the first round "
+                   "is dropped"}};
+    Record record;
+    record.kind = "kernel";
+    record.workload = c.signature;
+    record.device = kContractionDevice;
+    record.host = host;
+    record.hetVersion = version;
+    record.compiler = compiler;
+    record.choice = winner->tiling.str();
+    record.seconds = winner->best;
+    record.details = details.dump();
+    record.measuredAt = utcNow();
+    db.put(record);
+    result.records.push_back(record);
+    if (log) {
+      std::fprintf(log,
+                   "%s (x%d)\n  untiled %.2f GFLOP/s; %zu tilings (compiled in %.1f s); best "
+                   "%.2f GFLOP/s (%.1fx): %s\n",
+                   c.signature.c_str(), c.uses, c.flops / untiledBest / 1e9, candidates.size(),
+                   compileSeconds, c.flops / winner->best / 1e9, untiledBest / winner->best,
+                   record.choice.c_str());
+      std::fflush(log);
+    }
+  }
+  return result;
+}
+
+} // namespace het::tune
