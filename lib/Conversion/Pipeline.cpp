@@ -137,8 +137,9 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   }
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
-  if (options.contractionTiling)
-    pm.addNestedPass<func::FuncOp>(createTileContractionsPass(options.contractionTiling));
+  if (options.contractionTiling || options.contractionTilingEverywhere)
+    pm.addNestedPass<func::FuncOp>(createTileContractionsPass(
+        options.contractionTiling, options.contractionTilingEverywhere));
 
   if (options.threadedLoops) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

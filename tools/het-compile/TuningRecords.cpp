@@ -105,6 +105,10 @@ void reportTilings(const tune::RecordedTilings &tilings, const std::string &dbPa
   std::set<std::string> found = tilings.found(), missing = tilings.missing();
   if (found.empty() && missing.empty())
     return; // no generated contraction in this build
+  for (const std::string &record : tilings.unreadable())
+    llvm::errs() << "het-compile: warning: tuning database " << dbPath
+                 << ": a contraction record's tiling cannot be read, ignored: " << record
+                 << "\n";
   llvm::errs() << "het-compile: tuning database " << dbPath << ": " << found.size()
                << " distinct generated contractions tiled as recorded";
   if (missing.empty()) {

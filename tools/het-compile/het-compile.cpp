@@ -535,7 +535,7 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
   // Generated contractions (--library=mlir, or a pipeline's cpu.mlir
   // stages) take their recorded tilings.
   std::shared_ptr<::het::tune::RecordedTilings> tilings;
-  if (!tuningDb.empty() && !lowering.contractionTiling &&
+  if (!tuningDb.empty() && !lowering.contractionTilingEverywhere &&
       (options.library == mlir::het::KernelLibrary::Mlir || options.pipeline)) {
     tilings = ::het::compile::recordedTilings(tuningDb);
     if (tilings)
@@ -764,7 +764,7 @@ int main(int argc, char **argv) {
     if (!tiling)
       return fail("--contraction-tiling '" + contractionTiling +
                   "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'");
-    options.contractionTiling = [tiling](llvm::StringRef) { return tiling; };
+    options.contractionTilingEverywhere = tiling;
   }
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);

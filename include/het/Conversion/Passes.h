@@ -149,6 +149,9 @@ struct CpuPipelineOptions {
   /// register-tiled vector loops (het-compile --tuning-db: the records
   /// het-tune kernels --library mlir made); unset, all stay linalg loops.
   ContractionTilingLookup contractionTiling;
+  /// One tiling for every generated contraction it fits (het-compile
+  /// --contraction-tiling; contractionTiling's records come first).
+  std::optional<ContractionTiling> contractionTilingEverywhere;
   /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
   /// malloc/free: a GPU executable's buffers are managed memory.
   bool genericAllocation = false;

@@ -79,11 +79,15 @@ public:
   size_t recordCount() const { return tilings.size(); }
   std::set<std::string> found() const;
   std::set<std::string> missing() const;
+  /// Records whose tiling could not be read (hand-edited or damaged), each
+  /// "signature: choice"; they count as missing.
+  const std::vector<std::string> &unreadable() const { return unreadableRecords; }
 
 private:
   std::map<std::string, mlir::het::ContractionTiling, std::less<>> tilings;
   mutable std::mutex mutex;
   std::set<std::string> foundSignatures, missingSignatures;
+  std::vector<std::string> unreadableRecords;
 };
 
 } // namespace het::tune

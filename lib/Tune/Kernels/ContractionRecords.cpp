@@ -56,6 +56,8 @@ RecordedTilings::RecordedTilings(const TuningDatabase &db) {
       continue; // another compiler's code: its best tiling says nothing of ours
     if (auto tiling = mlir::het::ContractionTiling::parse(record.choice))
       tilings.emplace(record.workload, *tiling);
+    else
+      unreadableRecords.push_back(record.workload + ": '" + record.choice + "'");
   }
 }
 

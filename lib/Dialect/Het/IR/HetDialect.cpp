@@ -101,6 +101,14 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
                                 "layer's fused activation";
     return success();
   }
+  if (attr.getName() == "het.contraction_tiling") {
+    // het-tile-contractions reads it (and names a tiling it cannot read).
+    if (op->getName().getStringRef() != "linalg.generic" || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'het.contraction_tiling' is a string on a linalg.generic "
+                                "contraction, got "
+                             << attr.getValue() << " on " << op->getName();
+    return success();
+  }
   return op->emitError() << "unknown het attribute '" << attr.getName().getValue() << "'";
 }
 
