@@ -137,6 +137,7 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   }
   if (options.afterDeallocation)
     options.afterDeallocation(pm);
+  pm.addNestedPass<func::FuncOp>(createTileTransposesPass());
   if (options.contractionTiling || options.contractionTilingEverywhere)
     pm.addNestedPass<func::FuncOp>(createTileContractionsPass(
         options.contractionTiling, options.contractionTilingEverywhere));
@@ -193,6 +194,7 @@ void mlir::het::registerHetConversionPasses() {
   registerBufferEntrySignaturesPass();
   registerConvertHetToRuntimePass();
   registerTileContractionsPass();
+  registerTileTransposesPass();
   PassPipelineRegistration<>(
       "het-lower-to-llvm",
       "From a training step (het-training-pipeline output) to the LLVM dialect, with "

@@ -120,6 +120,11 @@ FailureOr<std::string> describeStep(func::FuncOp step);
 /// "f32 2 32 64" (element type, rank, sizes) or an error at `where`.
 FailureOr<std::string> describeTensorType(Operation *where, Type type);
 
+/// `het-tile-transposes`: transposes of the last two dimensions (on
+/// buffers) in 32 x 32 blocks, whose reads stay in the cache.
+std::unique_ptr<Pass> createTileTransposesPass();
+void registerTileTransposesPass();
+
 /// Options of the whole lowering.
 struct CpuPipelineOptions {
   KernelLibrary library = KernelLibrary::Dnnl;
