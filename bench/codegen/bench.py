@@ -11,8 +11,9 @@ Prints samples/s for het and PyTorch and their ratio, the peak resident
 memory of both processes, the CNN step time with
 BN+ReLU fused and unfused (het-compile --fuse=false), compile times, and
 samples/s of both models with each kernel library (--library=dnnl, mlir,
-reference: the cpu.onednn and cpu.mlir device kinds, and het's loops), on
-one thread.
+reference: the cpu.onednn and cpu.mlir device kinds, and het's loops) and
+with the generated kernels tuned (het-tune kernels --library mlir, its time
+and choices printed), on one thread.
 Throughput excludes the first (warm-up) step on both sides. Not a test:
 numbers depend on the machine and its load; ratios come from the same run.
 """
@@ -76,6 +77,8 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--library-steps", type=int, default=10,
                    help="steps of the kernel-library comparison (the reference CNN is slow)")
+    p.add_argument("--library-rounds", type=int, default=3,
+                   help="alternating rounds of the kernel-library comparison")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--torch-python", default=sys.executable,
                    help="interpreter that has torch (default: this one)")
@@ -129,18 +132,47 @@ def main():
           f"{unfused_ms / step_ms['CNN']:.2f}x as fast)")
 
     # Kernel libraries, one thread each: generated linalg loops (mlir) are
-    # different code from oneDNN's primitives, with a different speed.
+    # different code from oneDNN's primitives, with a different speed; the
+    # tuned mlir build takes each contraction's register tiling from
+    # het-tune kernels --library mlir (timed here, choices printed). The
+    # builds alternate over --library-rounds rounds; each figure is the
+    # median round (the machine's load moves every build alike).
+    tuner = os.path.join(a.build, "bin", "het-tune")
+    database = os.path.join(work, "tune.db")
     print()
-    print(f"kernel libraries, 1 thread, {a.library_steps} steps: samples/s")
-    print(f"{'model':6} {'dnnl':>10} {'mlir':>10} {'reference':>10}")
+    print("tuning the generated contractions (het-tune kernels --library mlir, one thread):")
+    tuning_seconds = {}
     for name, (model, opts) in models.items():
-        speeds = []
-        for library in ("dnnl", "mlir", "reference"):
-            exe = os.path.join(work, f"{name.lower()}_{library}")
-            compile_model(compiler, model, exe, opts + [f"--library={library}"])
-            speeds.append(run_het(exe, a.library_steps, 1)[0])
-        print(f"{name:6} " + " ".join(f"{s:10.1f}" for s in speeds))
-
+        start = time.perf_counter()
+        out = subprocess.run([tuner, "kernels", model, "--library", "mlir", "--db", database],
+                             check=True, capture_output=True, text=True).stdout
+        tuning_seconds[name] = time.perf_counter() - start
+        print(f"{name}: {tuning_seconds[name]:.1f} s")
+        for line in out.splitlines():
+            if line.startswith("contraction") or "best" in line:
+                print("  " + line.strip())
+    print(f"both models: {sum(tuning_seconds.values()):.1f} s")
+    print()
+    print(f"kernel libraries, 1 thread, {a.library_steps} steps, median of "
+          f"{a.library_rounds} alternating rounds: samples/s")
+    print(f"{'model':6} {'dnnl':>10} {'mlir':>10} {'mlir tuned':>11} {'reference':>10} "
+          f"{'tuned/mlir':>11} {'tuned/dnnl':>11}")
+    builds = (("dnnl", ["--library=dnnl"]), ("mlir", ["--library=mlir"]),
+              ("tuned", ["--library=mlir", "--tuning-db", database]),
+              ("reference", ["--library=reference"]))
+    for name, (model, opts) in models.items():
+        exes = {}
+        for label, flags in builds:
+            exes[label] = os.path.join(work, f"{name.lower()}_{label}")
+            compile_model(compiler, model, exes[label], opts + flags)
+        speeds = {label: [] for label, _ in builds}
+        for _ in range(a.library_rounds):
+            for label, _ in builds:
+                speeds[label].append(run_het(exes[label], a.library_steps, 1)[0])
+        median = {label: sorted(v)[len(v) // 2] for label, v in speeds.items()}
+        print(f"{name:6} {median['dnnl']:10.1f} {median['mlir']:10.1f} {median['tuned']:11.1f} "
+              f"{median['reference']:10.1f} {median['tuned'] / median['mlir']:10.2f}x "
+              f"{median['tuned'] / median['dnnl']:10.2f}x")
 
 if __name__ == "__main__":
     main()

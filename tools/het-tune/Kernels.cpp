@@ -24,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <set>
 
 using namespace het::tune;
 
@@ -42,6 +43,12 @@ void addKernelsCommand(CLI::App &app, KernelsCommand &k) {
                    "dnnl (default): GEMM engines of the oneDNN build (cpu.onednn); mlir: "
                    "tilings of the generated build's contractions (cpu.mlir, one thread)")
       ->check(CLI::IsMember({"dnnl", "mlir"}));
+  k.command
+      ->add_option("--batch", k.batches,
+                   "--library mlir: batch sizes to tune the step at (het-rebatch), e.g. a "
+                   "pipeline stage's shares of its micro-batch (default: the model's)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   k.command->add_option("--threads", k.threads,
                         "--library dnnl: thread counts to time at (default 1)")
       ->delimiter(',')
@@ -60,20 +67,27 @@ namespace {
 /// --library mlir: the step lowered with generated kernels to buffers (as
 /// het-compile lowers it, up to where het-tile-contractions runs), its
 /// distinct contractions timed with every tiling.
-int tuneContractions(const KernelsCommand &k, mlir::ModuleOp module, int waitMs) {
-  mlir::PassManager pm(module.getContext());
-  mlir::het::CpuPipelineOptions lowering;
-  lowering.library = mlir::het::KernelLibrary::Mlir;
-  mlir::het::buildHetToBuffersPipeline(pm, lowering);
-  if (failed(pm.run(module))) {
-    std::fprintf(stderr, "het-tune: could not lower '%s' with generated kernels\n",
-                 k.model.c_str());
-    return 1;
+int tuneContractions(const KernelsCommand &k, llvm::ArrayRef<mlir::ModuleOp> steps, int waitMs) {
+  std::vector<ContractionCase> cases;
+  std::set<std::string> seen;
+  for (mlir::ModuleOp module : steps) {
+    mlir::PassManager pm(module.getContext());
+    mlir::het::CpuPipelineOptions lowering;
+    lowering.library = mlir::het::KernelLibrary::Mlir;
+    mlir::het::buildHetToBuffersPipeline(pm, lowering);
+    if (failed(pm.run(module))) {
+      std::fprintf(stderr, "het-tune: could not lower '%s' with generated kernels\n",
+                   k.model.c_str());
+      return 1;
+    }
+    std::vector<std::string> untilable;
+    for (ContractionCase &c : distinctContractions(module, &untilable))
+      if (seen.insert(c.signature).second)
+        cases.push_back(c);
+    for (const std::string &why : untilable)
+      if (seen.insert(why).second)
+        std::printf("not tilable, left to linalg loops: %s\n", why.c_str());
   }
-  std::vector<std::string> untilable;
-  std::vector<ContractionCase> cases = distinctContractions(module, &untilable);
-  for (const std::string &why : untilable)
-    std::printf("not tilable, left to linalg loops: %s\n", why.c_str());
   if (cases.empty()) {
     std::fprintf(stderr,
                  "het-tune: '%s' has no generated contraction (matmul, linear, conv2d) to "
@@ -119,20 +133,53 @@ int runKernels(const KernelsCommand &k, int waitMs) {
     return 1;
   }
   // The products do not depend on the optimizer; fusion decides which
-  // forward products carry an activation.
-  mlir::PassManager pm(&context);
+  // forward products carry an activation. With --batch, one step per batch
+  // size (het-rebatch first): a pipeline stage's share of a micro-batch.
   bool hasStep = false;
   for (auto function : module->getOps<mlir::func::FuncOp>())
     hasStep |= function.getName().ends_with("_train_step");
-  if (!hasStep && (failed(mlir::parsePassPipeline("het-training-pipeline{fuse=true}", pm,
-                                                  llvm::errs())) ||
-                   failed(pm.run(*module)))) {
-    std::fprintf(stderr, "het-tune: could not build the training step of '%s'\n",
+  if (hasStep && !k.batches.empty()) {
+    std::fprintf(stderr,
+                 "het-tune: --batch rebatches a forward model, and '%s' is a training step\n",
                  k.model.c_str());
     return 1;
   }
-  if (k.library == "mlir")
-    return tuneContractions(k, *module, waitMs);
+  auto buildStep = [&](mlir::ModuleOp step, int64_t batch) {
+    if (hasStep)
+      return true;
+    std::string pipeline = "het-training-pipeline{fuse=true}";
+    if (batch > 0)
+      pipeline = "het-rebatch{samples=" + std::to_string(batch) + "}," + pipeline;
+    mlir::PassManager pm(&context);
+    if (failed(mlir::parsePassPipeline(pipeline, pm, llvm::errs())) || failed(pm.run(step))) {
+      std::fprintf(stderr, "het-tune: could not build the training step of '%s'%s\n",
+                   k.model.c_str(),
+                   batch > 0 ? (" at batch " + std::to_string(batch)).c_str() : "");
+      return false;
+    }
+    return true;
+  };
+  if (k.library == "mlir") {
+    std::vector<mlir::OwningOpRef<mlir::ModuleOp>> steps;
+    std::vector<int64_t> batches = k.batches;
+    if (batches.empty())
+      batches.push_back(0); // the model's own
+    for (int64_t batch : batches) {
+      steps.push_back(mlir::OwningOpRef<mlir::ModuleOp>(module->clone()));
+      if (!buildStep(*steps.back(), batch))
+        return 1;
+    }
+    llvm::SmallVector<mlir::ModuleOp> views;
+    for (auto &step : steps)
+      views.push_back(*step);
+    return tuneContractions(k, views, waitMs);
+  }
+  if (!k.batches.empty()) {
+    std::fprintf(stderr, "het-tune: --batch is for --library mlir\n");
+    return 1;
+  }
+  if (!buildStep(*module, 0))
+    return 1;
   std::vector<GemmProduct> products = distinctGemmProducts(*module);
   if (products.empty()) {
     std::fprintf(stderr, "het-tune: '%s' has no dense layer (het.linear) to tune\n",

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct KernelsCommand {
   CLI::App *command = nullptr;
   std::string model, db;
   std::string library = "dnnl";
+  std::vector<int64_t> batches; // --library mlir: rebatched steps
   std::vector<int> threads{1};
   int rounds = 0; // 0: the library's default (5 for dnnl, 3 for mlir)
   double timeBudget = 300;
