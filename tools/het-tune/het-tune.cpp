@@ -3,6 +3,7 @@
 //   het-tune collectives -np 4 --db tune.db          measure, record
 //   het-tune collectives -np 4 --db tune.db --check  auto (tuned) vs fixed
 //   het-tune kernels model.mlir --db tune.db         dense layers' GEMM engines
+//   het-tune kernels model.mlir --library mlir --db tune.db   generated contractions' tilings
 //   het-tune show --db tune.db
 //   het-tune export --db tune.db -o tune.json ; het-tune import --db other.db tune.json
 //
@@ -180,10 +181,11 @@ int show(const std::string &dbPath, int waitMs) {
 int main(int argc, char **argv) {
   CLI::App app{"het-tune: measure once and record the best choice in a tuning database "
                "(SQLite). Today: the all-reduce algorithm per message size, which hetccl's auto "
-               "follows (HETCCL_TUNING_DB), and the engine (oneDNN or OpenBLAS) of each dense "
-               "layer's matrix products, which het-compile --tuning-db follows; het-compile "
-               "also records --plan auto's calibrations there. Tile-size tuning of generated "
-               "kernels and stage profiles are not built yet. See docs/tuning.md.",
+               "follows (HETCCL_TUNING_DB), the engine (oneDNN or OpenBLAS) of each dense "
+               "layer's matrix products and the register tiling of each generated contraction "
+               "(kernels --library mlir), which het-compile --tuning-db follows; het-compile "
+               "also records --plan auto's calibrations there. Stage profiles are not built "
+               "yet. See docs/tuning.md.",
                "het-tune"};
   app.require_subcommand(1);
   std::string dbPath;
