@@ -76,7 +76,7 @@ func.func @conv(%X: memref<2x3x10x10xf32>, %W: memref<4x3x3x3xf32>, %Y: memref<2
 #c = affine_map<(d0, d1, d2) -> (d0, d2)>
 // Not contractions, or not ones the tiler takes: left alone.
 // CHECK-LABEL: func.func @untouched
-// CHECK-COUNT-3: linalg.generic
+// CHECK-COUNT-4: linalg.generic
 func.func @untouched(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20xf32>, %D: memref<6x20xf32, strided<[40, 2]>>) {
   // A multiply-subtract.
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
@@ -91,6 +91,15 @@ func.func @untouched(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20x
     ins(%A, %B : memref<6x5xf32>, memref<5x20xf32>) outs(%C : memref<6x20xf32>) {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %p = arith.mulf %x, %y fastmath<fast> : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  // An input that is a view of the output.
+  %view = memref.subview %C[0, 0] [5, 20] [1, 1] : memref<6x20xf32> to memref<5x20xf32, strided<[20, 1]>>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+    ins(%A, %view : memref<6x5xf32>, memref<5x20xf32, strided<[20, 1]>>) outs(%C : memref<6x20xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
   }
