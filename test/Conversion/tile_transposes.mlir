@@ -1,8 +1,9 @@
 // RUN: het-opt %s --het-tile-transposes -split-input-file | FileCheck %s
 
 // het-tile-transposes: a transpose of the last two dimensions, larger than
-// one block, runs in 32 x 32 blocks (tails clipped) over parallel loops;
-// leading dimensions are looped one at a time.
+// one block, runs in blocks over parallel loops; leading dimensions are
+// looped one at a time. 1000 is no multiple of 16: 32 x 32 blocks of
+// loops (tails clipped).
 // CHECK-LABEL: func.func @weight
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%c784, %c1000) step (%c32{{.*}}, %c32{{.*}})
 // CHECK:   affine.min
@@ -16,9 +17,16 @@ func.func @weight(%w: memref<1000x784xf32>, %t: memref<784x1000xf32>) {
 
 // -----
 
+// Both transposed dimensions multiples of 16 (f32, contiguous): blocks of
+// 16 x 16 transposed in vector registers -- 16 row loads, shuffles (no
+// element-by-element extracts), 16 row stores.
 // CHECK-LABEL: func.func @heads
-// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to (%c4, %c64, %c64{{.*}}) step (%c1{{.*}}, %c32{{.*}}, %c32{{.*}})
-// CHECK: linalg.transpose {{.*}} memref<1x32x32xf32, strided<[4096, 64, 1], offset: ?>>
+// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to (%c4, %c64, %c64) step (%c1, %c16, %c16)
+// CHECK-COUNT-16: vector.load %arg0{{.*}} : memref<4x64x64xf32>, vector<16xf32>
+// CHECK-NOT: vector.extract %
+// CHECK: vector.shuffle
+// CHECK-COUNT-16: vector.store {{.*}}, %arg1{{.*}} : memref<4x64x64xf32>, vector<16xf32>
+// CHECK-NOT: linalg.transpose
 func.func @heads(%x: memref<4x64x64xf32>, %y: memref<4x64x64xf32>) {
   linalg.transpose ins(%x : memref<4x64x64xf32>) outs(%y : memref<4x64x64xf32>) permutation = [0, 2, 1]
   return
