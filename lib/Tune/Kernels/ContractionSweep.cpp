@@ -23,6 +23,8 @@
 #include "het/Conversion/Passes.h"
 #include "het/Target/NativeCodegen.h"
 
+#include "InterleavedTiming.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -49,10 +51,7 @@ namespace het::tune {
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double now() { return steadySeconds(); }
 
 using KernelFn = void (*)(float *, float *, float *);
 
@@ -156,11 +155,11 @@ Buffers makeBuffers(mlir::linalg::GenericOp op) {
   return buffers;
 }
 
-struct Candidate {
+struct Candidate : Timed {
+  Candidate(mlir::het::ContractionTiling tiling, KernelFn function)
+      : tiling(tiling), function(function) {}
   mlir::het::ContractionTiling tiling;
   KernelFn function = nullptr;
-  double best = 1e30;
-  bool dropped = false;
 };
 
 } // namespace
@@ -238,28 +237,8 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
 
     // Calls per round: about 10 ms at the untiled loops' speed / 4.
     int calls = std::clamp(int(0.04 / std::max(untiledSeconds, 1e-7)), 1, 1000);
-    for (int round = 0; round < options.rounds; ++round) {
-      for (size_t j = 0; j < candidates.size(); ++j) {
-        Candidate &k = candidates[(j + size_t(round)) % candidates.size()];
-        if (k.dropped)
-          continue;
-        std::vector<double> times;
-        for (int call = 0; call < calls; ++call) {
-          double begin = now();
-          k.function(a, b, buffers.output.data());
-          times.push_back(now() - begin);
-        }
-        std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-        k.best = std::min(k.best, times[times.size() / 2]);
-      }
-      if (round == 0) {
-        double best = 1e30;
-        for (const Candidate &k : candidates)
-          best = std::min(best, k.best);
-        for (Candidate &k : candidates)
-          k.dropped = k.best > 1.3 * best;
-      }
-    }
+    timeInterleaved(candidates, options.rounds, calls, /*dropAfter=*/0, /*dropFactor=*/1.3,
+                    [&](Candidate &k) { k.function(a, b, buffers.output.data()); });
     // Untiled, timed the same way (for the record: what tuning gained).
     double untiledBest = untiledSeconds;
     for (int call = 0; call < std::min(calls, 3); ++call) {

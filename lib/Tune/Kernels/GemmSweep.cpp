@@ -14,6 +14,7 @@
 #include "het/Tune/GemmTuning.h"
 
 #include "GemmEngines.h"
+#include "InterleavedTiming.h"
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -27,16 +28,11 @@ namespace het::tune {
 namespace {
 using het::rt::GemmEngine;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double now() { return steadySeconds(); }
 
-struct Timing {
+struct Timing : Timed {
+  explicit Timing(GemmEngine engine) : engine(engine) {}
   GemmEngine engine;
-  double best = 1e30;
-  int rounds = 0;
-  bool dropped = false;
 };
 } // namespace
 
@@ -66,7 +62,7 @@ GemmSweepResult sweepGemmProducts(const std::vector<GemmProduct> &products,
       omp_set_num_threads(threads);
       std::vector<Timing> timings;
       for (GemmEngine engine : engines) {
-        timings.push_back({engine});
+        timings.emplace_back(engine);
         for (int i = 0; i < 2; ++i)
           het::rt::runGemm(engine, gemm, a.data(), b.data(), c.data());
       }
@@ -74,29 +70,10 @@ GemmSweepResult sweepGemmProducts(const std::vector<GemmProduct> &products,
       double first = now();
       het::rt::runGemm(GemmEngine::OneDnn, gemm, a.data(), b.data(), c.data());
       int calls = std::clamp(int(0.02 / std::max(now() - first, 1e-6)), 3, 200);
-      for (int round = 0; round < options.rounds; ++round) {
-        for (size_t j = 0; j < timings.size(); ++j) {
-          Timing &t = timings[(j + round) % timings.size()];
-          if (t.dropped)
-            continue;
-          std::vector<double> times;
-          for (int call = 0; call < calls; ++call) {
-            double begin = now();
-            het::rt::runGemm(t.engine, gemm, a.data(), b.data(), c.data());
-            times.push_back(now() - begin);
-          }
-          std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-          t.best = std::min(t.best, times[times.size() / 2]);
-          ++t.rounds;
-        }
-        if (round == 1) {
-          double best = 1e30;
-          for (const Timing &t : timings)
-            best = std::min(best, t.best);
-          for (Timing &t : timings)
-            t.dropped = t.best > 1.5 * best;
-        }
-      }
+      timeInterleaved(timings, options.rounds, calls, /*dropAfter=*/1, /*dropFactor=*/1.5,
+                      [&](Timing &t) {
+                        het::rt::runGemm(t.engine, gemm, a.data(), b.data(), c.data());
+                      });
       const Timing *winner = &timings[0];
       nlohmann::json seconds = nlohmann::json::object(), gflops = nlohmann::json::object();
       for (const Timing &t : timings) {
