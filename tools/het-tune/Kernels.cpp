@@ -69,7 +69,7 @@ namespace {
 /// distinct contractions timed with every tiling.
 int tuneContractions(const KernelsCommand &k, llvm::ArrayRef<mlir::ModuleOp> steps, int waitMs) {
   std::vector<ContractionCase> cases;
-  std::set<std::string> seen;
+  std::set<std::string> signatures, untilableSeen;
   for (mlir::ModuleOp module : steps) {
     mlir::PassManager pm(module.getContext());
     mlir::het::CpuPipelineOptions lowering;
@@ -82,10 +82,10 @@ int tuneContractions(const KernelsCommand &k, llvm::ArrayRef<mlir::ModuleOp> ste
     }
     std::vector<std::string> untilable;
     for (ContractionCase &c : distinctContractions(module, &untilable))
-      if (seen.insert(c.signature).second)
+      if (signatures.insert(c.signature).second)
         cases.push_back(c);
     for (const std::string &why : untilable)
-      if (seen.insert(why).second)
+      if (untilableSeen.insert(why).second)
         std::printf("not tilable, left to linalg loops: %s\n", why.c_str());
   }
   if (cases.empty()) {

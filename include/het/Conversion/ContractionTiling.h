@@ -62,6 +62,12 @@ struct ContractionTiling {
   static std::optional<ContractionTiling> parse(llvm::StringRef text);
 };
 
+/// Whether `op` is a contraction: two inputs, one output, a body
+/// `out + in0 * in1` (either operand order, no fast-math flags) and at least
+/// one reduction dimension -- what HetToLinalg builds for matmuls, linear
+/// layers and convolutions.
+bool isMultiplyAddContraction(linalg::GenericOp op);
+
 /// Whether `op` is a contraction het-tile-contractions can tile (on
 /// buffers: f32, out += in0 * in1, an output whose innermost index is a
 /// parallel dimension that the inputs read contiguously or not at all);

@@ -121,7 +121,8 @@ FailureOr<std::string> describeStep(func::FuncOp step);
 FailureOr<std::string> describeTensorType(Operation *where, Type type);
 
 /// `het-tile-transposes`: transposes of the last two dimensions (on
-/// buffers) in 32 x 32 blocks, whose reads stay in the cache.
+/// buffers) in 16 x 16 blocks transposed in vector registers where both are
+/// multiples of 16, else in 32 x 32 blocks of loops.
 std::unique_ptr<Pass> createTileTransposesPass();
 void registerTileTransposesPass();
 

@@ -75,9 +75,33 @@ bool innermostContiguous(MemRefType type) {
 
 } // namespace
 
-bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
+bool mlir::het::isMultiplyAddContraction(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return fail(why, "not two inputs and one output");
+    return false;
+  // The body: out + in0 * in1 (either operand order), yielded, without
+  // fast-math flags (which would let LLVM reassociate or fuse).
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast_if_present<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add ||
+      mul.getFastmathAttr().getValue() != arith::FastMathFlags::none ||
+      add.getFastmathAttr().getValue() != arith::FastMathFlags::none)
+    return false;
+  BlockArgument in0 = body.getArgument(0), in1 = body.getArgument(1), out = body.getArgument(2);
+  bool mulOfInputs = (mul.getLhs() == in0 && mul.getRhs() == in1) ||
+                     (mul.getLhs() == in1 && mul.getRhs() == in0);
+  bool addOfOut = (add.getLhs() == out && add.getRhs() == mul) ||
+                  (add.getLhs() == mul && add.getRhs() == out);
+  return mulOfInputs && addOfOut &&
+         llvm::is_contained(op.getIteratorTypesArray(), utils::IteratorType::reduction);
+}
+
+bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
+  if (!isMultiplyAddContraction(op))
+    return fail(why, "not a contraction out + in0 * in1 with a reduction");
   for (Value operand : op->getOperands()) {
     auto type = dyn_cast<MemRefType>(operand.getType());
     if (!type)
@@ -85,24 +109,6 @@ bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
     if (!type.hasStaticShape() || !type.getElementType().isF32())
       return fail(why, "not a static f32 buffer");
   }
-  // The body: out + in0 * in1 (either operand order), yielded.
-  Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return fail(why, "body is not one multiply and one add");
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast_if_present<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
-  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
-  if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add ||
-      mul.getFastmathAttr().getValue() != arith::FastMathFlags::none ||
-      add.getFastmathAttr().getValue() != arith::FastMathFlags::none)
-    return fail(why, "body is not out + in0 * in1");
-  BlockArgument in0 = body.getArgument(0), in1 = body.getArgument(1), out = body.getArgument(2);
-  bool mulOfInputs = (mul.getLhs() == in0 && mul.getRhs() == in1) ||
-                     (mul.getLhs() == in1 && mul.getRhs() == in0);
-  bool addOfOut = (add.getLhs() == out && add.getRhs() == mul) ||
-                  (add.getLhs() == mul && add.getRhs() == out);
-  if (!mulOfInputs || !addOfOut)
-    return fail(why, "body is not out + in0 * in1");
 
   // The tiled loops read an input after loading the accumulators: an input
   // that is a view of the output would be read as updated where the untiled
@@ -118,8 +124,6 @@ bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
       return fail(why, "an input is a view of the output");
 
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  if (llvm::none_of(iterators, [](auto t) { return t == utils::IteratorType::reduction; }))
-    return fail(why, "no reduction dimension");
   AffineMap outMap = op.getIndexingMapsArray()[2];
   if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0)
     return fail(why, "output map is not a projected permutation");

@@ -9,8 +9,9 @@
 
 #include "het/Tune/ContractionTuning.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
 
 namespace het::tune {
 
@@ -21,18 +22,14 @@ std::vector<ContractionCase> distinctContractions(mlir::ModuleOp bufferized,
   std::vector<ContractionCase> cases;
   std::map<std::string, size_t> index;
   bufferized.walk([&](mlir::linalg::GenericOp op) {
-    // Only multiply-add bodies are contractions; the rest is element-wise
-    // work and reductions, which het-tile-contractions never touches.
-    if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-        op.getRegion().front().getOperations().size() != 3 ||
-        !mlir::isa<mlir::arith::MulFOp>(op.getRegion().front().front()))
+    // The rest is element-wise work and reductions, which
+    // het-tile-contractions never touches; listed are the contractions it
+    // turns down.
+    if (!mlir::het::isMultiplyAddContraction(op))
       return;
     std::string why;
     if (!mlir::het::isTilableContraction(op, &why)) {
-      // Listed are contractions the tiler turned down, not other ops.
-      bool contraction = !llvm::StringRef(why).starts_with("body") &&
-                         !llvm::StringRef(why).starts_with("no reduction");
-      if (untilable && contraction)
+      if (untilable)
         untilable->push_back(mlir::het::contractionSignature(op) + ": " + why);
       return;
     }
@@ -59,6 +56,15 @@ RecordedTilings::RecordedTilings(const TuningDatabase &db) {
     else
       unreadableRecords.push_back(record.workload + ": '" + record.choice + "'");
   }
+}
+
+std::string RecordedTilings::fingerprint() const {
+  if (tilings.empty())
+    return "";
+  std::string text;
+  for (const auto &[signature, tiling] : tilings)
+    text += signature + "=" + tiling.str() + "\n";
+  return llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
 }
 
 std::optional<mlir::het::ContractionTiling> RecordedTilings::lookup(llvm::StringRef signature) {

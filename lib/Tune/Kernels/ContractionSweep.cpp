@@ -43,15 +43,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
 namespace het::tune {
 
 namespace {
-
-double now() { return steadySeconds(); }
 
 using KernelFn = void (*)(float *, float *, float *);
 
@@ -169,19 +166,22 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
                                          TuningDatabase &db, std::FILE *log) {
   ContractionSweepResult result;
   std::string host = hostIdentity(), version = hetVersion(), compiler = contractionCompiler();
-  double start = now();
+  if (!cases.empty()) {
+    // The candidates are translated to LLVM IR in the cases' context.
+    mlir::MLIRContext *context = cases.front().op->getContext();
+    mlir::registerBuiltinDialectTranslation(*context);
+    mlir::registerLLVMDialectTranslation(*context);
+  }
+  double start = steadySeconds();
   for (const ContractionCase &c : cases) {
-    if (now() - start > options.timeBudgetSeconds) {
+    if (steadySeconds() - start > options.timeBudgetSeconds) {
       result.notReached.push_back(c.signature);
       continue;
     }
     auto op = mlir::cast<mlir::linalg::GenericOp>(c.op);
-    mlir::MLIRContext *context = op.getContext();
-    mlir::registerBuiltinDialectTranslation(*context);
-    mlir::registerLLVMDialectTranslation(*context);
     std::vector<mlir::het::ContractionTiling> tilings =
         mlir::het::contractionTilingCandidates(op, options.widths);
-    double compileStart = now();
+    double compileStart = steadySeconds();
     mlir::OwningOpRef<mlir::ModuleOp> module = buildCandidateModule(op, tilings);
     if (failed(lowerToLLVMDialect(*module))) {
       result.errors.push_back("could not lower the candidates of " + c.signature);
@@ -193,7 +193,7 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
                               llvm::toString(engine.takeError()));
       continue;
     }
-    double compileSeconds = now() - compileStart;
+    double compileSeconds = steadySeconds() - compileStart;
     auto function = [&](const std::string &name) -> KernelFn {
       auto address = (*engine)->lookup(name);
       if (!address) {
@@ -211,9 +211,9 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
       continue;
     }
     std::vector<float> reference(buffers.output.size(), 0.f);
-    double first = now();
+    double first = steadySeconds();
     untiled(a, b, reference.data());
-    double untiledSeconds = now() - first;
+    double untiledSeconds = steadySeconds() - first;
 
     std::vector<Candidate> candidates;
     for (size_t i = 0; i < tilings.size(); ++i) {
@@ -242,9 +242,9 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     // Untiled, timed the same way (for the record: what tuning gained).
     double untiledBest = untiledSeconds;
     for (int call = 0; call < std::min(calls, 3); ++call) {
-      double begin = now();
+      double begin = steadySeconds();
       untiled(a, b, reference.data());
-      untiledBest = std::min(untiledBest, now() - begin);
+      untiledBest = std::min(untiledBest, steadySeconds() - begin);
     }
 
     const Candidate *winner = &candidates[0];

@@ -20,15 +20,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 namespace het::tune {
 
 namespace {
 using het::rt::GemmEngine;
-
-double now() { return steadySeconds(); }
 
 struct Timing : Timed {
   explicit Timing(GemmEngine engine) : engine(engine) {}
@@ -44,9 +41,9 @@ GemmSweepResult sweepGemmProducts(const std::vector<GemmProduct> &products,
   if (het::rt::openBlasAvailable(result.openBlasError))
     engines.push_back(GemmEngine::OpenBlas);
   std::string versions = het::rt::gemmLibraryVersions(), host = hostIdentity(), version = hetVersion();
-  double start = now();
+  double start = steadySeconds();
   for (const GemmProduct &product : products) {
-    if (now() - start > options.timeBudgetSeconds) {
+    if (steadySeconds() - start > options.timeBudgetSeconds) {
       result.notReached.push_back(product.key());
       continue;
     }
@@ -67,9 +64,9 @@ GemmSweepResult sweepGemmProducts(const std::vector<GemmProduct> &products,
           het::rt::runGemm(engine, gemm, a.data(), b.data(), c.data());
       }
       // Calls per round: about 20 ms of work at the first call's speed.
-      double first = now();
+      double first = steadySeconds();
       het::rt::runGemm(GemmEngine::OneDnn, gemm, a.data(), b.data(), c.data());
-      int calls = std::clamp(int(0.02 / std::max(now() - first, 1e-6)), 3, 200);
+      int calls = std::clamp(int(0.02 / std::max(steadySeconds() - first, 1e-6)), 3, 200);
       timeInterleaved(timings, options.rounds, calls, /*dropAfter=*/1, /*dropFactor=*/1.5,
                       [&](Timing &t) {
                         het::rt::runGemm(t.engine, gemm, a.data(), b.data(), c.data());
