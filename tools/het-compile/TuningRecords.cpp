@@ -89,12 +89,13 @@ void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath, const s
   }
 }
 
-std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath) {
+std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath, bool quiet) {
   try {
     auto db = tune::TuningDatabase::open(dbPath, tune::TuningDatabase::Mode::ReadOnly);
     return std::make_shared<tune::RecordedTilings>(*db);
   } catch (const tune::DatabaseError &e) {
-    llvm::errs() << "het-compile: warning: " << e.what()
+    if (!quiet)
+      llvm::errs() << "het-compile: warning: " << e.what()
                  << "; generated contractions stay untiled (untuned)\n";
     return nullptr;
   }

@@ -44,8 +44,9 @@ void chooseGemmEngines(mlir::ModuleOp module, const std::string &dbPath,
                        const std::string &model, bool report);
 
 /// The contraction tilings `dbPath` records for this host, or null (with a
-/// warning) when it cannot be read.
-std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath);
+/// warning unless `quiet`) when it cannot be read.
+std::shared_ptr<tune::RecordedTilings> recordedTilings(const std::string &dbPath,
+                                                       bool quiet = false);
 
 /// Says how many of the build's generated contractions had a record and
 /// lists those that had none.

@@ -332,6 +332,13 @@ int emitGpuBinary(ModuleOp module, const mlir::het::GpuTarget &gpu, const std::s
   return 0;
 }
 
+/// --contraction-tiling as a tiling (main has checked that it parses).
+std::optional<mlir::het::ContractionTiling> tilingEverywhere() {
+  if (contractionTiling.empty())
+    return std::nullopt;
+  return mlir::het::ContractionTiling::parse(contractionTiling);
+}
+
 /// Seconds per step of the whole (unpartitioned) training step compiled
 /// with `library`'s kernels: a temporary executable runs 12 steps on one
 /// thread and reports its throughput.
@@ -357,6 +364,7 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   options.fuseElementwise = optLevel != '0';
   options.outlineLayers = outlineLayers;
   options.threadedLoops = threadedLoops;
+  options.contractionTilingEverywhere = tilingEverywhere();
   if (lowerAndEmit(*copy, options, Emit::Exe, exe.str().str(), timer) != 0)
     return error("could not compile the calibration executable for " + library);
   llvm::SmallVector<llvm::StringRef> args{exe, "--steps", "12", "--threads", "1"};
@@ -397,15 +405,25 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
     return ::het::compile::StepTime{*seconds, ""};
   }
   // The key hashes the step as it will be compiled: with the GEMM engines
-  // the database's kernel records choose, so new kernel records mean a new
-  // calibration.
+  // the database's kernel records choose, and the generated contractions'
+  // tilings (--contraction-tiling, else the database's records), so new
+  // kernel records mean a new calibration.
   OwningOpRef<ModuleOp> keyed(stepModule.clone());
   if (library == "dnnl")
     ::het::compile::chooseGemmEngines(*keyed, tuningDb, inputFile, /*report=*/false);
-  std::string workload = ::het::compile::calibrationWorkload(
-      *keyed, library,
+  std::string codegen =
       llvm::formatv("-O{0} outline-layers={1} threaded-loops={2}", optLevel.getValue(),
-                    outlineLayers ? 1 : 0, threadedLoops ? 1 : 0));
+                    outlineLayers ? 1 : 0, threadedLoops ? 1 : 0);
+  if (library == "mlir") {
+    if (auto tiling = tilingEverywhere()) {
+      codegen += " tiling='" + tiling->str() + "'";
+    } else if (auto tilings = ::het::compile::recordedTilings(tuningDb, /*quiet=*/true)) {
+      std::string digest = tilings->fingerprint();
+      if (!digest.empty())
+        codegen += " tilings=" + digest;
+    }
+  }
+  std::string workload = ::het::compile::calibrationWorkload(*keyed, library, codegen);
   return ::het::compile::recordedCalibration(tuningDb, workload, library, measure);
 }
 
@@ -758,14 +776,10 @@ int main(int argc, char **argv) {
   options.fuseElementwise = optLevel != '0';
   options.outlineLayers = outlineLayers;
   options.threadedLoops = threadedLoops;
-  if (!contractionTiling.empty()) {
-    std::optional<mlir::het::ContractionTiling> tiling =
-        mlir::het::ContractionTiling::parse(contractionTiling);
-    if (!tiling)
-      return fail("--contraction-tiling '" + contractionTiling +
-                  "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'");
-    options.contractionTilingEverywhere = tiling;
-  }
+  if (!contractionTiling.empty() && !tilingEverywhere())
+    return fail("--contraction-tiling '" + contractionTiling +
+                "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'");
+  options.contractionTilingEverywhere = tilingEverywhere();
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))

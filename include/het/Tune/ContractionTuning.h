@@ -77,6 +77,9 @@ public:
   explicit RecordedTilings(const TuningDatabase &db);
   std::optional<mlir::het::ContractionTiling> lookup(llvm::StringRef signature);
   size_t recordCount() const { return tilings.size(); }
+  /// A digest of every (signature, tiling) it holds, "" when none: what a
+  /// key that depends on how contractions are tiled includes.
+  std::string fingerprint() const;
   std::set<std::string> found() const;
   std::set<std::string> missing() const;
   /// Records whose tiling could not be read (hand-edited or damaged), each
