@@ -110,6 +110,32 @@ std::vector<const LayerTable *> CostModel::tables(const StageContext &ctx) const
   return out;
 }
 
+bool CostModel::oneNode(const std::vector<int> &groups) const {
+  // Groups of one node template with a count of one share that node.
+  for (int g : groups)
+    if (clusterDesc.groups[g].nodes != 1 ||
+        clusterDesc.groups[g].nodeTemplate != clusterDesc.groups[groups.front()].nodeTemplate)
+      return false;
+  return !groups.empty();
+}
+
+double CostModel::measuredSync(int b, int e, int replicas) const {
+  double total = 0;
+  for (int i = b; i < e; ++i) {
+    const LayerDesc &l = modelDesc.layers[i];
+    std::vector<double> tensors = l.paramTensors;
+    if (tensors.empty() && l.params > 0)
+      tensors.push_back(l.params);
+    for (double elements : tensors) {
+      double t = communication->allReduce(elements * modelDesc.bytesPerElement, replicas);
+      if (t < 0)
+        return -1;
+      total += t;
+    }
+  }
+  return total;
+}
+
 double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &a, int ra,
                                const std::vector<int> &b, int rb) const {
   if (layer <= 0 || layer >= int(modelDesc.layers.size()))
@@ -117,6 +143,17 @@ double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &
   double bytes = modelDesc.layers[layer - 1].outputBytes * samples;
   if (bytes <= 0)
     return 0;
+  if (communication && communication->message) {
+    std::vector<int> both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    if (oneNode(both)) {
+      // Every pair of replicas that shares samples exchanges its part: the
+      // largest part sets the time.
+      double t = communication->message(bytes / std::max(1, std::min(ra, rb)));
+      if (t >= 0)
+        return t;
+    }
+  }
   // The slowest of the links between the two stages' groups.
   const Link *link = nullptr;
   for (int x : a)
@@ -226,6 +263,14 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
   if (chosen)
     *chosen = algorithm;
   c.sync = syncTime(ctx.members, ctx.tp, params, algorithm);
+  if (communication && communication->allReduce && ctx.tp == 1 && ctx.replicas() > 1 &&
+      oneNode(groups)) {
+    double measured = measuredSync(b, e, ctx.replicas());
+    // The last stage also combines the step's loss over its replicas.
+    double loss = ctx.nextGroups.empty() ? communication->allReduce(8, ctx.replicas()) : 0;
+    if (measured >= 0 && loss >= 0)
+      c.sync = measured + loss;
+  }
   return c;
 }
 

@@ -222,8 +222,10 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
       if (l >= 0 && (first < 0 || l < first))
         first = l;
     }
-    if (first >= 0)
+    if (first >= 0) {
       m.layers[first].params += elements(func.getArgument(i).getType());
+      m.layers[first].paramTensors.push_back(elements(func.getArgument(i).getType()));
+    }
   }
 
   func.walk([&](mlir::Operation *op) {

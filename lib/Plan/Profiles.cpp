@@ -203,23 +203,36 @@ void ProfileSet::loadHet(const std::string &path,
 
 bool ProfileSet::lookup(const std::string &device, int tp, double mbs,
                         std::vector<LayerTime> &out) const {
-  const ProfileTable *best = nullptr;
-  int bestMbs = 0;
-  double bestDistance = 1e300;
-  for (const auto &[key, table] : tables) {
-    if (std::get<0>(key) != device || std::get<1>(key) != tp)
-      continue;
-    double d = std::fabs(std::log(double(std::get<2>(key)) / mbs));
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = &table;
-      bestMbs = std::get<2>(key);
-    }
-  }
-  if (!best)
+  // The profiled sizes of this device and degree, smallest first.
+  std::vector<std::pair<int, const ProfileTable *>> sizes;
+  for (const auto &[key, table] : tables)
+    if (std::get<0>(key) == device && std::get<1>(key) == tp)
+      sizes.push_back({std::get<2>(key), &table});
+  if (sizes.empty())
     return false;
-  double scale = mbs / bestMbs;
-  out = best->layers;
+  std::sort(sizes.begin(), sizes.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  // Between two profiled sizes: linear in mbs through both (a fixed cost
+  // per call plus one per sample, as kernels behave). Outside them: the
+  // nearest, scaled in proportion.
+  auto above = std::find_if(sizes.begin(), sizes.end(),
+                            [&](const auto &s) { return s.first >= mbs; });
+  if (above != sizes.end() && above != sizes.begin() && above->first != mbs &&
+      above->second->layers.size() == std::prev(above)->second->layers.size()) {
+    auto below = std::prev(above);
+    double w = (mbs - below->first) / double(above->first - below->first);
+    out = below->second->layers;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const LayerTime &hi = above->second->layers[i];
+      out[i].fwd += w * (hi.fwd - out[i].fwd);
+      out[i].bwd += w * (hi.bwd - out[i].bwd);
+      out[i].update += w * (hi.update - out[i].update);
+    }
+    return true;
+  }
+  const auto &nearest = above == sizes.end() ? sizes.back() : *above;
+  double scale = mbs / nearest.first;
+  out = nearest.second->layers;
   for (auto &t : out) {
     t.fwd *= scale;
     t.bwd *= scale;

@@ -38,6 +38,9 @@ struct PipelineComm {
   hetcclComm_t tensor = nullptr; // this replica's devices; null without tensor parallelism
   int rank = 0, worldSize = 1;
   RankPlace place;
+  /// --profile-stages: no hetccl; a receive fills its buffer with synthetic
+  /// values at once and a send is dropped.
+  bool profiling = false;
   const ModelInfo *info = nullptr;
   PipelineLayout layout;
 

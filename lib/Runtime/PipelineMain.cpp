@@ -36,6 +36,7 @@
 #include "ModelInfo.h"
 #include "RandomState.h"
 #include "PipelineComm.h"
+#include "PipelineRank.h"
 
 #include "het/Checkpoint/Checkpointer.h"
 #include "het/Checkpoint/Store.h"
@@ -66,18 +67,6 @@ void hetrtSetLearningRate(double lr); // Main.cpp
 
 namespace {
 
-struct Options {
-  long long steps = 100;
-  double lr = NAN;
-  long long seed = 0;
-  std::string data, save, checkpointDir, load;
-  int threads = 1;
-  long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
-  bool syncCheckpoint = false;
-  int killRank = -1;
-  std::string killStep;
-  std::string killAt = "step"; // step | transfer | all-reduce
-};
 
 const char *usage =
     "usage: %s [options]   (one rank of a pipeline; start all ranks with het-run -n N)\n"
@@ -112,6 +101,12 @@ const char *usage =
     "                        halfway through a message: the step's first\n"
     "                        activation/gradient transfer, or its gradient\n"
     "                        all-reduce\n"
+    "  --profile-stages F.json [--profile-repeats N]\n"
+    "                        instead of training: time each stage's forward,\n"
+    "                        backward and update alone in this one process (no\n"
+    "                        hetccl: received tensors get synthetic values, sends\n"
+    "                        are dropped), N times after two warm-ups (default\n"
+    "                        20), and write the means to F (het-tune stages)\n"
     "Deterministic for a fixed seed, thread count and rank layout.\n";
 
 bool parseOptions(int argc, char **argv, Options &o) {
@@ -143,6 +138,10 @@ bool parseOptions(int argc, char **argv, Options &o) {
     }
     else if (arg == "--lr")
       o.lr = options.positive();
+    else if (arg == "--profile-stages")
+      o.profileOut = value;
+    else if (arg == "--profile-repeats")
+      o.profileRepeats = options.integer(1, 1000000);
     else if (arg == "--data")
       o.data = value;
     else if (arg == "--checkpoint-dir")
@@ -161,7 +160,6 @@ bool parseOptions(int argc, char **argv, Options &o) {
 }
 
 
-using Env = std::map<std::string, Buffer>;
 
 /// The part `index` of `parts` of a row-major tensor along `axis`.
 std::vector<int64_t> shardShape(std::vector<int64_t> shape, int axis, int parts) {
@@ -187,43 +185,10 @@ void copyShard(const unsigned char *whole, unsigned char *part, const std::vecto
   }
 }
 
-/// One rank's run of a pipeline.
-class PipelineRank {
-public:
-  PipelineRank(const ModelInfo &info, const Options &o) : info_(info), o_(o) {}
-  int run();
 
-private:
-  const ModelInfo &info_;
-  const Options &o_;
-  const StageInfo *stage_ = nullptr;
-  const StageVariant *variant_ = nullptr;
-  std::map<std::string, hetrt_entry_fn> entries_;
-  Env persistent_;                 // parameters and state
-  std::map<std::string, TensorInfo> persistentInfo_; // their (local) shapes
-  std::vector<Env> microBatch_;    // data and saved activations per micro-batch
-  Env gradients_;                  // summed over the step's micro-batches
-  std::map<std::string, unsigned> stepIndex_; // step argument -> its index
-  std::vector<std::string> batchInputs_;      // data/label/index arguments read here
-  std::map<std::string, eval::HostArray> loaded_; // --load's arrays by argument name
-  std::unique_ptr<BatchStream> stream_;
-  Dataset train_;
-  int dataInput_ = -1, labelInput_ = -1;
-  double lossSum_ = 0;
-  int64_t microBatchSamples_ = 0, firstSample_ = 0, share_ = 0;
+} // namespace
 
-  void setUp();
-  hetrt_entry_fn entry(const StageFunction &f);
-  void call(const StageFunction &f, Env *batch, bool accumulate);
-  void fillBatch(int64_t step, int micro);
-  ckpt::Snapshot snapshot(int64_t step) const;
-  void restore(const ckpt::Snapshot &snap);
-  int64_t resume(const std::string &dir);
-  int64_t agree(int64_t proposal);
-  void saveAll(const std::string &path);
-  int idle();
-  bool isLastStage() const { return stage_ == &info_.stages.back(); }
-};
+namespace het::rt {
 
 hetrt_entry_fn PipelineRank::entry(const StageFunction &f) {
   auto it = entries_.find(f.symbol);
@@ -576,6 +541,15 @@ int PipelineRank::idle() {
   return 0;
 }
 
+void PipelineRank::takePlace(const RankPlace &place) {
+  const PipelineComm &comm = pipelineComm();
+  stage_ = &info_.stages[place.stage];
+  variant_ = stage_->variant(stage_->replicaGroups[place.replicaGroup].variant);
+  microBatchSamples_ = info_.globalBatch / info_.microBatches;
+  firstSample_ = comm.layout.firstSample(place.stage, place.replica);
+  share_ = comm.layout.share(place.stage, place.replica);
+}
+
 int PipelineRank::run() {
   PipelineComm &comm = pipelineComm();
   comm.info = &info_;
@@ -659,12 +633,8 @@ int PipelineRank::run() {
   }
   if (place.idle())
     return idle();
-  stage_ = &info_.stages[place.stage];
+  takePlace(place);
   const ReplicaGroupInfo &replicas = stage_->replicaGroups[place.replicaGroup];
-  variant_ = stage_->variant(replicas.variant);
-  microBatchSamples_ = info_.globalBatch / info_.microBatches;
-  firstSample_ = comm.layout.firstSample(place.stage, place.replica);
-  share_ = comm.layout.share(place.stage, place.replica);
   std::string tp = stage_->tensorParallel > 1 ? " device " + std::to_string(place.tp) + "/" +
                                                     std::to_string(stage_->tensorParallel)
                                               : "";
@@ -832,7 +802,7 @@ int PipelineRank::run() {
   return 0;
 }
 
-} // namespace
+} // namespace het::rt
 
 extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo) {
   Options o;
@@ -854,7 +824,7 @@ extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo)
   omp_set_num_threads(o.threads);
   try {
     PipelineRank rank(info, o);
-    return rank.run();
+    return o.profileOut.empty() ? rank.run() : rank.profileStages();
   } catch (const std::exception &e) {
     die(e.what());
   }

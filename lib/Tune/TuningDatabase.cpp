@@ -317,6 +317,10 @@ std::string allReduceWorkloadPrefix(int ranks, int nodes, const std::string &lin
          " link=" + link + " bytes=";
 }
 
+std::string messageWorkloadPrefix(int ranks) {
+  return "message ranks=" + std::to_string(ranks) + " nodes=1 link=shm after=compute bytes=";
+}
+
 std::string hetVersion() { return HET_VERSION_STRING; }
 
 std::string utcNow() {

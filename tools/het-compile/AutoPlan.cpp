@@ -9,11 +9,13 @@
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Planner.h"
+#include "het/Tune/StageProfiles.h"
 
 #include <nlohmann/json.hpp>
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -55,6 +57,23 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
 
     AutoPlanResult result;
     llvm::raw_string_ostream report(result.report);
+    // Measured stage profiles and messages, where the database has them.
+    ProfileSet profiles;
+    MeasuredCommunication communication;
+    bool communicationFound = false;
+    if (!request.tuningDb.empty()) {
+      try {
+        for (const std::string &line :
+             het::tune::readPlannerRecords(request.tuningDb, model, cluster, profiles,
+                                           communication, communicationFound))
+          report << "tuning database: " << line << "\n";
+      } catch (const het::tune::DatabaseError &e) {
+        report << "het-compile: warning: " << e.what() << "; --plan auto calibrates instead\n";
+        profiles = ProfileSet();
+        communicationFound = false;
+      }
+    }
+    std::vector<LayerTime> ignored;
     // Calibrate every local kind once; the copies outlive the planning.
     std::deque<DeviceSpec> calibrated;
     std::map<std::string, const DeviceSpec *> byKind;
@@ -62,6 +81,8 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
       std::string library = libraryOf(*group.spec);
       if (library.empty())
         continue;
+      if (profiles.lookup(group.spec->name, 1, model.batch, ignored))
+        continue; // its measured layers price it
       auto found = byKind.find(group.spec->name);
       if (found == byKind.end()) {
         llvm::Expected<StepTime> time = request.measureStep(library);
@@ -90,7 +111,9 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     int smallest = cluster.groups.front().count();
     for (const DeviceGroup &group : cluster.groups)
       smallest = std::min(smallest, group.count());
-    CostModel cost(model, cluster, nullptr);
+    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles);
+    if (communicationFound)
+      cost.setMeasuredCommunication(&communication);
     PlannerOptions options;
     options.globalBatch =
         request.globalBatch > 0
@@ -155,6 +178,51 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     if (!out)
       return error("cannot write the plan to " + request.planOut);
     return result;
+  } catch (const PlanError &e) {
+    return error(e.what());
+  } catch (const std::exception &e) {
+    return error(llvm::Twine("malformed cluster or plan input: ") + e.what());
+  }
+}
+
+llvm::Expected<double> predictPlanFile(mlir::ModuleOp module, mlir::func::FuncOp step,
+                                       const std::string &clusterFile,
+                                       const std::string &planFile, const std::string &tuningDb,
+                                       std::string &reportText) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  llvm::raw_string_ostream report(reportText);
+  try {
+    DeviceCatalog catalog = DeviceCatalog::loadDirectory(DeviceCatalog::defaultDirectory());
+    Cluster cluster = loadCluster(clusterFile, catalog);
+    ModelDesc model = modelFromModule(module, "(input IR)", step.getName().str());
+    ProfileSet profiles;
+    MeasuredCommunication communication;
+    bool communicationFound = false;
+    try {
+      for (const std::string &line : het::tune::readPlannerRecords(
+               tuningDb, model, cluster, profiles, communication, communicationFound))
+        report << "tuning database: " << line << "\n";
+    } catch (const het::tune::DatabaseError &e) {
+      report << "het-compile: warning: " << e.what() << "; the plan's own prediction stands\n";
+      return 0.0;
+    }
+    if (profiles.empty())
+      return 0.0;
+    std::ifstream in(planFile);
+    nlohmann::json doc = nlohmann::json::parse(in);
+    Plan plan = planFromJson(doc, planFile, cluster, model);
+    CostModel cost(model, cluster, &profiles);
+    if (communicationFound)
+      cost.setMeasuredCommunication(&communication);
+    Evaluation ev = cost.evaluate(plan);
+    if (!std::isfinite(ev.iterationTime))
+      return error(planFile + ": " + ev.problem);
+    report << llvm::formatv("predicted iteration time {0:f3} ms with the measurements "
+                            "(pipeline {1:f3} ms + gradient sync and optimizer {2:f3} ms)\n",
+                            1e3 * ev.iterationTime, 1e3 * ev.pipelineTime, 1e3 * ev.syncTime);
+    return ev.iterationTime;
   } catch (const PlanError &e) {
     return error(e.what());
   } catch (const std::exception &e) {

@@ -40,6 +40,10 @@ struct AutoPlanRequest {
   /// Seconds one step of the whole model takes on one rank with `library`'s
   /// kernels ("dnnl", "mlir", "reference"), one thread, the model's batch.
   std::function<llvm::Expected<StepTime>(const std::string &library)> measureStep;
+  /// The tuning database (--tuning-db; empty: none): a kind with stage
+  /// profiles there (het-tune stages) is priced by them and not
+  /// calibrated, and measured messages price communication in the node.
+  std::string tuningDb;
 };
 
 struct AutoPlanResult {
@@ -51,6 +55,15 @@ struct AutoPlanResult {
 /// writes the plan to request.planOut.
 llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func::FuncOp step,
                                               const AutoPlanRequest &request);
+
+/// The iteration time the planner predicts for the plan in `planFile` on
+/// `clusterFile`, with the measurements of `tuningDb` (stage profiles,
+/// messages); 0 when the database holds none for this model and host.
+/// `report` says what was used.
+llvm::Expected<double> predictPlanFile(mlir::ModuleOp module, mlir::func::FuncOp step,
+                                       const std::string &clusterFile,
+                                       const std::string &planFile, const std::string &tuningDb,
+                                       std::string &report);
 
 } // namespace het::compile
 

@@ -470,7 +470,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
-  if (build.planFile == "auto") {
+  // With a tuning database, a given plan is priced by its measurements.
+  bool pricePlanFile = build.planFile != "auto" && !tuningDb.empty();
+  if (build.planFile == "auto" || pricePlanFile) {
     // Calibration and planning need the training step.
     OwningOpRef<ModuleOp> stepModule(module.clone());
     bool hasStep = false;
@@ -478,8 +480,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       hasStep |= function.getName().ends_with("_train_step");
     if (!hasStep) {
       PassManager pm(module.getContext());
-      if (failed(parsePassPipeline("het-training-pipeline{" + trainingOptions() + "}", pm,
-                                   llvm::errs())) ||
+      if (failed(parsePassPipeline("het-training-pipeline{" +
+                                       trainingOptions() + "}",
+                                   pm, llvm::errs())) ||
           failed(pm.run(*stepModule))) {
         fail("could not build the training step of '" + inputFile +
              "' (see the diagnostics above)");
@@ -491,30 +494,47 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       if (function.getName().ends_with("_train_step"))
         step = function;
     timer.done("training step for calibration");
-    ::het::compile::AutoPlanRequest request;
-    request.clusterFile = clusterFile;
-    request.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
-    request.globalBatch = globalBatch;
-    request.planOut = writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
-    request.devicesOut = output + ".devices.json";
-    // The calibration builds are timed as part of this stage, not as
-    // stages of their own.
-    StageTimer calibrationBuilds;
-    calibrationBuilds.print = false;
-    request.measureStep = [&](const std::string &library) {
-      return calibratedStep(*stepModule, library, calibrationBuilds);
-    };
-    llvm::Expected<::het::compile::AutoPlanResult> chosen =
-        ::het::compile::planForCluster(*stepModule, step, request);
-    if (!chosen) {
-      fail("--plan auto: " + llvm::toString(chosen.takeError()));
-      return failure();
+    if (pricePlanFile) {
+      std::string report;
+      llvm::Expected<double> predicted = ::het::compile::predictPlanFile(
+          *stepModule, step, clusterFile, build.planFile, tuningDb, report);
+      if (!predicted) {
+        fail(llvm::toString(predicted.takeError()));
+        return failure();
+      }
+      llvm::errs() << report;
+      if (*predicted > 0)
+        build.predictedSeconds = *predicted;
+    } else {
+      ::het::compile::AutoPlanRequest request;
+      request.tuningDb = tuningDb;
+      request.clusterFile = clusterFile;
+      request.microBatches =
+          microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
+      request.globalBatch = globalBatch;
+      request.planOut =
+          writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
+      request.devicesOut = output + ".devices.json";
+      // The calibration builds are timed as part of this stage, not as
+      // stages of their own.
+      StageTimer calibrationBuilds;
+      calibrationBuilds.print = false;
+      request.measureStep = [&](const std::string &library) {
+        return calibratedStep(*stepModule, library, calibrationBuilds);
+      };
+      llvm::Expected<::het::compile::AutoPlanResult> chosen =
+          ::het::compile::planForCluster(*stepModule, step, request);
+      if (!chosen) {
+        fail("--plan auto: " + llvm::toString(chosen.takeError()));
+        return failure();
+      }
+      llvm::errs() << chosen->report << "het-compile: plan written to "
+                   << request.planOut << ", the calibrated kinds to "
+                   << request.devicesOut << "\n";
+      build.predictedSeconds = chosen->predictedSeconds;
+      build.planFile = request.planOut;
+      timer.done("calibrate and plan");
     }
-    llvm::errs() << chosen->report << "het-compile: plan written to " << request.planOut
-                 << ", the calibrated kinds to " << request.devicesOut << "\n";
-    build.predictedSeconds = chosen->predictedSeconds;
-    build.planFile = request.planOut;
-    timer.done("calibrate and plan");
   }
   std::unique_ptr<llvm::ToolOutputFile> stagesFile;
   if (emit == Emit::Stages) {

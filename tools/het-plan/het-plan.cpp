@@ -16,6 +16,7 @@
 #include "het/Plan/GanttSvg.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Planner.h"
+#include "het/Tune/StageProfiles.h"
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
                "stages, data and tensor parallelism, micro-batching, "
                "all-reduce algorithms) for one training job on a mixed "
                "cluster, by a cost model and an exact search"};
+  std::string tuningDbPath;
   std::string clusterPath, modelPath, profilesDir, catalogDir, svgPath,
       evaluatePath, writePlanPath, writePlansDir, devicesPath;
   long globalBatch = 0;
@@ -120,6 +122,10 @@ int main(int argc, char **argv) {
   app.add_option("--model", modelPath,
                  "model: het IR (.mlir, ops tagged with het.layer) or a model "
                  "JSON ({\"gpt\": {...}} or {\"layers\": [...]})");
+  app.add_option("--tuning-db", tuningDbPath,
+                 "tuning database (het-tune): this host's measured stage profiles (het-tune "
+                 "stages) replace the roofline for their device kinds, and its measured "
+                 "all-reduces (het-tune collectives) price communication inside the node");
   app.add_option("--profiles", profilesDir,
                  "directory of measured per-layer profiles (Sailor, Metis or "
                  "het format); they replace the roofline for their devices");
@@ -212,7 +218,27 @@ int main(int argc, char **argv) {
     }
     if (globalBatch == 0)
       globalBatch = model.batch > 0 ? model.batch : 512;
+    MeasuredCommunication communication;
+    bool communicationFound = false;
+    std::vector<std::string> tuningReport;
+    if (!tuningDbPath.empty()) {
+      try {
+        tuningReport = het::tune::readPlannerRecords(tuningDbPath, model, cluster, profiles,
+                                                     communication, communicationFound);
+      } catch (const het::tune::DatabaseError &e) {
+        std::cerr << "het-plan: warning: " << e.what()
+                  << "; planning with the roofline and the cluster's links\n";
+        profiles = ProfileSet();
+        communicationFound = false;
+      }
+    }
     CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles);
+    if (communicationFound)
+      cost.setMeasuredCommunication(&communication);
+    auto printTuning = [&](std::ostream &os) {
+      for (const std::string &line : tuningReport)
+        os << "tuning database: " << line << "\n";
+    };
 
     if (!evaluatePath.empty()) {
       json doc;
@@ -234,7 +260,9 @@ int main(int argc, char **argv) {
         std::cout << evaluationToJson(ev).dump(2) << "\n";
       } else {
         std::cout << "het-plan: evaluating " << evaluatePath << " on "
-                  << cluster.name << " for " << model.name << "\n"
+                  << cluster.name << " for " << model.name << "\n";
+        printTuning(std::cout);
+        std::cout
                   << "predicted iteration " << formatSeconds(ev.iterationTime)
                   << " (pipeline " << formatSeconds(ev.pipelineTime)
                   << " + gradient sync and optimizer "
@@ -290,6 +318,8 @@ int main(int argc, char **argv) {
         subsets.push_back(std::make_unique<Cluster>(cluster.subset(groups)));
         subsetCosts.push_back(std::make_unique<CostModel>(
             model, *subsets.back(), profiles.empty() ? nullptr : &profiles));
+        if (communicationFound)
+          subsetCosts.back()->setMeasuredCommunication(&communication);
         PlannerOptions single = options;
         single.topK = 1;
         std::string label = vendor + " only (";
@@ -349,6 +379,7 @@ int main(int argc, char **argv) {
                 << ", " << best.shapesEvaluated << " evaluated, "
                 << best.shapesPruned << " pruned; planning took "
                 << formatSeconds(total) << " in all\n";
+      printTuning(std::cout);
       if (!profiles.empty())
         std::cout << "profiles: " << profiles.size()
                   << " tables (measured times replace the roofline)\n";

@@ -14,6 +14,7 @@
 #include "het/Tune/CollectiveSweep.h"
 #ifdef HET_TUNE_KERNELS
 #include "Kernels.h"
+#include "Stages.h"
 #endif
 #include "het/Tune/TuningDatabase.h"
 
@@ -211,6 +212,8 @@ int main(int argc, char **argv) {
 #ifdef HET_TUNE_KERNELS
   KernelsCommand kernels;
   addKernelsCommand(app, kernels);
+  StagesCommand stages;
+  addStagesCommand(app, stages);
 #endif
 
   auto *showCommand = app.add_subcommand("show", "list the records of a database");
@@ -246,6 +249,8 @@ int main(int argc, char **argv) {
 #ifdef HET_TUNE_KERNELS
     if (kernels.command->parsed())
       return runKernels(kernels, waitMs);
+    if (stages.command->parsed())
+      return runStages(stages, waitMs);
 #endif
     if (showCommand->parsed())
       return show(dbPath, waitMs);

@@ -7,6 +7,7 @@
 #include "het/Plan/Plan.h"
 #include "het/Plan/Profiles.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ struct LayerTable {
   }
 };
 
+/// Collective and message times measured on this host (het-tune
+/// collectives' records), which replace the alpha-beta link formulas for
+/// stages whose devices share one node. Each returns seconds, or a negative
+/// number where nothing was measured for that rank count.
+struct MeasuredCommunication {
+  /// One all-reduce of `bytes` over `ranks` ranks as the pipeline runtime
+  /// runs it (ring, one call per gradient tensor).
+  std::function<double(double bytes, int ranks)> allReduce;
+  /// One message of `bytes` between two ranks.
+  std::function<double(double bytes)> message;
+  std::string source; // where they were measured, for reports
+};
+
 struct StageCost {
   double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
   double p2p = 0;              // sends charged to this stage per micro-batch
@@ -61,6 +75,11 @@ class CostModel {
 public:
   CostModel(const ModelDesc &model, const Cluster &cluster,
             const ProfileSet *profiles, TrainingSetup setup = {});
+  /// Prices communication inside one node by measurements (null: the
+  /// cluster's link figures). Must outlive the model.
+  void setMeasuredCommunication(const MeasuredCommunication *measured) {
+    communication = measured;
+  }
 
   const ModelDesc &model() const { return modelDesc; }
   const Cluster &cluster() const { return clusterDesc; }
@@ -143,7 +162,14 @@ private:
   const ModelDesc &modelDesc;
   const Cluster &clusterDesc;
   const ProfileSet *profiles;
+  const MeasuredCommunication *communication = nullptr;
   TrainingSetup training;
+  /// Whether every one of `groups` lies within one node (measured
+  /// communication applies).
+  bool oneNode(const std::vector<int> &groups) const;
+  /// Measured gradient sync of layers [b, e) over `replicas` ranks: one
+  /// all-reduce per parameter tensor; negative when not measured.
+  double measuredSync(int b, int e, int replicas) const;
   mutable std::map<std::tuple<int, int, int>, LayerTable> cache;
 };
 

@@ -21,6 +21,10 @@ struct LayerDesc {
   std::string name;
   double fwdFlops = 0, bwdFlops = 0; // per sample
   double params = 0;                 // trainable elements
+  /// Elements of each parameter tensor (IR models; empty otherwise): the
+  /// runtime all-reduces gradients tensor by tensor, which measured
+  /// collective times price call by call.
+  std::vector<double> paramTensors;
   double ioBytes = 0;         // activation bytes read + written, per sample
   double outputBytes = 0;     // bytes sent to the next layer, per sample
   double stashBytes = 0;      // activations kept for the backward, per sample

@@ -41,10 +41,16 @@ public:
   void loadDirectory(const std::string &dir, const DeviceCatalog &catalog);
   void loadFile(const std::string &path, const DeviceCatalog &catalog);
 
+  /// Adds measured times (het-tune stages' records); `source` names where
+  /// they came from. A second table of the same key is an error.
+  void add(const std::string &device, int tp, int mbs, ProfileTable table,
+           const std::string &source);
+
   /// Per-layer times for `device` at micro-batch `mbs` and tensor-parallel
-  /// degree `tp`: the exact entry if profiled, else the nearest profiled
-  /// micro-batch size of the same `tp`, scaled linearly in `mbs` (update
-  /// time unscaled). Null when the device has no profile at this `tp`.
+  /// degree `tp`: the exact entry if profiled; between two profiled sizes
+  /// of the same `tp`, linear through both; else the nearest, scaled in
+  /// proportion to `mbs` (update time unscaled). False when the device has
+  /// no profile at this `tp`.
   bool lookup(const std::string &device, int tp, double mbs,
               std::vector<LayerTime> &out) const;
   /// Checks that every table has `layers` layers (errors name the file).
@@ -56,8 +62,6 @@ public:
 private:
   // (device, tp, mbs) -> table
   std::map<std::tuple<std::string, int, int>, ProfileTable> tables;
-  void add(const std::string &device, int tp, int mbs, ProfileTable table,
-           const std::string &file);
   void loadSailor(const std::string &path, const std::string &device,
                   const DeviceCatalog &catalog);
   void loadMetis(const std::string &path, const DeviceCatalog &catalog);

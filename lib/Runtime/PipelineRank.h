@@ -1,0 +1,92 @@
+//===- PipelineRank.h - one rank of a pipeline executable -------*- C++ -*-===//
+//
+// The rank's state between the driver (PipelineMain.cpp: training steps,
+// checkpoints, recovery) and the stage profiler (StageProfile.cpp: each
+// stage's phases timed alone, for het-tune stages).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_LIB_RUNTIME_PIPELINERANK_H
+#define HET_LIB_RUNTIME_PIPELINERANK_H
+
+#include "Arguments.h"
+#include "ModelInfo.h"
+
+#include "het-c/hetrt.h"
+#include "het/Checkpoint/Store.h"
+#include "het/Eval/Npy.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace het::rt {
+
+struct Options {
+  long long steps = 100;
+  double lr = NAN;
+  long long seed = 0;
+  std::string data, save, checkpointDir, load;
+  int threads = 1;
+  long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
+  bool syncCheckpoint = false;
+  int killRank = -1;
+  std::string killStep;
+  std::string killAt = "step"; // step | transfer | all-reduce
+  // --profile-stages: time each stage's phases alone (StageProfile.cpp).
+  std::string profileOut;
+  long long profileRepeats = 20;
+};
+
+using Env = std::map<std::string, Buffer>;
+
+/// One rank's run of a pipeline.
+class PipelineRank {
+public:
+  PipelineRank(const ModelInfo &info, const Options &o) : info_(info), o_(o) {}
+  int run();
+  /// Times the forward, backward and update of every stage variant in this
+  /// process, without hetccl (receives get synthetic values, sends are
+  /// dropped), and writes the means to o.profileOut (StageProfile.cpp).
+  int profileStages();
+
+private:
+  const ModelInfo &info_;
+  const Options &o_;
+  const StageInfo *stage_ = nullptr;
+  const StageVariant *variant_ = nullptr;
+  std::map<std::string, hetrt_entry_fn> entries_;
+  Env persistent_;                 // parameters and state
+  std::map<std::string, TensorInfo> persistentInfo_; // their (local) shapes
+  std::vector<Env> microBatch_;    // data and saved activations per micro-batch
+  Env gradients_;                  // summed over the step's micro-batches
+  std::map<std::string, unsigned> stepIndex_; // step argument -> its index
+  std::vector<std::string> batchInputs_;      // data/label/index arguments read here
+  std::map<std::string, het::eval::HostArray> loaded_; // --load's arrays by argument name
+  std::unique_ptr<BatchStream> stream_;
+  Dataset train_;
+  int dataInput_ = -1, labelInput_ = -1;
+  double lossSum_ = 0;
+  int64_t microBatchSamples_ = 0, firstSample_ = 0, share_ = 0;
+
+  void setUp();
+  hetrt_entry_fn entry(const StageFunction &f);
+  void call(const StageFunction &f, Env *batch, bool accumulate);
+  void fillBatch(int64_t step, int micro);
+  het::ckpt::Snapshot snapshot(int64_t step) const;
+  void restore(const het::ckpt::Snapshot &snap);
+  int64_t resume(const std::string &dir);
+  int64_t agree(int64_t proposal);
+  void saveAll(const std::string &path);
+  int idle();
+  /// Makes this rank the one at `place` (stage, replica, replica group):
+  /// its variant, samples and freshly initialized state.
+  void takePlace(const RankPlace &place);
+  bool isLastStage() const { return stage_ == &info_.stages.back(); }
+};
+
+} // namespace het::rt
+
+#endif

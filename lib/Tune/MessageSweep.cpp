@@ -1,0 +1,146 @@
+//===- MessageSweep.cpp - the latency of a message to a waiting rank ------===//
+
+#include "het/Tune/MessageSweep.h"
+
+#include "het-c/hetccl.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace het::tune {
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void check(hetcclResult_t result, hetcclComm_t comm, const char *what) {
+  if (result != hetcclSuccess)
+    throw std::runtime_error(std::string(what) + ": " + hetcclGetErrorString(result) + " (" +
+                             hetcclGetLastError(comm) + ")");
+}
+
+/// Work the optimizer cannot remove, for `seconds`.
+void compute(double seconds) {
+  volatile double x = 1;
+  double end = now() + seconds;
+  while (now() < end)
+    for (int k = 0; k < 1000; ++k)
+      x = x * 1.0000001 + 1e-9;
+}
+
+/// One rank's part; rank 0 returns the means, one line per size.
+std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int rank) {
+  hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = o.timeoutMs;
+  hetcclComm_t comm = nullptr;
+  check(hetcclCommInitRank(&comm, o.ranks, id, rank, &config), nullptr, "init");
+  const int pairs = o.ranks / 2;
+  const int peer = rank < 2 * pairs ? rank ^ 1 : -1;
+  std::ostringstream out;
+  for (uint64_t bytes : o.sizes) {
+    std::vector<unsigned char> buffer(std::max<uint64_t>(bytes, sizeof(double)));
+    double sum = 0;
+    int count = 0;
+    check(hetcclBarrier(comm), comm, "barrier");
+    // Two warm-up exchanges, then `messages` each way.
+    for (int k = 0; k < 2 * (o.messages + 2); ++k) {
+      bool sending = (k % 2 == 0) == (rank % 2 == 0);
+      if (peer < 0) {
+        compute(o.computeSeconds); // the odd rank out loads the host
+        continue;
+      }
+      if (sending) {
+        compute(o.computeSeconds);
+        double t = now();
+        std::memcpy(buffer.data(), &t, sizeof t);
+        check(hetcclSend(buffer.data(), buffer.size(), hetcclUint8, peer, comm), comm, "send");
+      } else {
+        check(hetcclRecv(buffer.data(), buffer.size(), hetcclUint8, peer, comm), comm, "recv");
+        double sent;
+        std::memcpy(&sent, buffer.data(), sizeof sent);
+        if (k >= 4) {
+          sum += now() - sent;
+          ++count;
+        }
+      }
+    }
+    // Every receiver's mean, averaged over the ranks that received.
+    double mine[2] = {sum, double(count)}, all[2] = {0, 0};
+    check(hetcclAllReduce(mine, all, 2, hetcclFloat64, hetcclSum, comm), comm, "all-reduce");
+    if (rank == 0)
+      out << bytes << " " << (all[1] > 0 ? all[0] / all[1] : 0) << "\n";
+  }
+  hetcclCommDestroy(comm);
+  return out.str();
+}
+
+} // namespace
+
+std::vector<double> sweepMessages(const MessageSweepOptions &o) {
+  if (o.ranks < 2)
+    throw std::runtime_error("a message sweep needs at least 2 ranks");
+  hetcclUniqueId id;
+  if (hetcclGetUniqueId(&id) != hetcclSuccess)
+    throw std::runtime_error(std::string("hetcclGetUniqueId: ") + hetcclGetLastError(nullptr));
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
+  std::fflush(nullptr);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < o.ranks; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0)
+      throw std::runtime_error(std::string("fork: ") + strerror(errno));
+    if (pid == 0) {
+      close(fds[0]);
+      int status = 0;
+      try {
+        std::string text = runRank(o, id, rank);
+        if (rank == 0 && write(fds[1], text.data(), text.size()) != ssize_t(text.size()))
+          status = 3;
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-tune: message sweep rank %d: %s\n", rank, e.what());
+        status = 1;
+      }
+      close(fds[1]);
+      std::fflush(nullptr);
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(fds[1]);
+  std::string text;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+    text.append(chunk, size_t(n));
+  close(fds[0]);
+  bool failed = false;
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  if (failed)
+    throw std::runtime_error("the message sweep failed (see above)");
+  std::vector<double> means;
+  std::istringstream in(text);
+  uint64_t bytes;
+  double seconds;
+  while (in >> bytes >> seconds)
+    means.push_back(seconds);
+  if (means.size() != o.sizes.size())
+    throw std::runtime_error("internal error: the message sweep reported " +
+                             std::to_string(means.size()) + " sizes of " +
+                             std::to_string(o.sizes.size()));
+  return means;
+}
+
+} // namespace het::tune

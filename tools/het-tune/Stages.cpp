@@ -1,0 +1,311 @@
+//===- Stages.cpp - het-tune stages MODEL --cluster C --db F ---------------===//
+//
+// For each local device kind of the cluster (cpu.onednn, cpu.mlir) and each
+// micro-batch size, het-compile builds the model as a pipeline of one layer
+// per stage on that kind (a plan written here, one replica per stage), and
+// the executable's --profile-stages times every stage's forward, backward
+// and update: the very code, kernels and tilings a pipeline rank of that
+// kind runs. `--concurrent` copies run at once (by default as many as the
+// cluster has local devices), so each layer is timed under the contention
+// the job's ranks put on this host's cores; their means are averaged.
+// Each layer's times become one stage record.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Stages.h"
+
+#include "het/Plan/ClusterSpec.h"
+#include "het/Plan/DeviceCatalog.h"
+#include "het/Plan/Error.h"
+#include "het/Plan/ModelFromIR.h"
+#include "het/Plan/Plan.h"
+#include "het/Tune/MessageSweep.h"
+#include "het/Tune/TuningDatabase.h"
+#include "het/Tune/StageProfiles.h"
+
+#include <nlohmann/json.hpp>
+
+#include "llvm/Config/llvm-config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace het::tune;
+using namespace het::plan;
+namespace fs = std::filesystem;
+
+void addStagesCommand(CLI::App &app, StagesCommand &s) {
+  s.command = app.add_subcommand(
+      "stages", "time each layer of a model on each local device kind of a cluster at several "
+                "micro-batch sizes, as pipeline ranks run it; het-plan --tuning-db and "
+                "het-compile --plan auto --tuning-db then use the measured times");
+  s.command->add_option("model", s.model, "the model (.mlir), as given to het-compile")
+      ->required()
+      ->check(CLI::ExistingFile);
+  s.command->add_option("--cluster", s.cluster,
+                        "cluster spec whose local kinds (cpu.onednn, cpu.mlir) are measured")
+      ->required()
+      ->check(CLI::ExistingFile);
+  s.command->add_option("--db", s.db, "the tuning database (created if missing)")->required();
+  s.command
+      ->add_option("--micro-batch", s.microBatches,
+                   "samples per call to measure at (default: the model's batch, halved down "
+                   "to 1); the planner interpolates between them")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
+  s.command
+      ->add_option("--concurrent", s.concurrent,
+                   "processes timing at once (default: the cluster's local devices, the "
+                   "ranks that will share this host's cores)")
+      ->check(CLI::Range(1, 256));
+  s.command->add_option("--repeats", s.repeats, "timed calls per stage (default 20)")
+      ->check(CLI::Range(1, 10000));
+}
+
+namespace {
+
+/// The kernel library of a local CPU kind; empty: not one this host runs.
+std::string libraryOf(const DeviceSpec &spec) {
+  if (spec.vendor != "cpu")
+    return "";
+  return spec.arch == "mlir" ? "mlir" : spec.arch == "reference" ? "reference" : "dnnl";
+}
+
+/// Runs `argv`, its output to `log`; returns its exit status (or 128 +
+/// signal).
+pid_t start(const std::vector<std::string> &argv, const std::string &log) {
+  std::fflush(stdout); // or the child would write our buffered lines again
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::FILE *out = std::freopen(log.c_str(), "w", stdout);
+    if (out)
+      dup2(fileno(stdout), 2);
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    std::perror(args[0]);
+    _exit(127);
+  }
+  return pid;
+}
+
+int finish(pid_t pid) {
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0)
+    return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+int runStages(const StagesCommand &s, int waitMs) {
+  DeviceCatalog catalog = DeviceCatalog::loadDirectory(DeviceCatalog::defaultDirectory());
+  Cluster cluster;
+  ModelDesc model;
+  try {
+    cluster = loadCluster(s.cluster, catalog);
+    model = loadModelMlir(s.model);
+  } catch (const PlanError &e) {
+    std::cerr << "het-tune stages: error: " << e.what() << "\n";
+    return 1;
+  }
+  const int layers = int(model.layers.size());
+  if (layers == 0 || model.batch <= 0) {
+    std::cerr << "het-tune stages: error: " << s.model
+              << " has no layers (het.layer) or no batch dimension\n";
+    return 1;
+  }
+  // The kinds to measure, and the devices that will share this host.
+  std::vector<const DeviceSpec *> kinds;
+  int localDevices = 0;
+  for (const DeviceGroup &g : cluster.groups) {
+    if (libraryOf(*g.spec).empty())
+      continue;
+    localDevices += g.count();
+    if (std::find(kinds.begin(), kinds.end(), g.spec) == kinds.end())
+      kinds.push_back(g.spec);
+  }
+  if (kinds.empty()) {
+    std::cerr << "het-tune stages: error: " << s.cluster
+              << " has no device kind this host runs (cpu.onednn, cpu.mlir, cpu.reference)\n";
+    return 1;
+  }
+  int concurrent = s.concurrent > 0 ? s.concurrent : std::max(1, localDevices);
+  std::vector<int> sizes = s.microBatches;
+  if (sizes.empty())
+    for (long b = model.batch; b >= 1; b /= 2)
+      sizes.insert(sizes.begin(), int(b));
+
+  std::unique_ptr<TuningDatabase> db;
+  try {
+    db = TuningDatabase::open(s.db, TuningDatabase::Mode::ReadWrite, waitMs);
+  } catch (const DatabaseError &e) {
+    std::cerr << "het-tune stages: error: " << e.what() << "\n";
+    return 1;
+  }
+  std::string compile = (fs::canonical("/proc/self/exe").parent_path() / "het-compile").string();
+  char pattern[] = "/tmp/het-tune-stages-XXXXXX";
+  if (!mkdtemp(pattern)) {
+    std::cerr << "het-tune stages: error: cannot create a temporary directory\n";
+    return 1;
+  }
+  const fs::path work = pattern;
+  std::printf("het-tune stages: %s (%s), %d layers; %zu kind%s x %zu micro-batch size%s, "
+              "%d process%s at once (%d local device%s in %s)\n",
+              s.model.c_str(), stageModelKey(model).c_str(), layers, kinds.size(),
+              kinds.size() == 1 ? "" : "s", sizes.size(), sizes.size() == 1 ? "" : "s",
+              concurrent, concurrent == 1 ? "" : "es", localDevices,
+              localDevices == 1 ? "" : "s", s.cluster.c_str());
+  int status = 0;
+  size_t written = 0;
+  for (const DeviceSpec *kind : kinds) {
+    const std::string library = libraryOf(*kind);
+    // One group of `layers` devices of this kind on this host.
+    nlohmann::json clusterSpec = {
+        {"name", "het-tune-stages"},
+        {"nodes",
+         {{{"name", "localhost"},
+           {"count", 1},
+           {"devices", {{{"group", "g"}, {"kind", kind->name}, {"count", layers}}}},
+           {"links",
+            {{{"between", {"g", "g"}},
+              {"type", "shared-memory"},
+              {"bandwidth_gbps", 80.0},
+              {"latency_us", 1.0}}}}}}}};
+    fs::path clusterFile = work / (kind->name + ".cluster.json");
+    std::ofstream(clusterFile) << clusterSpec.dump(2) << "\n";
+    Cluster one = loadCluster(clusterFile.string(), catalog);
+    for (int mbs : sizes) {
+      Plan plan;
+      plan.globalBatch = mbs;
+      plan.microBatches = 1;
+      for (int l = 0; l < layers; ++l)
+        plan.stages.push_back(StagePlan(0, 1, 1, l, l + 1));
+      std::string tag = kind->name + ".mb" + std::to_string(mbs);
+      fs::path planFile = work / (tag + ".plan.json"), exe = work / tag;
+      std::ofstream(planFile) << planToJson(plan, one, model).dump(2) << "\n";
+      std::vector<std::string> compileArgs = {compile,     s.model, "--cluster",
+                                              clusterFile.string(), "--plan", planFile.string(),
+                                              "--tuning-db", s.db,  "-o", exe.string()};
+      std::string compileLog = (work / (tag + ".compile.log")).string();
+      if (int rc = finish(start(compileArgs, compileLog)); rc != 0) {
+        std::cerr << "het-tune stages: error: het-compile failed for " << kind->name
+                  << " at micro-batch " << mbs << " (exit " << rc << "):\n"
+                  << slurp(compileLog);
+        status = 1;
+        continue;
+      }
+      std::vector<pid_t> pids;
+      for (int c = 0; c < concurrent; ++c)
+        pids.push_back(start({exe.string(), "--threads", "1", "--profile-repeats",
+                              std::to_string(s.repeats), "--profile-stages",
+                              (work / (tag + "." + std::to_string(c) + ".json")).string()},
+                             (work / (tag + "." + std::to_string(c) + ".log")).string()));
+      std::vector<LayerTime> sum(layers);
+      bool failed = false;
+      for (int c = 0; c < concurrent; ++c) {
+        std::string base = (work / (tag + "." + std::to_string(c))).string();
+        if (int rc = finish(pids[c]); rc != 0) {
+          if (!failed)
+            std::cerr << "het-tune stages: error: the profile run of " << kind->name
+                      << " at micro-batch " << mbs << " failed (exit " << rc << "):\n"
+                      << slurp(base + ".log");
+          failed = true;
+          continue;
+        }
+        nlohmann::json profile = nlohmann::json::parse(slurp(base + ".json"), nullptr, false);
+        if (profile.is_discarded() || profile.value("format", "") != "het-stage-profile" ||
+            profile["stages"].size() != size_t(layers)) {
+          std::cerr << "het-tune stages: error: unreadable profile " << base << ".json\n";
+          failed = true;
+          continue;
+        }
+        for (const auto &stage : profile["stages"]) {
+          int l = stage["layers"][0].get<int>();
+          sum[l].fwd += stage["fwd_ms"].get<double>() * 1e-3 / concurrent;
+          sum[l].bwd += stage["bwd_ms"].get<double>() * 1e-3 / concurrent;
+          sum[l].update += stage["update_ms"].get<double>() * 1e-3 / concurrent;
+        }
+      }
+      if (failed) {
+        status = 1;
+        continue;
+      }
+      std::printf("%s (%s kernels), micro-batch %d:", kind->name.c_str(), library.c_str(), mbs);
+      for (int l = 0; l < layers; ++l) {
+        LayerMeasurement m;
+        m.layer = l;
+        m.microBatch = mbs;
+        m.concurrent = concurrent;
+        m.time = sum[l];
+        m.details = nlohmann::json{{"library", library},
+                                   {"repeats", s.repeats},
+                                   {"statistic", "mean of the repeats, averaged over the "
+                                                 "concurrent processes"},
+                                   {"threads", 1}}
+                        .dump();
+        try {
+          db->put(stageRecord(model, kind->name, "LLVM " LLVM_VERSION_STRING, m));
+          ++written;
+        } catch (const DatabaseError &e) {
+          std::cerr << "het-tune stages: error: " << e.what() << "\n";
+          return 1;
+        }
+        std::printf(" L%d %.3f+%.3f ms", l, 1e3 * sum[l].fwd, 1e3 * sum[l].bwd);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  // Messages to a waiting rank, with the job's ranks on this host.
+  if (concurrent >= 2) {
+    MessageSweepOptions m;
+    m.ranks = concurrent;
+    m.sizes = {64, 1024, 16384, 262144, 4194304};
+    try {
+      std::vector<double> means = sweepMessages(m);
+      std::printf("messages to a waiting rank, %d ranks on this host:", concurrent);
+      for (size_t k = 0; k < m.sizes.size(); ++k) {
+        Record r;
+        r.kind = "collective";
+        r.workload = messageWorkloadPrefix(concurrent) + std::to_string(m.sizes[k]);
+        r.device = "cpu";
+        r.host = hostIdentity();
+        r.hetVersion = hetVersion();
+        r.choice = "shm";
+        r.seconds = means[k];
+        r.details = nlohmann::json{{"messages", m.messages},
+                                   {"sender_compute_s", m.computeSeconds},
+                                   {"statistic", "mean latency, send call to arrival"}}
+                        .dump();
+        r.measuredAt = utcNow();
+        db->put(r);
+        ++written;
+        std::printf(" %llu B %.1f us%s", (unsigned long long)m.sizes[k], 1e6 * means[k],
+                    k + 1 == m.sizes.size() ? "\n" : ";");
+      }
+    } catch (const std::exception &e) {
+      std::cerr << "het-tune stages: error: " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  std::error_code ignored;
+  if (status == 0)
+    fs::remove_all(work, ignored);
+  else
+    std::cerr << "het-tune stages: the failed runs' files are kept in " << work.string() << "\n";
+  std::printf("het-tune stages: %zu records written to %s\n", written, s.db.c_str());
+  return status;
+}

@@ -1,0 +1,29 @@
+//===- Stages.h - het-tune stages -------------------------------------*- C++ -*-===//
+//
+// The `stages` command: each layer of a model timed on each local device
+// kind of a cluster at several micro-batch sizes, under the load the job
+// puts on this host; filed as stage records for het-plan --tuning-db and
+// het-compile --plan auto --tuning-db (het/Tune/StageProfiles.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_TOOLS_HET_TUNE_STAGES_H
+#define HET_TOOLS_HET_TUNE_STAGES_H
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+struct StagesCommand {
+  CLI::App *command = nullptr;
+  std::string model, cluster, db;
+  std::vector<int> microBatches; // empty: the model's batch, halved down to 1
+  int concurrent = 0;            // 0: the cluster's local devices
+  int repeats = 20;
+};
+
+void addStagesCommand(CLI::App &app, StagesCommand &stages);
+int runStages(const StagesCommand &stages, int waitMs);
+
+#endif
