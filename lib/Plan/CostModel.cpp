@@ -1,6 +1,8 @@
 //===- CostModel.cpp - roofline layers, alpha-beta links, 1F1B pipeline ---===//
 #include "het/Plan/CostModel.h"
 
+#include "het/Plan/SharedHostSchedule.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -120,16 +122,27 @@ bool CostModel::oneNode(const std::vector<int> &groups) const {
 }
 
 double CostModel::measuredSync(int b, int e, int replicas) const {
+  // The replicas reach their sync at different times: the first message
+  // wakes a waiting rank; the all-reduces then follow one another.
   double total = 0;
+  bool first = true;
   for (int i = b; i < e; ++i) {
     const LayerDesc &l = modelDesc.layers[i];
     std::vector<double> tensors = l.paramTensors;
     if (tensors.empty() && l.params > 0)
       tensors.push_back(l.params);
     for (double elements : tensors) {
-      double t = communication->allReduce(elements * modelDesc.bytesPerElement, replicas);
+      double bytes = elements * modelDesc.bytesPerElement;
+      double t = communication->allReduce(bytes, replicas);
       if (t < 0)
         return -1;
+      if (first) {
+        double wake = communication->message(bytes / replicas);
+        if (wake < 0)
+          return -1;
+        total += wake;
+        first = false;
+      }
       total += t;
     }
   }
@@ -380,6 +393,35 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     ev.stages.push_back(c);
   }
   ev.pipelineTime = sum + (plan.microBatches - 1) * maxT;
+  if (communication && communication->cores > 0) {
+    // Ranks on one host that outnumber its cores take turns: simulate the
+    // schedule on the shared cores instead of the closed form.
+    std::vector<int> groups;
+    std::vector<SharedHostStage> shared(S);
+    int ranks = 0;
+    for (int j = 0; j < S; ++j) {
+      const StagePlan &s = plan.stages[j];
+      StageContext ctx = contextOf(plan, j);
+      std::vector<const LayerTable *> t = tables(ctx);
+      for (size_t k = 0; k < ctx.members.size(); ++k) {
+        groups.push_back(ctx.members[k].group);
+        double fwd = t[k]->range(t[k]->fwd, s.layerBegin, s.layerEnd);
+        double bwd = t[k]->range(t[k]->compute, s.layerBegin, s.layerEnd) - fwd;
+        for (int r = 0; r < ctx.members[k].replicas * s.tensorParallel; ++r) {
+          shared[j].fwd.push_back(fwd);
+          shared[j].bwd.push_back(bwd);
+          ++ranks;
+        }
+      }
+      if (j + 1 < S)
+        shared[j].messageToNext = boundaryTime(s.layerEnd, ctx.samples, ctx.groups(),
+                                               ctx.replicas(), ctx.nextGroups, ctx.nextReplicas);
+    }
+    if (ranks > communication->cores && oneNode(groups)) {
+      ev.sharedCoresTime = simulateSharedHost(shared, plan.microBatches, communication->cores);
+      ev.pipelineTime = ev.sharedCoresTime;
+    }
+  }
   ev.syncTime = maxSync;
   ev.iterationTime = ev.pipelineTime + ev.syncTime;
   if (!ev.fits)

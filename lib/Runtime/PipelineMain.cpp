@@ -105,8 +105,9 @@ const char *usage =
     "                        instead of training: time each stage's forward,\n"
     "                        backward and update alone in this one process (no\n"
     "                        hetccl: received tensors get synthetic values, sends\n"
-    "                        are dropped), N times after two warm-ups (default\n"
-    "                        20), and write the means to F (het-tune stages)\n"
+    "                        are dropped), N times (default 20) and at least a\n"
+    "                        quarter second after two warm-ups, and write the\n"
+    "                        means to F (het-tune stages)\n"
     "Deterministic for a fixed seed, thread count and rank layout.\n";
 
 bool parseOptions(int argc, char **argv, Options &o) {

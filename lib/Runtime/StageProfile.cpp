@@ -2,17 +2,18 @@
 //
 // `--profile-stages F.json`: instead of training, this one process takes
 // the place of one replica of every (stage, replica group) of the pipeline
-// in turn and times its forward, backward and update functions: the code
-// the ranks run, with the kernels and the share of the micro-batch the plan
-// gave that group. Received activations and gradients get synthetic values
-// (PipelineComm's profiling mode) and sends are dropped, so a stage's time
-// is its computation alone; het-tune stages compiles a plan of one layer
-// per stage and turns the means into per-layer profiles the planner
-// prefers to its roofline, and prices communication by measured collectives.
+// in turn and times its forward (with taking its samples), backward and
+// update functions: the code the ranks run, with the kernels and the share
+// of the micro-batch the plan gave that group. Received activations and
+// gradients get synthetic values (PipelineComm's profiling mode) and sends
+// are dropped, so a stage's time is its computation alone; het-tune stages
+// compiles a plan of one layer per stage and turns the means into
+// per-layer profiles the planner prefers to its roofline.
 //
 // Output: {"format": "het-stage-profile", "repeats": N, "stages": [{"stage",
 // "layers": [b, e], "group", "library", "samples", "fwd_ms", "bwd_ms",
-// "update_ms"}]}, times the means of N repeats after two warm-ups.
+// "update_ms", "repeats"}]}, times the means of the repeats (at least N, and
+// at least a quarter second of them) after two warm-ups.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,12 +81,25 @@ int PipelineRank::profileStages() {
       call(f, batch, accumulate);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    for (long long k = 0; k < o_.profileRepeats + 2; ++k) {
+    // At least the repeats asked, and at least a quarter second of them: a
+    // host shared with other ranks hands out its cores in slices of
+    // milliseconds, and a mean over a few slices would be luck.
+    auto start = std::chrono::steady_clock::now();
+    auto enough = [&](long long k) {
+      return k >= o_.profileRepeats + 2 &&
+             std::chrono::steady_clock::now() - start > std::chrono::milliseconds(250);
+    };
+    for (long long k = 0; !enough(k); ++k) {
+      // Taking the micro-batch's samples (data on the first stage, labels
+      // on the last; seeded synthetic ones cost as much as a small layer)
+      // counts as part of the forward.
+      auto t0 = std::chrono::steady_clock::now();
       fillBatch(k, 0);
+      double fill = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       lossSum_ = 0;
       gradients_.clear();
       hetrtRandomContext() = {k, firstSample_};
-      double f = timed(variant_->forward, &microBatch_[0], true);
+      double f = fill + timed(variant_->forward, &microBatch_[0], true);
       double b = timed(variant_->backward, &microBatch_[0], true);
       microBatch_[0].clear();
       double u = timed(variant_->update, nullptr, false);
@@ -99,17 +113,17 @@ int PipelineRank::profileStages() {
     std::fprintf(out,
                  "%s\n  {\"stage\": %d, \"layers\": [%ld, %ld], \"group\": \"%s\", "
                  "\"library\": \"%s\", \"samples\": %lld, \"fwd_ms\": %.6f, \"bwd_ms\": %.6f, "
-                 "\"update_ms\": %.6f}",
+                 "\"update_ms\": %.6f, \"repeats\": %zu}",
                  first ? "" : ",", place.stage, stage_->layerBegin, stage_->layerEnd,
                  group.group.c_str(), group.library == "default" ? "dnnl" : group.library.c_str(),
                  static_cast<long long>(share_), 1e3 * mean(forward), 1e3 * mean(backward),
-                 1e3 * mean(update));
+                 1e3 * mean(update), forward.size());
     first = false;
     std::printf("profiled stage %s (layers [%ld, %ld)) on %s, %lld samples: forward %.3f ms, "
-                "backward %.3f ms, update %.3f ms (means of %lld)\n",
+                "backward %.3f ms, update %.3f ms (means of %zu)\n",
                 stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, group.group.c_str(),
                 static_cast<long long>(share_), 1e3 * mean(forward), 1e3 * mean(backward),
-                1e3 * mean(update), o_.profileRepeats);
+                1e3 * mean(update), forward.size());
   }
   std::fprintf(out, "\n]}\n");
   if (std::fclose(out) != 0)

@@ -4,6 +4,7 @@
 
 #include "het-c/hetccl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -53,11 +54,12 @@ std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int 
     for (int k = 0; k < 2 * (o.messages + 2); ++k) {
       bool sending = (k % 2 == 0) == (rank % 2 == 0);
       if (peer < 0) {
-        compute(o.computeSeconds); // the odd rank out loads the host
+        compute(std::max(o.computeSeconds, 1e-4)); // the odd rank out loads the host
         continue;
       }
       if (sending) {
-        compute(o.computeSeconds);
+        if (o.computeSeconds > 0)
+          compute(o.computeSeconds);
         double t = now();
         std::memcpy(buffer.data(), &t, sizeof t);
         check(hetcclSend(buffer.data(), buffer.size(), hetcclUint8, peer, comm), comm, "send");

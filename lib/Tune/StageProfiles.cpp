@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 namespace het::tune {
 
@@ -95,12 +96,13 @@ size_t loadStageProfiles(const TuningDatabase &db, const plan::ModelDesc &model,
     t.present[layer] = true;
     measuredAt = std::max(measuredAt, r.measuredAt);
   }
-  // One load per micro-batch size: the highest (the heaviest contention
-  // measured, which a job on this host's devices meets).
+  // One load per micro-batch size: the lowest, a core of its own (the
+  // cost model bounds ranks that share cores by their work).
   std::map<int, const Partial *> chosen;
   for (const auto &[key, t] : tables)
     if (std::count(t.present.begin(), t.present.end(), true) == long(layers))
-      chosen[key.first] = &t;
+      chosen.emplace(key.first, &t); // (micro-batch, concurrent) ascending: the first
+
   for (const auto &[microBatch, t] : chosen) {
     plan::ProfileTable table;
     table.layers = t->times;
@@ -152,40 +154,45 @@ plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int 
     std::sort(points.begin(), points.end());
     ranks.push_back(r);
   }
-  // Messages to a waiting rank (het-tune stages), with the job's ranks on
-  // this host; else with the most ranks measured.
-  auto messages = std::make_shared<std::vector<std::pair<double, double>>>();
+  // Messages (het-tune stages) with the job's ranks on this host; else
+  // with the most ranks measured.
+  auto cold = std::make_shared<std::vector<std::pair<double, double>>>();
+  auto warm = std::make_shared<std::vector<std::pair<double, double>>>();
   int messageRanks = 0;
   std::vector<int> order{hostRanks};
   for (int r = 64; r >= 2; --r)
     order.push_back(r);
   for (int r : order) {
-    if (r < 2 || !messages->empty())
+    if (r < 2 || messageRanks)
       continue;
-    std::string prefix = messageWorkloadPrefix(r);
-    for (const Record &rec : db.find("collective", prefix, "cpu", hostIdentity(), hetVersion())) {
-      double bytes = std::atof(rec.workload.c_str() + prefix.size());
-      if (bytes > 0 && rec.seconds > 0)
-        messages->push_back({bytes, rec.seconds});
-      newest = std::max(newest, rec.measuredAt);
+    for (auto [after, curve] : {std::pair{"compute", cold}, std::pair{"message", warm}}) {
+      std::string prefix = messageWorkloadPrefix(r, after);
+      for (const Record &rec : db.find("collective", prefix, "cpu", hostIdentity(), hetVersion())) {
+        double bytes = std::atof(rec.workload.c_str() + prefix.size());
+        if (bytes > 0 && rec.seconds > 0)
+          curve->push_back({bytes, rec.seconds});
+        newest = std::max(newest, rec.measuredAt);
+      }
     }
-    if (!messages->empty())
+    if (!cold->empty() && !warm->empty())
       messageRanks = r;
+    else
+      cold->clear(), warm->clear();
   }
-  std::sort(messages->begin(), messages->end());
+  std::sort(cold->begin(), cold->end());
+  std::sort(warm->begin(), warm->end());
 
   plan::MeasuredCommunication m;
-  if (!messages->empty()) {
-    // A pipeline's messages go to ranks that wait for them, and so do the
-    // ring steps of its all-reduces (each step's receiver has nothing else
-    // to do): an all-reduce of n bytes over r ranks is 2(r-1) such
-    // messages of n/r.
-    m.message = [messages](double bytes) { return interpolate(*messages, bytes); };
-    m.allReduce = [messages](double bytes, int r) {
-      return 2.0 * (r - 1) * interpolate(*messages, bytes / r);
+  if (messageRanks) {
+    // A message between stages goes to a rank that waits for it; an
+    // all-reduce of n bytes over r ranks is 2(r-1) ring steps of n/r that
+    // follow one another.
+    m.message = [cold](double bytes) { return interpolate(*cold, bytes); };
+    m.allReduce = [warm](double bytes, int r) {
+      return 2.0 * (r - 1) * interpolate(*warm, bytes / r);
     };
     ranks.insert(ranks.begin(), messageRanks);
-    m.source = db.path() + " (messages to a waiting rank with " + std::to_string(messageRanks) +
+    m.source = db.path() + " (messages with " + std::to_string(messageRanks) +
                " ranks on this host, measured " + newest + ")";
     return m;
   }
@@ -244,8 +251,11 @@ std::vector<std::string> readPlannerRecords(const std::string &path,
     if (g.nodes == 1)
       hostRanks += g.devicesPerNode;
   communication = measuredCommunication(*db, hostRanks, ranks);
-  communicationFound = !ranks.empty();
-  if (communicationFound) {
+  // The records are this host's, and so is the cluster they price.
+  communication.cores = int(std::thread::hardware_concurrency());
+  // The host's cores bound its ranks' work whenever layers were measured.
+  communicationFound = !ranks.empty() || !profiles.empty();
+  if (!ranks.empty()) {
     std::string list;
     for (int r : ranks)
       list += (list.empty() ? "" : ", ") + std::to_string(r);

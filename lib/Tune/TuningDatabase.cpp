@@ -317,8 +317,9 @@ std::string allReduceWorkloadPrefix(int ranks, int nodes, const std::string &lin
          " link=" + link + " bytes=";
 }
 
-std::string messageWorkloadPrefix(int ranks) {
-  return "message ranks=" + std::to_string(ranks) + " nodes=1 link=shm after=compute bytes=";
+std::string messageWorkloadPrefix(int ranks, const std::string &after) {
+  return "message ranks=" + std::to_string(ranks) + " nodes=1 link=shm after=" + after +
+         " bytes=";
 }
 
 std::string hetVersion() { return HET_VERSION_STRING; }

@@ -220,8 +220,14 @@ llvm::Expected<double> predictPlanFile(mlir::ModuleOp module, mlir::func::FuncOp
     if (!std::isfinite(ev.iterationTime))
       return error(planFile + ": " + ev.problem);
     report << llvm::formatv("predicted iteration time {0:f3} ms with the measurements "
-                            "(pipeline {1:f3} ms + gradient sync and optimizer {2:f3} ms)\n",
-                            1e3 * ev.iterationTime, 1e3 * ev.pipelineTime, 1e3 * ev.syncTime);
+                            "(pipeline {1:f3} ms + gradient sync and optimizer {2:f3} ms{3})\n",
+                            1e3 * ev.iterationTime, 1e3 * ev.pipelineTime, 1e3 * ev.syncTime,
+                            ev.sharedCoresTime > 0
+                                ? llvm::formatv("; simulated on this host's {0} cores, "
+                                                "which the ranks outnumber",
+                                                communication.cores)
+                                      .str()
+                                : std::string());
     return ev.iterationTime;
   } catch (const PlanError &e) {
     return error(e.what());

@@ -268,6 +268,10 @@ int main(int argc, char **argv) {
                   << " + gradient sync and optimizer "
                   << formatSeconds(ev.syncTime) << "), bottleneck s"
                   << ev.bottleneck << "\n";
+        if (ev.sharedCoresTime > 0)
+          std::cout << "the ranks outnumber this host's " << communication.cores
+                    << " cores: the pipeline simulated on them takes "
+                    << formatSeconds(ev.sharedCoresTime) << "\n";
         printPlan(std::cout, cost, plan, ev);
         if (!ev.fits)
           std::cout << "does not fit: a device is short by "

@@ -5,10 +5,12 @@
 // per stage on that kind (a plan written here, one replica per stage), and
 // the executable's --profile-stages times every stage's forward, backward
 // and update: the very code, kernels and tilings a pipeline rank of that
-// kind runs. `--concurrent` copies run at once (by default as many as the
-// cluster has local devices), so each layer is timed under the contention
-// the job's ranks put on this host's cores; their means are averaged.
-// Each layer's times become one stage record.
+// kind runs, on a core of its own (`--concurrent N` runs N copies at once
+// and averages them, to see contention; the planner instead bounds ranks
+// that outnumber the host's cores by their work over the cores). Each
+// layer's times become one stage record. Then messages between the
+// cluster's ranks on this host (MessageSweep.h): to a rank that waits, and
+// back to back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,8 +62,8 @@ void addStagesCommand(CLI::App &app, StagesCommand &s) {
       ->check(CLI::Range(1, 1 << 20));
   s.command
       ->add_option("--concurrent", s.concurrent,
-                   "processes timing at once (default: the cluster's local devices, the "
-                   "ranks that will share this host's cores)")
+                   "processes timing at once (default 1: each layer on a core of its own; "
+                   "the planner bounds ranks that outnumber the cores by their work)")
       ->check(CLI::Range(1, 256));
   s.command->add_option("--repeats", s.repeats, "timed calls per stage (default 20)")
       ->check(CLI::Range(1, 10000));
@@ -142,7 +144,7 @@ int runStages(const StagesCommand &s, int waitMs) {
               << " has no device kind this host runs (cpu.onednn, cpu.mlir, cpu.reference)\n";
     return 1;
   }
-  int concurrent = s.concurrent > 0 ? s.concurrent : std::max(1, localDevices);
+  int concurrent = s.concurrent;
   std::vector<int> sizes = s.microBatches;
   if (sizes.empty())
     for (long b = model.batch; b >= 1; b /= 2)
@@ -269,36 +271,41 @@ int runStages(const StagesCommand &s, int waitMs) {
       std::fflush(stdout);
     }
   }
-  // Messages to a waiting rank, with the job's ranks on this host.
-  if (concurrent >= 2) {
-    MessageSweepOptions m;
-    m.ranks = concurrent;
-    m.sizes = {64, 1024, 16384, 262144, 4194304};
-    try {
-      std::vector<double> means = sweepMessages(m);
-      std::printf("messages to a waiting rank, %d ranks on this host:", concurrent);
-      for (size_t k = 0; k < m.sizes.size(); ++k) {
-        Record r;
-        r.kind = "collective";
-        r.workload = messageWorkloadPrefix(concurrent) + std::to_string(m.sizes[k]);
-        r.device = "cpu";
-        r.host = hostIdentity();
-        r.hetVersion = hetVersion();
-        r.choice = "shm";
-        r.seconds = means[k];
-        r.details = nlohmann::json{{"messages", m.messages},
-                                   {"sender_compute_s", m.computeSeconds},
-                                   {"statistic", "mean latency, send call to arrival"}}
-                        .dump();
-        r.measuredAt = utcNow();
-        db->put(r);
-        ++written;
-        std::printf(" %llu B %.1f us%s", (unsigned long long)m.sizes[k], 1e6 * means[k],
-                    k + 1 == m.sizes.size() ? "\n" : ";");
+  // Messages with the job's ranks on this host: to a rank that waited
+  // (asleep) for the sender's work, and right after one another.
+  if (localDevices >= 2) {
+    for (const char *after : {"compute", "message"}) {
+      MessageSweepOptions m;
+      m.ranks = localDevices;
+      m.sizes = {64, 1024, 16384, 262144, 4194304};
+      m.computeSeconds = std::string(after) == "compute" ? 0.001 : 0;
+      try {
+        std::vector<double> means = sweepMessages(m);
+        std::printf("messages %s, %d ranks on this host:",
+                    m.computeSeconds > 0 ? "to a waiting rank" : "back to back", localDevices);
+        for (size_t k = 0; k < m.sizes.size(); ++k) {
+          Record r;
+          r.kind = "collective";
+          r.workload = messageWorkloadPrefix(localDevices, after) + std::to_string(m.sizes[k]);
+          r.device = "cpu";
+          r.host = hostIdentity();
+          r.hetVersion = hetVersion();
+          r.choice = "shm";
+          r.seconds = means[k];
+          r.details = nlohmann::json{{"messages", m.messages},
+                                     {"sender_compute_s", m.computeSeconds},
+                                     {"statistic", "mean latency, send call to arrival"}}
+                          .dump();
+          r.measuredAt = utcNow();
+          db->put(r);
+          ++written;
+          std::printf(" %llu B %.1f us%s", (unsigned long long)m.sizes[k], 1e6 * means[k],
+                      k + 1 == m.sizes.size() ? "\n" : ";");
+        }
+      } catch (const std::exception &e) {
+        std::cerr << "het-tune stages: error: " << e.what() << "\n";
+        status = 1;
       }
-    } catch (const std::exception &e) {
-      std::cerr << "het-tune stages: error: " << e.what() << "\n";
-      status = 1;
     }
   }
   std::error_code ignored;

@@ -1,8 +1,8 @@
 //===- Stages.h - het-tune stages -------------------------------------*- C++ -*-===//
 //
 // The `stages` command: each layer of a model timed on each local device
-// kind of a cluster at several micro-batch sizes, under the load the job
-// puts on this host; filed as stage records for het-plan --tuning-db and
+// kind of a cluster at several micro-batch sizes, and messages between the
+// cluster's ranks on this host; filed as stage and message records for het-plan --tuning-db and
 // het-compile --plan auto --tuning-db (het/Tune/StageProfiles.h).
 //
 //===----------------------------------------------------------------------===//
@@ -19,7 +19,7 @@ struct StagesCommand {
   CLI::App *command = nullptr;
   std::string model, cluster, db;
   std::vector<int> microBatches; // empty: the model's batch, halved down to 1
-  int concurrent = 0;            // 0: the cluster's local devices
+  int concurrent = 1;            // profile processes at once
   int repeats = 20;
 };
 

@@ -40,16 +40,22 @@ struct LayerTable {
   }
 };
 
-/// Collective and message times measured on this host (het-tune
-/// collectives' records), which replace the alpha-beta link formulas for
-/// stages whose devices share one node. Each returns seconds, or a negative
-/// number where nothing was measured for that rank count.
+/// Collective and message times measured on this host (het-tune stages'
+/// message records, else het-tune collectives' all-reduces), which replace
+/// the alpha-beta link formulas for stages whose devices share one node.
+/// Each returns seconds, or a negative number where nothing was measured.
 struct MeasuredCommunication {
-  /// One all-reduce of `bytes` over `ranks` ranks as the pipeline runtime
-  /// runs it (ring, one call per gradient tensor).
+  /// One all-reduce of `bytes` over `ranks` ranks right after another (the
+  /// runtime all-reduces gradients tensor by tensor, as a ring).
   std::function<double(double bytes, int ranks)> allReduce;
-  /// One message of `bytes` between two ranks.
+  /// One message of `bytes` to a rank that waits for it (between stages;
+  /// the first step of a stage's gradient sync).
   std::function<double(double bytes)> message;
+  /// The cores of the host the stages' ranks share (0: unknown). Stage
+  /// profiles time a layer on a core of its own; when the ranks outnumber
+  /// the cores, the pipeline is simulated on the shared cores
+  /// (SharedHostSchedule.h) instead of the closed form.
+  int cores = 0;
   std::string source; // where they were measured, for reports
 };
 
@@ -64,6 +70,9 @@ struct StageCost {
 struct Evaluation {
   double iterationTime = 0;
   double pipelineTime = 0, syncTime = 0;
+  /// When more ranks share one host than it has cores
+  /// (MeasuredCommunication::cores): the pipeline time simulated on them.
+  double sharedCoresTime = 0;
   std::vector<StageCost> stages;
   int bottleneck = -1; // the slowest stage
   bool fits = true;

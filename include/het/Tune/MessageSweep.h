@@ -10,7 +10,9 @@
 // job does), and has each sender compute for a while before it sends: the
 // receiver's clock at arrival minus the sender's at the send (one steady
 // clock on one host; the send time travels in the message) is the
-// latency, averaged over the calls, at each size.
+// latency, averaged over the calls, at each size. With no computation
+// (computeSeconds 0) the messages follow each other as a collective's
+// steps do, every pair at once: the warm latency under the same load.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +30,7 @@ struct MessageSweepOptions {
   int ranks = 2;                 // processes on this host (>= 2)
   std::vector<uint64_t> sizes;   // message bytes (>= 8)
   int messages = 100;            // timed messages per size and pair direction
-  double computeSeconds = 0.001; // the sender's work before each send
+  double computeSeconds = 0.001; // the sender's work before each send (0: none)
   int timeoutMs = 60000;
 };
 

@@ -96,10 +96,11 @@ private:
 /// hetccl and het-tune both build it here so that their keys agree.
 std::string allReduceWorkloadPrefix(int ranks, int nodes, const std::string &link);
 
-/// The workload text of a message record (het-tune stages: a message to a
-/// rank that waits for it), up to its size:
-/// "message ranks=R nodes=1 link=shm after=compute bytes=".
-std::string messageWorkloadPrefix(int ranks);
+/// The workload text of a message record (het-tune stages), up to its size:
+/// "message ranks=R nodes=1 link=shm after=A bytes=", A "compute" (to a rank
+/// that waited for the sender's work: asleep) or "message" (right after
+/// the previous one, as a collective's steps follow each other).
+std::string messageWorkloadPrefix(int ranks, const std::string &after);
 
 /// This host's identity in records: the CPU model and its widest vector
 /// ISA ("AMD EPYC 9R14 (avx512)").

@@ -32,12 +32,18 @@ TEST(Profiles, SailorFilesLoadWithTheirNumbers) {
   EXPECT_DOUBLE_EQ(t[1].fwd, 0.002786);
   EXPECT_DOUBLE_EQ(t[1].bwd, 0.005906);
   EXPECT_DOUBLE_EQ(t[1].update, 0.002938);
-  // Micro-batch 3 is not profiled: the nearest (4) scaled by 3/4.
-  std::vector<LayerTime> four, three;
+  // Micro-batch 3 is not profiled: linear between the profiled 2 and 4.
+  std::vector<LayerTime> two, four, three, sixteen, eight;
+  ASSERT_TRUE(p.lookup("A100-40", 1, 2, two));
   ASSERT_TRUE(p.lookup("A100-40", 1, 4, four));
   ASSERT_TRUE(p.lookup("A100-40", 1, 3, three));
-  EXPECT_DOUBLE_EQ(three[1].fwd, four[1].fwd * 0.75);
-  EXPECT_DOUBLE_EQ(three[1].update, four[1].update);
+  EXPECT_DOUBLE_EQ(three[1].fwd, (two[1].fwd + four[1].fwd) / 2);
+  EXPECT_DOUBLE_EQ(three[1].update, (two[1].update + four[1].update) / 2);
+  // Beyond the largest (8): scaled in proportion, update unscaled.
+  ASSERT_TRUE(p.lookup("A100-40", 1, 8, eight));
+  ASSERT_TRUE(p.lookup("A100-40", 1, 16, sixteen));
+  EXPECT_DOUBLE_EQ(sixteen[1].fwd, eight[1].fwd * 2);
+  EXPECT_DOUBLE_EQ(sixteen[1].update, eight[1].update);
   // The directory name is resolved through the catalog.
   EXPECT_TRUE(p.lookup("RTX-3090", 8, 8, t));
   EXPECT_FALSE(p.lookup("A100-80", 1, 1, t));

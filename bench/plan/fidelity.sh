@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The planner's prediction against the measured iteration time of a 2x2
+# pipeline (layers [0, 2) on the two cpu.onednn devices, the rest on the two
+# cpu.mlir devices, 2 micro-batches) of the MLP, the CNN and the GPT on the
+# local two-kind cluster (four ranks on this host), priced two ways:
+#   roofline: the kinds calibrated by --plan auto (one step on one thread)
+#             and the cluster's link figures, as het predicted before
+#             measured profiles;
+#   measured: het-tune stages' layer profiles and messages
+#             (het-compile --tuning-db).
+# measured/predicted is the median over three runs of 100 steps (each run's
+# iteration time is the median of its steps). Asserts nothing.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+bin="$here/build/bin"
+cluster="$here/examples/clusters/local-two-kinds.json"
+out="$(mktemp -d)"
+db="$out/tune.db"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
+printf "%-5s %13s %13s %13s %13s %13s\n" model roofline-ms measured-ms run-ms \
+  run/roofline run/measured
+for model in mlp cnn gpt; do
+  src="$here/examples/models/$model.mlir"
+  "$bin/het-tune" stages "$src" --cluster "$cluster" --db "$db" > "$out/$model.stages.txt"
+  # The calibrated roofline kinds (what --plan auto measures).
+  "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --micro-batches 2 \
+    -o "$out/$model.auto" 2> "$out/$model.auto.txt"
+  global=$(python3 -c "import json; print(json.load(open('$out/$model.auto.plan.json'))['global_batch'])")
+  "$bin/het-plan" --cluster "$cluster" --model "$src" --global-batch "$global" \
+    --write-plan "$out/$model.planned.json" > /dev/null
+  python3 "$here/bench/plan/two_by_two.py" "$out/$model.planned.json" "$out/$model.2x2.json" \
+    onednn mlir 2 2
+  roofline=$("$bin/het-plan" --cluster "$cluster" --model "$src" --devices "$out/$model.auto.devices.json" \
+    --evaluate "$out/$model.2x2.json" | sed -n 's/^predicted iteration \([0-9.]*\) \(m\?s\).*/\1 \2/p' \
+    | awk '{print ($2 == "s") ? $1 * 1000 : $1}')
+  "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --plan "$out/$model.2x2.json" \
+    --tuning-db "$db" -o "$out/$model.2x2" 2> "$out/$model.2x2.txt"
+  measured=$(sed -n 's/^predicted iteration time \([0-9.]*\) ms with the measurements.*/\1/p' \
+    "$out/$model.2x2.txt")
+  runs=()
+  for k in 1 2 3; do
+    runs+=("$("$bin/het-run" --cluster "$cluster" --timeout-ms 120000 "$out/$model.2x2" \
+      --steps 100 --print-every 1000 2>/dev/null | sed -n 's/.*iteration time \([0-9.]*\) ms.*/\1/p')")
+  done
+  run=$(printf "%s\n" "${runs[@]}" | sort -g | sed -n 2p)
+  awk -v m="$model" -v r="$roofline" -v p="$measured" -v t="$run" -v all="${runs[*]}" \
+    'BEGIN {printf "%-5s %13.3f %13.3f %13.3f %13.2f %13.2f   (runs: %s ms)\n", m, r, p, t, t / r, t / p, all}'
+done
+echo "(files in $out)"
