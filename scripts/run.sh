@@ -7,8 +7,9 @@
 # (het-partition), hetccl tuned by het-tune, a native executable built by
 # het-compile that trains the model, the model's dense-layer GEMM engines
 # tuned by het-tune kernels, its generated kernels' register tilings tuned
-# (het-tune kernels --library mlir), and the same model compiled for this machine's
-# two CPU device kinds (het-compile --cluster --plan auto: measured kinds, the
+# (het-tune kernels --library mlir), each layer profiled per device kind
+# (het-tune stages), and the same model compiled for this machine's two CPU
+# device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
 # by het-run as one multi-rank job through a SIGKILLed rank and a restart
 # from checkpoints; then a transformers Llama imported from PyTorch and
@@ -114,11 +115,20 @@ done
 # replicas are of both kinds with shares by speed, tensor parallelism) and
 # builds one executable; het-run starts the ranks the plan uses, SIGKILLs
 # the last one at a random step, and restarts the job from the newest
-# checkpoint every rank has.
+# checkpoint every rank has. The plan is priced by het-tune stages'
+# measurements of this host.
 two_kinds="$here/examples/clusters/local-two-kinds.json"
-echo "het: het-compile --cluster $(basename "$two_kinds") --plan auto (2 cpu.onednn + 2 cpu.mlir ranks):"
+# Stage profiles: each layer timed on each kind at several micro-batch
+# sizes, and messages between the four ranks on this host; the planner
+# prices the plan by them instead of its roofline.
+echo "het: het-tune stages: each layer on each kind of $(basename "$two_kinds"), messages between its ranks:"
+"$here/build/bin/het-tune" stages "$model" --cluster "$two_kinds" --db "$out/tune.db" \
+  > "$out/stages.txt" 2>&1 \
+  || { cat "$out/stages.txt"; echo "het: het-tune stages failed" >&2; exit 1; }
+grep -E 'micro-batch (1|32):|messages|records written' "$out/stages.txt" | sed 's/^/het:   /'
+echo "het: het-compile --cluster $(basename "$two_kinds") --plan auto --tuning-db (2 cpu.onednn + 2 cpu.mlir ranks):"
 "$here/build/bin/het-compile" "$model" --lr 0.1 --cluster "$two_kinds" --plan auto \
-  --micro-batches 2 -o "$out/pipeline" 2> "$out/pipeline-compile.txt" \
+  --tuning-db "$out/tune.db" --micro-batches 2 -o "$out/pipeline" 2> "$out/pipeline-compile.txt" \
   || { cat "$out/pipeline-compile.txt"; echo "het: het-compile --cluster failed" >&2; exit 1; }
 sed 's/^/het:   /' "$out/pipeline-compile.txt"
 pipeline_data=()

@@ -21,15 +21,14 @@ printf "%-5s %13s %13s %13s %13s %13s\n" model roofline-ms measured-ms run-ms \
   run/roofline run/measured
 for model in mlp cnn gpt; do
   src="$here/examples/models/$model.mlir"
+  layers=$("$bin/het-plan" --model "$src" --cluster "$cluster" --show-model | sed -n 's/^model [^:]*: \([0-9]*\) layers.*/\1/p')
   "$bin/het-tune" stages "$src" --cluster "$cluster" --db "$db" > "$out/$model.stages.txt"
   # The calibrated roofline kinds (what --plan auto measures).
   "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --micro-batches 2 \
     -o "$out/$model.auto" 2> "$out/$model.auto.txt"
   global=$(python3 -c "import json; print(json.load(open('$out/$model.auto.plan.json'))['global_batch'])")
-  "$bin/het-plan" --cluster "$cluster" --model "$src" --global-batch "$global" \
-    --write-plan "$out/$model.planned.json" > /dev/null
-  python3 "$here/bench/plan/two_by_two.py" "$out/$model.planned.json" "$out/$model.2x2.json" \
-    onednn mlir 2 2
+  python3 "$here/utils/make_plan.py" "$cluster" "$out/$model.2x2.json" --global-batch "$global" \
+    --micro-batches 2 --stage 0:2=onednn:2 --stage "2:$layers=mlir:2"
   roofline=$("$bin/het-plan" --cluster "$cluster" --model "$src" --devices "$out/$model.auto.devices.json" \
     --evaluate "$out/$model.2x2.json" | sed -n 's/^predicted iteration \([0-9.]*\) \(m\?s\).*/\1 \2/p' \
     | awk '{print ($2 == "s") ? $1 * 1000 : $1}')

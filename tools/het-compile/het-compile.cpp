@@ -471,7 +471,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
   // With a tuning database, a given plan is priced by its measurements.
-  bool pricePlanFile = build.planFile != "auto" && !tuningDb.empty();
+  bool pricePlanFile =
+      build.planFile != "auto" && !tuningDb.empty() && !clusterFile.empty();
   if (build.planFile == "auto" || pricePlanFile) {
     // Calibration and planning need the training step.
     OwningOpRef<ModuleOp> stepModule(module.clone());
@@ -498,12 +499,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       std::string report;
       llvm::Expected<double> predicted = ::het::compile::predictPlanFile(
           *stepModule, step, clusterFile, build.planFile, tuningDb, report);
-      if (!predicted) {
-        fail(llvm::toString(predicted.takeError()));
-        return failure();
-      }
       llvm::errs() << report;
-      if (*predicted > 0)
+      if (!predicted)
+        llvm::errs() << "het-compile: warning: cannot price " << build.planFile
+                     << " by the tuning database: " << llvm::toString(predicted.takeError())
+                     << "\n";
+      else if (*predicted > 0)
         build.predictedSeconds = *predicted;
     } else {
       ::het::compile::AutoPlanRequest request;

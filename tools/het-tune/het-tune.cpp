@@ -4,6 +4,7 @@
 //   het-tune collectives -np 4 --db tune.db --check  auto (tuned) vs fixed
 //   het-tune kernels model.mlir --db tune.db         dense layers' GEMM engines
 //   het-tune kernels model.mlir --library mlir --db tune.db   generated contractions' tilings
+//   het-tune stages model.mlir --cluster c.json --db tune.db  layer profiles, messages
 //   het-tune show --db tune.db
 //   het-tune export --db tune.db -o tune.json ; het-tune import --db other.db tune.json
 //
@@ -185,8 +186,10 @@ int main(int argc, char **argv) {
                "follows (HETCCL_TUNING_DB), the engine (oneDNN or OpenBLAS) of each dense "
                "layer's matrix products and the register tiling of each generated contraction "
                "(kernels --library mlir), which het-compile --tuning-db follows; het-compile "
-               "also records --plan auto's calibrations there. Stage profiles are not built "
-               "yet. See docs/tuning.md.",
+               "also records --plan auto's calibrations there; each layer's time per local "
+               "device kind and micro-batch and the latency of messages between a cluster's "
+               "ranks on this host (stages), which het-plan and het-compile --tuning-db price "
+               "plans by. See docs/tuning.md.",
                "het-tune"};
   app.require_subcommand(1);
   std::string dbPath;
