@@ -15,6 +15,8 @@
 
 #include "het/Tune/CollectiveSweep.h"
 
+#include "ForkedRanks.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,8 +25,6 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace het::tune {
 
@@ -157,53 +157,10 @@ SweepResult sweepAllReduce(const SweepOptions &o) {
                              std::to_string(o.ranks));
   if (o.sizes.empty() || o.rounds < 1)
     throw std::runtime_error("a collective sweep needs sizes and at least one round");
-  hetcclUniqueId id;
-  if (hetcclGetUniqueId(&id) != hetcclSuccess)
-    throw std::runtime_error(std::string("hetcclGetUniqueId: ") + hetcclGetLastError(nullptr));
-  int fds[2];
-  if (pipe(fds) != 0)
-    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
-  std::fflush(nullptr);
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < o.ranks; ++rank) {
-    pid_t pid = fork();
-    if (pid < 0)
-      throw std::runtime_error(std::string("fork: ") + strerror(errno));
-    if (pid == 0) {
-      close(fds[0]);
-      int status = 0;
-      try {
-        std::string text = runRank(o, id, rank);
-        if (rank == 0 && write(fds[1], text.data(), text.size()) != ssize_t(text.size()))
-          status = 3;
-      } catch (const std::exception &e) {
-        std::fprintf(stderr, "het-tune: rank %d: %s\n", rank, e.what());
-        status = 1;
-      }
-      close(fds[1]);
-      std::fflush(nullptr);
-      _exit(status);
-    }
-    children.push_back(pid);
-  }
-  close(fds[1]);
-  std::string text;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buffer, sizeof buffer)) > 0)
-    text.append(buffer, size_t(n));
-  close(fds[0]);
-  std::string failures;
-  for (size_t rank = 0; rank < children.size(); ++rank) {
-    int status = 0;
-    waitpid(children[rank], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      failures += (failures.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) +
-                  (WIFSIGNALED(status) ? " died of signal " + std::to_string(WTERMSIG(status))
-                                       : " exited with " + std::to_string(WEXITSTATUS(status)));
-  }
-  if (!failures.empty())
-    throw std::runtime_error("the collective sweep failed: " + failures + " (see above)");
+  std::string text = runForkedRanks(o.ranks, "collective sweep",
+                                    [&](const hetcclUniqueId &id, int rank) {
+                                      return runRank(o, id, rank);
+                                    });
 
   SweepResult result;
   std::istringstream in(text);

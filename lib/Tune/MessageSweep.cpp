@@ -2,6 +2,8 @@
 
 #include "het/Tune/MessageSweep.h"
 
+#include "ForkedRanks.h"
+
 #include "het-c/hetccl.h"
 
 #include <algorithm>
@@ -10,8 +12,6 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace het::tune {
 
@@ -88,50 +88,10 @@ std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int 
 std::vector<double> sweepMessages(const MessageSweepOptions &o) {
   if (o.ranks < 2)
     throw std::runtime_error("a message sweep needs at least 2 ranks");
-  hetcclUniqueId id;
-  if (hetcclGetUniqueId(&id) != hetcclSuccess)
-    throw std::runtime_error(std::string("hetcclGetUniqueId: ") + hetcclGetLastError(nullptr));
-  int fds[2];
-  if (pipe(fds) != 0)
-    throw std::runtime_error(std::string("pipe: ") + strerror(errno));
-  std::fflush(nullptr);
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < o.ranks; ++rank) {
-    pid_t pid = fork();
-    if (pid < 0)
-      throw std::runtime_error(std::string("fork: ") + strerror(errno));
-    if (pid == 0) {
-      close(fds[0]);
-      int status = 0;
-      try {
-        std::string text = runRank(o, id, rank);
-        if (rank == 0 && write(fds[1], text.data(), text.size()) != ssize_t(text.size()))
-          status = 3;
-      } catch (const std::exception &e) {
-        std::fprintf(stderr, "het-tune: message sweep rank %d: %s\n", rank, e.what());
-        status = 1;
-      }
-      close(fds[1]);
-      std::fflush(nullptr);
-      _exit(status);
-    }
-    children.push_back(pid);
-  }
-  close(fds[1]);
-  std::string text;
-  char chunk[4096];
-  ssize_t n;
-  while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
-    text.append(chunk, size_t(n));
-  close(fds[0]);
-  bool failed = false;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-  }
-  if (failed)
-    throw std::runtime_error("the message sweep failed (see above)");
+  std::string text = runForkedRanks(o.ranks, "message sweep",
+                                    [&](const hetcclUniqueId &id, int rank) {
+                                      return runRank(o, id, rank);
+                                    });
   std::vector<double> means;
   std::istringstream in(text);
   uint64_t bytes;

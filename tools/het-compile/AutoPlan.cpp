@@ -24,21 +24,6 @@ using namespace het::plan;
 
 namespace het::compile {
 
-namespace {
-
-/// The kernel library a local CPU device kind compiles with; empty: not a
-/// kind this machine runs.
-std::string libraryOf(const DeviceSpec &spec) {
-  if (spec.vendor != "cpu")
-    return "";
-  if (spec.arch == "mlir")
-    return "mlir";
-  if (spec.arch == "reference")
-    return "reference";
-  return "dnnl";
-}
-
-} // namespace
 
 llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func::FuncOp step,
                                               const AutoPlanRequest &request) {
@@ -78,7 +63,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     std::deque<DeviceSpec> calibrated;
     std::map<std::string, const DeviceSpec *> byKind;
     for (DeviceGroup &group : cluster.groups) {
-      std::string library = libraryOf(*group.spec);
+      std::string library = group.spec->localLibrary();
       if (library.empty())
         continue;
       if (profiles.lookup(group.spec->name, 1, model.batch, ignored))

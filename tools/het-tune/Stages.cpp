@@ -71,13 +71,6 @@ void addStagesCommand(CLI::App &app, StagesCommand &s) {
 
 namespace {
 
-/// The kernel library of a local CPU kind; empty: not one this host runs.
-std::string libraryOf(const DeviceSpec &spec) {
-  if (spec.vendor != "cpu")
-    return "";
-  return spec.arch == "mlir" ? "mlir" : spec.arch == "reference" ? "reference" : "dnnl";
-}
-
 /// Runs `argv`, its output to `log`; returns its exit status (or 128 +
 /// signal).
 pid_t start(const std::vector<std::string> &argv, const std::string &log) {
@@ -133,7 +126,7 @@ int runStages(const StagesCommand &s, int waitMs) {
   std::vector<const DeviceSpec *> kinds;
   int localDevices = 0;
   for (const DeviceGroup &g : cluster.groups) {
-    if (libraryOf(*g.spec).empty())
+    if (g.spec->localLibrary().empty())
       continue;
     localDevices += g.count();
     if (std::find(kinds.begin(), kinds.end(), g.spec) == kinds.end())
@@ -173,7 +166,7 @@ int runStages(const StagesCommand &s, int waitMs) {
   int status = 0;
   size_t written = 0;
   for (const DeviceSpec *kind : kinds) {
-    const std::string library = libraryOf(*kind);
+    const std::string library = kind->localLibrary();
     // One group of `layers` devices of this kind on this host.
     nlohmann::json clusterSpec = {
         {"name", "het-tune-stages"},

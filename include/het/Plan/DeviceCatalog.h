@@ -13,6 +13,14 @@ namespace het::plan {
 /// into seconds. Bandwidths in GB/s (bytes), capacities in GiB.
 struct DeviceSpec {
   std::string name, vendor, arch;
+  /// The kernel library a local CPU kind compiles with (cpu.onednn "dnnl",
+  /// cpu.mlir "mlir", cpu.reference "reference"); empty for kinds this
+  /// machine does not run.
+  std::string localLibrary() const {
+    if (vendor != "cpu")
+      return "";
+    return arch == "mlir" ? "mlir" : arch == "reference" ? "reference" : "dnnl";
+  }
   std::vector<std::string> aliases;
   std::map<std::string, double> peakTflops; // dtype -> dense TFLOP/s
   double memoryGib = 0, memoryBandwidthGBs = 0;
