@@ -133,8 +133,7 @@ double interpolate(const std::vector<std::pair<double, double>> &points, double 
 
 } // namespace
 
-plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int hostRanks,
-                                                  std::vector<int> &ranks) {
+plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int hostRanks) {
   auto curves = std::make_shared<std::map<int, std::vector<std::pair<double, double>>>>();
   std::string newest;
   for (int r = 2; r <= 64; ++r) {
@@ -149,11 +148,8 @@ plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int 
       newest = std::max(newest, rec.measuredAt);
     }
   }
-  ranks.clear();
-  for (auto &[r, points] : *curves) {
+  for (auto &[r, points] : *curves)
     std::sort(points.begin(), points.end());
-    ranks.push_back(r);
-  }
   // Messages (het-tune stages) with the job's ranks on this host; else
   // with the most ranks measured.
   auto cold = std::make_shared<std::vector<std::pair<double, double>>>();
@@ -191,7 +187,6 @@ plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int 
     m.allReduce = [warm](double bytes, int r) {
       return 2.0 * (r - 1) * interpolate(*warm, bytes / r);
     };
-    ranks.insert(ranks.begin(), messageRanks);
     m.source = db.path() + " (messages with " + std::to_string(messageRanks) +
                " ranks on this host, measured " + newest + ")";
     return m;
@@ -218,7 +213,9 @@ plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int 
       return interpolate(curves->at(p), bytes);
     return 2.0 * (r - 1) * message(bytes / r);
   };
-  m.source = newest.empty() ? "" : db.path() + " (het-tune collectives, measured " + newest + ")";
+  if (p)
+    m.source = db.path() + " (het-tune collectives' ring all-reduces on " + std::to_string(p) +
+               " ranks, measured " + newest + ")";
   return m;
 }
 
@@ -245,22 +242,17 @@ std::vector<std::string> readPlannerRecords(const std::string &path,
       report.push_back("no stage profiles of " + kind + " for " + stageModelKey(model) +
                        " on this host: the roofline prices it (het-tune stages measures them)");
   }
-  std::vector<int> ranks;
   int hostRanks = 0;
   for (const plan::DeviceGroup &g : cluster.groups)
     if (g.nodes == 1)
       hostRanks += g.devicesPerNode;
-  communication = measuredCommunication(*db, hostRanks, ranks);
+  communication = measuredCommunication(*db, hostRanks);
   // The records are this host's, and so is the cluster they price.
   communication.cores = int(std::thread::hardware_concurrency());
   // The host's cores bound its ranks' work whenever layers were measured.
-  communicationFound = !ranks.empty() || !profiles.empty();
-  if (!ranks.empty()) {
-    std::string list;
-    for (int r : ranks)
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
-    report.push_back("communication inside a node: ring all-reduces measured on " + list +
-                     " ranks, " + communication.source);
+  communicationFound = !communication.source.empty() || !profiles.empty();
+  if (!communication.source.empty()) {
+    report.push_back("communication inside a node: priced by " + communication.source);
   } else {
     report.push_back("no all-reduce records of this host: the cluster's link figures price "
                      "communication (het-tune collectives measures them)");

@@ -54,14 +54,12 @@ size_t loadStageProfiles(const TuningDatabase &db, const plan::ModelDesc &model,
                          const std::string &device, plan::ProfileSet &profiles,
                          std::string &measuredAt);
 
-/// All-reduce and message times from `db`'s collective records of this
-/// host: the ring's time at each measured size with `hostRanks` ranks (the
-/// job's ranks on this host, all busy, as in the job; else the largest
-/// count measured), a message as one step of that ring, an all-reduce over
-/// fewer ranks as its ring's steps. `ranks` lists the rank counts found
-/// (empty: none, and the functions return -1).
-plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int hostRanks,
-                                                  std::vector<int> &ranks);
+/// All-reduce and message times from `db`'s records of this host: het-tune
+/// stages' messages with `hostRanks` ranks (the job's ranks on this host;
+/// else the most ranks measured), or else het-tune collectives' ring
+/// all-reduces (a message as one step of that ring). `source` says which,
+/// and is empty when neither exists (the functions then return -1).
+plan::MeasuredCommunication measuredCommunication(const TuningDatabase &db, int hostRanks);
 
 /// What a planner takes from the tuning database at `path` for `model` on
 /// `cluster`: each device kind's stage profiles (into `profiles`) and the
