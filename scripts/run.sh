@@ -12,7 +12,8 @@
 # device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
 # by het-run as one multi-rank job through a SIGKILLed rank and a restart
-# from checkpoints; then a transformers Llama imported from PyTorch and
+# from checkpoints, which one rank of another plan then resumes (resharded);
+# then a transformers Llama imported from PyTorch and
 # checked against it step by step; then GPU code: the GPT's kernels as a
 # cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. GPU
 # and NPU pipeline stages are not compiled yet.
@@ -115,7 +116,8 @@ done
 # replicas are of both kinds with shares by speed, tensor parallelism) and
 # builds one executable; het-run starts the ranks the plan uses, SIGKILLs
 # the last one at a random step, and restarts the job from the newest
-# checkpoint every rank has. The plan is priced by het-tune stages'
+# checkpoint every rank has; one rank of another plan then resumes from
+# those checkpoints. The plan is priced by het-tune stages'
 # measurements of this host.
 two_kinds="$here/examples/clusters/local-two-kinds.json"
 # Stage profiles: each layer timed on each kind at several micro-batch
@@ -150,6 +152,25 @@ echo "het: het-run -n $ranks: pipelined training with async checkpoints; rank $v
   || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
 grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
   "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|checkpoint stall)' | sed 's/^/het:   /'
+# The same checkpoints under another plan: one rank of the cpu.onednn kind
+# takes the whole model, reads each layer's state from the ranks that
+# wrote it and trains on from the pipeline's last step.
+layers=$("$here/build/bin/het-plan" --model "$model" --cluster "$two_kinds" --show-model \
+  | sed -n 's/^model [^:]*: \([0-9]*\) layers.*/\1/p')
+read -r global micro < <("$here/.venv/bin/python" -c '
+import json, sys
+plan = json.load(open(sys.argv[1]))
+print(plan["global_batch"], plan["micro_batches"])' "$out/pipeline.plan.json")
+"$here/.venv/bin/python" "$here/utils/make_plan.py" "$two_kinds" "$out/one-rank.plan.json" \
+  --global-batch "$global" --micro-batches "$micro" --stage "0:$layers=onednn:1"
+"$here/build/bin/het-compile" "$model" --lr 0.1 --plan "$out/one-rank.plan.json" \
+  -o "$out/one-rank" 2> "$out/one-rank-compile.txt" \
+  || { cat "$out/one-rank-compile.txt"; echo "het: het-compile of the one-rank plan failed" >&2; exit 1; }
+echo "het: the pipeline's checkpoints resumed under another plan (all layers on one cpu.onednn rank), 40 more steps:"
+"$out/one-rank" --steps 340 --print-every 20 "${pipeline_data[@]}" --checkpoint-dir "$out/checkpoints" \
+  > "$out/one-rank.txt" 2>&1 \
+  || { cat "$out/one-rank.txt"; echo "het: resuming under another plan failed" >&2; exit 1; }
+grep -E 'resumed|step [0-9]+ loss' "$out/one-rank.txt" | sed 's/^/het:   /'
 # The models users bring: transformers' LlamaForCausalLM (tiny config,
 # random weights, nothing downloaded) imported from PyTorch, trained 20 steps
 # in het and compared step by step with PyTorch.

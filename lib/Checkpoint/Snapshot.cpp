@@ -25,6 +25,22 @@ void Tensor::check(const std::string &name) const {
   if (want != bytes.size())
     throw CheckpointError("tensor '" + name + "' holds " + std::to_string(bytes.size()) +
                           " bytes but its dtype and shape need " + std::to_string(want));
+  checkShard(name);
+}
+
+void Tensor::checkShard(const std::string &name) const {
+  if (!shard.present())
+    return;
+  const Shard &s = shard;
+  bool fits = s.whole.size() == shape.size() && s.axis < int(shape.size()) && s.begin >= 0 &&
+              s.end - s.begin == (shape.empty() ? 0 : shape[s.axis]) &&
+              s.end <= s.whole[s.axis];
+  for (size_t d = 0; fits && d < shape.size(); ++d)
+    fits = int(d) == s.axis || shape[d] == s.whole[d];
+  if (!fits)
+    throw CheckpointError("tensor '" + name + "' does not fit its shard (indices " +
+                          std::to_string(s.begin) + ".." + std::to_string(s.end) + " of axis " +
+                          std::to_string(s.axis) + " of the whole tensor)");
 }
 
 const Tensor &Snapshot::at(const std::string &name) const {

@@ -82,11 +82,37 @@ std::string readData(const std::string &dir, const json &body) {
   return data;
 }
 
-Tensor tensorFrom(const json &t, const std::string &data, const std::string &where) {
-  std::string name = t.at("name").get<std::string>();
+json shardJson(const Shard &s) {
+  return {{"axis", s.axis}, {"begin", s.begin}, {"end", s.end}, {"whole", s.whole}};
+}
+
+Shard shardFrom(const json &t) {
+  Shard s;
+  if (!t.contains("shard"))
+    return s;
+  const json &j = t.at("shard");
+  s.axis = j.at("axis").get<int>();
+  s.begin = j.at("begin").get<int64_t>();
+  s.end = j.at("end").get<int64_t>();
+  s.whole = j.at("whole").get<std::vector<int64_t>>();
+  if (s.axis < 0)
+    throw CheckpointError("tensor '" + t.at("name").get<std::string>() +
+                          "' has a shard of negative axis");
+  return s;
+}
+
+/// A manifest entry's dtype, shape and shard (no bytes).
+Tensor describedBy(const json &t) {
   Tensor out;
   out.dtype = t.at("dtype").get<std::string>();
   out.shape = t.at("shape").get<std::vector<int64_t>>();
+  out.shard = shardFrom(t);
+  return out;
+}
+
+Tensor tensorFrom(const json &t, const std::string &data, const std::string &where) {
+  std::string name = t.at("name").get<std::string>();
+  Tensor out = describedBy(t);
   uint64_t off = t.at("offset").get<uint64_t>(), n = t.at("nbytes").get<uint64_t>();
   if (off > data.size() || n > data.size() - off)
     throw CheckpointError("tensor '" + name + "' lies outside " + where);
@@ -120,6 +146,8 @@ SaveInfo writeCheckpoint(const std::string &dir, int64_t step, const Snapshot &s
     hashes[name] = h;
     json e = {{"name", name}, {"dtype", t.dtype}, {"shape", t.shape},
               {"nbytes", t.bytes.size()}, {"sha256", h}};
+    if (t.shard.present())
+      e["shard"] = shardJson(t.shard);
     auto it = incremental ? baseHashes->find(name) : HashMap::const_iterator();
     if (incremental && it != baseHashes->end() && it->second == h) {
       e["in_step"] = base; // unchanged since the full checkpoint
@@ -148,6 +176,8 @@ SaveInfo writeCheckpoint(const std::string &dir, int64_t step, const Snapshot &s
                {"kind", incremental ? "incremental" : "full"}, {"base", info.base},
                {"data_file", dataName}, {"data_bytes", dataBytes},
                {"data_sha256", dataSha}, {"tensors", tensors}};
+  if (!snap.meta.empty())
+    body["meta"] = snap.meta;
   std::string dumped = body.dump();
   json manifest = {{"body", body}, {"manifest_sha256", sha256Hex(dumped.data(), dumped.size())}};
   std::string text = manifest.dump(1) + "\n";
@@ -211,10 +241,31 @@ Snapshot loadCheckpoint(const std::string &dir, int64_t step, bool *full, int64_
       if (!bt || bt->at("sha256") != t.at("sha256"))
         throw CheckpointError("tensor '" + name + "' is not in its base checkpoint " +
                               std::to_string(b) + " with the recorded hash");
-      snap.tensors[name] = tensorFrom(*bt, baseData, stepName(b, "bin"));
+      Tensor &stored = snap.tensors[name] = tensorFrom(*bt, baseData, stepName(b, "bin"));
+      stored.shard = shardFrom(t); // as this step describes it
+      stored.check(name);
     } else {
       snap.tensors[name] = tensorFrom(t, data, stepName(step, "bin"));
     }
+  }
+  if (body.contains("meta"))
+    snap.meta = body.at("meta").get<std::map<std::string, std::string>>();
+  return snap;
+}
+
+Snapshot describeCheckpoint(const std::string &dir, int64_t step) {
+  json body = readManifest(dir, step);
+  Snapshot snap;
+  try {
+    for (const json &t : body.at("tensors")) {
+      std::string name = t.at("name").get<std::string>();
+      Tensor &d = snap.tensors[name] = describedBy(t);
+      d.checkShard(name);
+    }
+    if (body.contains("meta"))
+      snap.meta = body.at("meta").get<std::map<std::string, std::string>>();
+  } catch (const nlohmann::json::exception &e) {
+    throw CheckpointError(std::string("manifest has a malformed entry: ") + e.what());
   }
   return snap;
 }

@@ -37,6 +37,7 @@
 #include "RandomState.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
+#include "Resharding.h"
 
 #include "het/Checkpoint/Checkpointer.h"
 #include "het/Checkpoint/Store.h"
@@ -86,7 +87,8 @@ const char *usage =
     "  --print-every K       print the loss every K steps (default 1)\n"
     "  --checkpoint-dir D    asynchronous incremental checkpoints in D/rank<k>;\n"
     "                        a (re)started job resumes from the newest step valid\n"
-    "                        on every rank\n"
+    "                        on every rank, also when another plan wrote it (its\n"
+    "                        tensors resharded to this plan's stages and parts)\n"
     "  --checkpoint-every K  checkpoint every K steps (default 0: never)\n"
     "  --full-every F        every F-th checkpoint is full (default 4)\n"
     "  --sync-checkpoint     write checkpoints on the training thread (to measure\n"
@@ -386,27 +388,95 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
   }
 }
 
-ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
-  ckpt::Snapshot snap;
+/// This rank's persistent tensors as the checkpoint names them: by model
+/// name, with the part of the whole a tensor-parallel rank holds.
+std::vector<NeededTensor> PipelineRank::heldTensors() const {
+  const PipelineComm &comm = pipelineComm();
+  std::vector<NeededTensor> held;
   for (const auto &[name, buffer] : persistent_) {
     const TensorInfo &t = persistentInfo_.at(name);
-    if (t.isInteger)
-      snap.put(name, "i64", buffer.i(), t.count(), t.shape);
+    NeededTensor n{name, t.isInteger ? "i64" : "f32", t.shape, {}};
+    if (const ShardInfo *shard = info_.shard(name); shard && shard->parts > 1) {
+      int64_t size = t.shape.at(shard->axis);
+      n.shard.axis = shard->axis;
+      n.shard.begin = comm.place.tp * size;
+      n.shard.end = n.shard.begin + size;
+      n.shard.whole = t.shape;
+      n.shard.whole[shard->axis] = size * shard->parts;
+    }
+    held.push_back(std::move(n));
+  }
+  return held;
+}
+
+/// The job layout a checkpoint records: which ranks write one, a digest of
+/// who holds what (equal digests: the same stages, replicas and parts on
+/// the same ranks) and a line for people.
+void PipelineRank::describeLayout() {
+  const PipelineComm &comm = pipelineComm();
+  std::string key = "world " + std::to_string(comm.layout.ranks()) + ";";
+  for (const StageInfo &st : info_.stages)
+    key += st.name + " [" + std::to_string(st.layerBegin) + "," + std::to_string(st.layerEnd) +
+           ") x" + std::to_string(st.replicas()) + " tp" + std::to_string(st.tensorParallel) + ";";
+  writers_.clear();
+  for (int r = 0; r < comm.layout.ranks(); ++r) {
+    const RankPlace &p = comm.layout.place(r);
+    if (p.idle())
+      continue;
+    key += std::to_string(r) + ":" + std::to_string(p.stage) + "." + std::to_string(p.replica) +
+           "." + std::to_string(p.tp) + ";";
+    writers_ += (writers_.empty() ? "" : ",") + std::to_string(r);
+  }
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (unsigned char c : key)
+    h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  layoutId_ = hex;
+  stagesText_.clear();
+  for (const StageInfo &st : info_.stages)
+    stagesText_ += (stagesText_.empty() ? "" : ", ") + st.name + " layers [" +
+                   std::to_string(st.layerBegin) + ", " + std::to_string(st.layerEnd) + ") x " +
+                   std::to_string(st.replicas()) +
+                   (st.tensorParallel > 1 ? " x TP " + std::to_string(st.tensorParallel) : "");
+}
+
+ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
+  ckpt::Snapshot snap;
+  for (const NeededTensor &t : heldTensors()) {
+    const Buffer &buffer = persistent_.at(t.name);
+    const TensorInfo &info = persistentInfo_.at(t.name);
+    if (info.isInteger)
+      snap.put(t.name, "i64", buffer.i(), info.count(), info.shape);
     else
-      snap.put(name, "f32", buffer.f(), t.count(), t.shape);
+      snap.put(t.name, "f32", buffer.f(), info.count(), info.shape);
+    snap.tensors[t.name].shape = info.shape; // put() makes a scalar's {} a {1}
+    snap.tensors[t.name].shard = t.shard;
   }
   int64_t s = step;
   snap.put("het.step", "i64", &s, 1);
+  snap.meta = {{"layout", layoutId_},
+               {"writers", writers_},
+               {"world", std::to_string(pipelineComm().layout.ranks())},
+               {"stages", stagesText_},
+               {"global_batch", std::to_string(info_.globalBatch)},
+               {"samples", std::to_string(step * info_.globalBatch)}};
   return snap;
 }
 
-void PipelineRank::restore(const ckpt::Snapshot &snap) {
+void PipelineRank::restore(const ReshardedState &state) {
+  if (auto it = state.meta.find("global_batch");
+      it != state.meta.end() && std::stoll(it->second) != info_.globalBatch)
+    die("the checkpoint of step " + std::to_string(state.step) + " was written with global batch " +
+        it->second + ", this pipeline's is " + std::to_string(info_.globalBatch) +
+        ": each step would see other samples than the run that wrote it (plan with global batch " +
+        it->second + ")");
   for (auto &[name, buffer] : persistent_) {
-    const ckpt::Tensor &t = snap.at(name);
-    if (t.bytes.size() != buffer.bytes)
-      die("checkpoint tensor '" + name + "' has " + std::to_string(t.bytes.size()) +
+    const std::vector<uint8_t> &bytes = state.tensors.at(name);
+    if (bytes.size() != buffer.bytes)
+      die("checkpoint tensor '" + name + "' has " + std::to_string(bytes.size()) +
           " bytes, the model's has " + std::to_string(buffer.bytes));
-    std::memcpy(buffer.memory.get(), t.bytes.data(), buffer.bytes);
+    std::memcpy(buffer.memory.get(), bytes.data(), buffer.bytes);
   }
 }
 
@@ -420,25 +490,31 @@ int64_t PipelineRank::agree(int64_t proposal) {
   return common;
 }
 
-/// The number of steps done by the newest checkpoint valid on every rank
-/// (-1: none).
-int64_t PipelineRank::resume(const std::string &dir) {
-  auto report = [](const ckpt::ResumeResult &r) {
-    for (const ckpt::Skipped &k : r.skipped)
+/// The number of steps done by the newest checkpoint under `root` that
+/// every rank can take its state from (-1: none), whatever layout wrote it.
+int64_t PipelineRank::resume(const std::string &root) {
+  int rank = pipelineComm().rank;
+  std::vector<NeededTensor> needs = heldTensors();
+  auto load = [&](int64_t maxStep) {
+    ReshardedState state;
+    try {
+      state = loadForLayout(root, rank, layoutId_, needs, maxStep);
+    } catch (const std::exception &e) {
+      die(std::string("resuming from ") + root + ": " + e.what());
+    }
+    for (const ckpt::Skipped &k : state.skipped)
       std::printf("resume: skipped checkpoint step %lld: %s\n", static_cast<long long>(k.step),
                   k.reason.c_str());
+    return state;
   };
-  ckpt::ResumeResult mine = ckpt::resumeLatest(dir);
-  report(mine);
+  ReshardedState mine = load(-1);
   // The newest step valid on every rank: each proposes its newest valid
   // step not after the candidate until the MIN stops moving. Every rank
   // sees the same candidates, so all make the same number of rounds.
   int64_t common = agree(mine.found ? mine.step : -1);
   while (common >= 0) {
-    if (!(mine.found && mine.step == common)) {
-      mine = ckpt::resumeLatest(dir, common);
-      report(mine);
-    }
+    if (!(mine.found && mine.step == common))
+      mine = load(common);
     int64_t next = agree(mine.found ? mine.step : -1);
     if (next == common)
       break;
@@ -448,9 +524,8 @@ int64_t PipelineRank::resume(const std::string &dir) {
     std::printf("starting from scratch\n");
     return -1;
   }
-  restore(mine.snapshot);
-  std::printf("resumed from step %lld (%s)\n", static_cast<long long>(mine.step),
-              mine.full ? "full" : ("incremental on full step " + std::to_string(mine.base)).c_str());
+  restore(mine);
+  std::printf("resumed from step %lld (%s)\n", static_cast<long long>(mine.step), mine.how.c_str());
   return common;
 }
 
@@ -654,8 +729,9 @@ int PipelineRank::run() {
   std::unique_ptr<ckpt::Checkpointer> checkpointer;
   int64_t first = 0;
   if (!o_.checkpointDir.empty()) {
-    std::string dir = o_.checkpointDir + "/rank" + std::to_string(rank);
-    first = std::max<int64_t>(0, resume(dir));
+    describeLayout();
+    std::string dir = rankDirectory(o_.checkpointDir, rank);
+    first = std::max<int64_t>(0, resume(o_.checkpointDir));
     checkpointer = std::make_unique<ckpt::Checkpointer>(
         ckpt::Checkpointer::Options{dir, !o_.syncCheckpoint, static_cast<int>(o_.fullEvery)});
   }

@@ -11,6 +11,7 @@
 
 #include "Arguments.h"
 #include "ModelInfo.h"
+#include "Resharding.h"
 
 #include "het-c/hetrt.h"
 #include "het/Checkpoint/Store.h"
@@ -70,14 +71,18 @@ private:
   int dataInput_ = -1, labelInput_ = -1;
   double lossSum_ = 0;
   int64_t microBatchSamples_ = 0, firstSample_ = 0, share_ = 0;
+  // What this job's checkpoints say of its layout (describeLayout).
+  std::string layoutId_, writers_, stagesText_;
 
   void setUp();
   hetrt_entry_fn entry(const StageFunction &f);
   void call(const StageFunction &f, Env *batch, bool accumulate);
   void fillBatch(int64_t step, int micro);
+  std::vector<NeededTensor> heldTensors() const;
+  void describeLayout();
   het::ckpt::Snapshot snapshot(int64_t step) const;
-  void restore(const het::ckpt::Snapshot &snap);
-  int64_t resume(const std::string &dir);
+  void restore(const ReshardedState &state);
+  int64_t resume(const std::string &root);
   int64_t agree(int64_t proposal);
   void saveAll(const std::string &path);
   int idle();

@@ -26,19 +26,38 @@ public:
 /// "i8", "u8", "i32", "i64"); throws CheckpointError for anything else.
 size_t dtypeSize(const std::string &dtype);
 
+/// Where a tensor sits in a larger one it is a part of (a tensor-parallel
+/// rank's slice of a parameter): indices [begin, end) along `axis` of a
+/// tensor of shape `whole`, all other dimensions whole.
+struct Shard {
+  int axis = -1; // -1: the tensor is whole
+  int64_t begin = 0, end = 0;
+  std::vector<int64_t> whole;
+
+  bool present() const { return axis >= 0; }
+};
+
 struct Tensor {
   std::string dtype = "f32";
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+  Shard shard;
 
   int64_t elements() const;
-  /// Throws unless bytes.size() == elements() * dtypeSize(dtype).
+  /// Throws unless bytes.size() == elements() * dtypeSize(dtype) and the
+  /// shard (if any) fits.
   void check(const std::string &name) const;
+  /// Throws unless the shard (if any) has the tensor's rank and shape, and
+  /// lies inside its whole tensor.
+  void checkShard(const std::string &name) const;
 };
 
 /// name -> tensor, ordered by name so files and hashes are reproducible.
 struct Snapshot {
   std::map<std::string, Tensor> tensors;
+  /// What the writer says about the snapshot (who wrote it, in which job
+  /// layout), kept in the manifest.
+  std::map<std::string, std::string> meta;
 
   /// Copies `count` elements of `data` in as tensor `name` (shape {count}
   /// unless given).

@@ -68,6 +68,11 @@ std::vector<int64_t> listSteps(const std::string &dir);
 Snapshot loadCheckpoint(const std::string &dir, int64_t step, bool *full = nullptr,
                         int64_t *base = nullptr);
 
+/// Checkpoint `step`'s tensors (dtype, shape, shard; no bytes) and meta,
+/// from its manifest alone (its checksum verified, not the data): what a
+/// rank of another layout reads to find which files hold what it needs.
+Snapshot describeCheckpoint(const std::string &dir, int64_t step);
+
 /// The newest checkpoint with step <= maxStep (any if maxStep < 0) that
 /// loads and verifies; the newer ones that failed are in `skipped`.
 ResumeResult resumeLatest(const std::string &dir, int64_t maxStep = -1);

@@ -117,6 +117,49 @@ TEST(Checkpoint, BadInputIsAClearError) {
   EXPECT_THROW(writeCheckpoint(d.path, -1, makeState(0)), CheckpointError);
 }
 
+TEST(Checkpoint, ShardsAndMetaRoundTripThroughIncrements) {
+  TempDir d;
+  Snapshot s = makeState(1);
+  s.tensors["w"].shard = {1, 10, 20, {100, 30}}; // columns 10..20 of a [100, 30]
+  s.meta = {{"layout", "abc"}, {"writers", "0,1"}};
+  writeCheckpoint(d.path, 1, s, -1, nullptr, nullptr);
+  HashMap hashes;
+  writeCheckpoint(d.path, 2, s, -1, nullptr, &hashes);
+  writeCheckpoint(d.path, 3, s, 2, &hashes); // w is stored only in step 2
+  for (int step : {1, 3}) {
+    Snapshot back = loadCheckpoint(d.path, step);
+    expectEqual(s, back);
+    const Shard &shard = back.at("w").shard;
+    EXPECT_EQ(shard.axis, 1);
+    EXPECT_EQ(shard.begin, 10);
+    EXPECT_EQ(shard.end, 20);
+    EXPECT_EQ(shard.whole, (std::vector<int64_t>{100, 30}));
+    EXPECT_FALSE(back.at("momentum").shard.present());
+    EXPECT_EQ(back.meta, s.meta);
+    // The manifest alone describes the same, without the bytes.
+    Snapshot described = describeCheckpoint(d.path, step);
+    EXPECT_EQ(described.at("w").shard.end, 20);
+    EXPECT_TRUE(described.at("w").bytes.empty());
+    EXPECT_EQ(described.meta, s.meta);
+  }
+}
+
+TEST(Checkpoint, ShardOutsideItsWholeTensorIsAClearError) {
+  TempDir d;
+  Snapshot s = makeState(1);
+  s.tensors["w"].shard = {1, 25, 35, {100, 30}};
+  try {
+    writeCheckpoint(d.path, 1, s);
+    FAIL() << "no error";
+  } catch (const CheckpointError &e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' does not fit its shard (indices 25..35 of axis 1"),
+              std::string::npos)
+        << e.what();
+  }
+  s.tensors["w"].shard = {0, 0, 10, {100, 30}}; // its rows are 100, the shard says 10
+  EXPECT_THROW(writeCheckpoint(d.path, 1, s), CheckpointError);
+}
+
 TEST(Checkpoint, IncrementalStoresOnlyChangedTensors) {
   TempDir d;
   Checkpointer c({d.path, /*async=*/false, /*fullEvery=*/3});
