@@ -44,6 +44,8 @@
 #include "het/Eval/Npy.h"
 
 #include <algorithm>
+#include <functional>
+#include <sstream>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -96,9 +98,10 @@ const char *usage =
     "  --save F.npz          all parameters and state (optimizer, BatchNorm running\n"
     "                        statistics) after training\n"
     "                        (gathered on rank 0)\n"
-    "  --kill-rank R --kill-step S|random [--kill-at step|transfer|all-reduce]\n"
-    "                        fault injection for recovery tests: rank R SIGKILLs\n"
-    "                        itself at step S of the first attempt (HET_RESTART=0):\n"
+    "  --kill-rank R[,R...] --kill-step S|random [--kill-at step|transfer|all-reduce]\n"
+    "                        fault injection for recovery tests: rank R (each rank\n"
+    "                        listed, at the same step) SIGKILLs itself at step S\n"
+    "                        of the first attempt (HET_RESTART=0):\n"
     "                        at the top of the step (default), or inside hetccl\n"
     "                        halfway through a message: the step's first\n"
     "                        activation/gradient transfer, or its gradient\n"
@@ -130,8 +133,19 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.checkpointEvery = options.integer(0);
     else if (arg == "--full-every")
       o.fullEvery = options.integer(1);
-    else if (arg == "--kill-rank")
-      o.killRank = static_cast<int>(options.integer(0, 1 << 20));
+    else if (arg == "--kill-rank") {
+      // R or R1,R2,...: every listed rank dies at the same step.
+      std::stringstream list(value);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        char *end = nullptr;
+        long r = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || r < 0 || r > (1 << 20))
+          die("option --kill-rank expects a rank or a comma-separated list of ranks, got '" +
+              value + "'");
+        o.killRanks.push_back(static_cast<int>(r));
+      }
+    }
     else if (arg == "--kill-step")
       o.killStep = value;
     else if (arg == "--kill-at") {
@@ -736,10 +750,17 @@ int PipelineRank::run() {
         ckpt::Checkpointer::Options{dir, !o_.syncCheckpoint, static_cast<int>(o_.fullEvery)});
   }
   int killStep = -1;
-  if (rank == o_.killRank && envInteger("HET_RESTART", 0) == 0 && !o_.killStep.empty()) {
+  bool victim = std::find(o_.killRanks.begin(), o_.killRanks.end(), rank) != o_.killRanks.end();
+  if (victim && envInteger("HET_RESTART", 0) == 0 && !o_.killStep.empty()) {
     if (o_.killStep == "random") {
-      srand(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count() ^
-                                  getpid()));
+      // One draw for the whole job (the attempt's token is the same on
+      // every rank), so several listed ranks die at the same step.
+      const char *token = std::getenv("HETCCL_TOKEN");
+      srand(token && *token ? static_cast<unsigned>(std::hash<std::string>{}(token))
+                            : static_cast<unsigned>(std::chrono::steady_clock::now()
+                                                        .time_since_epoch()
+                                                        .count() ^
+                                                    getpid()));
       // In the second half of the run, after two checkpoints were due (so
       // one has landed even if the asynchronous writer lags), before the
       // last step.

@@ -33,7 +33,7 @@ struct Options {
   int threads = 1;
   long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
   bool syncCheckpoint = false;
-  int killRank = -1;
+  std::vector<int> killRanks;
   std::string killStep;
   std::string killAt = "step"; // step | transfer | all-reduce
   // --profile-stages: time each stage's phases alone (StageProfile.cpp).

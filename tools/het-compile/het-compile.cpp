@@ -20,6 +20,7 @@
 #include "het/Partition/Passes.h"
 
 #include "AutoPlan.h"
+#include "BuildRecord.h"
 #include "TuningRecords.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
@@ -439,6 +440,9 @@ std::string trainingOptions() {
       fuse ? "true" : "false", attention ? "true" : "false");
 }
 
+/// The plan the pipeline was built for (the chosen one with --plan auto).
+std::string builtPlanFile;
+
 /// --cluster/--plan: one module holding every stage's code for every share
 /// of the micro-batch its replicas take (lib/Conversion/Distributed). With
 /// --plan auto the plan is chosen here first, from speeds measured on this
@@ -547,6 +551,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     }
     build.stagesOutput = &stagesFile->os();
   }
+  builtPlanFile = build.planFile;
   FailureOr<OwningOpRef<ModuleOp>> built = mlir::het::buildPipeline(module, build);
   if (succeeded(built) && stagesFile)
     stagesFile->keep();
@@ -808,7 +813,17 @@ int main(int argc, char **argv) {
     if (emit == Emit::Stages)
       return 0; // buildForCluster printed them
     options.pipeline = true;
-    return lowerAndEmit(**pipeline, options, emit, output, timer);
+    int rc = lowerAndEmit(**pipeline, options, emit, output, timer);
+    if (rc == 0 && emit == Emit::Exe) {
+      // How to build it again for other devices (het-run --elastic).
+      std::vector<std::string> args(argv, argv + argc);
+      static int anchor; // an address inside this executable
+      std::string compiler = llvm::sys::fs::getMainExecutable(argv[0], &anchor);
+      if (llvm::Error e = ::het::compile::writeBuildRecord(output, args, compiler, inputFile,
+                                                           clusterFile, builtPlanFile))
+        return fail(llvm::toString(std::move(e)));
+    }
+    return rc;
   }
   if (emit == Emit::Stages)
     return fail("--emit=stages shows a pipeline's stages: give --plan or --cluster");

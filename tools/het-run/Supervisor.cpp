@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -38,10 +39,20 @@ struct Stream {
   int rank = 0;
   FILE *out = stdout;
   std::string partial;
+  JobResult *progress = nullptr; // where the steps the ranks report go
 
   void emit(const std::string &line) {
     std::fprintf(out, "[rank %d] %s\n", rank, line.c_str());
     std::fflush(out);
+    // The training progress the job log states (het-run --elastic): the
+    // last step a rank reported, and the step a restarted job resumed at.
+    long long step = -1;
+    char word[8] = {};
+    if (std::sscanf(line.c_str(), "step %lld %7s", &step, word) == 2 &&
+        std::strcmp(word, "loss") == 0)
+      progress->lastStep = std::max(progress->lastStep, static_cast<int64_t>(step));
+    else if (std::sscanf(line.c_str(), "resumed from step %lld", &step) == 1)
+      progress->resumedStep = static_cast<int64_t>(step);
   }
   // Returns false at EOF.
   bool pump() {
@@ -189,8 +200,8 @@ JobResult runJob(const JobOptions &o) {
     ::close(out[1]);
     ::close(err[1]);
     int g = o.rankOffset + r;
-    streams.push_back({out[0], g, stdout, {}});
-    streams.push_back({err[0], g, stderr, {}});
+    streams.push_back({out[0], g, stdout, {}, &res});
+    streams.push_back({err[0], g, stderr, {}, &res});
     pids[r] = pid;
     ++alive;
   }

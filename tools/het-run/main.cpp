@@ -4,11 +4,15 @@
 //
 // See docs/het-run.md.
 //
+#include "Elastic.h"
 #include "Launchers.h"
 #include "Supervisor.h"
 
 #include "het/Plan/ClusterSpec.h"
+#include "het/Plan/ClusterSurvivors.h"
 #include "het/Plan/DeviceCatalog.h"
+
+#include <nlohmann/json.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -33,7 +37,8 @@ int main(int argc, char **argv) {
   long long timeoutMs = 0;
   double jobTimeoutS = 0;
   std::string clusterFile, emitK8s, image = "het:latest", jobName = "het-job", root;
-  bool printLaunchers = false;
+  bool printLaunchers = false, elastic = false;
+  int spares = 0;
   app.add_option("-n,--nranks", nranks, "Number of local ranks (default: the cluster's device count)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--cluster", clusterFile, "Cluster spec (examples/clusters/*.json); ranks get "
@@ -56,6 +61,14 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--root", root, "Rendezvous host:port of an existing job (token from HETCCL_TOKEN); "
                                  "default: 127.0.0.1 and a free port, fresh token");
+  app.add_flag("--elastic", elastic,
+               "With --cluster: ranks killed by a signal het-run did not send have lost their "
+               "devices for good; restart on --spares if any are left, else re-plan for the "
+               "devices left (het-compile --plan auto, from PROGRAM.build.json) and resume "
+               "from the newest checkpoint under the new plan");
+  app.add_option("--spares", spares, "With --elastic: standby devices that take lost ranks' "
+                                     "places before any re-plan")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--print-launchers", printLaunchers, "Print equivalent mpirun and srun command lines and exit");
   app.add_option("--emit-k8s", emitK8s, "Write a Kubernetes Volcano Job manifest (needs --cluster) and exit");
   app.add_option("--image", image, "Container image for --emit-k8s")->capture_default_str();
@@ -168,15 +181,36 @@ int main(int argc, char **argv) {
     opts.root = root;
     opts.token = tok;
   }
+  hetrun::BuildRecord build;
+  if (elastic) {
+    if (!cluster) {
+      std::fprintf(stderr, "het-run: --elastic needs --cluster (it re-plans for the devices "
+                           "left in it)\n");
+      return 2;
+    }
+    try {
+      build = hetrun::readBuildRecord(prog.front());
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
+  } else if (spares > 0) {
+    std::fprintf(stderr, "het-run: --spares needs --elastic\n");
+    return 2;
+  }
+  auto deviceEnv = [&] {
+    opts.rankEnv.clear();
+    for (const auto &g : cluster->groups)
+      for (int i = 0; i < g.count(); ++i)
+        opts.rankEnv.push_back({{"HET_DEVICE_GROUP", g.name}, {"HET_DEVICE_KIND", g.kind}});
+  };
   if (cluster) {
     if (cluster->deviceCount() != nranks) {
       std::fprintf(stderr, "het-run: -n %d but cluster '%s' has %d devices\n", nranks,
                    cluster->name.c_str(), cluster->deviceCount());
       return 2;
     }
-    for (const auto &g : cluster->groups)
-      for (int i = 0; i < g.count(); ++i)
-        opts.rankEnv.push_back({{"HET_DEVICE_GROUP", g.name}, {"HET_DEVICE_KIND", g.kind}});
+    deviceEnv();
   }
 
   struct sigaction sa {};
@@ -186,6 +220,9 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  int failures = 0, replans = 0;
+  int64_t lostAtStep = -1; // the last step reported before devices were lost
+  std::string clusterNow = clusterFile;
   for (int attempt = 0;; ++attempt) {
     opts.attempt = attempt;
     hetrun::JobResult r;
@@ -194,6 +231,15 @@ int main(int argc, char **argv) {
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 1;
+    }
+    if (lostAtStep >= 0 && r.resumedStep >= 0) {
+      std::fprintf(stderr,
+                   "het-run: elastic: resumed from step %lld; %lld steps done again (the last "
+                   "step reported before the loss was %lld)\n",
+                   static_cast<long long>(r.resumedStep),
+                   static_cast<long long>(lostAtStep + 1 - r.resumedStep),
+                   static_cast<long long>(lostAtStep));
+      lostAtStep = -1;
     }
     if (r.ok) {
       std::fprintf(stderr, "het-run: all %d ranks finished in %.3f s\n", nranks, r.seconds);
@@ -207,12 +253,79 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "het-run: interrupted: %s%s\n", who.c_str(), r.cause.c_str());
       return 128 + sig;
     }
-    if (attempt >= maxRestarts) {
+    std::vector<int> lost = elastic ? hetrun::lostRanks(r) : std::vector<int>{};
+    if (!lost.empty() && static_cast<int>(lost.size()) == nranks) {
+      std::fprintf(stderr, "het-run: elastic: every rank's device is lost; nothing to continue on\n");
+      return 1;
+    }
+    if (!lost.empty()) {
+      // Devices lost for good: the same plan on standby devices, or a new
+      // plan for the devices left.
+      std::vector<std::string> groups = het::plan::rankGroups(*cluster);
+      std::map<std::string, int> lostPerGroup;
+      std::string who;
+      for (int k : lost) {
+        ++lostPerGroup[groups[k]];
+        who += (who.empty() ? "" : ", ") + std::string("rank ") +
+               std::to_string(opts.rankOffset + k) + " (" + groups[k] + ")";
+      }
+      lostAtStep = r.lastStep;
+      if (spares >= static_cast<int>(lost.size())) {
+        spares -= static_cast<int>(lost.size());
+        std::fprintf(stderr,
+                     "het-run: elastic: lost %s: %s; standby devices take their places (%d "
+                     "spare%s left); restarting the same plan from the newest checkpoint\n",
+                     who.c_str(), r.cause.c_str(), spares, spares == 1 ? "" : "s");
+        continue;
+      }
+      ++replans;
+      std::string base = prog.front() + ".elastic-" + std::to_string(replans);
+      std::string survivorsFile = base + ".cluster.json";
+      try {
+        std::ifstream in(clusterNow);
+        nlohmann::json spec = nlohmann::json::parse(in);
+        nlohmann::json left = het::plan::withoutDevices(spec, lostPerGroup);
+        left["name"] = spec.value("name", "cluster") + "-survivors-" + std::to_string(replans);
+        std::ofstream(survivorsFile) << left.dump(2) << "\n";
+        cluster = std::make_unique<het::plan::Cluster>(het::plan::loadCluster(survivorsFile, catalog));
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-run: elastic: cannot make the survivors' cluster: %s\n", e.what());
+        return 1;
+      }
+      std::string left;
+      for (const auto &g : cluster->groups)
+        left += (left.empty() ? "" : ", ") + g.name + " x" + std::to_string(g.count());
+      std::fprintf(stderr,
+                   "het-run: elastic: lost %s for good: %s; re-planning for the %d devices left "
+                   "(%s; %s) with %s --plan auto, global batch %lld\n",
+                   who.c_str(), r.cause.c_str(), cluster->deviceCount(), left.c_str(),
+                   survivorsFile.c_str(), build.compiler.c_str(),
+                   static_cast<long long>(build.globalBatch));
+      std::fflush(stderr);
+      try {
+        for (const std::string &line : hetrun::recompile(build, survivorsFile, base))
+          std::fprintf(stderr, "het-run: elastic: new plan: %s\n", line.c_str());
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
+        return 1;
+      }
+      clusterNow = survivorsFile;
+      nranks = cluster->deviceCount();
+      opts.nranks = nranks;
+      opts.argv.front() = base;
+      deviceEnv();
+      std::fprintf(stderr,
+                   "het-run: elastic: restarting on %d ranks as %s from the newest checkpoint "
+                   "(resharded to the new plan)\n",
+                   nranks, base.c_str());
+      continue;
+    }
+    if (failures++ >= maxRestarts) {
       std::fprintf(stderr, "het-run: job failed: %s%s%s\n", who.c_str(), r.cause.c_str(),
                    maxRestarts ? (" (after " + std::to_string(maxRestarts) + " restarts)").c_str() : "");
       return 1;
     }
     std::fprintf(stderr, "het-run: %s%s; restarting the job (restart %d of %d)\n", who.c_str(),
-                 r.cause.c_str(), attempt + 1, maxRestarts);
+                 r.cause.c_str(), failures, maxRestarts);
   }
 }

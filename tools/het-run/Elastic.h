@@ -1,0 +1,48 @@
+//===- Elastic.h - re-plan a job on the devices left after a loss -*- C++ -*-===//
+//
+// het-run --elastic: ranks that died of a signal het-run did not send have
+// lost their devices. With spares left, the same plan restarts on standby
+// devices; otherwise the cluster spec loses those devices, het-compile
+// plans and builds the model again for the survivors (from the
+// <program>.build.json it wrote), and the job restarts under the new plan
+// from the newest checkpoint, resharded (lib/Runtime/Resharding.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_RUN_ELASTIC_H
+#define HET_RUN_ELASTIC_H
+
+#include "Supervisor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetrun {
+
+/// How het-compile built a pipeline executable (<program>.build.json).
+struct BuildRecord {
+  std::string file, compiler, directory, model, cluster, plan;
+  int64_t globalBatch = 0;
+  std::vector<std::string> options;
+};
+
+/// Reads <program>.build.json; throws std::runtime_error naming the file
+/// and what is wrong.
+BuildRecord readBuildRecord(const std::string &program);
+
+/// The ranks (indices into r.fates) whose process died of a signal het-run
+/// did not send.
+std::vector<int> lostRanks(const JobResult &r);
+
+/// Compiles the model again for `clusterFile` with --plan auto and the
+/// record's global batch into `output` (het-compile's output in
+/// <output>.compile.log). Returns the plan's summary lines (stages,
+/// predicted iteration time); throws std::runtime_error with the log's
+/// tail when het-compile fails.
+std::vector<std::string> recompile(const BuildRecord &build, const std::string &clusterFile,
+                                   const std::string &output);
+
+} // namespace hetrun
+
+#endif
