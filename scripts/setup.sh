@@ -52,6 +52,7 @@ APT_PACKAGES=(
   rocm-device-libs
   # libraries
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev zlib1g-dev libzstd-dev libzip-dev
+  libcpp-httplib-dev
   libssl-dev libdnnl-dev libgloo-dev libopenmpi-dev openmpi-bin
   # the second GEMM engine (dlopen'ed; see RUNTIME_APT_PACKAGES)
   libopenblas0-openmp

@@ -6,7 +6,9 @@
 
 #include "Arguments.h"
 #include "KernelCall.h"
+#include "RankMetrics.h"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -46,6 +48,13 @@ std::vector<int> PipelineComm::members(int64_t word) const {
 void PipelineComm::flush() {
   if (pending.empty() && receives.empty())
     return;
+  struct AddTime { // also when an exchange fails and throws
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~AddTime() {
+      commSeconds().p2p +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } timed;
   if (commTrace().on()) {
     std::vector<std::pair<int, size_t>> sent, received;
     for (const PendingSend &send : pending)
@@ -298,6 +307,15 @@ static void guarded(F &&f, const int64_t *meta, void *const *buffers) {
   }
 }
 
+/// A collective, its time added to the rank's metrics.
+template <typename F>
+static void timedCollective(F &&f, const int64_t *meta, void *const *buffers) {
+  auto t0 = std::chrono::steady_clock::now();
+  guarded(f, meta, buffers);
+  commSeconds().collective +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 extern "C" void hetrt_send(const int64_t *meta, void *const *buffers) {
   guarded(send, meta, buffers);
 }
@@ -305,13 +323,13 @@ extern "C" void hetrt_recv(const int64_t *meta, void *const *buffers) {
   guarded(receive, meta, buffers);
 }
 extern "C" void hetrt_all_reduce(const int64_t *meta, void *const *buffers) {
-  guarded(allReduce, meta, buffers);
+  timedCollective(allReduce, meta, buffers);
 }
 extern "C" void hetrt_all_gather(const int64_t *meta, void *const *buffers) {
-  guarded(allGather, meta, buffers);
+  timedCollective(allGather, meta, buffers);
 }
 extern "C" void hetrt_reduce_scatter(const int64_t *meta, void *const *buffers) {
-  guarded(reduceScatter, meta, buffers);
+  timedCollective(reduceScatter, meta, buffers);
 }
 
 /// The index of this rank among its replica's tensor-parallel devices (0

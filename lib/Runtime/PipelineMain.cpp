@@ -37,6 +37,7 @@
 #include "RandomState.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
+#include "RankMetrics.h"
 #include "Resharding.h"
 
 #include "het/Checkpoint/Checkpointer.h"
@@ -779,6 +780,14 @@ int PipelineRank::run() {
     std::printf("will SIGKILL myself at step %d\n", killStep);
   }
 
+  RankMetrics metrics;
+  metrics.open({{"rank", std::to_string(rank)},
+                {"group", replicas.group},
+                {"kind", replicas.vendor + "." + replicas.arch},
+                {"stage", stage_->name},
+                {"replica", std::to_string(place.replica)},
+                {"part", std::to_string(place.tp)},
+                {"global_batch", std::to_string(info_.globalBatch)}});
   const StageFunction *byPhase[2] = {&variant_->forward, &variant_->backward};
   auto functionOf = [&](const std::string &entry) { return byPhase[entry[0] == 'B']; };
   int64_t M = info_.microBatches;
@@ -799,6 +808,7 @@ int PipelineRank::run() {
       hetcclFaultKillInNextSend(1);
     }
     auto t0 = std::chrono::steady_clock::now();
+    CommSeconds commBefore = commSeconds();
     commTrace().step(s);
     for (int i = 0; i < M; ++i)
       fillBatch(s, i);
@@ -838,9 +848,12 @@ int PipelineRank::run() {
     if (isLastStage() && comm.data) {
       commTrace().collective("loss", comm.members(0), sizeof(double));
       double combined = loss;
+      auto c0 = std::chrono::steady_clock::now();
       checkCcl(hetcclAllReduce(&loss, &combined, 1, hetcclFloat64,
                                info_.lossSum ? hetcclSum : hetcclAvg, comm.data),
                "combining the loss", comm.data);
+      commSeconds().collective +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
       loss = combined;
     }
     stepSeconds.push_back(
@@ -851,6 +864,7 @@ int PipelineRank::run() {
       if (s % o_.printEvery == 0 || s + 1 == o_.steps)
         std::printf("step %lld loss %.9g\n", static_cast<long long>(s), loss);
     }
+    double stepStall = 0;
     if (checkpointer && o_.checkpointEvery > 0 && (s + 1) % o_.checkpointEvery == 0) {
       auto c0 = std::chrono::steady_clock::now();
       try {
@@ -862,6 +876,19 @@ int PipelineRank::run() {
       stallMax = std::max(stallMax, stall);
       stallSum += stall;
       ++saves;
+      stepStall = stall;
+    }
+    if (metrics.on()) {
+      StepMetrics m;
+      m.step = s;
+      m.stepSeconds = stepSeconds.back();
+      m.samples = share_ * M;
+      m.hasLoss = reports;
+      m.loss = loss;
+      m.collectiveSeconds = commSeconds().collective - commBefore.collective;
+      m.p2pSeconds = commSeconds().p2p - commBefore.p2p;
+      m.checkpointStallSeconds = stepStall;
+      metrics.report(m);
     }
   }
   if (checkpointer) {

@@ -100,6 +100,7 @@ struct Stream {
   ::setenv("HET_RESTART", std::to_string(o.attempt).c_str(), 1);
   if (o.collectiveTimeoutMs > 0)
     ::setenv("HETCCL_TIMEOUT_MS", std::to_string(o.collectiveTimeoutMs).c_str(), 1);
+  for (auto &[k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
   if (size_t(local) < o.rankEnv.size())
     for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
   std::vector<char *> args;

@@ -27,6 +27,8 @@ struct JobOptions {
   int graceMs = 2000;    // SIGTERM -> SIGKILL
   double jobTimeoutS = 0; // 0: none
   int attempt = 0;       // HET_RESTART
+  /// Extra environment of every rank (e.g. where to report metrics).
+  std::vector<std::pair<std::string, std::string>> env;
   /// Extra environment per local rank (e.g. the device group of a cluster).
   std::vector<std::vector<std::pair<std::string, std::string>>> rankEnv;
 };

@@ -6,6 +6,7 @@
 //
 #include "Elastic.h"
 #include "Launchers.h"
+#include "Metrics.h"
 #include "Supervisor.h"
 
 #include "het/Plan/ClusterSpec.h"
@@ -38,7 +39,8 @@ int main(int argc, char **argv) {
   double jobTimeoutS = 0;
   std::string clusterFile, emitK8s, image = "het:latest", jobName = "het-job", root;
   bool printLaunchers = false, elastic = false;
-  int spares = 0;
+  int spares = 0, metricsPort = -1;
+  std::string metricsAddress = "0.0.0.0", metricsLog, statusOf;
   app.add_option("-n,--nranks", nranks, "Number of local ranks (default: the cluster's device count)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--cluster", clusterFile, "Cluster spec (examples/clusters/*.json); ranks get "
@@ -69,6 +71,16 @@ int main(int argc, char **argv) {
   app.add_option("--spares", spares, "With --elastic: standby devices that take lost ranks' "
                                      "places before any re-plan")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--metrics-port", metricsPort,
+                 "Serve the ranks' live metrics: Prometheus text at /metrics, the ranks by "
+                 "device group at /status (0: a free port, printed)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--metrics-address", metricsAddress, "Address to serve metrics on")
+      ->capture_default_str();
+  app.add_option("--metrics-log", metricsLog,
+                 "Append every rank's per-step metrics (and each attempt) to F as JSON lines");
+  app.add_option("--status", statusOf,
+                 "Print the status of the job whose het-run serves metrics at HOST:PORT, and exit");
   app.add_flag("--print-launchers", printLaunchers, "Print equivalent mpirun and srun command lines and exit");
   app.add_option("--emit-k8s", emitK8s, "Write a Kubernetes Volcano Job manifest (needs --cluster) and exit");
   app.add_option("--image", image, "Container image for --emit-k8s")->capture_default_str();
@@ -84,6 +96,15 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     int rc = app.exit(e); // prints help (rc 0) or the error
     return rc == 0 ? 0 : 2;
+  }
+  if (!statusOf.empty()) {
+    try {
+      std::fputs(hetrun::fetchStatus(statusOf).c_str(), stdout);
+      return 0;
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 1;
+    }
   }
   std::vector<std::string> prog = app.remaining();
   if (!prog.empty() && prog.front() == "--") {
@@ -220,18 +241,38 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  std::unique_ptr<hetrun::JobMetrics> metrics;
+  if (metricsPort >= 0 || !metricsLog.empty()) {
+    try {
+      metrics = std::make_unique<hetrun::JobMetrics>(metricsLog);
+      if (metricsPort >= 0) {
+        int port = metrics->serve(metricsAddress, metricsPort);
+        std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
+                     metricsAddress.c_str(), port);
+      }
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
+    opts.env.push_back(metrics->rankEnvironment());
+  }
   int failures = 0, replans = 0;
   int64_t lostAtStep = -1; // the last step reported before devices were lost
   std::string clusterNow = clusterFile;
   for (int attempt = 0;; ++attempt) {
     opts.attempt = attempt;
     hetrun::JobResult r;
+    if (metrics)
+      metrics->beginAttempt(attempt, nranks,
+                            cluster ? het::plan::rankGroups(*cluster) : std::vector<std::string>{});
     try {
       r = hetrun::runJob(opts); // a fresh token and port per attempt
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 1;
     }
+    if (metrics)
+      metrics->endAttempt(r);
     if (lostAtStep >= 0 && r.resumedStep >= 0) {
       std::fprintf(stderr,
                    "het-run: elastic: resumed from step %lld; %lld steps done again (the last "
@@ -279,6 +320,8 @@ int main(int argc, char **argv) {
         continue;
       }
       ++replans;
+      if (metrics)
+        metrics->countReplan();
       std::string base = prog.front() + ".elastic-" + std::to_string(replans);
       std::string survivorsFile = base + ".cluster.json";
       try {

@@ -1,0 +1,349 @@
+//===- Metrics.cpp - a job's live metrics: Prometheus, status, log --------===//
+#include "Metrics.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace hetrun {
+
+namespace {
+std::string utcNow() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  long ms = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+      1000);
+  char buf[96];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+/// A Prometheus label value: backslash, quote and newline escaped.
+std::string escaped(const std::string &v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+} // namespace
+
+JobMetrics::JobMetrics(const std::string &logFile) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("metrics pipe: ") + std::strerror(errno));
+  readFd_ = fds[0];
+  writeFd_ = fds[1];
+  // The ranks inherit the write end; a full pipe drops a line rather than
+  // stalling a training step.
+  ::fcntl(writeFd_, F_SETFD, 0);
+  ::fcntl(writeFd_, F_SETFL, O_NONBLOCK);
+  if (!logFile.empty()) {
+    log_.open(logFile, std::ios::app);
+    if (!log_)
+      throw std::runtime_error("cannot open the metrics log " + logFile + ": " +
+                               std::strerror(errno));
+  }
+  reader_ = std::thread([this] { readLoop(); });
+}
+
+JobMetrics::~JobMetrics() {
+  stop_ = true;
+  if (http_)
+    http_->stop();
+  if (server_.joinable())
+    server_.join();
+  if (reader_.joinable())
+    reader_.join();
+  ::close(readFd_);
+  ::close(writeFd_);
+}
+
+std::pair<std::string, std::string> JobMetrics::rankEnvironment() const {
+  return {"HET_METRICS_FD", std::to_string(writeFd_)};
+}
+
+int JobMetrics::serve(const std::string &address, int port) {
+  http_ = std::make_unique<httplib::Server>();
+  http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
+    res.set_content(prometheus(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http_->Get("/status", [this](const httplib::Request &, httplib::Response &res) {
+    res.set_content(status(), "text/plain; charset=utf-8");
+  });
+  int bound = port == 0 ? http_->bind_to_any_port(address) : (http_->bind_to_port(address, port) ? port : -1);
+  if (bound < 0)
+    throw std::runtime_error("cannot serve metrics on " + address + ":" + std::to_string(port) +
+                             " (in use, or not an address of this host)");
+  server_ = std::thread([this] { http_->listen_after_bind(); });
+  return bound;
+}
+
+void JobMetrics::beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  attempt_ = attempt;
+  ranks_.assign(ranks, Rank{});
+  for (int k = 0; k < ranks; ++k) {
+    ranks_[k].labels["rank"] = std::to_string(k);
+    if (static_cast<size_t>(k) < groups.size())
+      ranks_[k].labels["group"] = groups[k];
+  }
+  if (log_.is_open()) {
+    log_ << nlohmann::json{{"time", utcNow()}, {"event", "attempt"}, {"attempt", attempt},
+                           {"ranks", ranks}}
+                .dump()
+         << "\n";
+    log_.flush();
+  }
+}
+
+void JobMetrics::endAttempt(const JobResult &result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json fates = nlohmann::json::array();
+  for (size_t k = 0; k < result.fates.size() && k < ranks_.size(); ++k) {
+    const RankFate &f = result.fates[k];
+    ranks_[k].state = f.exited ? (f.status == 0 ? "finished" : "failed")
+                               : (f.killedByUs ? "stopped" : "lost");
+    fates.push_back(ranks_[k].state);
+  }
+  if (log_.is_open()) {
+    log_ << nlohmann::json{{"time", utcNow()}, {"event", "attempt_end"}, {"attempt", attempt_},
+                           {"ok", result.ok}, {"ranks", fates}}
+                .dump()
+         << "\n";
+    log_.flush();
+  }
+}
+
+void JobMetrics::countReplan() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++replans_;
+}
+
+void JobMetrics::readLoop() {
+  std::string partial;
+  char buf[65536];
+  while (!stop_) {
+    pollfd p{readFd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0)
+      continue;
+    ssize_t n = ::read(readFd_, buf, sizeof buf);
+    if (n <= 0)
+      continue;
+    partial.append(buf, static_cast<size_t>(n));
+    size_t start = 0, nl;
+    while ((nl = partial.find('\n', start)) != std::string::npos) {
+      take(partial.substr(start, nl - start));
+      start = nl + 1;
+    }
+    partial.erase(0, start);
+  }
+}
+
+void JobMetrics::take(const std::string &line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("rank"))
+    return; // not a metrics line: ignore rather than guess
+  std::lock_guard<std::mutex> lock(mutex_);
+  int k = std::atoi(j.value("rank", "-1").c_str());
+  if (k < 0 || static_cast<size_t>(k) >= ranks_.size())
+    return;
+  Rank &r = ranks_[k];
+  for (const char *label : {"rank", "group", "kind", "stage", "replica", "part"})
+    if (j.contains(label) && j[label].is_string())
+      r.labels[label] = j[label].get<std::string>();
+  r.state = "running";
+  r.step = j.value("step", int64_t(-1));
+  r.stepSeconds = j.value("step_seconds", 0.0);
+  int64_t samples = j.value("samples", int64_t(0));
+  r.samplesPerSecond = r.stepSeconds > 0 ? static_cast<double>(samples) / r.stepSeconds : 0;
+  r.hasLoss = j.contains("loss");
+  if (r.hasLoss)
+    r.loss = j.value("loss", 0.0);
+  r.collective += j.value("collective_seconds", 0.0);
+  r.p2p += j.value("p2p_seconds", 0.0);
+  r.stall += j.value("checkpoint_stall_seconds", 0.0);
+  r.rss = j.value("rss_bytes", int64_t(0));
+  r.globalBatch = std::atoll(j.value("global_batch", "0").c_str());
+  if (log_.is_open()) {
+    j["time"] = utcNow();
+    j["attempt"] = attempt_;
+    log_ << j.dump() << "\n";
+    log_.flush();
+  }
+}
+
+std::string JobMetrics::prometheus() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::ostringstream out;
+  auto family = [&](const char *name, const char *type, const char *help) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  // The job: its attempt, ranks, and the throughput of its step (the
+  // global batch over the step time of the rank that reports the loss).
+  double jobRate = 0;
+  int64_t jobStep = -1;
+  for (const Rank &r : ranks_)
+    if (r.hasLoss && r.stepSeconds > 0) {
+      jobRate = static_cast<double>(r.globalBatch) / r.stepSeconds;
+      jobStep = r.step;
+    }
+  family("het_job_attempt", "gauge", "The job's attempt (0, then one more per restart or re-plan).");
+  out << "het_job_attempt " << attempt_ << "\n";
+  family("het_job_replans_total", "counter", "Re-plans after devices were lost (het-run --elastic).");
+  out << "het_job_replans_total " << replans_ << "\n";
+  family("het_job_ranks", "gauge", "Ranks of the current attempt.");
+  out << "het_job_ranks " << ranks_.size() << "\n";
+  family("het_job_step", "gauge", "The last step the job finished.");
+  out << "het_job_step " << jobStep << "\n";
+  family("het_job_samples_per_second", "gauge", "Global batch over the last step's time.");
+  out << "het_job_samples_per_second " << number(jobRate) << "\n";
+  struct Series {
+    const char *name, *type, *help;
+    double (*value)(const Rank &);
+    bool lossOnly;
+  };
+  static const Series series[] = {
+      {"het_rank_up", "gauge", "1 while the rank reports steps, 0 once it ended or was lost.",
+       [](const Rank &r) { return r.state == "running" ? 1.0 : 0.0; }, false},
+      {"het_rank_step", "gauge", "The rank's last finished step.",
+       [](const Rank &r) { return static_cast<double>(r.step); }, false},
+      {"het_rank_step_seconds", "gauge", "Time of the rank's last step.",
+       [](const Rank &r) { return r.stepSeconds; }, false},
+      {"het_rank_samples_per_second", "gauge", "The rank's samples over its last step's time.",
+       [](const Rank &r) { return r.samplesPerSecond; }, false},
+      {"het_rank_loss", "gauge", "The loss of the last step (the rank that prints it).",
+       [](const Rank &r) { return r.loss; }, true},
+      {"het_rank_collective_seconds_total", "counter", "Time in collectives (hetccl).",
+       [](const Rank &r) { return r.collective; }, false},
+      {"het_rank_p2p_seconds_total", "counter",
+       "Time exchanging activations and gradients between stages.",
+       [](const Rank &r) { return r.p2p; }, false},
+      {"het_rank_checkpoint_stall_seconds_total", "counter",
+       "Time the training loop waited to hand a checkpoint over.",
+       [](const Rank &r) { return r.stall; }, false},
+      {"het_rank_resident_memory_bytes", "gauge", "The rank's resident memory.",
+       [](const Rank &r) { return static_cast<double>(r.rss); }, false},
+  };
+  for (const Series &s : series) {
+    family(s.name, s.type, s.help);
+    for (const Rank &r : ranks_) {
+      if (s.lossOnly && !r.hasLoss)
+        continue;
+      out << s.name << "{";
+      bool first = true;
+      for (const auto &[k, v] : r.labels) {
+        out << (first ? "" : ",") << k << "=\"" << escaped(v) << "\"";
+        first = false;
+      }
+      out << "} " << number(s.value(r)) << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string JobMetrics::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int running = 0;
+  int64_t step = -1;
+  double rate = 0, loss = 0;
+  bool hasLoss = false;
+  for (const Rank &r : ranks_) {
+    running += r.state == "running";
+    if (r.hasLoss && r.stepSeconds > 0) {
+      step = r.step;
+      rate = static_cast<double>(r.globalBatch) / r.stepSeconds;
+      loss = r.loss;
+      hasLoss = true;
+    }
+  }
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "het job: attempt %d, %d of %zu ranks running, step %lld", attempt_,
+                running, ranks_.size(), static_cast<long long>(step));
+  out << line;
+  if (hasLoss) {
+    std::snprintf(line, sizeof line, ", %.1f samples/s, loss %.6g", rate, loss);
+    out << line;
+  }
+  out << (replans_ ? ", " + std::to_string(replans_) + " re-plans" : "") << "\n";
+  std::snprintf(line, sizeof line, "%-10s %-12s %4s %-6s %4s %4s %-9s %7s %9s %11s %10s %9s %8s %8s %8s\n",
+                "group", "kind", "rank", "stage", "repl", "part", "state", "step", "step ms",
+                "samples/s", "loss", "coll ms", "p2p ms", "ckpt ms", "RSS MiB");
+  out << line;
+  // By device group, in the order the groups first appear.
+  std::vector<std::string> order;
+  for (const Rank &r : ranks_) {
+    std::string g = r.labels.count("group") ? r.labels.at("group") : "";
+    if (std::find(order.begin(), order.end(), g) == order.end())
+      order.push_back(g);
+  }
+  auto label = [](const Rank &r, const char *k) {
+    return r.labels.count(k) ? r.labels.at(k) : std::string("-");
+  };
+  for (const std::string &g : order)
+    for (const Rank &r : ranks_) {
+      if ((r.labels.count("group") ? r.labels.at("group") : "") != g)
+        continue;
+      std::string lossText = r.hasLoss ? number(r.loss) : "-";
+      std::snprintf(line, sizeof line,
+                    "%-10s %-12s %4s %-6s %4s %4s %-9s %7lld %9.3f %11.1f %10s %9.1f %8.1f %8.1f %8.1f\n",
+                    label(r, "group").c_str(), label(r, "kind").c_str(), label(r, "rank").c_str(),
+                    label(r, "stage").c_str(), label(r, "replica").c_str(),
+                    label(r, "part").c_str(), r.state.c_str(), static_cast<long long>(r.step),
+                    1e3 * r.stepSeconds, r.samplesPerSecond, lossText.c_str(),
+                    1e3 * r.collective, 1e3 * r.p2p, 1e3 * r.stall,
+                    static_cast<double>(r.rss) / (1 << 20));
+      out << line;
+    }
+  return out.str();
+}
+
+std::string fetchStatus(const std::string &address) {
+  std::string host = address, portText = "";
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos)
+    throw std::runtime_error("--status expects HOST:PORT, got '" + address + "'");
+  host = address.substr(0, colon);
+  portText = address.substr(colon + 1);
+  int port = std::atoi(portText.c_str());
+  if (port <= 0 || port > 65535)
+    throw std::runtime_error("--status: bad port in '" + address + "'");
+  httplib::Client client(host, port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  auto res = client.Get("/status");
+  if (!res)
+    throw std::runtime_error("no het-run serves metrics at " + address + " (" +
+                             httplib::to_string(res.error()) + ")");
+  if (res->status != 200)
+    throw std::runtime_error(address + "/status answered HTTP " + std::to_string(res->status));
+  return res->body;
+}
+
+} // namespace hetrun

@@ -1,0 +1,81 @@
+//===- Metrics.h - a job's live metrics: Prometheus, status, log -*- C++ -*-===//
+//
+// het-run --metrics-port P: the ranks write one JSON line per step to a
+// pipe (HET_METRICS_FD; lib/Runtime/RankMetrics.cpp); a reader thread keeps
+// each rank's latest figures and totals, and an HTTP server (cpp-httplib)
+// serves them as Prometheus text (/metrics) and as a status table of the
+// ranks by device group (/status, which `het-run --status HOST:PORT`
+// prints). --metrics-log F appends every line, timed, as JSON lines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_RUN_METRICS_H
+#define HET_RUN_METRICS_H
+
+#include "Supervisor.h"
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace httplib {
+class Server;
+}
+
+namespace hetrun {
+
+class JobMetrics {
+public:
+  /// Opens the pipe (and the log, if any); throws std::runtime_error.
+  explicit JobMetrics(const std::string &logFile);
+  ~JobMetrics();
+  /// The environment that makes a rank report (HET_METRICS_FD).
+  std::pair<std::string, std::string> rankEnvironment() const;
+  /// Serves /metrics and /status on address:port (port 0: a free one);
+  /// returns the port. Throws std::runtime_error when it cannot bind.
+  int serve(const std::string &address, int port);
+  /// A new attempt of `ranks` ranks (their groups, if known).
+  void beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups);
+  /// The fates of the attempt's ranks.
+  void endAttempt(const JobResult &result);
+  void countReplan();
+
+  std::string prometheus() const;
+  std::string status() const;
+
+private:
+  struct Rank {
+    std::map<std::string, std::string> labels;
+    std::string state = "starting";
+    int64_t step = -1;
+    double stepSeconds = 0, samplesPerSecond = 0, loss = 0;
+    bool hasLoss = false;
+    double collective = 0, p2p = 0, stall = 0; // totals
+    int64_t rss = 0, globalBatch = 0;
+  };
+  void readLoop();
+  void take(const std::string &line);
+
+  mutable std::mutex mutex_;
+  std::vector<Rank> ranks_;
+  int attempt_ = 0, replans_ = 0;
+  int readFd_ = -1, writeFd_ = -1;
+  std::ofstream log_;
+  std::atomic<bool> stop_{false};
+  std::thread reader_, server_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+/// Fetches http://address/status (het-run --status); throws
+/// std::runtime_error naming the address when it cannot.
+std::string fetchStatus(const std::string &address);
+
+} // namespace hetrun
+
+#endif
