@@ -11,8 +11,9 @@
 # (het-tune stages), and the same model compiled for this machine's two CPU
 # device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
-# by het-run as one multi-rank job through a SIGKILLed rank and a restart
-# from checkpoints, which one rank of another plan then resumes (resharded);
+# by het-run --elastic as one multi-rank job that loses one kind of device
+# for good and re-plans for the rest, resuming from resharded checkpoints
+# (which one rank of yet another plan then resumes too);
 # then a transformers Llama imported from PyTorch and
 # checked against it step by step; then GPU code: the GPT's kernels as a
 # cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. GPU
@@ -114,10 +115,10 @@ done
 # kernels), two ranks each. het-compile measures each kind's speed on the
 # model and plans (pipeline stages, replicas per stage, stages whose
 # replicas are of both kinds with shares by speed, tensor parallelism) and
-# builds one executable; het-run starts the ranks the plan uses, SIGKILLs
-# the last one at a random step, and restarts the job from the newest
-# checkpoint every rank has; one rank of another plan then resumes from
-# those checkpoints. The plan is priced by het-tune stages'
+# builds one executable; het-run --elastic starts a rank per device,
+# loses the cpu.mlir devices for good at a random step, re-plans for the
+# rest and resumes from the newest checkpoint, resharded; one rank of
+# another plan then resumes from those checkpoints. The plan is priced by het-tune stages'
 # measurements of this host.
 two_kinds="$here/examples/clusters/local-two-kinds.json"
 # Stage profiles: each layer timed on each kind at several micro-batch
@@ -143,15 +144,23 @@ import json, sys
 plan = json.load(open(sys.argv[1]))
 print(sum(g["replicas"] * s.get("tensor_parallel", 1)
           for s in plan["stages"] for g in s.get("replica_groups", [s])))' "$out/pipeline.plan.json")
-victim=$((ranks - 1))
-echo "het: het-run -n $ranks: pipelined training with async checkpoints; rank $victim is SIGKILLed at a random step:"
-"$here/build/bin/het-run" -n "$ranks" --max-restarts 1 --timeout-ms 10000 \
+# het-run --cluster starts one rank per device, group by group: the
+# cpu.mlir devices are the last two ranks. Both are SIGKILLed for good at
+# one random step; het-run --elastic re-plans for the cpu.onednn devices
+# left, recompiles, and the survivors resume from the resharded checkpoint.
+devices=$(python3 -c 'import json, sys
+print(sum(d["count"] for n in json.load(open(sys.argv[1]))["nodes"] for d in n["devices"]))' "$two_kinds")
+mlir_ranks="$((devices - 2)),$((devices - 1))"
+echo "het: het-run --elastic: pipelined training ($ranks ranks) with async checkpoints; ranks $mlir_ranks (cpu.mlir) are SIGKILLed for good at a random step:"
+"$here/build/bin/het-run" --cluster "$two_kinds" --elastic --fail-wait-ms 3000 --timeout-ms 10000 \
+  --metrics-log "$out/metrics.jsonl" \
   "$out/pipeline" --steps 300 --print-every 50 "${pipeline_data[@]}" \
-  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$victim" --kill-step random \
+  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$mlir_ranks" --kill-step random \
   > "$out/het-run.txt" 2>&1 \
   || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
 grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
   "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|checkpoint stall)' | sed 's/^/het:   /'
+echo "het:   per-step metrics of every rank (het-run --metrics-log): $(grep -c '"step"' "$out/metrics.jsonl") lines in $out/metrics.jsonl"
 # The same checkpoints under another plan: one rank of the cpu.onednn kind
 # takes the whole model, reads each layer's state from the ranks that
 # wrote it and trains on from the pipeline's last step.

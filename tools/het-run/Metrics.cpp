@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
@@ -123,6 +124,14 @@ void JobMetrics::beginAttempt(int attempt, int ranks, const std::vector<std::str
 }
 
 void JobMetrics::endAttempt(const JobResult &result) {
+  // The ranks are gone; let the reader take what they wrote last (the pipe
+  // empty, up to a second) before their fates are written after it.
+  for (int wait = 0; wait < 1000; ++wait) {
+    int pending = 0;
+    if (::ioctl(readFd_, FIONREAD, &pending) != 0 || (pending == 0 && !reading_))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json fates = nlohmann::json::array();
   for (size_t k = 0; k < result.fates.size() && k < ranks_.size(); ++k) {
@@ -145,6 +154,14 @@ void JobMetrics::countReplan() {
   ++replans_;
 }
 
+int64_t JobMetrics::lastStep() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t step = -1;
+  for (const Rank &r : ranks_)
+    step = std::max(step, r.step);
+  return step;
+}
+
 void JobMetrics::readLoop() {
   std::string partial;
   char buf[65536];
@@ -152,9 +169,12 @@ void JobMetrics::readLoop() {
     pollfd p{readFd_, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0)
       continue;
+    reading_ = true; // until what this read returns is taken
     ssize_t n = ::read(readFd_, buf, sizeof buf);
-    if (n <= 0)
+    if (n <= 0) {
+      reading_ = false;
       continue;
+    }
     partial.append(buf, static_cast<size_t>(n));
     size_t start = 0, nl;
     while ((nl = partial.find('\n', start)) != std::string::npos) {
@@ -162,6 +182,7 @@ void JobMetrics::readLoop() {
       start = nl + 1;
     }
     partial.erase(0, start);
+    reading_ = false;
   }
 }
 

@@ -45,6 +45,8 @@ public:
   /// The fates of the attempt's ranks.
   void endAttempt(const JobResult &result);
   void countReplan();
+  /// The highest step any rank of the current attempt finished (-1: none).
+  int64_t lastStep() const;
 
   std::string prometheus() const;
   std::string status() const;
@@ -67,7 +69,7 @@ private:
   int attempt_ = 0, replans_ = 0;
   int readFd_ = -1, writeFd_ = -1;
   std::ofstream log_;
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, reading_{false};
   std::thread reader_, server_;
   std::unique_ptr<httplib::Server> http_;
 };

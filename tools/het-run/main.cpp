@@ -242,7 +242,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<hetrun::JobMetrics> metrics;
-  if (metricsPort >= 0 || !metricsLog.empty()) {
+  // --elastic reads the ranks' steps too, to say how many a loss cost.
+  if (metricsPort >= 0 || !metricsLog.empty() || elastic) {
     try {
       metrics = std::make_unique<hetrun::JobMetrics>(metricsLog);
       if (metricsPort >= 0) {
@@ -274,11 +275,13 @@ int main(int argc, char **argv) {
     if (metrics)
       metrics->endAttempt(r);
     if (lostAtStep >= 0 && r.resumedStep >= 0) {
+      // Steps are counted from 0: resuming at R after finishing step L
+      // does L + 1 - R steps again.
       std::fprintf(stderr,
                    "het-run: elastic: resumed from step %lld; %lld steps done again (the last "
-                   "step reported before the loss was %lld)\n",
+                   "step finished before the loss was %lld)\n",
                    static_cast<long long>(r.resumedStep),
-                   static_cast<long long>(lostAtStep + 1 - r.resumedStep),
+                   static_cast<long long>(std::max<int64_t>(0, lostAtStep + 1 - r.resumedStep)),
                    static_cast<long long>(lostAtStep));
       lostAtStep = -1;
     }
@@ -310,7 +313,7 @@ int main(int argc, char **argv) {
         who += (who.empty() ? "" : ", ") + std::string("rank ") +
                std::to_string(opts.rankOffset + k) + " (" + groups[k] + ")";
       }
-      lostAtStep = r.lastStep;
+      lostAtStep = metrics ? metrics->lastStep() : r.lastStep;
       if (spares >= static_cast<int>(lost.size())) {
         spares -= static_cast<int>(lost.size());
         std::fprintf(stderr,
