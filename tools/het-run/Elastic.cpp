@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <regex>
+#include <csignal>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -43,7 +44,7 @@ BuildRecord readBuildRecord(const std::string &program) {
 std::vector<int> lostRanks(const JobResult &r) {
   std::vector<int> lost;
   for (size_t k = 0; k < r.fates.size(); ++k)
-    if (!r.fates[k].exited && r.fates[k].signal != 0 && !r.fates[k].killedByUs)
+    if (!r.fates[k].exited && r.fates[k].signal == SIGKILL && !r.fates[k].killedByUs)
       lost.push_back(static_cast<int>(k));
   return lost;
 }

@@ -1,6 +1,6 @@
 //===- Elastic.h - re-plan a job on the devices left after a loss -*- C++ -*-===//
 //
-// het-run --elastic: ranks that died of a signal het-run did not send have
+// het-run --elastic: ranks SIGKILLed by someone else than het-run have
 // lost their devices. With spares left, the same plan restarts on standby
 // devices; otherwise the cluster spec loses those devices, het-compile
 // plans and builds the model again for the survivors (from the
@@ -31,8 +31,10 @@ struct BuildRecord {
 /// and what is wrong.
 BuildRecord readBuildRecord(const std::string &program);
 
-/// The ranks (indices into r.fates) whose process died of a signal het-run
-/// did not send.
+/// The ranks (indices into r.fates) whose process was SIGKILLed by someone
+/// else than het-run (the kernel's OOM killer, a node going away, fault
+/// injection): their devices are lost. A rank that crashed (SIGSEGV,
+/// SIGABRT) is a program error, not a lost device.
 std::vector<int> lostRanks(const JobResult &r);
 
 /// Compiles the model again for `clusterFile` with --plan auto and the

@@ -21,6 +21,8 @@ struct LaunchSpec {
   int port = 29500;
   int maxRestarts = 0;
   long long collectiveTimeoutMs = 0;
+  int metricsPort = 9400;        // each pod's het-run serves metrics here
+  std::string priorityClass;     // "": the cluster's default
   std::vector<std::string> argv;
   const het::plan::Cluster *cluster = nullptr; // may be null for mpirun/srun
 };
@@ -34,6 +36,8 @@ std::string launcherLines(const LaunchSpec &spec);
 std::string devicePluginResource(const std::string &vendor);
 /// A Volcano Job (batch.volcano.sh/v1alpha1), as YAML: one task per device
 /// group of the cluster, one pod per node of that group.
+/// Its name: a DNS label (pods are named <job>-<task>-<index>).
+std::string taskName(const std::string &group);
 std::string volcanoJobYaml(const LaunchSpec &spec);
 
 } // namespace hetrun

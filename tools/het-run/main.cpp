@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <regex>
 
 namespace {
 void onSignal(int sig) { hetrun::requestStop(sig); }
@@ -64,8 +65,8 @@ int main(int argc, char **argv) {
   app.add_option("--root", root, "Rendezvous host:port of an existing job (token from HETCCL_TOKEN); "
                                  "default: 127.0.0.1 and a free port, fresh token");
   app.add_flag("--elastic", elastic,
-               "With --cluster: ranks killed by a signal het-run did not send have lost their "
-               "devices for good; restart on --spares if any are left, else re-plan for the "
+               "With --cluster: ranks SIGKILLed by someone else than het-run (OOM killer, a "
+               "node gone) have lost their devices for good; restart on --spares if any are left, else re-plan for the "
                "devices left (het-compile --plan auto, from PROGRAM.build.json) and resume "
                "from the newest checkpoint under the new plan");
   app.add_option("--spares", spares, "With --elastic: standby devices that take lost ranks' "
@@ -85,6 +86,9 @@ int main(int argc, char **argv) {
   app.add_option("--emit-k8s", emitK8s, "Write a Kubernetes Volcano Job manifest (needs --cluster) and exit");
   app.add_option("--image", image, "Container image for --emit-k8s")->capture_default_str();
   app.add_option("--job-name", jobName, "Job name for --emit-k8s")->capture_default_str();
+  std::string priorityClass;
+  app.add_option("--priority-class", priorityClass,
+                 "PriorityClass of the --emit-k8s job (default: the cluster's)");
   app.add_option("--port", port, "Rendezvous port for launchers and --emit-k8s")->capture_default_str()->check(CLI::Range(1, 65535));
   app.footer("Everything after the program name is passed to it unchanged:\n"
              "  het-run -n 4 --max-restarts 1 --timeout-ms 2000 ./train --steps 20\n"
@@ -139,12 +143,31 @@ int main(int argc, char **argv) {
   spec.collectiveTimeoutMs = timeoutMs;
   spec.argv = prog;
   spec.cluster = cluster.get();
+  spec.priorityClass = priorityClass;
+  if (metricsPort > 0)
+    spec.metricsPort = metricsPort;
   if (!emitK8s.empty() || printLaunchers) {
     if (prog.empty()) {
       std::fprintf(stderr, "het-run: no program given\n");
       return 2;
     }
     if (!emitK8s.empty()) {
+      // Kubernetes object names: the job a DNS label (its pods are
+      // <job>-<task>-<i>), the priority class a DNS subdomain.
+      static const std::regex label("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+          subdomain("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+      if (!std::regex_match(jobName, label) || jobName.size() > 52) {
+        std::fprintf(stderr, "het-run: --job-name '%s' is not a Kubernetes name (lower-case "
+                             "letters, digits and '-', at most 52 characters)\n",
+                     jobName.c_str());
+        return 2;
+      }
+      if (!priorityClass.empty() &&
+          (!std::regex_match(priorityClass, subdomain) || priorityClass.size() > 253)) {
+        std::fprintf(stderr, "het-run: --priority-class '%s' is not a Kubernetes name\n",
+                     priorityClass.c_str());
+        return 2;
+      }
       if (!cluster) {
         std::fprintf(stderr, "het-run: --emit-k8s needs --cluster (one task per device group)\n");
         return 2;
