@@ -28,6 +28,8 @@ RUNTIME_APT_PACKAGES=(
   libllvm19 libmlir-19 libdnnl2 libzip4 libssl3
   # the tuning database (libhetccl reads HETCCL_TUNING_DB; het-tune writes it)
   libsqlite3-0
+  # het-run's metrics endpoint (--metrics-port, --status)
+  libcpp-httplib0.11
   # matrix products a tuning database chose OpenBLAS for (libhetrt opens its
   # OpenMP build with dlopen, sharing oneDNN's threads; docs/tuning.md)
   libopenblas0-openmp
