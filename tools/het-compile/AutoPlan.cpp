@@ -132,9 +132,9 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     }
     result.predictedSeconds = chosen->evaluation.iterationTime;
     report << llvm::formatv("predicted iteration time {0:f3} ms (global batch {1} in {2} "
-                            "micro-batches)\n",
+                            "micro-batch{3})\n",
                             1e3 * result.predictedSeconds, chosen->plan.globalBatch,
-                            chosen->plan.microBatches);
+                            chosen->plan.microBatches, chosen->plan.microBatches == 1 ? "" : "es");
     // The calibrated kinds, for het-plan --devices.
     if (!request.devicesOut.empty()) {
       nlohmann::json devices = nlohmann::json::array();

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -371,6 +372,7 @@ int main(int argc, char **argv) {
                    survivorsFile.c_str(), build.compiler.c_str(),
                    static_cast<long long>(build.globalBatch));
       std::fflush(stderr);
+      auto planStart = std::chrono::steady_clock::now();
       try {
         for (const std::string &line : hetrun::recompile(build, survivorsFile, base))
           std::fprintf(stderr, "het-run: elastic: new plan: %s\n", line.c_str());
@@ -378,6 +380,9 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
         return 1;
       }
+      std::fprintf(stderr, "het-run: elastic: planned and compiled in %.1f s\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - planStart)
+                       .count());
       clusterNow = survivorsFile;
       nranks = cluster->deviceCount();
       opts.nranks = nranks;
