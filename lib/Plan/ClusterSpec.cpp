@@ -46,6 +46,17 @@ Cluster parseCluster(const json &spec, const std::string &file,
       g.devicesPerNode = int(integer(dev, "count", file, dat, 1));
       g.nodes = nodeCount;
       g.nodeTemplate = int(n);
+      if (dev.contains("node_labels")) {
+        const json &labels = dev["node_labels"];
+        if (!labels.is_object())
+          fail(file, join(dat, "node_labels"), "must be an object of label: value strings");
+        for (const auto &[key, value] : labels.items()) {
+          if (!value.is_string() || key.empty())
+            fail(file, join(join(dat, "node_labels"), key),
+                 "must be a label name with a string value");
+          g.nodeLabels[key] = value.get<std::string>();
+        }
+      }
       g.spec = catalog.find(g.kind);
       if (!g.spec) {
         std::string known;

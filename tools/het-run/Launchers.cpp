@@ -155,11 +155,21 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                      {"annotations", {{"prometheus.io/scrape", "true"},
                                       {"prometheus.io/port", std::to_string(s.metricsPort)},
                                       {"prometheus.io/path", "/metrics"}}}};
+    json podSpec = {{"restartPolicy", "Never"}, {"containers", json::array({container})}};
+    // Only nodes with the group's devices: the labels the cluster spec says
+    // they carry (feature discovery's product, the device plugin's chip).
+    if (!g.nodeLabels.empty()) {
+      json match = json::array();
+      for (const auto &[key, value] : g.nodeLabels)
+        match.push_back({{"key", key}, {"operator", "In"}, {"values", json::array({value})}});
+      podSpec["affinity"] = {
+          {"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms", json::array({json{{"matchExpressions", match}}})}}}}}};
+    }
     tasks.push_back({{"name", taskName(g.name)},
                      {"replicas", g.nodes},
-                     {"template", {{"metadata", metadata},
-                                   {"spec", {{"restartPolicy", "Never"},
-                                             {"containers", json::array({container})}}}}}});
+                     {"template", {{"metadata", metadata}, {"spec", podSpec}}}});
     rankBase += g.count();
   }
   // A failed pod restarts the whole job (like het-run --max-restarts, up

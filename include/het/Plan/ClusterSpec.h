@@ -5,6 +5,7 @@
 #include "het/Plan/DeviceCatalog.h"
 
 #include <nlohmann/json_fwd.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct DeviceGroup {
   const DeviceSpec *spec = nullptr;
   int devicesPerNode = 0, nodes = 0;
   int nodeTemplate = -1; // index into the spec's "nodes"
+  /// "node_labels": labels the nodes of this group carry (device plugins'
+  /// and feature discovery's, e.g. nvidia.com/gpu.product); het-run
+  /// --emit-k8s requires them in the pods' node affinity.
+  std::map<std::string, std::string> nodeLabels;
   int count() const { return devicesPerNode * nodes; }
 };
 
