@@ -24,72 +24,80 @@ json withoutDevices(const json &spec, const std::map<std::string, int> &lost) {
     for (const json &device : node.at("devices"))
       names.insert(device.at("group").get<std::string>());
   json nodes = json::array();
-  for (json node : spec.at("nodes")) {
+  // A node that lost devices becomes a template of its own; a group lives
+  // on one template, so its groups get new names (their links with them)
+  // unless it is the only node left of its template.
+  auto rename = [&](json &node) {
+    if (node.contains("name"))
+      node["name"] = node["name"].get<std::string>() + "-degraded";
+    std::map<std::string, std::string> renamed;
+    for (json &device : node["devices"]) {
+      std::string group = device.at("group").get<std::string>(), name = group + "-degraded";
+      for (int k = 2; names.count(name); ++k)
+        name = group + "-degraded-" + std::to_string(k);
+      names.insert(name);
+      renamed[group] = name;
+      device["group"] = name;
+    }
+    if (node.contains("links"))
+      for (json &link : node["links"])
+        for (json &end : link["between"])
+          if (renamed.count(end.get<std::string>()))
+            end = renamed[end.get<std::string>()];
+  };
+  for (const json &node : spec.at("nodes")) {
     int copies = node.value("count", 1);
-    // How many devices each group loses on one node of this entry.
-    json reduced = node;
-    reduced["count"] = 1;
-    bool touched = false;
-    for (json &device : reduced["devices"]) {
-      std::string group = device.at("group").get<std::string>();
-      int &still = left[group];
-      int take = std::min(still, device.at("count").get<int>());
-      if (take > 0) {
+    std::vector<json> degraded;
+    auto losesHere = [&] {
+      for (const json &device : node.at("devices"))
+        if (left[device.at("group").get<std::string>()] > 0)
+          return true;
+      return false;
+    };
+    // One node of this template at a time, as many as the losses need.
+    while (copies > 0 && losesHere()) {
+      --copies;
+      json reduced = node;
+      reduced["count"] = 1;
+      for (json &device : reduced["devices"]) {
+        int &still = left[device.at("group").get<std::string>()];
+        int take = std::min(still, device.at("count").get<int>());
         device["count"] = device.at("count").get<int>() - take;
         still -= take;
-        touched = true;
       }
+      json devices = json::array();
+      for (const json &device : reduced["devices"])
+        if (device.at("count").get<int>() > 0)
+          devices.push_back(device);
+      if (devices.empty())
+        continue; // the whole node is gone
+      reduced["devices"] = devices;
+      std::set<std::string> present;
+      for (const json &device : devices)
+        present.insert(device.at("group").get<std::string>());
+      if (reduced.contains("links")) {
+        json links = json::array();
+        for (const json &link : reduced["links"]) {
+          bool keep = true;
+          for (const json &end : link.at("between"))
+            keep = keep && present.count(end.get<std::string>());
+          if (keep)
+            links.push_back(link);
+        }
+        reduced["links"] = links;
+      }
+      degraded.push_back(reduced);
     }
-    if (!touched) {
-      nodes.push_back(node);
-      continue;
-    }
-    if (copies > 1) {
-      // The other copies stay as they were; the one that lost devices is a
-      // node template of its own, and a group lives on one template, so its
-      // groups are renamed (their links with them).
+    if (copies > 0) {
       json rest = node;
-      rest["count"] = copies - 1;
+      rest["count"] = copies;
       nodes.push_back(rest);
-      if (reduced.contains("name"))
-        reduced["name"] = reduced["name"].get<std::string>() + "-degraded";
-      std::map<std::string, std::string> renamed;
-      for (json &device : reduced["devices"]) {
-        std::string group = device.at("group").get<std::string>(), name = group + "-degraded";
-        for (int k = 2; names.count(name); ++k)
-          name = group + "-degraded-" + std::to_string(k);
-        names.insert(name);
-        renamed[group] = name;
-        device["group"] = name;
-      }
-      if (reduced.contains("links"))
-        for (json &link : reduced["links"])
-          for (json &end : link["between"])
-            if (renamed.count(end.get<std::string>()))
-              end = renamed[end.get<std::string>()];
     }
-    json devices = json::array();
-    for (const json &device : reduced["devices"])
-      if (device.at("count").get<int>() > 0)
-        devices.push_back(device);
-    if (devices.empty())
-      continue; // the whole node is gone
-    reduced["devices"] = devices;
-    std::set<std::string> present;
-    for (const json &device : devices)
-      present.insert(device.at("group").get<std::string>());
-    if (reduced.contains("links")) {
-      json links = json::array();
-      for (const json &link : reduced["links"]) {
-        bool keep = true;
-        for (const json &end : link.at("between"))
-          keep = keep && present.count(end.get<std::string>());
-        if (keep)
-          links.push_back(link);
-      }
-      reduced["links"] = links;
+    for (size_t i = 0; i < degraded.size(); ++i) {
+      if (copies > 0 || i > 0)
+        rename(degraded[i]);
+      nodes.push_back(degraded[i]);
     }
-    nodes.push_back(reduced);
   }
   for (const auto &[group, count] : left)
     if (count > 0)

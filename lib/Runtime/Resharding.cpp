@@ -135,54 +135,97 @@ struct Unusable {
   std::string reason;
 };
 
+/// What one rank directory says of a step: its manifest, or why not.
+struct Described {
+  bool ok = false;
+  Snapshot snapshot; // tensors without bytes, and meta
+  std::string problem;
+};
+
+/// One layout's checkpoint of one step: `writers` wrote it (`legacy`: a
+/// snapshot from before layouts were recorded, usable by its own rank
+/// only). Throws Unusable, or CheckpointError when the checkpoint can never
+/// hold this rank's state.
+ReshardedState loadSet(const std::string &root, int rank, const std::string &layout,
+                       const std::vector<NeededTensor> &needs, int64_t step,
+                       const std::vector<int> &writers, const std::string &writerLayout,
+                       bool legacy, std::map<int, Described> &described);
+
 /// One step's attempt; throws Unusable, or CheckpointError when the
-/// checkpoint can never hold this rank's state.
+/// checkpoint can never hold this rank's state. Each layout that wrote the
+/// step (a rank directory's snapshot names its own) is tried, the lowest
+/// rank's first: an earlier job's leftovers never hide a complete set.
 ReshardedState loadStep(const std::string &root, int rank, const std::string &layout,
                         const std::vector<NeededTensor> &needs, int64_t step,
                         const std::map<int, std::vector<int64_t>> &dirs) {
-  auto has = [&](int k) {
-    auto it = dirs.find(k);
-    return it != dirs.end() && std::binary_search(it->second.begin(), it->second.end(), step);
-  };
-  auto describe = [&](int k) {
+  std::map<int, Described> described;
+  std::vector<std::pair<std::string, std::vector<int>>> layouts; // in order of first rank
+  for (const auto &[k, steps] : dirs) {
+    if (!std::binary_search(steps.begin(), steps.end(), step))
+      continue;
+    Described &d = described[k];
     try {
-      return het::ckpt::describeCheckpoint(rankDirectory(root, k), step);
+      d.snapshot = het::ckpt::describeCheckpoint(rankDirectory(root, k), step);
+      d.ok = true;
     } catch (const std::exception &e) { // damaged: CheckpointError, or JSON of the wrong type
-      throw Unusable{k == rank ? e.what() : "rank " + std::to_string(k) + "'s checkpoint: " +
-                                                std::string(e.what())};
+      d.problem = k == rank ? e.what() : "rank " + std::to_string(k) + "'s checkpoint: " +
+                                             std::string(e.what());
+      continue;
     }
-  };
-  // Who wrote this step: the lowest rank's snapshot names them all.
-  int first = -1;
-  for (const auto &[k, steps] : dirs)
-    if (has(k)) {
-      first = k;
-      break;
-    }
-  std::map<int, Snapshot> described;
-  described[first] = describe(first);
-  const std::map<std::string, std::string> &meta = described[first].meta;
-  std::vector<int> writers;
-  if (auto it = meta.find("writers"); it != meta.end()) {
-    writers = parseRanks(it->second);
-  } else {
-    // Written before snapshots named their layout: a rank's own directory
-    // is all it can use.
-    if (!has(rank))
-      throw Unusable{"no checkpoint of this step in this rank's directory"};
-    writers = {rank};
-    described[rank] = describe(rank);
+    const auto &meta = d.snapshot.meta;
+    if (!meta.count("writers"))
+      continue; // written before snapshots named their layout
+    std::string id = meta.count("layout") ? meta.at("layout") : "";
+    bool seen = false;
+    for (const auto &l : layouts)
+      seen = seen || l.first == id;
+    if (!seen)
+      layouts.push_back({id, parseRanks(meta.at("writers"))});
   }
-  std::string writerLayout = meta.count("layout") ? meta.at("layout") : "";
+  std::vector<std::string> reasons;
+  for (const auto &[id, writers] : layouts) {
+    try {
+      return loadSet(root, rank, layout, needs, step, writers, id, false, described);
+    } catch (const Unusable &u) {
+      reasons.push_back(u.reason);
+    }
+  }
+  // A snapshot from before layouts were recorded: its own rank's only.
+  if (auto it = described.find(rank);
+      it != described.end() && it->second.ok && !it->second.snapshot.meta.count("writers")) {
+    try {
+      return loadSet(root, rank, layout, needs, step, {rank}, "", true, described);
+    } catch (const Unusable &u) {
+      reasons.push_back(u.reason);
+    }
+  }
+  if (reasons.empty()) {
+    // No manifest of this step could be read at all.
+    for (const auto &[k, d] : described)
+      if (!d.ok) {
+        reasons.push_back(d.problem);
+        break;
+      }
+  }
+  throw Unusable{reasons.empty() ? "no usable checkpoint of this step" : reasons.front()};
+}
+
+ReshardedState loadSet(const std::string &root, int rank, const std::string &layout,
+                       const std::vector<NeededTensor> &needs, int64_t step,
+                       const std::vector<int> &writers, const std::string &writerLayout,
+                       bool legacy, std::map<int, Described> &described) {
   for (int w : writers) {
-    if (!has(w))
+    auto it = described.find(w);
+    if (it == described.end())
       throw Unusable{"rank " + std::to_string(w) + " of the layout that wrote it has no checkpoint of it"};
-    if (!described.count(w))
-      described[w] = describe(w);
-    std::string theirs = described[w].meta.count("layout") ? described[w].meta.at("layout") : "";
-    if (theirs != writerLayout)
+    if (!it->second.ok)
+      throw Unusable{it->second.problem};
+    const auto &meta = it->second.snapshot.meta;
+    std::string theirs = meta.count("layout") ? meta.at("layout") : "";
+    if (!legacy && theirs != writerLayout)
       throw Unusable{"rank " + std::to_string(w) + "'s checkpoint of it was written by another job layout"};
   }
+  const std::map<std::string, std::string> meta = described.at(writers.front()).snapshot.meta;
   // Sources in order of preference: this rank's own directory, then by rank.
   std::vector<int> order = writers;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -202,11 +245,28 @@ ReshardedState loadStep(const std::string &root, int rank, const std::string &la
     int64_t covered = 0;
     bool anywhere = false;
     for (int w : order) {
-      auto it = described[w].tensors.find(need.name);
-      if (it == described[w].tensors.end())
+      auto it = described.at(w).snapshot.tensors.find(need.name);
+      if (it == described.at(w).snapshot.tensors.end())
         continue;
       anywhere = true;
       const Tensor &t = it->second;
+      if (legacy) {
+        // No shard ranges were recorded: the rank's own part, as it is laid
+        // out now (a scalar was stored as {1}).
+        int64_t stored = 1, held = 1;
+        for (int64_t d : t.shape)
+          stored *= d;
+        for (int64_t d : need.shape)
+          held *= d;
+        if (t.dtype != need.dtype || stored != held)
+          throw CheckpointError(where + " holds '" + need.name + "' as " + t.dtype + " " +
+                                shapeText(t.shape) + ", this rank's model has " + need.dtype +
+                                " " + shapeText(need.shape) + ": it was written for another model");
+        pieces.push_back({w, want});
+        reads.insert(w);
+        covered += want.volume();
+        break;
+      }
       if (t.dtype != need.dtype || wholeShape(t.shape, t.shard) != whole)
         throw CheckpointError(where + " holds '" + need.name + "' as " + t.dtype + " " +
                               shapeText(wholeShape(t.shape, t.shard)) + " (rank " +
@@ -261,7 +321,7 @@ ReshardedState loadStep(const std::string &root, int rank, const std::string &la
     }
   }
   state.found = true;
-  if (writerLayout == layout && reads == std::set<int>{rank})
+  if ((writerLayout == layout || legacy) && reads == std::set<int>{rank})
     state.how = full ? "full" : "incremental on full step " + std::to_string(base);
   else
     state.how = "resharded from a checkpoint of " + std::to_string(writers.size()) +

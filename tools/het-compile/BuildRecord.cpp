@@ -28,10 +28,18 @@ llvm::Error writeBuildRecord(const std::string &output, const std::vector<std::s
   static const std::set<std::string> fields = {"o", "cluster", "plan", "global-batch",
                                                "write-plan"};
   nlohmann::json options = nlohmann::json::array();
-  bool modelSeen = false;
+  bool modelSeen = false, positional = false;
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string &a = argv[i];
-    if (a.size() > 1 && a[0] == '-') {
+    if (!positional && a[0] == '@')
+      return llvm::createStringError(
+          "the command line reads a response file (" + a +
+          "): no build record, so het-run --elastic cannot re-plan this executable");
+    if (!positional && a == "--") {
+      positional = true; // the words after it are not options
+      continue;
+    }
+    if (!positional && a.size() > 1 && a[0] == '-') {
       std::string name = a.substr(a.find_first_not_of('-'));
       std::string bare = name.substr(0, name.find('='));
       if (fields.count(bare)) {
@@ -46,6 +54,8 @@ llvm::Error writeBuildRecord(const std::string &output, const std::vector<std::s
       modelSeen = true;
       continue;
     }
+    if (positional)
+      return llvm::createStringError("unexpected word '" + a + "' after '--'");
     options.push_back(a); // a value of an option kept above
   }
   int64_t globalBatch = 0, microBatches = 0;

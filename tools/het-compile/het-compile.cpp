@@ -820,8 +820,12 @@ int main(int argc, char **argv) {
       static int anchor; // an address inside this executable
       std::string compiler = llvm::sys::fs::getMainExecutable(argv[0], &anchor);
       if (llvm::Error e = ::het::compile::writeBuildRecord(output, args, compiler, inputFile,
-                                                           clusterFile, builtPlanFile))
-        return fail(llvm::toString(std::move(e)));
+                                                           clusterFile, builtPlanFile)) {
+        // The executable is fine; only re-planning it is not possible (and
+        // an older record must not describe it).
+        llvm::sys::fs::remove(output + ".build.json");
+        llvm::errs() << "het-compile: warning: " << llvm::toString(std::move(e)) << "\n";
+      }
     }
     return rc;
   }

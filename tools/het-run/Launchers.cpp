@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include <sstream>
 
@@ -99,11 +101,12 @@ std::string taskName(const std::string &group) {
     name += std::isalnum(static_cast<unsigned char>(c))
                 ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
                 : '-';
+  name = name.substr(0, 63);
   while (!name.empty() && name.back() == '-')
     name.pop_back();
   while (!name.empty() && name.front() == '-')
     name.erase(name.begin());
-  return name.empty() ? "devices" : name.substr(0, 63);
+  return name.empty() ? "devices" : name;
 }
 
 std::string volcanoJobYaml(const LaunchSpec &s) {
@@ -111,7 +114,21 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
   int world = c.deviceCount();
   int pods = 0;
   for (const auto &g : c.groups) pods += g.nodes;
-  std::string first = c.groups.empty() ? "" : taskName(c.groups.front().name);
+  // Task names: the groups' as DNS labels, made unique ("a_b" and "a-b"
+  // would both be "a-b"), short enough for the pods' host names.
+  std::vector<std::string> names;
+  for (const auto &g : c.groups) {
+    std::string base = taskName(g.name), name = base;
+    for (int k = 2; std::find(names.begin(), names.end(), name) != names.end(); ++k)
+      name = base.substr(0, 60) + "-" + std::to_string(k);
+    std::string host = s.jobName + "-" + name + "-" + std::to_string(std::max(0, g.nodes - 1));
+    if (host.size() > 63)
+      throw std::runtime_error("the pods of group '" + g.name + "' would be named like '" + host +
+                               "', longer than the 63 characters of a host name: use a "
+                               "shorter --job-name");
+    names.push_back(name);
+  }
+  std::string first = names.empty() ? "" : names.front();
   // Volcano's svc plugin gives pod i of task t the name <job>-<t>-<i>.<job>.
   std::string rootHost = s.jobName + "-" + first + "-0." + s.jobName;
 
@@ -151,7 +168,8 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                                json{{"containerPort", s.metricsPort}, {"name", "metrics"}}})},
         {"resources", {{"limits", limits}}}};
     // Prometheus finds each pod's het-run metrics by the usual annotations.
-    json metadata = {{"labels", {{"het.dev/group", taskName(g.name)}}},
+    std::string task = names[&g - &c.groups.front()];
+    json metadata = {{"labels", {{"het.dev/group", task}}},
                      {"annotations", {{"prometheus.io/scrape", "true"},
                                       {"prometheus.io/port", std::to_string(s.metricsPort)},
                                       {"prometheus.io/path", "/metrics"}}}};
@@ -167,7 +185,7 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
            {{"requiredDuringSchedulingIgnoredDuringExecution",
              {{"nodeSelectorTerms", json::array({json{{"matchExpressions", match}}})}}}}}};
     }
-    tasks.push_back({{"name", taskName(g.name)},
+    tasks.push_back({{"name", task},
                      {"replicas", g.nodes},
                      {"template", {{"metadata", metadata}, {"spec", podSpec}}}});
     rankBase += g.count();

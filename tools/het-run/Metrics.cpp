@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -54,7 +55,7 @@ std::string number(double v) {
 }
 } // namespace
 
-JobMetrics::JobMetrics(const std::string &logFile) {
+JobMetrics::JobMetrics(const std::string &logFile, int rankOffset) : rankOffset_(rankOffset) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("metrics pipe: ") + std::strerror(errno));
@@ -110,7 +111,7 @@ void JobMetrics::beginAttempt(int attempt, int ranks, const std::vector<std::str
   attempt_ = attempt;
   ranks_.assign(ranks, Rank{});
   for (int k = 0; k < ranks; ++k) {
-    ranks_[k].labels["rank"] = std::to_string(k);
+    ranks_[k].labels["rank"] = std::to_string(rankOffset_ + k);
     if (static_cast<size_t>(k) < groups.size())
       ranks_[k].labels["group"] = groups[k];
   }
@@ -136,8 +137,10 @@ void JobMetrics::endAttempt(const JobResult &result) {
   nlohmann::json fates = nlohmann::json::array();
   for (size_t k = 0; k < result.fates.size() && k < ranks_.size(); ++k) {
     const RankFate &f = result.fates[k];
-    ranks_[k].state = f.exited ? (f.status == 0 ? "finished" : "failed")
-                               : (f.killedByUs ? "stopped" : "lost");
+    ranks_[k].state = f.exited       ? (f.status == 0 ? "finished" : "failed")
+                      : f.killedByUs ? "stopped"
+                      : f.signal == SIGKILL ? "lost"
+                                            : "crashed";
     fates.push_back(ranks_[k].state);
   }
   if (log_.is_open()) {
@@ -187,11 +190,21 @@ void JobMetrics::readLoop() {
 }
 
 void JobMetrics::take(const std::string &line) {
+  // Anything in the pipe that is not a well-formed metrics line (a rank's
+  // child may inherit it) is ignored: it must never take het-run down.
+  try {
+    takeLine(line);
+  } catch (const std::exception &) {
+  }
+}
+
+void JobMetrics::takeLine(const std::string &line) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("rank"))
+  if (!j.is_object() || !j.contains("rank") || !j["rank"].is_string())
     return; // not a metrics line: ignore rather than guess
   std::lock_guard<std::mutex> lock(mutex_);
-  int k = std::atoi(j.value("rank", "-1").c_str());
+  // Ranks report their global rank; this het-run's table is by local rank.
+  int k = std::atoi(j["rank"].get<std::string>().c_str()) - rankOffset_;
   if (k < 0 || static_cast<size_t>(k) >= ranks_.size())
     return;
   Rank &r = ranks_[k];

@@ -33,7 +33,8 @@ namespace hetrun {
 class JobMetrics {
 public:
   /// Opens the pipe (and the log, if any); throws std::runtime_error.
-  explicit JobMetrics(const std::string &logFile);
+  /// `rankOffset`: the global rank of this het-run's first rank.
+  JobMetrics(const std::string &logFile, int rankOffset);
   ~JobMetrics();
   /// The environment that makes a rank report (HET_METRICS_FD).
   std::pair<std::string, std::string> rankEnvironment() const;
@@ -63,10 +64,11 @@ private:
   };
   void readLoop();
   void take(const std::string &line);
+  void takeLine(const std::string &line);
 
   mutable std::mutex mutex_;
   std::vector<Rank> ranks_;
-  int attempt_ = 0, replans_ = 0;
+  int attempt_ = 0, replans_ = 0, rankOffset_ = 0;
   int readFd_ = -1, writeFd_ = -1;
   std::ofstream log_;
   std::atomic<bool> stop_{false}, reading_{false};

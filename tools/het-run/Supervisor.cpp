@@ -210,10 +210,14 @@ JobResult runJob(const JobOptions &o) {
   bool failing = false;
   double failAt = 0, termAt = 0;
   bool termSent = false, killSent = false;
+  // The signals sent to each rank: a rank is "killed by us" only if one of
+  // them is what ended it (a rank that SIGKILLs itself, or is SIGKILLed by
+  // the OOM killer, while we only sent SIGTERM was not).
+  std::vector<std::vector<int>> sent(o.nranks);
   auto signalAll = [&](int sig) {
     for (int r = 0; r < o.nranks; ++r)
       if (!done[r]) {
-        res.fates[r].killedByUs = true;
+        sent[r].push_back(sig);
         ::kill(-pids[r], sig);
       }
   };
@@ -254,7 +258,8 @@ JobResult runJob(const JobOptions &o) {
         f.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         // "Killed by us" only if our signal is what ended it; a rank that
         // exits with a status after our SIGTERM reports that status.
-        f.killedByUs = f.killedByUs && !f.exited;
+        f.killedByUs = !f.exited && std::find(sent[r].begin(), sent[r].end(), f.signal) !=
+                                        sent[r].end();
         bool ok = f.exited && f.status == 0;
         if (!ok && !f.killedByUs && (pendingRank < 0 || (!f.exited && !pendingSignal))) {
           if (pendingRank < 0) pendingSeen = now();

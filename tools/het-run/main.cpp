@@ -23,6 +23,7 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <unistd.h>
 
 namespace {
 void onSignal(int sig) { hetrun::requestStop(sig); }
@@ -173,8 +174,15 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "het-run: --emit-k8s needs --cluster (one task per device group)\n");
         return 2;
       }
+      std::string manifest;
+      try {
+        manifest = hetrun::volcanoJobYaml(spec);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-run: --emit-k8s: %s\n", e.what());
+        return 2;
+      }
       std::ofstream out(emitK8s);
-      out << hetrun::volcanoJobYaml(spec);
+      out << manifest;
       if (!out.good()) {
         std::fprintf(stderr, "het-run: cannot write %s\n", emitK8s.c_str());
         return 2;
@@ -243,6 +251,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "het-run: --spares needs --elastic\n");
     return 2;
   }
+  if (elastic && (!root.empty() || worldSize > 0 || rankOffset > 0)) {
+    std::fprintf(stderr, "het-run: --elastic re-plans a job this het-run runs alone; it cannot "
+                         "be one of several het-runs (--root, --world-size, --rank-offset)\n");
+    return 2;
+  }
   auto deviceEnv = [&] {
     opts.rankEnv.clear();
     for (const auto &g : cluster->groups)
@@ -269,7 +282,7 @@ int main(int argc, char **argv) {
   // --elastic reads the ranks' steps too, to say how many a loss cost.
   if (metricsPort >= 0 || !metricsLog.empty() || elastic) {
     try {
-      metrics = std::make_unique<hetrun::JobMetrics>(metricsLog);
+      metrics = std::make_unique<hetrun::JobMetrics>(metricsLog, rankOffset);
       if (metricsPort >= 0) {
         int port = metrics->serve(metricsAddress, metricsPort);
         std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
@@ -349,7 +362,15 @@ int main(int argc, char **argv) {
       ++replans;
       if (metrics)
         metrics->countReplan();
-      std::string base = prog.front() + ".elastic-" + std::to_string(replans);
+      // Absolute: het-compile runs in the directory the model was first
+      // compiled in, which need not be this one.
+      std::string program = prog.front();
+      if (!program.empty() && program[0] != '/') {
+        char cwd[4096];
+        if (::getcwd(cwd, sizeof cwd))
+          program = std::string(cwd) + "/" + program;
+      }
+      std::string base = program + ".elastic-" + std::to_string(replans);
       std::string survivorsFile = base + ".cluster.json";
       try {
         std::ifstream in(clusterNow);

@@ -67,6 +67,26 @@ TEST(ClusterSurvivors, OnlyOneOfIdenticalNodesLosesDevices) {
   EXPECT_TRUE(second);
 }
 
+TEST(ClusterSurvivors, LossesSpanningSeveralIdenticalNodes) {
+  json spec = example("six-vendor-1024");
+  Cluster before = parseCluster(spec, "six.json", testCatalog());
+  const DeviceGroup &g = before.groups[0];
+  int perNode = g.devicesPerNode;
+  // More than one node's devices: one node goes whole, another loses one.
+  json left = withoutDevices(spec, {{g.name, perNode + 1}});
+  Cluster after = parseCluster(left, "left.json", testCatalog());
+  EXPECT_EQ(after.deviceCount(), before.deviceCount() - perNode - 1);
+  int intact = 0, degraded = 0;
+  for (const DeviceGroup &h : after.groups) {
+    if (h.name == g.name)
+      intact = h.count();
+    if (h.name == g.name + "-degraded")
+      degraded = h.count();
+  }
+  EXPECT_EQ(intact, (g.nodes - 2) * perNode);
+  EXPECT_EQ(degraded, perNode - 1);
+}
+
 TEST(ClusterSurvivors, MoreThanAGroupHasIsAnError) {
   try {
     withoutDevices(example("local-two-kinds"), {{"mlir", 3}});
