@@ -44,14 +44,10 @@ struct Stream {
   void emit(const std::string &line) {
     std::fprintf(out, "[rank %d] %s\n", rank, line.c_str());
     std::fflush(out);
-    // The training progress the job log states (het-run --elastic): the
-    // last step a rank reported, and the step a restarted job resumed at.
+    // The step a restarted job resumed at, for het-run --elastic's log (the
+    // last finished step comes from the ranks' metrics).
     long long step = -1;
-    char word[8] = {};
-    if (std::sscanf(line.c_str(), "step %lld %7s", &step, word) == 2 &&
-        std::strcmp(word, "loss") == 0)
-      progress->lastStep = std::max(progress->lastStep, static_cast<int64_t>(step));
-    else if (std::sscanf(line.c_str(), "resumed from step %lld", &step) == 1)
+    if (std::sscanf(line.c_str(), "resumed from step %lld", &step) == 1)
       progress->resumedStep = static_cast<int64_t>(step);
   }
   // Returns false at EOF.

@@ -47,7 +47,6 @@ struct JobResult {
   std::string cause;     // "exited with status 3", "killed by signal 9 (SIGKILL)", ...
   std::vector<RankFate> fates;
   double seconds = 0;
-  int64_t lastStep = -1;    // the highest "step N loss" a rank printed
   int64_t resumedStep = -1; // "resumed from step N" (a rank resumed)
 };
 

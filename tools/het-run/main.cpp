@@ -350,7 +350,7 @@ int main(int argc, char **argv) {
         who += (who.empty() ? "" : ", ") + std::string("rank ") +
                std::to_string(opts.rankOffset + k) + " (" + groups[k] + ")";
       }
-      lostAtStep = metrics ? metrics->lastStep() : r.lastStep;
+      lostAtStep = metrics->lastStep(); // --elastic always reads the metrics
       if (spares >= static_cast<int>(lost.size())) {
         spares -= static_cast<int>(lost.size());
         std::fprintf(stderr,
