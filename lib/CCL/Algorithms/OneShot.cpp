@@ -43,7 +43,15 @@ template <typename Ready> static void waitFor(hetcclComm* c, int peer, Ready rea
       fail(hetcclTimeout, "timed out after " + std::to_string(c->timeoutMs) + " ms waiting on rank " +
                               std::to_string(peer) + " (" + what + ", one-shot all-reduce)");
     if (now >= nextCheck) {
-      c->fabric.links[peer]->checkPeer();
+      try {
+        c->fabric.links[peer]->checkPeer();
+      } catch (const CclError&) {
+        // The peer may have posted what we wait for and exited (it finished
+        // the collective) since ready() was last false: look once more
+        // before calling it dead, as the message path does.
+        if (ready()) return;
+        throw;
+      }
       nextCheck = now + 5 * 1000000;
     }
     if (idle < 20000) {
