@@ -108,4 +108,24 @@ json withoutDevices(const json &spec, const std::map<std::string, int> &lost) {
   return out;
 }
 
+std::string originalGroup(const json &spec, const std::string &group) {
+  std::set<std::string> names;
+  for (const json &node : spec.at("nodes"))
+    for (const json &device : node.at("devices"))
+      names.insert(device.at("group").get<std::string>());
+  if (names.count(group))
+    return group;
+  // withoutDevices names a degraded copy "<group>-degraded[-k]".
+  size_t at = group.rfind("-degraded");
+  if (at != std::string::npos) {
+    std::string rest = group.substr(at + 9);
+    bool numbered = rest.size() > 1 && rest[0] == '-' &&
+                    rest.find_first_not_of("0123456789", 1) == std::string::npos;
+    if ((rest.empty() || numbered) && names.count(group.substr(0, at)))
+      return group.substr(0, at);
+  }
+  throw std::runtime_error("group '" + group + "' is not in the cluster spec and not a degraded "
+                           "copy of one of its groups");
+}
+
 } // namespace het::plan

@@ -39,6 +39,7 @@
 #include "PipelineRank.h"
 #include "RankMetrics.h"
 #include "Resharding.h"
+#include "StopRequest.h"
 
 #include "het/Checkpoint/Checkpointer.h"
 #include "het/Checkpoint/Store.h"
@@ -505,6 +506,19 @@ int64_t PipelineRank::agree(int64_t proposal) {
   return common;
 }
 
+bool PipelineRank::stopsAfter(int64_t s) {
+  if (!stopRequestsEnabled() || o_.checkpointDir.empty() || o_.checkpointEvery <= 0 ||
+      (s + 1) % o_.checkpointEvery != 0 || s + 1 >= o_.steps)
+    return false;
+  PipelineComm &comm = pipelineComm();
+  int32_t asked = stopRequested() ? 1 : 0, any = asked;
+  if (comm.world)
+    checkCcl(hetcclAllReduce(&asked, &any, 1, hetcclInt32, hetcclMax, comm.world),
+             "agreeing whether to stop at the checkpoint of step " + std::to_string(s + 1),
+             comm.world);
+  return any != 0;
+}
+
 /// The number of steps done by the newest checkpoint under `root` that
 /// every rank can take its state from (-1: none), whatever layout wrote it.
 int64_t PipelineRank::resume(const std::string &root) {
@@ -615,6 +629,7 @@ int PipelineRank::idle() {
   PipelineComm &comm = pipelineComm();
   std::printf("rank %d: idle (the plan uses no device of it)\n", comm.rank);
   std::fflush(stdout);
+  int64_t first = 0;
   if (!o_.checkpointDir.empty()) {
     // Propose no limit in every round the others make.
     int64_t common = agree(INT64_MAX);
@@ -624,8 +639,13 @@ int PipelineRank::idle() {
         break;
       common = next;
     }
+    first = std::max<int64_t>(0, common);
   }
-  if (!o_.save.empty())
+  // Take part in the agreements on stopping, step by step as the others.
+  bool stopped = false;
+  for (int64_t s = first; s < o_.steps && !stopped; ++s)
+    stopped = stopsAfter(s);
+  if (!o_.save.empty() && !stopped)
     saveAll(o_.save);
   checkCcl(hetcclBarrier(comm.world), "the final barrier", comm.world);
   hetcclCommDestroy(comm.world);
@@ -795,6 +815,7 @@ int PipelineRank::run() {
   std::vector<double> stepSeconds;
   double stallMax = 0, stallSum = 0;
   long long saves = 0;
+  int64_t stoppedAt = -1; // the checkpoint het-run asked the job to stop at
   for (int64_t s = first; s < o_.steps; ++s) {
     if (s == killStep && o_.killAt == "step") {
       std::printf("SIGKILL at step %lld\n", static_cast<long long>(s));
@@ -890,6 +911,10 @@ int PipelineRank::run() {
       m.checkpointStallSeconds = stepStall;
       metrics.report(m);
     }
+    if (stopsAfter(s)) {
+      stoppedAt = s + 1;
+      break;
+    }
   }
   if (checkpointer) {
     try {
@@ -913,7 +938,11 @@ int PipelineRank::run() {
       std::printf("plan predicted %.3f ms per iteration; measured/predicted %.2f\n",
                   1e3 * info_.predictedSeconds, median / info_.predictedSeconds);
   }
-  if (!o_.save.empty())
+  if (stoppedAt >= 0)
+    // The checkpoint is on disk (wait() above): het-run resumes from it.
+    std::printf("stopped after the checkpoint of step %lld, as het-run asked\n",
+                static_cast<long long>(stoppedAt));
+  else if (!o_.save.empty())
     saveAll(o_.save);
   std::fflush(stdout);
   if (comm.world) {
@@ -930,6 +959,8 @@ int PipelineRank::run() {
 } // namespace het::rt
 
 extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo) {
+  // First: threads started later inherit the unblocked SIGUSR1.
+  enableStopRequests();
   Options o;
   parseOptions(argc, argv, o);
   // Line by line: het-run streams each rank's lines as they come, and a

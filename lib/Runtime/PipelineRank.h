@@ -84,6 +84,10 @@ private:
   void restore(const ReshardedState &state);
   int64_t resume(const std::string &root);
   int64_t agree(int64_t proposal);
+  /// After step s: whether the job stops at the checkpoint it just wrote
+  /// because het-run asked (StopRequest.h); every rank, idle ones too,
+  /// calls it after every step and gets the same answer.
+  bool stopsAfter(int64_t s);
   void saveAll(const std::string &path);
   int idle();
   /// Makes this rank the one at `place` (stage, replica, replica group):

@@ -1,9 +1,12 @@
 //===- Elastic.cpp - re-plan a job on the devices left after a loss -------===//
 #include "Elastic.h"
 
+#include "het/Plan/ClusterSurvivors.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -95,6 +98,60 @@ std::vector<std::string> recompile(const BuildRecord &build, const std::string &
                              " (" + log + "):" + tail);
   }
   return summary;
+}
+
+namespace {
+/// What makes two cluster specs the same devices (not their names).
+std::string devicesKey(const nlohmann::json &spec) {
+  return nlohmann::json{{"nodes", spec.at("nodes")}, {"network", spec.value("network", nlohmann::json())}}
+      .dump();
+}
+} // namespace
+
+ElasticPlans::ElasticPlans(BuildRecord build, const std::string &clusterFile,
+                           const std::string &program)
+    : build_(std::move(build)), program_(program) {
+  std::ifstream in(clusterFile);
+  try {
+    original_ = nlohmann::json::parse(in);
+  } catch (const std::exception &e) {
+    throw std::runtime_error(clusterFile + ": " + e.what());
+  }
+  Choice first;
+  first.program = program;
+  first.clusterFile = clusterFile;
+  // Keyed as forLost makes its specs (withoutDevices writes every node's count).
+  byDevices_[devicesKey(het::plan::withoutDevices(original_, {}))] = first;
+}
+
+ElasticPlans::Choice ElasticPlans::forLost(const std::map<std::string, int> &lost) {
+  nlohmann::json spec = het::plan::withoutDevices(original_, lost);
+  std::string key = devicesKey(spec);
+  if (auto it = byDevices_.find(key); it != byDevices_.end()) {
+    Choice again = it->second;
+    again.compiled = false;
+    again.summary.clear();
+    again.seconds = 0;
+    return again;
+  }
+  Choice c;
+  c.compiled = true;
+  c.key = key;
+  c.program = program_ + ".elastic-" + std::to_string(++compiled_);
+  c.clusterFile = c.program + ".cluster.json";
+  spec["name"] = original_.value("name", "cluster") + "-survivors-" + std::to_string(compiled_);
+  std::ofstream out(c.clusterFile);
+  out << spec.dump(2) << "\n";
+  if (!out.good())
+    throw std::runtime_error("cannot write " + c.clusterFile);
+  return c;
+}
+
+void ElasticPlans::compile(Choice &c) {
+  auto start = std::chrono::steady_clock::now();
+  c.summary = recompile(build_, c.clusterFile, c.program);
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  byDevices_[c.key] = c;
 }
 
 } // namespace hetrun

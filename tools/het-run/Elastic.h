@@ -14,7 +14,10 @@
 
 #include "Supervisor.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,41 @@ std::vector<int> lostRanks(const JobResult &r);
 /// tail when het-compile fails.
 std::vector<std::string> recompile(const BuildRecord &build, const std::string &clusterFile,
                                    const std::string &output);
+
+/// The executables of one elastic job by the devices they run on: the
+/// program it was started with for the whole cluster, and one compiled per
+/// re-plan. A set of devices seen before reuses its executable (devices
+/// re-admitted after a re-plan bring the job back to the plan it had).
+class ElasticPlans {
+public:
+  /// `program`: an absolute path (het-compile runs in the model's directory).
+  ElasticPlans(BuildRecord build, const std::string &clusterFile, const std::string &program);
+
+  struct Choice {
+    std::string program, clusterFile;
+    bool compiled = false;            // else an executable built before
+    std::string key;                  // what the devices are
+    std::vector<std::string> summary; // the new plan's lines (when compiled)
+    double seconds = 0;               // planning and compiling
+  };
+  /// The executable for the job's cluster without `lost` devices (by the
+  /// groups of the cluster it started with): one built before, or a
+  /// cluster spec written for compile(). Throws std::runtime_error when
+  /// the spec cannot be made.
+  Choice forLost(const std::map<std::string, int> &lost);
+  /// Plans and builds `c` (from forLost, `compiled` set); throws
+  /// std::runtime_error with het-compile's log when it fails.
+  void compile(Choice &c);
+  const nlohmann::json &originalSpec() const { return original_; }
+  const BuildRecord &build() const { return build_; }
+
+private:
+  BuildRecord build_;
+  nlohmann::json original_;
+  std::string program_;
+  int compiled_ = 0;
+  std::map<std::string, Choice> byDevices_; // the spec's nodes and network -> executable
+};
 
 } // namespace hetrun
 

@@ -1,5 +1,6 @@
 //===- Metrics.cpp - a job's live metrics: Prometheus, status, log --------===//
 #include "Metrics.h"
+#include "Admissions.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -98,13 +99,45 @@ int JobMetrics::serve(const std::string &address, int port) {
   http_->Get("/status", [this](const httplib::Request &, httplib::Response &res) {
     res.set_content(status(), "text/plain; charset=utf-8");
   });
+  http_->Post("/admit", [this](const httplib::Request &req, httplib::Response &res) {
+    LostDevices *devices = admissions_.load();
+    if (!devices) {
+      res.status = 404;
+      res.set_content("this job is not elastic (het-run --elastic): it has no lost devices to "
+                      "re-admit\n",
+                      "text/plain; charset=utf-8");
+      return;
+    }
+    std::string group = req.get_param_value("group"), count = req.get_param_value("count");
+    int n = 0;
+    if (!count.empty()) {
+      char *end = nullptr;
+      long v = std::strtol(count.c_str(), &end, 10);
+      if (*end || v < 1 || v > (1 << 20)) {
+        res.status = 400;
+        res.set_content("count must be a positive number, not '" + count + "'\n",
+                        "text/plain; charset=utf-8");
+        return;
+      }
+      n = static_cast<int>(v);
+    }
+    try {
+      res.set_content(devices->admit(group, n) + "\n", "text/plain; charset=utf-8");
+    } catch (const std::invalid_argument &e) {
+      res.status = 409;
+      res.set_content(std::string(e.what()) + "\n", "text/plain; charset=utf-8");
+    }
+  });
   int bound = port == 0 ? http_->bind_to_any_port(address) : (http_->bind_to_port(address, port) ? port : -1);
   if (bound < 0)
     throw std::runtime_error("cannot serve metrics on " + address + ":" + std::to_string(port) +
                              " (in use, or not an address of this host)");
   server_ = std::thread([this] { http_->listen_after_bind(); });
+  port_ = bound;
   return bound;
 }
+
+void JobMetrics::acceptAdmissions(LostDevices *devices) { admissions_.store(devices); }
 
 void JobMetrics::beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -358,16 +391,20 @@ std::string JobMetrics::status() const {
   return out.str();
 }
 
-std::string fetchStatus(const std::string &address) {
-  std::string host = address, portText = "";
+std::pair<std::string, int> hostAndPort(const std::string &address, const char *option) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos)
-    throw std::runtime_error("--status expects HOST:PORT, got '" + address + "'");
-  host = address.substr(0, colon);
-  portText = address.substr(colon + 1);
-  int port = std::atoi(portText.c_str());
-  if (port <= 0 || port > 65535)
-    throw std::runtime_error("--status: bad port in '" + address + "'");
+    throw std::runtime_error(std::string(option) + " expects HOST:PORT, got '" + address + "'");
+  std::string portText = address.substr(colon + 1);
+  char *end = nullptr;
+  long port = std::strtol(portText.c_str(), &end, 10);
+  if (portText.empty() || *end || port <= 0 || port > 65535)
+    throw std::runtime_error(std::string(option) + ": bad port in '" + address + "'");
+  return {address.substr(0, colon), static_cast<int>(port)};
+}
+
+std::string fetchStatus(const std::string &address) {
+  auto [host, port] = hostAndPort(address, "--status");
   httplib::Client client(host, port);
   client.set_connection_timeout(2);
   client.set_read_timeout(5);

@@ -30,6 +30,8 @@ class Server;
 
 namespace hetrun {
 
+class LostDevices;
+
 class JobMetrics {
 public:
   /// Opens the pipe (and the log, if any); throws std::runtime_error.
@@ -41,6 +43,11 @@ public:
   /// Serves /metrics and /status on address:port (port 0: a free one);
   /// returns the port. Throws std::runtime_error when it cannot bind.
   int serve(const std::string &address, int port);
+  /// Also serve POST /admit?group=G[&count=N] (het-run --admit) from now
+  /// on; without it the server answers that the job is not elastic.
+  void acceptAdmissions(LostDevices *devices);
+  /// The port serve() bound (-1: not serving).
+  int port() const { return port_; }
   /// A new attempt of `ranks` ranks (their groups, if known).
   void beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups);
   /// The fates of the attempt's ranks.
@@ -68,13 +75,17 @@ private:
 
   mutable std::mutex mutex_;
   std::vector<Rank> ranks_;
-  int attempt_ = 0, replans_ = 0, rankOffset_ = 0;
+  int attempt_ = 0, replans_ = 0, rankOffset_ = 0, port_ = -1;
   int readFd_ = -1, writeFd_ = -1;
   std::ofstream log_;
   std::atomic<bool> stop_{false}, reading_{false};
   std::thread reader_, server_;
   std::unique_ptr<httplib::Server> http_;
+  std::atomic<LostDevices *> admissions_{nullptr};
 };
+
+/// HOST and PORT of "HOST:PORT"; throws std::runtime_error naming `option`.
+std::pair<std::string, int> hostAndPort(const std::string &address, const char *option);
 
 /// Fetches http://address/status (het-run --status); throws
 /// std::runtime_error naming the address when it cannot.

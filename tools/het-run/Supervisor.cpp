@@ -49,6 +49,8 @@ struct Stream {
     long long step = -1;
     if (std::sscanf(line.c_str(), "resumed from step %lld", &step) == 1)
       progress->resumedStep = static_cast<int64_t>(step);
+    else if (std::sscanf(line.c_str(), "stopped after the checkpoint of step %lld", &step) == 1)
+      progress->stoppedStep = static_cast<int64_t>(step);
   }
   // Returns false at EOF.
   bool pump() {
@@ -99,6 +101,14 @@ struct Stream {
   for (auto &[k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
   if (size_t(local) < o.rankEnv.size())
     for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
+  if (o.stopAtCheckpoint) {
+    // A stop request may come before the rank installed its handler: keep
+    // it pending (blocked across exec) instead of letting it kill the rank.
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    ::sigprocmask(SIG_BLOCK, &usr1, nullptr);
+  }
   std::vector<char *> args;
   for (const std::string &a : o.argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
@@ -278,6 +288,13 @@ JobResult runJob(const JobOptions &o) {
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", o.jobTimeoutS);
       fail(-1, std::string("job ran past its timeout of ") + limit + " s", t - t0);
+    }
+    if (!failing && !res.stopAsked && alive > 0 && o.stopAtCheckpoint && o.stopAtCheckpoint()) {
+      // To the rank only, not its process group: a child of it would die.
+      for (int r = 0; r < o.nranks; ++r)
+        if (!done[r]) ::kill(pids[r], SIGUSR1);
+      res.stopAsked = true;
+      std::fprintf(stderr, "het-run: asked the ranks to stop after their next checkpoint\n");
     }
     if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {
       signalAll(SIGTERM);

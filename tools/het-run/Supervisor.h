@@ -9,6 +9,7 @@
 #define HET_RUN_SUPERVISOR_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,12 @@ struct JobOptions {
   std::vector<std::pair<std::string, std::string>> env;
   /// Extra environment per local rank (e.g. the device group of a cluster).
   std::vector<std::vector<std::pair<std::string, std::string>>> rankEnv;
+  /// Polled while the ranks run: once it returns true, every rank gets
+  /// SIGUSR1 (once), which asks a pipeline started with
+  /// HET_STOP_AT_CHECKPOINT=1 to stop after its next checkpoint
+  /// (lib/Runtime/StopRequest.h). When set, ranks start with SIGUSR1
+  /// blocked (the pipeline unblocks it once it has a handler).
+  std::function<bool()> stopAtCheckpoint;
 };
 
 struct RankFate {
@@ -48,6 +55,8 @@ struct JobResult {
   std::vector<RankFate> fates;
   double seconds = 0;
   int64_t resumedStep = -1; // "resumed from step N" (a rank resumed)
+  bool stopAsked = false;   // stopAtCheckpoint returned true; SIGUSR1 sent
+  int64_t stoppedStep = -1; // "stopped after the checkpoint of step N"
 };
 
 /// A fresh random job token (64 hex characters).

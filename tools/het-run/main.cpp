@@ -4,6 +4,7 @@
 //
 // See docs/het-run.md.
 //
+#include "Admissions.h"
 #include "Elastic.h"
 #include "Launchers.h"
 #include "Metrics.h"
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <thread>
 #include <regex>
 #include <unistd.h>
 
@@ -44,6 +46,9 @@ int main(int argc, char **argv) {
   bool printLaunchers = false, elastic = false;
   int spares = 0, metricsPort = -1;
   std::string metricsAddress = "0.0.0.0", metricsLog, statusOf;
+  double lossGraceS = 0;
+  std::string admitAt, admitGroup;
+  int admitCount = 0;
   app.add_option("-n,--nranks", nranks, "Number of local ranks (default: the cluster's device count)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--cluster", clusterFile, "Cluster spec (examples/clusters/*.json); ranks get "
@@ -74,6 +79,19 @@ int main(int argc, char **argv) {
   app.add_option("--spares", spares, "With --elastic: standby devices that take lost ranks' "
                                      "places before any re-plan")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--loss-grace-s", lossGraceS,
+                 "With --elastic and --metrics-port: after a loss, wait this long for the lost "
+                 "devices to be re-admitted (het-run --admit) before re-planning without them; "
+                 "devices re-admitted later bring the job back at its next checkpoint")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--admit", admitAt,
+                 "Tell the --elastic job whose het-run serves metrics at HOST:PORT that lost "
+                 "devices of --group are back, and exit");
+  app.add_option("--group", admitGroup, "With --admit: the device group, as the job's cluster "
+                                        "spec names it");
+  app.add_option("--count", admitCount, "With --admit: how many of the group's lost devices "
+                                        "(default: all)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--metrics-port", metricsPort,
                  "Serve the ranks' live metrics: Prometheus text at /metrics, the ranks by "
                  "device group at /status (0: a free port, printed)")
@@ -111,6 +129,23 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 1;
     }
+  }
+  if (!admitAt.empty()) {
+    if (admitGroup.empty()) {
+      std::fprintf(stderr, "het-run: --admit needs --group (the group whose devices are back)\n");
+      return 2;
+    }
+    try {
+      std::fputs(hetrun::admitDevices(admitAt, admitGroup, admitCount).c_str(), stdout);
+      return 0;
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (!admitGroup.empty() || admitCount > 0) {
+    std::fprintf(stderr, "het-run: --group and --count go with --admit\n");
+    return 2;
   }
   std::vector<std::string> prog = app.remaining();
   if (!prog.empty() && prog.front() == "--") {
@@ -234,7 +269,15 @@ int main(int argc, char **argv) {
     opts.root = root;
     opts.token = tok;
   }
-  hetrun::BuildRecord build;
+  std::unique_ptr<hetrun::ElasticPlans> plans;
+  hetrun::LostDevices lostDevices;
+  int failures = 0, replans = 0;
+  int64_t lostAtStep = -1; // the last step reported before devices were lost
+  if (lossGraceS > 0 && !(elastic && metricsPort >= 0)) {
+    std::fprintf(stderr, "het-run: --loss-grace-s needs --elastic and --metrics-port (lost "
+                         "devices are re-admitted through it: het-run --admit)\n");
+    return 2;
+  }
   if (elastic) {
     if (!cluster) {
       std::fprintf(stderr, "het-run: --elastic needs --cluster (it re-plans for the devices "
@@ -242,7 +285,16 @@ int main(int argc, char **argv) {
       return 2;
     }
     try {
-      build = hetrun::readBuildRecord(prog.front());
+      // Absolute: het-compile runs in the directory the model was first
+      // compiled in, which need not be this one.
+      std::string program = prog.front();
+      if (!program.empty() && program[0] != '/') {
+        char cwd[4096];
+        if (::getcwd(cwd, sizeof cwd))
+          program = std::string(cwd) + "/" + program;
+      }
+      plans = std::make_unique<hetrun::ElasticPlans>(hetrun::readBuildRecord(prog.front()),
+                                                     clusterFile, program);
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 2;
@@ -294,9 +346,70 @@ int main(int argc, char **argv) {
     }
     opts.env.push_back(metrics->rankEnvironment());
   }
-  int failures = 0, replans = 0;
-  int64_t lostAtStep = -1; // the last step reported before devices were lost
-  std::string clusterNow = clusterFile;
+  if (elastic) {
+    metrics->acceptAdmissions(&lostDevices);
+    // Re-admitted devices: the running ranks stop after their next
+    // checkpoint, and the job is planned again with them.
+    opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
+    opts.stopAtCheckpoint = [&] { return lostDevices.anyAdmitted(); };
+  }
+  // Restarts the job on the cluster without `still` lost devices: the
+  // executable built for those devices before, or a new plan.
+  auto switchPlan = [&](const std::map<std::string, int> &still, const std::string &why) {
+    ++replans;
+    metrics->countReplan();
+    hetrun::ElasticPlans::Choice c;
+    try {
+      c = plans->forLost(still);
+      cluster = std::make_unique<het::plan::Cluster>(het::plan::loadCluster(c.clusterFile, catalog));
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: elastic: cannot make the cluster of the devices left: %s\n",
+                   e.what());
+      return false;
+    }
+    std::string devices;
+    for (const auto &g : cluster->groups)
+      devices += (devices.empty() ? "" : ", ") + g.name + " x" + std::to_string(g.count());
+    if (c.compiled) {
+      std::fprintf(stderr,
+                   "het-run: elastic: %s; re-planning for the %d devices %s (%s; %s) with %s "
+                   "--plan auto, global batch %lld\n",
+                   why.c_str(), cluster->deviceCount(), still.empty() ? "of the cluster" : "left",
+                   devices.c_str(), c.clusterFile.c_str(), plans->build().compiler.c_str(),
+                   static_cast<long long>(plans->build().globalBatch));
+      std::fflush(stderr);
+      try {
+        plans->compile(c);
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
+        return false;
+      }
+      for (const std::string &line : c.summary)
+        std::fprintf(stderr, "het-run: elastic: new plan: %s\n", line.c_str());
+      std::fprintf(stderr, "het-run: elastic: planned and compiled in %.1f s\n", c.seconds);
+    } else {
+      std::fprintf(stderr,
+                   "het-run: elastic: %s; the job ran on these %d devices (%s) before: no "
+                   "re-planning, %s is their executable\n",
+                   why.c_str(), cluster->deviceCount(), devices.c_str(), c.program.c_str());
+    }
+    nranks = cluster->deviceCount();
+    opts.nranks = nranks;
+    opts.argv.front() = c.program;
+    deviceEnv();
+    std::fprintf(stderr,
+                 "het-run: elastic: restarting on %d ranks as %s from the newest checkpoint "
+                 "(%s)\n",
+                 nranks, c.program.c_str(),
+                 c.compiled ? "resharded to the new plan" : "resharded if another plan wrote it");
+    return true;
+  };
+  auto groupsText = [](const std::map<std::string, int> &byGroup) {
+    std::string text;
+    for (const auto &[g, n] : byGroup)
+      text += (text.empty() ? "" : ", ") + g + " x" + std::to_string(n);
+    return text;
+  };
   for (int attempt = 0;; ++attempt) {
     opts.attempt = attempt;
     hetrun::JobResult r;
@@ -316,11 +429,22 @@ int main(int argc, char **argv) {
       // does L + 1 - R steps again.
       std::fprintf(stderr,
                    "het-run: elastic: resumed from step %lld; %lld steps done again (the last "
-                   "step finished before the loss was %lld)\n",
+                   "step finished before the restart was %lld)\n",
                    static_cast<long long>(r.resumedStep),
                    static_cast<long long>(std::max<int64_t>(0, lostAtStep + 1 - r.resumedStep)),
                    static_cast<long long>(lostAtStep));
       lostAtStep = -1;
+    }
+    if (r.ok && r.stoppedStep >= 0) {
+      // Stopped as asked: devices were re-admitted.
+      lostAtStep = r.stoppedStep - 1; // the steps done again: none
+      std::string back = groupsText(lostDevices.takeAdmitted());
+      if (!switchPlan(lostDevices.lost(),
+                      "the ranks stopped after the checkpoint of step " +
+                          std::to_string(r.stoppedStep) + " for the re-admitted devices (" +
+                          back + ")"))
+        return 1;
+      continue;
     }
     if (r.ok) {
       std::fprintf(stderr, "het-run: all %d ranks finished in %.3f s\n", nranks, r.seconds);
@@ -340,15 +464,20 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (!lost.empty()) {
-      // Devices lost for good: the same plan on standby devices, or a new
-      // plan for the devices left.
+      // Devices lost: the same plan on standby devices, the same plan on
+      // the devices re-admitted within the grace period, or a new plan.
       std::vector<std::string> groups = het::plan::rankGroups(*cluster);
-      std::map<std::string, int> lostPerGroup;
+      std::map<std::string, int> lostPerGroup; // by the groups of the cluster started with
       std::string who;
-      for (int k : lost) {
-        ++lostPerGroup[groups[k]];
-        who += (who.empty() ? "" : ", ") + std::string("rank ") +
-               std::to_string(opts.rankOffset + k) + " (" + groups[k] + ")";
+      try {
+        for (int k : lost) {
+          ++lostPerGroup[het::plan::originalGroup(plans->originalSpec(), groups[k])];
+          who += (who.empty() ? "" : ", ") + std::string("rank ") +
+                 std::to_string(opts.rankOffset + k) + " (" + groups[k] + ")";
+        }
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
+        return 1;
       }
       lostAtStep = metrics->lastStep(); // --elastic always reads the metrics
       if (spares >= static_cast<int>(lost.size())) {
@@ -359,60 +488,37 @@ int main(int argc, char **argv) {
                      who.c_str(), r.cause.c_str(), spares, spares == 1 ? "" : "s");
         continue;
       }
-      ++replans;
-      if (metrics)
-        metrics->countReplan();
-      // Absolute: het-compile runs in the directory the model was first
-      // compiled in, which need not be this one.
-      std::string program = prog.front();
-      if (!program.empty() && program[0] != '/') {
-        char cwd[4096];
-        if (::getcwd(cwd, sizeof cwd))
-          program = std::string(cwd) + "/" + program;
+      for (const auto &[g, n] : lostPerGroup)
+        lostDevices.lose(g, n);
+      std::string why = "lost " + who + " for good: " + r.cause;
+      if (lossGraceS > 0) {
+        std::fprintf(stderr,
+                     "het-run: elastic: lost %s: %s; waiting up to %g s for the devices to be "
+                     "re-admitted (het-run --admit HOST:%d --group G)\n",
+                     who.c_str(), r.cause.c_str(), lossGraceS, metrics->port());
+        std::fflush(stderr);
+        auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(lossGraceS);
+        while (!lostDevices.noneLeftOut() && std::chrono::steady_clock::now() < until &&
+               !hetrun::stopSignal())
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (int sig = hetrun::stopSignal()) {
+          std::fprintf(stderr, "het-run: interrupted while waiting for lost devices\n");
+          return 128 + sig;
+        }
       }
-      std::string base = program + ".elastic-" + std::to_string(replans);
-      std::string survivorsFile = base + ".cluster.json";
-      try {
-        std::ifstream in(clusterNow);
-        nlohmann::json spec = nlohmann::json::parse(in);
-        nlohmann::json left = het::plan::withoutDevices(spec, lostPerGroup);
-        left["name"] = spec.value("name", "cluster") + "-survivors-" + std::to_string(replans);
-        std::ofstream(survivorsFile) << left.dump(2) << "\n";
-        cluster = std::make_unique<het::plan::Cluster>(het::plan::loadCluster(survivorsFile, catalog));
-      } catch (const std::exception &e) {
-        std::fprintf(stderr, "het-run: elastic: cannot make the survivors' cluster: %s\n", e.what());
+      // Admitted now, or earlier while the last run never reached a checkpoint.
+      std::map<std::string, int> back = lostDevices.takeAdmitted();
+      if (!back.empty())
+        why = "lost " + who + ": " + r.cause + "; re-admitted " + groupsText(back) +
+              (lossGraceS > 0 ? " within the grace period" : "");
+      if (lossGraceS > 0 && !lostDevices.noneLeftOut()) {
+        char grace[32];
+        std::snprintf(grace, sizeof grace, "%g", lossGraceS);
+        why += std::string("; not re-admitted within ") + grace +
+               " s: " + groupsText(lostDevices.lost());
+      }
+      if (!switchPlan(lostDevices.lost(), why))
         return 1;
-      }
-      std::string left;
-      for (const auto &g : cluster->groups)
-        left += (left.empty() ? "" : ", ") + g.name + " x" + std::to_string(g.count());
-      std::fprintf(stderr,
-                   "het-run: elastic: lost %s for good: %s; re-planning for the %d devices left "
-                   "(%s; %s) with %s --plan auto, global batch %lld\n",
-                   who.c_str(), r.cause.c_str(), cluster->deviceCount(), left.c_str(),
-                   survivorsFile.c_str(), build.compiler.c_str(),
-                   static_cast<long long>(build.globalBatch));
-      std::fflush(stderr);
-      auto planStart = std::chrono::steady_clock::now();
-      try {
-        for (const std::string &line : hetrun::recompile(build, survivorsFile, base))
-          std::fprintf(stderr, "het-run: elastic: new plan: %s\n", line.c_str());
-      } catch (const std::exception &e) {
-        std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
-        return 1;
-      }
-      std::fprintf(stderr, "het-run: elastic: planned and compiled in %.1f s\n",
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - planStart)
-                       .count());
-      clusterNow = survivorsFile;
-      nranks = cluster->deviceCount();
-      opts.nranks = nranks;
-      opts.argv.front() = base;
-      deviceEnv();
-      std::fprintf(stderr,
-                   "het-run: elastic: restarting on %d ranks as %s from the newest checkpoint "
-                   "(resharded to the new plan)\n",
-                   nranks, base.c_str());
       continue;
     }
     if (failures++ >= maxRestarts) {

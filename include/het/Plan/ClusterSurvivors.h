@@ -31,6 +31,11 @@ std::vector<std::string> rankGroups(const Cluster &cluster);
 /// naming the group when it has fewer devices than that.
 nlohmann::json withoutDevices(const nlohmann::json &spec, const std::map<std::string, int> &lost);
 
+/// The group of `spec` that `group` of withoutDevices(spec, ...) stands
+/// for: `group` itself, or the group a "-degraded" name was made from.
+/// Throws std::runtime_error when it is neither.
+std::string originalGroup(const nlohmann::json &spec, const std::string &group);
+
 } // namespace het::plan
 
 #endif

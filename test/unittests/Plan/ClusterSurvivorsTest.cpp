@@ -87,6 +87,23 @@ TEST(ClusterSurvivors, LossesSpanningSeveralIdenticalNodes) {
   EXPECT_EQ(degraded, perNode - 1);
 }
 
+// het-run --elastic counts losses by the groups of the spec the job
+// started with, whatever the degraded copies are called.
+TEST(ClusterSurvivors, DegradedGroupsMapToTheirOriginals) {
+  json spec = example("six-vendor-1024");
+  std::string group = parseCluster(spec, "six.json", testCatalog()).groups[0].name;
+  json again = withoutDevices(withoutDevices(spec, {{group, 3}}), {{group, 1}});
+  int seen = 0;
+  for (const DeviceGroup &g : parseCluster(again, "again.json", testCatalog()).groups)
+    if (g.name.rfind(group, 0) == 0) {
+      EXPECT_EQ(originalGroup(spec, g.name), group) << g.name;
+      ++seen;
+    }
+  EXPECT_EQ(seen, 3); // the intact nodes, -degraded and -degraded-2
+  for (const std::string &bad : std::vector<std::string>{"nope", group + "-degradedX", group + "-degraded-", "x-degraded"})
+    EXPECT_THROW(originalGroup(spec, bad), std::runtime_error) << bad;
+}
+
 TEST(ClusterSurvivors, MoreThanAGroupHasIsAnError) {
   try {
     withoutDevices(example("local-two-kinds"), {{"mlir", 3}});
