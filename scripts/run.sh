@@ -11,9 +11,10 @@
 # (het-tune stages), and the same model compiled for this machine's two CPU
 # device kinds (het-compile --cluster --plan auto: measured kinds, the
 # planner's choice of stages, replicas, shares and tensor parallelism), run
-# by het-run --elastic as one multi-rank job that loses one kind of device
-# for good and re-plans for the rest, resuming from resharded checkpoints
-# (which one rank of yet another plan then resumes too);
+# by het-run --elastic as one multi-rank job that loses one kind of device,
+# re-plans for the rest, resuming from resharded checkpoints, and goes back
+# to its first plan when the devices are re-admitted (het-run --admit);
+# one rank of yet another plan then resumes from those checkpoints too;
 # then a transformers Llama imported from PyTorch and
 # checked against it step by step; then GPU code: the GPT's kernels as a
 # cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. GPU
@@ -116,8 +117,9 @@ done
 # model and plans (pipeline stages, replicas per stage, stages whose
 # replicas are of both kinds with shares by speed, tensor parallelism) and
 # builds one executable; het-run --elastic starts a rank per device,
-# loses the cpu.mlir devices for good at a random step, re-plans for the
-# rest and resumes from the newest checkpoint, resharded; one rank of
+# loses the cpu.mlir devices at step 150, re-plans for the rest and resumes
+# from the newest checkpoint, resharded; when the devices are re-admitted
+# the job stops after a checkpoint and resumes under its first plan; one rank of
 # another plan then resumes from those checkpoints. The plan is priced by het-tune stages'
 # measurements of this host.
 two_kinds="$here/examples/clusters/local-two-kinds.json"
@@ -145,21 +147,36 @@ plan = json.load(open(sys.argv[1]))
 print(sum(g["replicas"] * s.get("tensor_parallel", 1)
           for s in plan["stages"] for g in s.get("replica_groups", [s])))' "$out/pipeline.plan.json")
 # het-run --cluster starts one rank per device, group by group: the
-# cpu.mlir devices are the last two ranks. Both are SIGKILLed for good at
-# one random step; het-run --elastic re-plans for the cpu.onednn devices
-# left, recompiles, and the survivors resume from the resharded checkpoint.
+# cpu.mlir devices are the last two ranks. Both are SIGKILLed at step 150;
+# het-run --elastic re-plans for the cpu.onednn devices left, recompiles,
+# and the survivors resume from the resharded checkpoint.
 devices=$(python3 -c 'import json, sys
 print(sum(d["count"] for n in json.load(open(sys.argv[1]))["nodes"] for d in n["devices"]))' "$two_kinds")
 mlir_ranks="$((devices - 2)),$((devices - 1))"
-echo "het: het-run --elastic: pipelined training ($ranks ranks) with async checkpoints; ranks $mlir_ranks (cpu.mlir) are SIGKILLed for good at a random step:"
+echo "het: het-run --elastic: pipelined training ($ranks ranks) with async checkpoints; ranks $mlir_ranks (cpu.mlir) are SIGKILLed at step 150, and their devices come back while the survivors train:"
 "$here/build/bin/het-run" --cluster "$two_kinds" --elastic --fail-wait-ms 3000 --timeout-ms 10000 \
-  --metrics-log "$out/metrics.jsonl" \
+  --metrics-log "$out/metrics.jsonl" --metrics-port 0 --metrics-address 127.0.0.1 \
   "$out/pipeline" --steps 300 --print-every 50 "${pipeline_data[@]}" \
-  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$mlir_ranks" --kill-step random \
-  > "$out/het-run.txt" 2>&1 \
-  || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
-grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
-  "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|checkpoint stall)' | sed 's/^/het:   /'
+  --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$mlir_ranks" --kill-step 150 \
+  > "$out/het-run.txt" 2>&1 &
+job=$!
+# Once the survivors run under their new plan, the cpu.mlir devices are
+# back (what a node agent would tell het-run): het-run --admit. The job
+# stops after its next checkpoint and goes back to its first plan.
+admitted=""
+while kill -0 "$job" 2>/dev/null; do
+  if [ -z "$admitted" ] && grep -q 'attempt 1: starting' "$out/het-run.txt"; then
+    port=$(sed -n 's|.*metrics at http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$out/het-run.txt")
+    "$here/build/bin/het-run" --admit "127.0.0.1:$port" --group mlir > "$out/admit.txt" 2>&1 \
+      || { cat "$out/admit.txt"; echo "het: het-run --admit failed" >&2; }
+    admitted=1
+  fi
+  sleep 0.05
+done
+wait "$job" || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
+grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|stopped|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
+  "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|stopped|checkpoint stall)' | sed 's/^/het:   /'
+[ -z "$admitted" ] || echo "het:   (while the survivors trained) het-run --admit 127.0.0.1:$port --group mlir: $(cat "$out/admit.txt")"
 echo "het:   per-step metrics of every rank (het-run --metrics-log): $(grep -c '"step"' "$out/metrics.jsonl") lines in $out/metrics.jsonl"
 # The same checkpoints under another plan: one rank of the cpu.onednn kind
 # takes the whole model, reads each layer's state from the ranks that
