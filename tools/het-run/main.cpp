@@ -75,7 +75,8 @@ int main(int argc, char **argv) {
                "With --cluster: ranks SIGKILLed by someone else than het-run (OOM killer, a "
                "node gone) have lost their devices for good; restart on --spares if any are left, else re-plan for the "
                "devices left (het-compile --plan auto, from PROGRAM.build.json) and resume "
-               "from the newest checkpoint under the new plan");
+               "from the newest checkpoint under the new plan; devices re-admitted later "
+               "(--admit) bring the job back at its next checkpoint");
   app.add_option("--spares", spares, "With --elastic: standby devices that take lost ranks' "
                                      "places before any re-plan")
       ->check(CLI::Range(0, 1 << 20));
