@@ -103,9 +103,8 @@ int JobMetrics::serve(const std::string &address, int port) {
     LostDevices *devices = admissions_.load();
     if (!devices) {
       res.status = 404;
-      res.set_content("this job is not elastic (het-run --elastic): it has no lost devices to "
-                      "re-admit\n",
-                      "text/plain; charset=utf-8");
+      std::lock_guard<std::mutex> lock(mutex_);
+      res.set_content(admissionRefusal_ + "\n", "text/plain; charset=utf-8");
       return;
     }
     std::string group = req.get_param_value("group"), count = req.get_param_value("count");
@@ -139,12 +138,28 @@ int JobMetrics::serve(const std::string &address, int port) {
 
 void JobMetrics::acceptAdmissions(LostDevices *devices) { admissions_.store(devices); }
 
+void JobMetrics::refuseAdmissions(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  admissionRefusal_ = reason;
+}
+
 void JobMetrics::beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups) {
+  std::vector<int> global(ranks);
+  for (int k = 0; k < ranks; ++k)
+    global[k] = rankOffset_ + k;
+  beginAttempt(attempt, global, groups);
+}
+
+void JobMetrics::beginAttempt(int attempt, const std::vector<int> &globalRanks,
+                              const std::vector<std::string> &groups) {
   std::lock_guard<std::mutex> lock(mutex_);
   attempt_ = attempt;
+  int ranks = static_cast<int>(globalRanks.size());
   ranks_.assign(ranks, Rank{});
+  localOf_.clear();
   for (int k = 0; k < ranks; ++k) {
-    ranks_[k].labels["rank"] = std::to_string(rankOffset_ + k);
+    localOf_[globalRanks[k]] = k;
+    ranks_[k].labels["rank"] = std::to_string(globalRanks[k]);
     if (static_cast<size_t>(k) < groups.size())
       ranks_[k].labels["group"] = groups[k];
   }
@@ -237,9 +252,10 @@ void JobMetrics::takeLine(const std::string &line) {
     return; // not a metrics line: ignore rather than guess
   std::lock_guard<std::mutex> lock(mutex_);
   // Ranks report their global rank; this het-run's table is by local rank.
-  int k = std::atoi(j["rank"].get<std::string>().c_str()) - rankOffset_;
-  if (k < 0 || static_cast<size_t>(k) >= ranks_.size())
+  auto local = localOf_.find(std::atoi(j["rank"].get<std::string>().c_str()));
+  if (local == localOf_.end())
     return;
+  int k = local->second;
   Rank &r = ranks_[k];
   for (const char *label : {"rank", "group", "kind", "stage", "replica", "part"})
     if (j.contains(label) && j[label].is_string())
@@ -391,14 +407,15 @@ std::string JobMetrics::status() const {
   return out.str();
 }
 
-std::pair<std::string, int> hostAndPort(const std::string &address, const char *option) {
+std::pair<std::string, int> hostAndPort(const std::string &address, const char *option,
+                                        bool portZero) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos)
     throw std::runtime_error(std::string(option) + " expects HOST:PORT, got '" + address + "'");
   std::string portText = address.substr(colon + 1);
   char *end = nullptr;
   long port = std::strtol(portText.c_str(), &end, 10);
-  if (portText.empty() || *end || port <= 0 || port > 65535)
+  if (portText.empty() || *end || port < (portZero ? 0 : 1) || port > 65535)
     throw std::runtime_error(std::string(option) + ": bad port in '" + address + "'");
   return {address.substr(0, colon), static_cast<int>(port)};
 }

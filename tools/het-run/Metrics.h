@@ -46,10 +46,15 @@ public:
   /// Also serve POST /admit?group=G[&count=N] (het-run --admit) from now
   /// on; without it the server answers that the job is not elastic.
   void acceptAdmissions(LostDevices *devices);
+  /// What POST /admit answers when admissions are not accepted.
+  void refuseAdmissions(const std::string &reason);
   /// The port serve() bound (-1: not serving).
   int port() const { return port_; }
   /// A new attempt of `ranks` ranks (their groups, if known).
   void beginAttempt(int attempt, int ranks, const std::vector<std::string> &groups);
+  /// A new attempt of the ranks `globalRanks` (a het-run --join agent's).
+  void beginAttempt(int attempt, const std::vector<int> &globalRanks,
+                    const std::vector<std::string> &groups);
   /// The fates of the attempt's ranks.
   void endAttempt(const JobResult &result);
   void countReplan();
@@ -75,6 +80,7 @@ private:
 
   mutable std::mutex mutex_;
   std::vector<Rank> ranks_;
+  std::map<int, int> localOf_; // global rank -> index into ranks_
   int attempt_ = 0, replans_ = 0, rankOffset_ = 0, port_ = -1;
   int readFd_ = -1, writeFd_ = -1;
   std::ofstream log_;
@@ -82,10 +88,13 @@ private:
   std::thread reader_, server_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<LostDevices *> admissions_{nullptr};
+  std::string admissionRefusal_ =
+      "this job is not elastic (het-run --elastic): it has no lost devices to re-admit";
 };
 
 /// HOST and PORT of "HOST:PORT"; throws std::runtime_error naming `option`.
-std::pair<std::string, int> hostAndPort(const std::string &address, const char *option);
+std::pair<std::string, int> hostAndPort(const std::string &address, const char *option,
+                                        bool portZero = false);
 
 /// Fetches http://address/status (het-run --status); throws
 /// std::runtime_error naming the address when it cannot.

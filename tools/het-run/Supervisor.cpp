@@ -89,7 +89,7 @@ struct Stream {
   ::dup2(outFd, 1);
   ::dup2(errFd, 2);
   int world = o.worldSize > 0 ? o.worldSize : o.nranks;
-  ::setenv("RANK", std::to_string(o.rankOffset + local).c_str(), 1);
+  ::setenv("RANK", std::to_string(o.globalRank(local)).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
   ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nranks).c_str(), 1);
@@ -206,7 +206,7 @@ JobResult runJob(const JobOptions &o) {
     ::setpgid(pid, pid); // also here: no race with the child's own call
     ::close(out[1]);
     ::close(err[1]);
-    int g = o.rankOffset + r;
+    int g = o.globalRank(r);
     streams.push_back({out[0], g, stdout, {}, &res});
     streams.push_back({err[0], g, stderr, {}, &res});
     pids[r] = pid;
@@ -269,7 +269,7 @@ JobResult runJob(const JobOptions &o) {
         bool ok = f.exited && f.status == 0;
         if (!ok && !f.killedByUs && (pendingRank < 0 || (!f.exited && !pendingSignal))) {
           if (pendingRank < 0) pendingSeen = now();
-          pendingRank = o.rankOffset + r;
+          pendingRank = o.globalRank(r);
           pendingCause = f.describe();
           pendingAt = f.seconds;
           pendingSignal = !f.exited;
@@ -283,6 +283,8 @@ JobResult runJob(const JobOptions &o) {
     // Policies.
     double t = now();
     if (int sig = stopSignal(); sig && !failing) fail(-1, "het-run received signal " + signalName(sig), t - t0);
+    if (!failing && o.abort)
+      if (std::string why = o.abort(); !why.empty()) fail(-1, why, t - t0);
     if (o.jobTimeoutS > 0 && !failing && t - t0 > o.jobTimeoutS)
     {
       char limit[32];

@@ -20,6 +20,9 @@ struct JobOptions {
   int nranks = 1;        // ranks started here
   int worldSize = 0;     // 0: nranks (more when several het-runs share one job)
   int rankOffset = 0;    // RANK of this het-run's first rank
+  /// RANK of each local rank when they are not rankOffset + 0, 1, ... (a
+  /// het-run --join agent holds the ranks the coordinator gives it).
+  std::vector<int> ranks;
   std::string root;      // "": 127.0.0.1 and a free port
   std::string token;     // "": a fresh random token
   std::vector<std::string> argv;
@@ -38,6 +41,13 @@ struct JobOptions {
   /// (lib/Runtime/StopRequest.h). When set, ranks start with SIGUSR1
   /// blocked (the pipeline unblocks it once it has a handler).
   std::function<bool()> stopAtCheckpoint;
+  /// Polled while the ranks run: once it returns a reason, the job is
+  /// stopped as on a failure, with that cause (a coordinator's order).
+  std::function<std::string()> abort;
+  /// The RANK of local rank `local`.
+  int globalRank(int local) const {
+    return local < static_cast<int>(ranks.size()) ? ranks[local] : rankOffset + local;
+  }
 };
 
 struct RankFate {

@@ -5,6 +5,8 @@
 // See docs/het-run.md.
 //
 #include "Admissions.h"
+#include "Agent.h"
+#include "Coordinator.h"
 #include "Elastic.h"
 #include "Launchers.h"
 #include "Metrics.h"
@@ -46,8 +48,8 @@ int main(int argc, char **argv) {
   bool printLaunchers = false, elastic = false;
   int spares = 0, metricsPort = -1;
   std::string metricsAddress = "0.0.0.0", metricsLog, statusOf;
-  double lossGraceS = 0;
-  std::string admitAt, admitGroup;
+  double lossGraceS = 0, joinTimeoutS = 300;
+  std::string admitAt, admitGroup, coordinateAt, joinAt, workDir;
   int admitCount = 0;
   app.add_option("-n,--nranks", nranks, "Number of local ranks (default: the cluster's device count)")
       ->check(CLI::Range(1, 4096));
@@ -88,8 +90,22 @@ int main(int argc, char **argv) {
   app.add_option("--admit", admitAt,
                  "Tell the --elastic job whose het-run serves metrics at HOST:PORT that lost "
                  "devices of --group are back, and exit");
-  app.add_option("--group", admitGroup, "With --admit: the device group, as the job's cluster "
-                                        "spec names it");
+  app.add_option("--coordinate", coordinateAt,
+                 "With --elastic: coordinate a job of several machines from HOST:PORT (port 0: "
+                 "a free one, printed): run no rank here, but give each node's ranks to a "
+                 "het-run --join agent there; an agent lost loses its node's devices, an agent "
+                 "that joins brings them back");
+  app.add_option("--join", joinAt,
+                 "Offer this machine's devices of --group to the elastic job coordinated at "
+                 "HOST:PORT and run the ranks it gives; exits when the job ends");
+  app.add_option("--join-timeout-s", joinTimeoutS,
+                 "--coordinate: wait this long for every node's agent before planning without "
+                 "the missing ones; --join: for the coordinator to answer")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--work-dir", workDir, "With --join: keep the executables received here "
+                                        "(default: a new directory under /tmp)");
+  app.add_option("--group", admitGroup, "With --admit or --join: the device group, as the job's "
+                                        "cluster spec names it");
   app.add_option("--count", admitCount, "With --admit: how many of the group's lost devices "
                                         "(default: all)")
       ->check(CLI::Range(1, 1 << 20));
@@ -144,8 +160,45 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  if (!joinAt.empty()) {
+    if (admitGroup.empty()) {
+      std::fprintf(stderr, "het-run: --join needs --group (the device group this machine offers)\n");
+      return 2;
+    }
+    if (!app.remaining().empty() || !clusterFile.empty() || elastic) {
+      std::fprintf(stderr, "het-run: --join takes no program, --cluster or --elastic: the "
+                           "coordinator sends what to run\n");
+      return 2;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    hetrun::AgentOptions agent;
+    agent.coordinator = joinAt;
+    agent.group = admitGroup;
+    agent.joinTimeoutS = joinTimeoutS;
+    agent.workDir = workDir;
+    agent.metricsPort = metricsPort;
+    agent.metricsAddress = metricsAddress;
+    agent.metricsLog = metricsLog;
+    agent.failWaitMs = failWaitMs;
+    agent.graceMs = graceMs;
+    return hetrun::runAgent(agent);
+  }
   if (!admitGroup.empty() || admitCount > 0) {
-    std::fprintf(stderr, "het-run: --group and --count go with --admit\n");
+    std::fprintf(stderr, "het-run: --group and --count go with --admit (--group also with --join)\n");
+    return 2;
+  }
+  if (!coordinateAt.empty() && !elastic) {
+    std::fprintf(stderr, "het-run: --coordinate needs --elastic (and --cluster)\n");
+    return 2;
+  }
+  if (!coordinateAt.empty() && spares > 0) {
+    std::fprintf(stderr, "het-run: --spares is for local ranks; with --coordinate a standby node "
+                         "is an agent that joins when one is lost\n");
     return 2;
   }
   std::vector<std::string> prog = app.remaining();
@@ -274,9 +327,10 @@ int main(int argc, char **argv) {
   hetrun::LostDevices lostDevices;
   int failures = 0, replans = 0;
   int64_t lostAtStep = -1; // the last step reported before devices were lost
-  if (lossGraceS > 0 && !(elastic && metricsPort >= 0)) {
+  if (lossGraceS > 0 && !(elastic && (metricsPort >= 0 || !coordinateAt.empty()))) {
     std::fprintf(stderr, "het-run: --loss-grace-s needs --elastic and --metrics-port (lost "
-                         "devices are re-admitted through it: het-run --admit)\n");
+                         "devices are re-admitted through it: het-run --admit) or --coordinate "
+                         "(agents that join re-admit theirs)\n");
     return 2;
   }
   if (elastic) {
@@ -345,14 +399,40 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 2;
     }
-    opts.env.push_back(metrics->rankEnvironment());
+    if (coordinateAt.empty()) // agents give their ranks their own
+      opts.env.push_back(metrics->rankEnvironment());
   }
-  if (elastic) {
+  std::unique_ptr<hetrun::Coordinator> coordinator;
+  if (!coordinateAt.empty()) {
+    try {
+      auto [host, port] = hetrun::hostAndPort(coordinateAt, "--coordinate", /*portZero=*/true);
+      coordinator = std::make_unique<hetrun::Coordinator>(plans->originalSpec(), *cluster, host, port);
+      std::fprintf(stderr, "het-run: coordinating at %s:%d; waiting up to %g s for an agent on "
+                           "every node (het-run --join %s:%d --group G)\n",
+                   host.c_str(), coordinator->port(), joinTimeoutS, host.c_str(), coordinator->port());
+      std::fflush(stderr);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
+  }
+  // The job's end: agents hear it too.
+  auto finish = [&](int status, const std::string &why) {
+    if (coordinator)
+      coordinator->finish(status, why);
+    return status;
+  };
+  if (elastic && !coordinator) {
     metrics->acceptAdmissions(&lostDevices);
     // Re-admitted devices: the running ranks stop after their next
     // checkpoint, and the job is planned again with them.
     opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
     opts.stopAtCheckpoint = [&] { return lostDevices.anyAdmitted(); };
+  } else if (coordinator) {
+    metrics->refuseAdmissions("this job's devices are re-admitted by their agents joining "
+                              "(het-run --join), not by --admit");
+    opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
+    opts.stopAtCheckpoint = [&] { return coordinator->newcomers(); };
   }
   // Restarts the job on the cluster without `still` lost devices: the
   // executable built for those devices before, or a new plan.
@@ -411,6 +491,29 @@ int main(int argc, char **argv) {
       text += (text.empty() ? "" : ", ") + g + " x" + std::to_string(n);
     return text;
   };
+  if (coordinator) {
+    // Every node's agent, or a plan for those that came.
+    bool all = coordinator->waitForAgents(joinTimeoutS);
+    if (int sig = hetrun::stopSignal())
+      return finish(128 + sig, "interrupted");
+    if (!all) {
+      std::map<std::string, int> missing = coordinator->missing();
+      if (cluster->deviceCount() == [&] {
+            int n = 0;
+            for (const auto &[g, k] : missing)
+              n += k;
+            return n;
+          }()) {
+        std::fprintf(stderr, "het-run: no agent joined within %g s\n", joinTimeoutS);
+        return finish(1, "no agent joined");
+      }
+      char wait[32];
+      std::snprintf(wait, sizeof wait, "%g", joinTimeoutS);
+      if (!switchPlan(missing, std::string("agents missing after ") + wait + " s (" +
+                                   coordinator->agentsText() + ")"))
+        return finish(1, "planning failed");
+    }
+  }
   for (int attempt = 0;; ++attempt) {
     opts.attempt = attempt;
     hetrun::JobResult r;
@@ -418,10 +521,11 @@ int main(int argc, char **argv) {
       metrics->beginAttempt(attempt, nranks,
                             cluster ? het::plan::rankGroups(*cluster) : std::vector<std::string>{});
     try {
-      r = hetrun::runJob(opts); // a fresh token and port per attempt
+      // A fresh token and port per attempt.
+      r = coordinator ? coordinator->run(*cluster, opts) : hetrun::runJob(opts);
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
-      return 1;
+      return finish(1, e.what());
     }
     if (metrics)
       metrics->endAttempt(r);
@@ -439,17 +543,18 @@ int main(int argc, char **argv) {
     if (r.ok && r.stoppedStep >= 0) {
       // Stopped as asked: devices were re-admitted.
       lostAtStep = r.stoppedStep - 1; // the steps done again: none
-      std::string back = groupsText(lostDevices.takeAdmitted());
-      if (!switchPlan(lostDevices.lost(),
+      std::string back = coordinator ? "agents joined: " + coordinator->agentsText()
+                                     : groupsText(lostDevices.takeAdmitted());
+      if (!switchPlan(coordinator ? coordinator->missing() : lostDevices.lost(),
                       "the ranks stopped after the checkpoint of step " +
                           std::to_string(r.stoppedStep) + " for the re-admitted devices (" +
                           back + ")"))
-        return 1;
+        return finish(1, "planning failed");
       continue;
     }
     if (r.ok) {
       std::fprintf(stderr, "het-run: all %d ranks finished in %.3f s\n", nranks, r.seconds);
-      return 0;
+      return finish(0, "the job is done");
     }
     for (size_t k = 0; k < r.fates.size(); ++k)
       std::fprintf(stderr, "het-run: rank %d %s after %.3f s\n", opts.rankOffset + int(k),
@@ -457,12 +562,12 @@ int main(int argc, char **argv) {
     std::string who = r.failedRank >= 0 ? "rank " + std::to_string(r.failedRank) + " " : "";
     if (int sig = hetrun::stopSignal()) {
       std::fprintf(stderr, "het-run: interrupted: %s%s\n", who.c_str(), r.cause.c_str());
-      return 128 + sig;
+      return finish(128 + sig, "interrupted");
     }
     std::vector<int> lost = elastic ? hetrun::lostRanks(r) : std::vector<int>{};
     if (!lost.empty() && static_cast<int>(lost.size()) == nranks) {
       std::fprintf(stderr, "het-run: elastic: every rank's device is lost; nothing to continue on\n");
-      return 1;
+      return finish(1, "every device is lost");
     }
     if (!lost.empty()) {
       // Devices lost: the same plan on standby devices, the same plan on
@@ -478,9 +583,10 @@ int main(int argc, char **argv) {
         }
       } catch (const std::exception &e) {
         std::fprintf(stderr, "het-run: elastic: %s\n", e.what());
-        return 1;
+        return finish(1, e.what());
       }
-      lostAtStep = metrics->lastStep(); // --elastic always reads the metrics
+      // --elastic always reads the metrics (agents report theirs).
+      lostAtStep = coordinator ? coordinator->lastStep() : metrics->lastStep();
       if (spares >= static_cast<int>(lost.size())) {
         spares -= static_cast<int>(lost.size());
         std::fprintf(stderr,
@@ -489,43 +595,59 @@ int main(int argc, char **argv) {
                      who.c_str(), r.cause.c_str(), spares, spares == 1 ? "" : "s");
         continue;
       }
-      for (const auto &[g, n] : lostPerGroup)
-        lostDevices.lose(g, n);
-      std::string why = "lost " + who + " for good: " + r.cause;
+      std::string drained;
+      if (coordinator) {
+        // A node that lost a device is drained whole; its agent, if still
+        // there, quits (Kubernetes restarts the pod, which joins again).
+        for (const std::string &a : coordinator->drain(lost))
+          drained += (drained.empty() ? "; drained " : ", ") + a;
+      } else {
+        for (const auto &[g, n] : lostPerGroup)
+          lostDevices.lose(g, n);
+      }
+      auto stillLost = [&] { return coordinator ? coordinator->missing() : lostDevices.lost(); };
       if (lossGraceS > 0) {
         std::fprintf(stderr,
                      "het-run: elastic: lost %s: %s; waiting up to %g s for the devices to be "
-                     "re-admitted (het-run --admit HOST:%d --group G)\n",
-                     who.c_str(), r.cause.c_str(), lossGraceS, metrics->port());
+                     "re-admitted (%s)\n",
+                     who.c_str(), r.cause.c_str(), lossGraceS,
+                     coordinator ? "an agent joining: het-run --join"
+                                 : ("het-run --admit HOST:" + std::to_string(metrics->port()) +
+                                    " --group G").c_str());
         std::fflush(stderr);
         auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(lossGraceS);
-        while (!lostDevices.noneLeftOut() && std::chrono::steady_clock::now() < until &&
+        while (!stillLost().empty() && std::chrono::steady_clock::now() < until &&
                !hetrun::stopSignal())
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (int sig = hetrun::stopSignal()) {
           std::fprintf(stderr, "het-run: interrupted while waiting for lost devices\n");
-          return 128 + sig;
+          return finish(128 + sig, "interrupted");
         }
       }
       // Admitted now, or earlier while the last run never reached a checkpoint.
-      std::map<std::string, int> back = lostDevices.takeAdmitted();
+      std::map<std::string, int> back =
+          coordinator ? std::map<std::string, int>{} : lostDevices.takeAdmitted();
+      bool rejoined = coordinator && lossGraceS > 0 && stillLost().empty();
+      std::string why = "lost " + who + (back.empty() && !rejoined ? " for good" : "") + ": " +
+                        r.cause + drained;
       if (!back.empty())
-        why = "lost " + who + ": " + r.cause + "; re-admitted " + groupsText(back) +
-              (lossGraceS > 0 ? " within the grace period" : "");
-      if (lossGraceS > 0 && !lostDevices.noneLeftOut()) {
+        why += "; re-admitted " + groupsText(back) +
+               (lossGraceS > 0 ? " within the grace period" : "");
+      if (rejoined)
+        why += "; agents joined within the grace period";
+      if (lossGraceS > 0 && !stillLost().empty()) {
         char grace[32];
         std::snprintf(grace, sizeof grace, "%g", lossGraceS);
-        why += std::string("; not re-admitted within ") + grace +
-               " s: " + groupsText(lostDevices.lost());
+        why += std::string("; not re-admitted within ") + grace + " s: " + groupsText(stillLost());
       }
-      if (!switchPlan(lostDevices.lost(), why))
-        return 1;
+      if (!switchPlan(stillLost(), why))
+        return finish(1, "planning failed");
       continue;
     }
     if (failures++ >= maxRestarts) {
       std::fprintf(stderr, "het-run: job failed: %s%s%s\n", who.c_str(), r.cause.c_str(),
                    maxRestarts ? (" (after " + std::to_string(maxRestarts) + " restarts)").c_str() : "");
-      return 1;
+      return finish(1, "the job failed: " + who + r.cause);
     }
     std::fprintf(stderr, "het-run: %s%s; restarting the job (restart %d of %d)\n", who.c_str(),
                  r.cause.c_str(), failures, maxRestarts);

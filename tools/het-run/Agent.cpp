@@ -1,0 +1,226 @@
+//===- Agent.cpp - het-run --join: one node's ranks of a coordinated job --===//
+#include "Agent.h"
+#include "AgentChannel.h"
+#include "Metrics.h"
+#include "Supervisor.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace hetrun {
+
+namespace {
+std::string hostName() {
+  if (const char *h = std::getenv("HETCCL_HOST"); h && *h)
+    return h;
+  char buf[256] = {0};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+nlohmann::json fatesJson(const JobResult &r, const JobOptions &o) {
+  nlohmann::json fates = nlohmann::json::array();
+  for (size_t k = 0; k < r.fates.size(); ++k) {
+    const RankFate &f = r.fates[k];
+    fates.push_back({{"rank", o.globalRank(static_cast<int>(k))},
+                     {"exited", f.exited},
+                     {"status", f.status},
+                     {"signal", f.signal},
+                     {"killed_by_us", f.killedByUs},
+                     {"seconds", f.seconds}});
+  }
+  return fates;
+}
+} // namespace
+
+int runAgent(const AgentOptions &a) {
+  std::unique_ptr<AgentChannel> channel;
+  try {
+    channel = AgentChannel::connect(a.coordinator, a.joinTimeoutS);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "het-run: --join: %s\n", e.what());
+    return 1;
+  }
+  std::string workDir = a.workDir;
+  if (workDir.empty()) {
+    char tmpl[] = "/tmp/het-agent-XXXXXX";
+    if (!::mkdtemp(tmpl)) {
+      std::fprintf(stderr, "het-run: --join: cannot make a work directory: %s\n", std::strerror(errno));
+      return 1;
+    }
+    workDir = tmpl;
+  }
+  std::unique_ptr<JobMetrics> metrics;
+  try {
+    metrics = std::make_unique<JobMetrics>(a.metricsLog, 0);
+    if (a.metricsPort >= 0) {
+      int port = metrics->serve(a.metricsAddress, a.metricsPort);
+      std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
+                   a.metricsAddress.c_str(), port);
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "het-run: %s\n", e.what());
+    return 1;
+  }
+  std::string host = hostName();
+  if (!channel->send({{"hello",
+                       {{"group", a.group}, {"host", host}, {"free_port", freeLoopbackPort()}}}})) {
+    std::fprintf(stderr, "het-run: --join: the coordinator at %s closed the connection\n",
+                 a.coordinator.c_str());
+    return 1;
+  }
+  nlohmann::json reply;
+  if (!channel->receive(reply, a.joinTimeoutS)) {
+    std::fprintf(stderr, "het-run: --join: no answer from the coordinator at %s\n",
+                 a.coordinator.c_str());
+    return 1;
+  }
+  if (reply.contains("refused")) {
+    std::fprintf(stderr, "het-run: --join: the coordinator at %s refused this agent: %s\n",
+                 a.coordinator.c_str(), reply["refused"].get<std::string>().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "het-run: joined the job coordinated at %s as an agent of group '%s' (%s)\n",
+               a.coordinator.c_str(), a.group.c_str(), reply.value("welcome", "").c_str());
+  std::fflush(stderr);
+
+  // The reader: orders that act during an attempt (stop, stop after a
+  // checkpoint) take effect at once; the others wait for the main thread.
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<nlohmann::json> orders;
+  std::atomic<int> stopAttempt{-1}, checkpointAttempt{-1};
+  std::string stopReason;
+  bool gone = false;
+  std::thread reader([&] {
+    for (;;) {
+      nlohmann::json m;
+      if (!channel->receive(m))
+        break;
+      if (m.contains("program")) {
+        std::string name = m["program"].value("name", ""), bytes;
+        size_t size = m["program"].value("bytes", size_t(0));
+        if (name.empty() || name.find('/') != std::string::npos || !channel->receiveBytes(size, bytes))
+          break;
+        std::string path = workDir + "/" + name;
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.close();
+        ::chmod(path.c_str(), 0755);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      if (m.contains("stop")) {
+        stopReason = m["stop"].value("reason", "stopped by the coordinator");
+        stopAttempt = m["stop"].value("attempt", -1);
+      } else if (m.contains("checkpoint_stop")) {
+        checkpointAttempt = m["checkpoint_stop"].value("attempt", -1);
+      } else {
+        orders.push_back(m);
+      }
+      cv.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    gone = true;
+    stopReason = "the coordinator is gone";
+    cv.notify_all();
+  });
+
+  int status = 1;
+  for (;;) {
+    nlohmann::json order;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      // A signal to het-run does not notify: look every 100 ms.
+      while (!cv.wait_for(lock, std::chrono::milliseconds(100),
+                          [&] { return gone || !orders.empty() || stopSignal(); })) {
+      }
+      if (orders.empty()) {
+        std::fprintf(stderr, "het-run: %s\n",
+                     stopSignal() ? "interrupted" : "the coordinator is gone; stopping");
+        status = stopSignal() ? 128 + stopSignal() : 1;
+        break;
+      }
+      order = orders.front();
+      orders.pop_front();
+    }
+    if (order.contains("quit")) {
+      status = order["quit"].value("status", 0);
+      std::fprintf(stderr, "het-run: the coordinator ends this agent: %s\n",
+                   order["quit"].value("reason", "").c_str());
+      break;
+    }
+    if (!order.contains("start"))
+      continue;
+    const nlohmann::json &s = order["start"];
+    JobOptions o;
+    o.attempt = s.at("attempt").get<int>();
+    o.ranks = s.at("ranks").get<std::vector<int>>();
+    o.nranks = static_cast<int>(o.ranks.size());
+    o.worldSize = s.at("world").get<int>();
+    o.root = s.at("root").get<std::string>();
+    o.token = s.at("token").get<std::string>();
+    o.argv = s.at("args").get<std::vector<std::string>>();
+    o.argv.insert(o.argv.begin(), workDir + "/" + s.at("program").get<std::string>());
+    o.collectiveTimeoutMs = s.value("timeout_ms", int64_t(0));
+    o.jobTimeoutS = s.value("job_timeout_s", 0.0);
+    o.failWaitMs = a.failWaitMs;
+    o.graceMs = a.graceMs;
+    const nlohmann::json env = s.contains("env") ? s["env"] : nlohmann::json::object();
+    for (auto it = env.begin(); it != env.end(); ++it)
+      o.env.push_back({it.key(), it.value().get<std::string>()});
+    o.env.push_back(metrics->rankEnvironment());
+    std::vector<std::string> groups;
+    const nlohmann::json rankEnv = s.contains("rank_env") ? s["rank_env"] : nlohmann::json::array();
+    for (const nlohmann::json &e : rankEnv) {
+      std::vector<std::pair<std::string, std::string>> vars;
+      for (auto it = e.begin(); it != e.end(); ++it)
+        vars.push_back({it.key(), it.value().get<std::string>()});
+      groups.push_back(e.value("HET_DEVICE_GROUP", ""));
+      o.rankEnv.push_back(vars);
+    }
+    int attempt = o.attempt;
+    o.stopAtCheckpoint = [&] { return checkpointAttempt.load() == attempt; };
+    o.abort = [&]() -> std::string {
+      std::lock_guard<std::mutex> lock(mutex);
+      return stopAttempt.load() == attempt || gone ? stopReason : "";
+    };
+    metrics->beginAttempt(attempt, o.ranks, groups);
+    JobResult r;
+    try {
+      r = runJob(o);
+    } catch (const std::exception &e) {
+      r.ok = false;
+      r.cause = e.what();
+    }
+    metrics->endAttempt(r);
+    nlohmann::json done = {{"attempt", attempt},
+                           {"ok", r.ok},
+                           {"cause", r.cause},
+                           {"failed_rank", r.failedRank},
+                           {"resumed_step", r.resumedStep},
+                           {"stopped_step", r.stoppedStep},
+                           {"last_step", metrics->lastStep()},
+                           {"seconds", r.seconds},
+                           {"fates", fatesJson(r, o)},
+                           {"free_port", freeLoopbackPort()}};
+    if (!channel->send({{"done", done}}))
+      std::fprintf(stderr, "het-run: could not report attempt %d: the coordinator is gone\n", attempt);
+  }
+  channel->shutdown();
+  reader.join();
+  return status;
+}
+
+} // namespace hetrun
