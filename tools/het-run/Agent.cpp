@@ -42,6 +42,35 @@ nlohmann::json fatesJson(const JobResult &r, const JobOptions &o) {
   }
   return fates;
 }
+/// The job options of a start order; throws on a field missing or of
+/// another type.
+void readStart(const nlohmann::json &s, const std::string &workDir, JobOptions &o) {
+  o.attempt = s.at("attempt").get<int>();
+  o.ranks = s.at("ranks").get<std::vector<int>>();
+  o.nranks = static_cast<int>(o.ranks.size());
+  o.worldSize = s.at("world").get<int>();
+  o.root = s.at("root").get<std::string>();
+  o.token = s.at("token").get<std::string>();
+  o.argv = s.at("args").get<std::vector<std::string>>();
+  std::string program = s.at("program").get<std::string>();
+  if (program.empty() || program.find('/') != std::string::npos)
+    throw std::runtime_error("bad program name '" + program + "'");
+  o.argv.insert(o.argv.begin(), workDir + "/" + program);
+  o.collectiveTimeoutMs = s.value("timeout_ms", int64_t(0));
+  o.jobTimeoutS = s.value("job_timeout_s", 0.0);
+  const nlohmann::json env = s.contains("env") ? s["env"] : nlohmann::json::object();
+  for (auto it = env.begin(); it != env.end(); ++it)
+    o.env.push_back({it.key(), it.value().get<std::string>()});
+  const nlohmann::json rankEnv = s.contains("rank_env") ? s["rank_env"] : nlohmann::json::array();
+  for (const nlohmann::json &e : rankEnv) {
+    std::vector<std::pair<std::string, std::string>> vars;
+    for (auto it = e.begin(); it != e.end(); ++it)
+      vars.push_back({it.key(), it.value().get<std::string>()});
+    o.rankEnv.push_back(vars);
+  }
+  if (o.nranks < 1 || o.worldSize < o.nranks)
+    throw std::runtime_error("ranks do not fit the world");
+}
 } // namespace
 
 int runAgent(const AgentOptions &a) {
@@ -165,30 +194,27 @@ int runAgent(const AgentOptions &a) {
       continue;
     const nlohmann::json &s = order["start"];
     JobOptions o;
-    o.attempt = s.at("attempt").get<int>();
-    o.ranks = s.at("ranks").get<std::vector<int>>();
-    o.nranks = static_cast<int>(o.ranks.size());
-    o.worldSize = s.at("world").get<int>();
-    o.root = s.at("root").get<std::string>();
-    o.token = s.at("token").get<std::string>();
-    o.argv = s.at("args").get<std::vector<std::string>>();
-    o.argv.insert(o.argv.begin(), workDir + "/" + s.at("program").get<std::string>());
-    o.collectiveTimeoutMs = s.value("timeout_ms", int64_t(0));
-    o.jobTimeoutS = s.value("job_timeout_s", 0.0);
+    try {
+      readStart(s, workDir, o);
+    } catch (const std::exception &e) {
+      // Not a coordinator of this version: say so rather than guess.
+      std::fprintf(stderr, "het-run: --join: a start order that cannot be read: %s\n", e.what());
+      nlohmann::json attempt = s.is_object() && s.contains("attempt") ? s["attempt"] : nlohmann::json(-1);
+      channel->send({{"done", {{"attempt", attempt}, {"ok", false},
+                               {"cause", std::string("the agent cannot read its start order: ") + e.what()},
+                               {"failed_rank", -1}, {"fates", nlohmann::json::array()}}}});
+      continue;
+    }
     o.failWaitMs = a.failWaitMs;
     o.graceMs = a.graceMs;
-    const nlohmann::json env = s.contains("env") ? s["env"] : nlohmann::json::object();
-    for (auto it = env.begin(); it != env.end(); ++it)
-      o.env.push_back({it.key(), it.value().get<std::string>()});
     o.env.push_back(metrics->rankEnvironment());
     std::vector<std::string> groups;
-    const nlohmann::json rankEnv = s.contains("rank_env") ? s["rank_env"] : nlohmann::json::array();
-    for (const nlohmann::json &e : rankEnv) {
-      std::vector<std::pair<std::string, std::string>> vars;
-      for (auto it = e.begin(); it != e.end(); ++it)
-        vars.push_back({it.key(), it.value().get<std::string>()});
-      groups.push_back(e.value("HET_DEVICE_GROUP", ""));
-      o.rankEnv.push_back(vars);
+    for (const auto &vars : o.rankEnv) {
+      std::string group;
+      for (const auto &[k, v] : vars)
+        if (k == "HET_DEVICE_GROUP")
+          group = v;
+      groups.push_back(group);
     }
     int attempt = o.attempt;
     o.stopAtCheckpoint = [&] { return checkpointAttempt.load() == attempt; };
