@@ -103,8 +103,12 @@ int runAgent(const AgentOptions &a) {
     return 1;
   }
   std::string host = hostName();
+  const char *token = std::getenv("HETCCL_TOKEN");
   if (!channel->send({{"hello",
-                       {{"group", a.group}, {"host", host}, {"free_port", freeLoopbackPort()}}}})) {
+                       {{"group", a.group},
+                        {"host", host},
+                        {"token", token ? token : ""},
+                        {"free_port", freeLoopbackPort()}}}})) {
     std::fprintf(stderr, "het-run: --join: the coordinator at %s closed the connection\n",
                  a.coordinator.c_str());
     return 1;

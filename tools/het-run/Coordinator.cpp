@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -33,6 +34,8 @@ Coordinator::Coordinator(const nlohmann::json &spec, const het::plan::Cluster &o
     nodes_[g.name] = g.nodes;
     groupOrder_.push_back(g.name);
   }
+  if (const char *t = std::getenv("HETCCL_TOKEN"))
+    token_ = t;
   listener_ = std::make_unique<AgentListener>(address, port);
   acceptor_ = std::thread([this] { acceptLoop(); });
 }
@@ -75,6 +78,19 @@ void Coordinator::acceptLoop() {
       continue; // not an agent
     const nlohmann::json &h = hello["hello"];
     std::string group = h.value("group", ""), host = h.value("host", "");
+    // With a job token (HETCCL_TOKEN, the Kubernetes secret), only agents
+    // that know it join: they receive executables and rendezvous tokens.
+    if (!token_.empty()) {
+      std::string theirs = h.value("token", "");
+      unsigned diff = theirs.size() != token_.size();
+      for (size_t i = 0; i < token_.size(); ++i)
+        diff |= static_cast<unsigned char>(token_[i]) ^
+                static_cast<unsigned char>(i < theirs.size() ? theirs[i] : 0);
+      if (diff) {
+        channel->send({{"refused", "the agent's HETCCL_TOKEN is not this job's"}});
+        continue;
+      }
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (!nodes_.count(group)) {
       std::string groups;

@@ -88,6 +88,7 @@ private:
   int usable(const std::string &group) const; // alive agents of a group (lock held)
 
   nlohmann::json spec_;
+  std::string token_; // HETCCL_TOKEN: agents must present it ("": none needed)
   std::map<std::string, int> perNode_, nodes_; // by group
   std::vector<std::string> groupOrder_;
   std::unique_ptr<AgentListener> listener_;

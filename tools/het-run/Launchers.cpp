@@ -117,9 +117,17 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
   // Task names: the groups' as DNS labels, made unique ("a_b" and "a-b"
   // would both be "a-b"), short enough for the pods' host names.
   std::vector<std::string> names;
+  auto taken = [&](const std::string &name) {
+    return std::find(names.begin(), names.end(), name) != names.end() ||
+           (s.elastic && name == "coordinator");
+  };
+  if (s.elastic && (s.jobName + "-coordinator-0").size() > 63)
+    throw std::runtime_error("the coordinator's pod would be named '" + s.jobName +
+                             "-coordinator-0', longer than the 63 characters of a host name: use "
+                             "a shorter --job-name");
   for (const auto &g : c.groups) {
     std::string base = taskName(g.name), name = base;
-    for (int k = 2; std::find(names.begin(), names.end(), name) != names.end(); ++k)
+    for (int k = 2; taken(name); ++k)
       name = base.substr(0, 60) + "-" + std::to_string(k);
     std::string host = s.jobName + "-" + name + "-" + std::to_string(std::max(0, g.nodes - 1));
     if (host.size() > 63)
@@ -133,6 +141,48 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
   std::string rootHost = s.jobName + "-" + first + "-0." + s.jobName;
 
   json tasks = json::array();
+  std::string failAction = s.maxRestarts > 0 ? "RestartJob" : "TerminateJob";
+  // Elastic: the coordinator plans and decides; its failure restarts the
+  // job (from checkpoints), an agent's does not (its pod restarts and joins
+  // again). It needs no device, only the cluster spec, the program, the
+  // model and het-compile (the image's).
+  std::string coordinator = s.jobName + "-coordinator-0." + s.jobName + ":" +
+                            std::to_string(s.coordinatorPort);
+  if (s.elastic) {
+    char grace[32];
+    std::snprintf(grace, sizeof grace, "%g", s.lossGraceS);
+    std::string cmd = "exec het-run --cluster " + shellQuote(s.clusterFile) +
+                      " --elastic --coordinate 0.0.0.0:" + std::to_string(s.coordinatorPort) +
+                      (s.lossGraceS > 0 ? std::string(" --loss-grace-s ") + grace : "") +
+                      (s.maxRestarts > 0 ? " --max-restarts " + std::to_string(s.maxRestarts) : "") +
+                      (s.collectiveTimeoutMs > 0
+                           ? " --timeout-ms " + std::to_string(s.collectiveTimeoutMs)
+                           : "") +
+                      " --metrics-port " + std::to_string(s.metricsPort) + " -- " + program(s);
+    json container = {
+        {"name", "coordinator"},
+        {"image", s.image},
+        {"command", json::array({"/bin/sh", "-c", cmd})},
+        {"env", json::array({json{{"name", "HETCCL_TOKEN"},
+                                  {"valueFrom",
+                                   {{"secretKeyRef",
+                                     {{"name", s.jobName + "-token"}, {"key", "token"}}}}}}})},
+        {"ports", json::array({json{{"containerPort", s.coordinatorPort}, {"name", "agents"}},
+                               json{{"containerPort", s.metricsPort}, {"name", "metrics"}}})},
+        {"resources", {{"limits", {{"cpu", "2"}}}}}};
+    json metadata = {{"labels", {{"het.dev/group", "coordinator"}}},
+                     {"annotations", {{"prometheus.io/scrape", "true"},
+                                      {"prometheus.io/port", std::to_string(s.metricsPort)},
+                                      {"prometheus.io/path", "/metrics"}}}};
+    tasks.push_back(
+        {{"name", "coordinator"},
+         {"replicas", 1},
+         {"policies", json::array({json{{"event", "PodFailed"}, {"action", failAction}},
+                                   json{{"event", "PodEvicted"}, {"action", failAction}}})},
+         {"template",
+          {{"metadata", metadata},
+           {"spec", {{"restartPolicy", "Never"}, {"containers", json::array({container})}}}}}});
+  }
   int rankBase = 0;
   for (const auto &g : c.groups) {
     std::string resource = devicePluginResource(g.spec ? g.spec->vendor : "");
@@ -141,7 +191,10 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
     else limits["cpu"] = std::to_string(g.devicesPerNode);
     // Each pod runs het-run for its node's ranks; the first global rank of
     // pod i of this task is rankBase + i * devicesPerNode.
-    std::string cmd = "exec het-run -n " + std::to_string(g.devicesPerNode) + " --world-size " +
+    std::string cmd = s.elastic
+                          ? "exec het-run --join " + coordinator + " --group " + shellQuote(g.name) +
+                                " --metrics-port " + std::to_string(s.metricsPort)
+                          : "exec het-run -n " + std::to_string(g.devicesPerNode) + " --world-size " +
                       std::to_string(world) + " --rank-offset $((" + std::to_string(rankBase) +
                       " + VC_TASK_INDEX * " + std::to_string(g.devicesPerNode) + ")) --root " +
                       rootHost + ":" + std::to_string(s.port) +
@@ -173,7 +226,11 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                      {"annotations", {{"prometheus.io/scrape", "true"},
                                       {"prometheus.io/port", std::to_string(s.metricsPort)},
                                       {"prometheus.io/path", "/metrics"}}}};
-    json podSpec = {{"restartPolicy", "Never"}, {"containers", json::array({container})}};
+    if (s.elastic)
+      container["ports"] = json::array({json{{"containerPort", s.metricsPort}, {"name", "metrics"}}});
+    // Elastic: a failed agent restarts in place and joins again.
+    json podSpec = {{"restartPolicy", s.elastic ? "OnFailure" : "Never"},
+                    {"containers", json::array({container})}};
     // Only nodes with the group's devices: the labels the cluster spec says
     // they carry (feature discovery's product, the device plugin's chip).
     if (!g.nodeLabels.empty()) {
@@ -191,24 +248,26 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
     rankBase += g.count();
   }
   // A failed pod restarts the whole job (like het-run --max-restarts, up
-  // to maxRetry times) or, without restarts, ends it.
-  std::string failAction = s.maxRestarts > 0 ? "RestartJob" : "TerminateJob";
+  // to maxRetry times) or, without restarts, ends it; elastic jobs say so
+  // for the coordinator's task only, and start with it and one agent.
   json job = {
       {"apiVersion", "batch.volcano.sh/v1alpha1"},
       {"kind", "Job"},
       {"metadata", {{"name", s.jobName}}},
       {"spec",
        {{"schedulerName", "volcano"},
-        {"minAvailable", pods}, // gang scheduling: all pods or none
-        {"plugins", {{"svc", json::array()}, {"env", json::array()}}},
-        {"policies", json::array({json{{"event", "PodFailed"}, {"action", failAction}},
-                                  json{{"event", "PodEvicted"}, {"action", failAction}}})},
-        {"tasks", tasks}}}};
+        {"minAvailable", s.elastic ? 2 : pods}, // gang scheduling: all pods or none
+        {"plugins", {{"svc", json::array()}, {"env", json::array()}}}}}};
+  if (!s.elastic)
+    job["spec"]["policies"] = json::array({json{{"event", "PodFailed"}, {"action", failAction}},
+                                           json{{"event", "PodEvicted"}, {"action", failAction}}});
+  job["spec"]["tasks"] = tasks;
   if (s.maxRestarts > 0) job["spec"]["maxRetry"] = s.maxRestarts;
   if (!s.priorityClass.empty()) job["spec"]["priorityClassName"] = s.priorityClass;
   std::ostringstream os;
   os << "# Generated by het-run --emit-k8s for cluster '" << c.name << "' (" << world
-     << " ranks, " << pods << " pods).\n"
+     << " ranks, " << pods << " pods" << (s.elastic ? " and a coordinator; elastic" : "")
+     << ").\n"
      << "# Needs Volcano and the device plugins; create the token secret first:\n"
      << "#   kubectl create secret generic " << s.jobName
      << "-token --from-literal=token=$(openssl rand -hex 32)\n";

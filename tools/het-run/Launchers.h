@@ -25,6 +25,14 @@ struct LaunchSpec {
   std::string priorityClass;     // "": the cluster's default
   std::vector<std::string> argv;
   const het::plan::Cluster *cluster = nullptr; // may be null for mpirun/srun
+  /// --elastic: a coordinator pod (het-run --elastic --coordinate, the
+  /// cluster spec at clusterFile in the image) and a het-run --join agent
+  /// per node, restarted in place when it fails, instead of one job of
+  /// fixed ranks that restarts whole.
+  bool elastic = false;
+  std::string clusterFile;
+  double lossGraceS = 0;
+  int coordinatorPort = 29400;
 };
 
 /// Quotes a word for a POSIX shell.

@@ -235,6 +235,9 @@ int main(int argc, char **argv) {
   spec.argv = prog;
   spec.cluster = cluster.get();
   spec.priorityClass = priorityClass;
+  spec.elastic = elastic;
+  spec.clusterFile = clusterFile;
+  spec.lossGraceS = lossGraceS;
   if (metricsPort > 0)
     spec.metricsPort = metricsPort;
   if (!emitK8s.empty() || printLaunchers) {

@@ -1,6 +1,6 @@
 """A multi-node elastic job on this host: a coordinator (het-run --elastic
 --coordinate 127.0.0.1:0 HET_RUN_ARGS) and one het-run --join agent per
---agent GROUP:HOST (HETCCL_HOST=HOST, so the agents' ranks talk over TCP as
+--agent GROUP:HOST[:TOKEN] (HETCCL_HOST=HOST, HETCCL_TOKEN=TOKEN if given, so the agents' ranks talk over TCP as
 separate machines would). Events: --on PATTERN ACTION, once, when a line of
 the coordinator's or an agent's output matches PATTERN: "join GROUP:HOST"
 starts another agent, "kill GROUP" SIGKILLs the newest agent of GROUP (its
@@ -39,9 +39,11 @@ port = None
 
 
 def start_agent(spec):
-    group, host = spec.split(":")
+    group, host, *token = spec.split(":")
     log = f"{out}.agent{len(agents)}.log"
     env = dict(os.environ, HETCCL_HOST=host)
+    if token:
+        env["HETCCL_TOKEN"] = token[0]
     p = subprocess.Popen(["het-run", "--join", f"127.0.0.1:{port}", "--group", group,
                           "--join-timeout-s", "60"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
