@@ -124,6 +124,9 @@ int runAgent(const AgentOptions &a) {
                  a.coordinator.c_str(), reply["refused"].get<std::string>().c_str());
     return 1;
   }
+  // The coordinator shows every rank of the job (/metrics, /status).
+  AgentChannel *relay = channel.get();
+  metrics->forwardLines([relay](const std::string &line) { relay->send({{"metrics", line}}); });
   std::fprintf(stderr, "het-run: joined the job coordinated at %s as an agent of group '%s' (%s)\n",
                a.coordinator.c_str(), a.group.c_str(), reply.value("welcome", "").c_str());
   std::fflush(stderr);
@@ -248,6 +251,7 @@ int runAgent(const AgentOptions &a) {
     if (!channel->send({{"done", done}}))
       std::fprintf(stderr, "het-run: could not report attempt %d: the coordinator is gone\n", attempt);
   }
+  metrics->forwardLines(nullptr);
   channel->shutdown();
   reader.join();
   return status;

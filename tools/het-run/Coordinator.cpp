@@ -1,6 +1,7 @@
 //===- Coordinator.cpp - het-run --elastic --coordinate: a job of agents --===//
 #include "Coordinator.h"
 #include "AgentChannel.h"
+#include "Metrics.h"
 
 #include "het/Plan/ClusterSurvivors.h"
 
@@ -27,8 +28,8 @@ std::string baseName(const std::string &path) {
 } // namespace
 
 Coordinator::Coordinator(const nlohmann::json &spec, const het::plan::Cluster &original,
-                         const std::string &address, int port)
-    : spec_(spec) {
+                         const std::string &address, int port, JobMetrics *metrics)
+    : spec_(spec), metrics_(metrics) {
   for (const auto &g : original.groups) {
     perNode_[g.name] = g.devicesPerNode;
     nodes_[g.name] = g.nodes;
@@ -131,6 +132,11 @@ void Coordinator::readLoop(Agent *a) {
     nlohmann::json m;
     if (!a->channel->receive(m))
       break;
+    if (m.contains("metrics") && m["metrics"].is_string()) {
+      if (metrics_)
+        metrics_->ingest(m["metrics"].get<std::string>());
+      continue;
+    }
     if (m.contains("done") && m["done"].is_object()) {
       std::lock_guard<std::mutex> lock(mutex_);
       a->result = m["done"];

@@ -36,13 +36,16 @@ namespace hetrun {
 
 class AgentChannel;
 class AgentListener;
+class JobMetrics;
 
 class Coordinator {
 public:
   /// Listens for agents on address:port (0: a free port) for the cluster
   /// `original` (its spec's JSON in `spec`); throws std::runtime_error.
+  /// The agents' ranks' metrics lines go to `metrics` (the coordinator's
+  /// /metrics and /status), if not null.
   Coordinator(const nlohmann::json &spec, const het::plan::Cluster &original,
-              const std::string &address, int port);
+              const std::string &address, int port, JobMetrics *metrics);
   ~Coordinator();
   int port() const;
 
@@ -99,6 +102,7 @@ private:
   std::vector<std::unique_ptr<Agent>> agents_;
   int nextId_ = 0;
   int64_t lastStep_ = -1;
+  JobMetrics *metrics_ = nullptr;
 };
 
 } // namespace hetrun

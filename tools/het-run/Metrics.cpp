@@ -229,12 +229,25 @@ void JobMetrics::readLoop() {
     partial.append(buf, static_cast<size_t>(n));
     size_t start = 0, nl;
     while ((nl = partial.find('\n', start)) != std::string::npos) {
-      take(partial.substr(start, nl - start));
+      std::string line = partial.substr(start, nl - start);
+      take(line);
+      std::function<void(const std::string &)> forward;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        forward = forward_;
+      }
+      if (forward)
+        forward(line);
       start = nl + 1;
     }
     partial.erase(0, start);
     reading_ = false;
   }
+}
+
+void JobMetrics::forwardLines(std::function<void(const std::string &)> forward) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  forward_ = std::move(forward);
 }
 
 void JobMetrics::take(const std::string &line) {

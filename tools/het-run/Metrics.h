@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,13 @@ public:
   /// The highest step any rank of the current attempt finished (-1: none).
   int64_t lastStep() const;
 
+  /// A rank's metrics line that came another way than the pipe (an
+  /// agent's, relayed to its coordinator); bad lines are ignored.
+  void ingest(const std::string &line) { take(line); }
+  /// Also hand every line the pipe brings to `forward` (an agent relays
+  /// its ranks' lines to the coordinator). Call before the ranks start.
+  void forwardLines(std::function<void(const std::string &)> forward);
+
   std::string prometheus() const;
   std::string status() const;
 
@@ -87,6 +95,7 @@ private:
   std::atomic<bool> stop_{false}, reading_{false};
   std::thread reader_, server_;
   std::unique_ptr<httplib::Server> http_;
+  std::function<void(const std::string &)> forward_;
   std::atomic<LostDevices *> admissions_{nullptr};
   std::string admissionRefusal_ =
       "this job is not elastic (het-run --elastic): it has no lost devices to re-admit";

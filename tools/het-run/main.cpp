@@ -409,7 +409,8 @@ int main(int argc, char **argv) {
   if (!coordinateAt.empty()) {
     try {
       auto [host, port] = hetrun::hostAndPort(coordinateAt, "--coordinate", /*portZero=*/true);
-      coordinator = std::make_unique<hetrun::Coordinator>(plans->originalSpec(), *cluster, host, port);
+      coordinator = std::make_unique<hetrun::Coordinator>(plans->originalSpec(), *cluster, host,
+                                                          port, metrics.get());
       std::fprintf(stderr, "het-run: coordinating at %s:%d; waiting up to %g s for an agent on "
                            "every node (het-run --join %s:%d --group G)\n",
                    host.c_str(), coordinator->port(), joinTimeoutS, host.c_str(), coordinator->port());
