@@ -119,16 +119,20 @@ int runAgent(const AgentOptions &a) {
                  a.coordinator.c_str());
     return 1;
   }
-  if (reply.contains("refused")) {
+  auto text = [](const nlohmann::json &j, const char *key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                  : std::string();
+  };
+  if (reply.contains("refused") || !reply.contains("welcome")) {
     std::fprintf(stderr, "het-run: --join: the coordinator at %s refused this agent: %s\n",
-                 a.coordinator.c_str(), reply["refused"].get<std::string>().c_str());
+                 a.coordinator.c_str(), text(reply, "refused").c_str());
     return 1;
   }
   // The coordinator shows every rank of the job (/metrics, /status).
   AgentChannel *relay = channel.get();
   metrics->forwardLines([relay](const std::string &line) { relay->send({{"metrics", line}}); });
   std::fprintf(stderr, "het-run: joined the job coordinated at %s as an agent of group '%s' (%s)\n",
-               a.coordinator.c_str(), a.group.c_str(), reply.value("welcome", "").c_str());
+               a.coordinator.c_str(), a.group.c_str(), text(reply, "welcome").c_str());
   std::fflush(stderr);
 
   // The reader: orders that act during an attempt (stop, stop after a
@@ -144,28 +148,35 @@ int runAgent(const AgentOptions &a) {
       nlohmann::json m;
       if (!channel->receive(m))
         break;
-      if (m.contains("program")) {
-        std::string name = m["program"].value("name", ""), bytes;
-        size_t size = m["program"].value("bytes", size_t(0));
-        if (name.empty() || name.find('/') != std::string::npos || !channel->receiveBytes(size, bytes))
-          break;
-        std::string path = workDir + "/" + name;
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.close();
-        ::chmod(path.c_str(), 0755);
-        continue;
+      try {
+        if (m.contains("program")) {
+          std::string name = m["program"].at("name").get<std::string>(), bytes;
+          size_t size = m["program"].at("bytes").get<size_t>();
+          if (name.empty() || name.find('/') != std::string::npos ||
+              !channel->receiveBytes(size, bytes))
+            break; // the stream cannot be followed any more
+          // Written aside and renamed: a rank never executes half a file.
+          std::string path = workDir + "/" + name, part = path + ".part";
+          std::ofstream out(part, std::ios::binary | std::ios::trunc);
+          out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+          out.close();
+          if (!out || ::chmod(part.c_str(), 0755) != 0 || ::rename(part.c_str(), path.c_str()) != 0)
+            std::fprintf(stderr, "het-run: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        if (m.contains("stop")) {
+          stopReason = m["stop"].value("reason", "stopped by the coordinator");
+          stopAttempt = m["stop"].at("attempt").get<int>();
+        } else if (m.contains("checkpoint_stop")) {
+          checkpointAttempt = m["checkpoint_stop"].at("attempt").get<int>();
+        } else {
+          orders.push_back(m);
+        }
+        cv.notify_all();
+      } catch (const nlohmann::json::exception &e) {
+        std::fprintf(stderr, "het-run: --join: ignored a message that cannot be read: %s\n", e.what());
       }
-      std::lock_guard<std::mutex> lock(mutex);
-      if (m.contains("stop")) {
-        stopReason = m["stop"].value("reason", "stopped by the coordinator");
-        stopAttempt = m["stop"].value("attempt", -1);
-      } else if (m.contains("checkpoint_stop")) {
-        checkpointAttempt = m["checkpoint_stop"].value("attempt", -1);
-      } else {
-        orders.push_back(m);
-      }
-      cv.notify_all();
     }
     std::lock_guard<std::mutex> lock(mutex);
     gone = true;
@@ -192,9 +203,11 @@ int runAgent(const AgentOptions &a) {
       orders.pop_front();
     }
     if (order.contains("quit")) {
-      status = order["quit"].value("status", 0);
-      std::fprintf(stderr, "het-run: the coordinator ends this agent: %s\n",
-                   order["quit"].value("reason", "").c_str());
+      const nlohmann::json &q = order["quit"];
+      status = q.is_object() && q.contains("status") && q["status"].is_number_integer()
+                   ? q["status"].get<int>()
+                   : 1;
+      std::fprintf(stderr, "het-run: the coordinator ends this agent: %s\n", text(q, "reason").c_str());
       break;
     }
     if (!order.contains("start"))
@@ -248,6 +261,12 @@ int runAgent(const AgentOptions &a) {
                            {"seconds", r.seconds},
                            {"fates", fatesJson(r, o)},
                            {"free_port", freeLoopbackPort()}};
+    if (int sig = stopSignal()) {
+      // SIGTERM to the agent (a node drained, a pod evicted): its devices
+      // leave the job; say so rather than report ranks stopped on purpose.
+      done["leaving"] = true;
+      done["cause"] = "het-run received signal " + std::to_string(sig);
+    }
     if (!channel->send({{"done", done}}))
       std::fprintf(stderr, "het-run: could not report attempt %d: the coordinator is gone\n", attempt);
   }

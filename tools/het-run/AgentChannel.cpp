@@ -32,6 +32,16 @@ std::pair<std::string, std::string> split(const std::string &address) {
 AgentChannel::AgentChannel(int fd) : fd_(fd) {
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // A peer frozen or cut off without a FIN must still end the connection:
+  // keepalive probes after 10 s of silence, every 5 s, 3 unanswered = gone;
+  // and no send blocks longer than a minute.
+  int idle = 10, interval = 5, count = 3;
+  ::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  timeval limit{60, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
 }
 
 AgentChannel::~AgentChannel() { ::close(fd_); }
@@ -68,7 +78,9 @@ std::unique_ptr<AgentChannel> AgentChannel::connect(const std::string &address, 
 }
 
 bool AgentChannel::send(const nlohmann::json &message, const std::string &bytes) {
-  std::string text = message.dump() + "\n" + bytes;
+  // Invalid UTF-8 (a rank's label) is replaced, not thrown.
+  std::string text =
+      message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" + bytes;
   std::lock_guard<std::mutex> lock(sendMutex_);
   size_t done = 0;
   while (done < text.size()) {
@@ -123,6 +135,8 @@ bool AgentChannel::receive(nlohmann::json &message, double timeoutS, bool *timed
 }
 
 bool AgentChannel::receiveBytes(size_t n, std::string &bytes) {
+  if (n > (size_t(4) << 30))
+    return false; // no executable is that large: not a peer of ours
   bytes = buffer_.substr(0, std::min(n, buffer_.size()));
   buffer_.erase(0, bytes.size());
   while (bytes.size() < n) {

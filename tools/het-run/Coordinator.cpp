@@ -5,6 +5,7 @@
 
 #include "het/Plan/ClusterSurvivors.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -19,6 +20,18 @@ namespace hetrun {
 namespace {
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// j[key] as a T, or `otherwise` when absent or of another type (agents'
+/// reports are input: a bad one must not take the coordinator down).
+template <typename T> T field(const nlohmann::json &j, const char *key, T otherwise) {
+  if (!j.is_object() || !j.contains(key))
+    return otherwise;
+  try {
+    return j[key].get<T>();
+  } catch (const nlohmann::json::exception &) {
+    return otherwise;
+  }
 }
 
 std::string baseName(const std::string &path) {
@@ -78,11 +91,14 @@ void Coordinator::acceptLoop() {
     if (!channel->receive(hello, 5.0) || !hello.contains("hello") || !hello["hello"].is_object())
       continue; // not an agent
     const nlohmann::json &h = hello["hello"];
-    std::string group = h.value("group", ""), host = h.value("host", "");
+    auto text = [&](const char *key) {
+      return h.contains(key) && h[key].is_string() ? h[key].get<std::string>() : std::string();
+    };
+    std::string group = text("group"), host = text("host");
     // With a job token (HETCCL_TOKEN, the Kubernetes secret), only agents
     // that know it join: they receive executables and rendezvous tokens.
     if (!token_.empty()) {
-      std::string theirs = h.value("token", "");
+      std::string theirs = text("token");
       unsigned diff = theirs.size() != token_.size();
       for (size_t i = 0; i < token_.size(); ++i)
         diff |= static_cast<unsigned char>(token_[i]) ^
@@ -111,7 +127,9 @@ void Coordinator::acceptLoop() {
     agent->group = group;
     agent->host = host;
     agent->address = channel->peerAddress();
-    agent->freePort = h.value("free_port", 0);
+    agent->freePort = h.contains("free_port") && h["free_port"].is_number_integer()
+                          ? h["free_port"].get<int>()
+                          : 0;
     agent->channel = std::move(channel);
     agent->channel->send({{"welcome", "agent " + std::to_string(agent->id) + ", " +
                                           std::to_string(perNode_[group]) + " device" +
@@ -140,7 +158,8 @@ void Coordinator::readLoop(Agent *a) {
     if (m.contains("done") && m["done"].is_object()) {
       std::lock_guard<std::mutex> lock(mutex_);
       a->result = m["done"];
-      a->freePort = a->result.value("free_port", a->freePort);
+      if (a->result.contains("free_port") && a->result["free_port"].is_number_integer())
+        a->freePort = a->result["free_port"].get<int>();
       a->running = false;
       changed_.notify_all();
     }
@@ -197,6 +216,7 @@ std::string Coordinator::agentsText() const {
 JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &base) {
   JobResult res;
   const int world = cluster.deviceCount();
+  res.fates.resize(world);
   std::string program = base.argv.front(), bytes;
   {
     std::ifstream in(program, std::ios::binary);
@@ -213,7 +233,9 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
     a->result = nlohmann::json();
   }
   std::vector<Agent *> used;
-  std::vector<std::string> groupOf(world);
+  std::vector<std::string> groupOf(world), kindOf(world);
+  std::vector<int> orphans; // ranks of nodes whose agent left since the plan was made
+  std::string orphanGroup;
   int rank = 0;
   for (const auto &g : cluster.groups) {
     std::string original = het::plan::originalGroup(spec_, g.name);
@@ -224,27 +246,50 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
           pick = a.get();
           break;
         }
-      if (!pick)
-        throw std::runtime_error("no agent of group '" + original + "' left for node " +
-                                 std::to_string(node) + " of group '" + g.name + "'");
-      pick->inPlan = true;
-      used.push_back(pick);
-      for (int d = 0; d < g.devicesPerNode; ++d) {
+      if (pick) {
+        pick->inPlan = true;
+        used.push_back(pick);
+      } else {
+        orphanGroup = original;
+      }
+      for (int d = 0; d < g.devicesPerNode; ++d, ++rank) {
         groupOf[rank] = g.name;
-        pick->ranks.push_back(rank++);
+        kindOf[rank] = g.kind;
+        if (pick)
+          pick->ranks.push_back(rank);
+        else
+          orphans.push_back(rank);
       }
     }
+  }
+  if (!orphans.empty()) {
+    // An agent left between the plan and its start: nothing starts; its
+    // ranks are lost devices, so the job is planned again without them.
+    for (int r = 0; r < world; ++r) {
+      res.fates[r].signal = std::find(orphans.begin(), orphans.end(), r) != orphans.end() ? SIGKILL
+                                                                                        : SIGTERM;
+      res.fates[r].killedByUs = res.fates[r].signal == SIGTERM;
+    }
+    res.failedRank = orphans.front();
+    res.cause = "no agent of group " + orphanGroup + " is left for its ranks";
+    for (Agent *a : used)
+      a->inPlan = false;
+    return res;
   }
   Agent *first = used.front();
   std::string root = (first->address.find(':') != std::string::npos ? "[" + first->address + "]"
                                                                      : first->address) +
                      ":" + std::to_string(first->freePort);
-  std::string token = randomToken();
-  std::fprintf(stderr, "het-run: attempt %d: starting %d ranks on %zu agents (root %s)\n",
-               base.attempt, world, used.size(), root.c_str());
-  std::fflush(stderr);
-  double t0 = now();
-  std::string name = baseName(program);
+  // What to send, decided under the lock; sent without it (an executable
+  // may take a while, and agents' readers need the lock meanwhile).
+  struct Order {
+    Agent *agent;
+    AgentChannel *channel;
+    bool withProgram;
+    nlohmann::json start;
+  };
+  std::vector<Order> orders;
+  std::string token = randomToken(), name = baseName(program);
   std::vector<std::string> args(base.argv.begin() + 1, base.argv.end());
   nlohmann::json env = nlohmann::json::object();
   for (const auto &[k, v] : base.env)
@@ -252,68 +297,74 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
   for (Agent *a : used) {
     nlohmann::json rankEnv = nlohmann::json::array();
     for (int r : a->ranks)
-      rankEnv.push_back({{"HET_DEVICE_GROUP", groupOf[r]},
-                         {"HET_DEVICE_KIND", cluster.groups[0].kind}});
-    // The kind of each rank's group.
-    for (size_t i = 0; i < a->ranks.size(); ++i)
-      for (const auto &g : cluster.groups)
-        if (g.name == groupOf[a->ranks[i]])
-          rankEnv[i]["HET_DEVICE_KIND"] = g.kind;
-    bool sent = true;
-    if (!a->programsSent.count(program)) {
-      sent = a->channel->send({{"program", {{"name", name}, {"bytes", bytes.size()}}}}, bytes);
-      if (sent)
-        a->programsSent.insert(program);
-    }
-    sent = sent && a->channel->send({{"start",
-                                      {{"attempt", base.attempt},
-                                       {"ranks", a->ranks},
-                                       {"world", world},
-                                       {"root", root},
-                                       {"token", token},
-                                       {"program", name},
-                                       {"args", args},
-                                       {"timeout_ms", base.collectiveTimeoutMs},
-                                       {"job_timeout_s", base.jobTimeoutS},
-                                       {"env", env},
-                                       {"rank_env", rankEnv}}}});
-    a->running = sent;
-    if (!sent)
-      a->alive = false;
+      rankEnv.push_back({{"HET_DEVICE_GROUP", groupOf[r]}, {"HET_DEVICE_KIND", kindOf[r]}});
+    orders.push_back({a, a->channel.get(), !a->programsSent.count(program),
+                      {{"start",
+                        {{"attempt", base.attempt},
+                         {"ranks", a->ranks},
+                         {"world", world},
+                         {"root", root},
+                         {"token", token},
+                         {"program", name},
+                         {"args", args},
+                         {"timeout_ms", base.collectiveTimeoutMs},
+                         {"job_timeout_s", base.jobTimeoutS},
+                         {"env", env},
+                         {"rank_env", rankEnv}}}}});
+    a->running = true;
+  }
+  std::fprintf(stderr, "het-run: attempt %d: starting %d ranks on %zu agents (root %s)\n",
+               base.attempt, world, used.size(), root.c_str());
+  std::fflush(stderr);
+  lock.unlock();
+  double t0 = now();
+  std::vector<bool> sent(orders.size());
+  for (size_t i = 0; i < orders.size(); ++i) {
+    Order &o = orders[i];
+    bool ok = !o.withProgram ||
+              o.channel->send({{"program", {{"name", name}, {"bytes", bytes.size()}}}}, bytes);
+    sent[i] = ok && o.channel->send(o.start);
+  }
+  lock.lock();
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (orders[i].withProgram && sent[i])
+      orders[i].agent->programsSent.insert(program);
+    if (!sent[i])
+      orders[i].agent->alive = false; // found gone below: its ranks are lost
   }
   // Until every agent used has reported or is gone: a failure anywhere
-  // stops the others; a stop hook is relayed once.
+  // stops the others (the cause is chosen once all have reported); a stop
+  // hook is relayed once.
   bool stopSent = false, checkpointSent = false;
-  std::string cause;
-  int failedRank = -1;
   auto stopOthers = [&](const std::string &why) {
     if (stopSent)
       return;
     stopSent = true;
+    std::vector<AgentChannel *> running;
     for (Agent *a : used)
       if (a->alive && a->running)
-        a->channel->send({{"stop", {{"attempt", base.attempt}, {"reason", why}}}});
+        running.push_back(a->channel.get());
+    lock.unlock();
+    for (AgentChannel *c : running)
+      c->send({{"stop", {{"attempt", base.attempt}, {"reason", why}}}});
+    lock.lock();
   };
+  auto gone = [](const Agent *a) { return a->result.is_null() || field(a->result, "leaving", false); };
   for (;;) {
     bool pending = false;
+    std::string failure;
     for (Agent *a : used) {
-      if (a->running && !a->alive) {
+      if (a->running && !a->alive)
         a->running = false;
-        if (cause.empty()) {
-          cause = "its agent (group " + a->group + ", host " + a->host + ") is gone";
-          failedRank = a->ranks.front();
-        }
-      }
-      if (!a->running && !a->result.is_null() && !a->result.value("ok", false) && cause.empty()) {
-        cause = a->result.value("cause", "failed");
-        failedRank = a->result.value("failed_rank", a->ranks.front());
-      }
+      if (!a->running && failure.empty() && (gone(a) || !field(a->result, "ok", false)))
+        failure = "rank " + std::to_string(a->ranks.front()) + " of agent " +
+                  std::to_string(a->id) + " failed";
       pending = pending || a->running;
     }
     if (!pending)
       break;
-    if (!cause.empty())
-      stopOthers("rank " + std::to_string(failedRank) + " " + cause);
+    if (!failure.empty())
+      stopOthers(failure);
     if (int sig = stopSignal())
       stopOthers("het-run received signal " + std::to_string(sig));
     if (!checkpointSent && base.stopAtCheckpoint) {
@@ -322,44 +373,69 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
       lock.lock();
       if (ask) {
         checkpointSent = true;
+        std::vector<AgentChannel *> running;
         for (Agent *a : used)
           if (a->alive && a->running)
-            a->channel->send({{"checkpoint_stop", {{"attempt", base.attempt}}}});
+            running.push_back(a->channel.get());
+        lock.unlock();
+        for (AgentChannel *c : running)
+          c->send({{"checkpoint_stop", {{"attempt", base.attempt}}}});
+        lock.lock();
         std::fprintf(stderr, "het-run: asked the ranks to stop after their next checkpoint\n");
       }
     }
     changed_.wait_for(lock, std::chrono::milliseconds(50));
   }
-  res.fates.resize(world);
-  res.ok = cause.empty();
-  res.failedRank = failedRank;
-  res.cause = cause;
+  // The cause: an agent gone (its ranks' devices are lost), else a rank
+  // killed by a signal its agent did not send, else the first failure.
+  int causeRank = 3; // 0 gone, 1 lost signal, 2 other failure
   lastStep_ = -1;
   for (Agent *a : used) {
-    if (a->result.is_null()) {
-      // Gone with its ranks (they die with their het-run): lost devices.
+    if (gone(a)) {
+      // Gone with its ranks (they die with their het-run), or leaving
+      // (SIGTERM: a node drained): lost devices either way.
       for (int r : a->ranks) {
-        res.fates[r].exited = false;
+        res.fates[r] = RankFate{};
         res.fates[r].signal = SIGKILL;
         res.fates[r].seconds = now() - t0;
       }
+      if (causeRank > 0) {
+        causeRank = 0;
+        res.failedRank = a->ranks.front();
+        res.cause = "its agent (group " + a->group + ", host " + a->host + ") is " +
+                    (a->result.is_null() ? "gone" : "leaving (" + field(a->result, "cause", std::string()) + ")");
+      }
       continue;
     }
-    for (const nlohmann::json &f : a->result.value("fates", nlohmann::json::array())) {
-      int r = f.value("rank", -1);
+    const nlohmann::json fates = field(a->result, "fates", nlohmann::json::array());
+    bool lostHere = false;
+    for (const nlohmann::json &f : fates) {
+      if (!f.is_object())
+        continue;
+      int r = field(f, "rank", -1);
       if (r < 0 || r >= world)
         continue;
       RankFate &fate = res.fates[r];
-      fate.exited = f.value("exited", false);
-      fate.status = f.value("status", 0);
-      fate.signal = f.value("signal", 0);
-      fate.killedByUs = f.value("killed_by_us", false);
-      fate.seconds = f.value("seconds", 0.0);
+      fate.exited = field(f, "exited", false);
+      fate.status = field(f, "status", 0);
+      fate.signal = field(f, "signal", 0);
+      fate.killedByUs = field(f, "killed_by_us", false);
+      fate.seconds = field(f, "seconds", 0.0);
+      lostHere = lostHere || (!fate.exited && !fate.killedByUs && fate.signal != 0);
     }
-    res.resumedStep = std::max<int64_t>(res.resumedStep, a->result.value("resumed_step", int64_t(-1)));
-    res.stoppedStep = std::max<int64_t>(res.stoppedStep, a->result.value("stopped_step", int64_t(-1)));
-    lastStep_ = std::max<int64_t>(lastStep_, a->result.value("last_step", int64_t(-1)));
+    if (!field(a->result, "ok", false)) {
+      int rankOfCause = lostHere ? 1 : 2;
+      if (rankOfCause < causeRank) {
+        causeRank = rankOfCause;
+        res.failedRank = field(a->result, "failed_rank", a->ranks.front());
+        res.cause = field(a->result, "cause", std::string("failed"));
+      }
+    }
+    res.resumedStep = std::max<int64_t>(res.resumedStep, field(a->result, "resumed_step", int64_t(-1)));
+    res.stoppedStep = std::max<int64_t>(res.stoppedStep, field(a->result, "stopped_step", int64_t(-1)));
+    lastStep_ = std::max<int64_t>(lastStep_, field(a->result, "last_step", int64_t(-1)));
   }
+  res.ok = causeRank == 3;
   res.stopAsked = checkpointSent;
   res.seconds = now() - t0;
   return res;

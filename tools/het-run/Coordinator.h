@@ -69,8 +69,7 @@ public:
   /// attempt) that their node is drained, and forgets them. Returns them as
   /// "agent of G on H" phrases.
   std::vector<std::string> drain(const std::vector<int> &lostRanks);
-  /// Tells every agent the job is over (status 0 or 1) and waits a moment
-  /// for them to hear it.
+  /// Tells every agent the job is over (status 0 or 1).
   void finish(int status, const std::string &reason);
 
 private:

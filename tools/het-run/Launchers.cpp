@@ -177,8 +177,10 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
     tasks.push_back(
         {{"name", "coordinator"},
          {"replicas", 1},
+         // The job is over when the coordinator is (its agents then quit).
          {"policies", json::array({json{{"event", "PodFailed"}, {"action", failAction}},
-                                   json{{"event", "PodEvicted"}, {"action", failAction}}})},
+                                   json{{"event", "PodEvicted"}, {"action", failAction}},
+                                   json{{"event", "TaskCompleted"}, {"action", "CompleteJob"}}})},
          {"template",
           {{"metadata", metadata},
            {"spec", {{"restartPolicy", "Never"}, {"containers", json::array({container})}}}}}});

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -101,14 +102,6 @@ struct Stream {
   for (auto &[k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
   if (size_t(local) < o.rankEnv.size())
     for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
-  if (o.stopAtCheckpoint) {
-    // A stop request may come before the rank installed its handler: keep
-    // it pending (blocked across exec) instead of letting it kill the rank.
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    ::sigprocmask(SIG_BLOCK, &usr1, nullptr);
-  }
   std::vector<char *> args;
   for (const std::string &a : o.argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
@@ -197,7 +190,15 @@ JobResult runJob(const JobOptions &o) {
       ::close(out[1]);
       abandon("pipe");
     }
+    // A stop request may come before the rank installed its handler: the
+    // child starts with SIGUSR1 blocked (inherited from this thread's mask
+    // at fork, kept across exec), so it waits instead of killing the rank.
+    sigset_t usr1, before;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    if (o.stopAtCheckpoint) ::pthread_sigmask(SIG_BLOCK, &usr1, &before);
     pid_t pid = ::fork();
+    if (pid != 0 && o.stopAtCheckpoint) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     if (pid < 0) {
       for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
       abandon("fork");

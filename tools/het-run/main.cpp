@@ -393,6 +393,12 @@ int main(int argc, char **argv) {
   if (metricsPort >= 0 || !metricsLog.empty() || elastic) {
     try {
       metrics = std::make_unique<hetrun::JobMetrics>(metricsLog, rankOffset);
+      // Before serving: /admit must never answer as if the job were not elastic.
+      if (elastic && coordinateAt.empty())
+        metrics->acceptAdmissions(&lostDevices);
+      else if (elastic)
+        metrics->refuseAdmissions("this job's devices are re-admitted by their agents joining "
+                                  "(het-run --join), not by --admit");
       if (metricsPort >= 0) {
         int port = metrics->serve(metricsAddress, metricsPort);
         std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
@@ -427,14 +433,11 @@ int main(int argc, char **argv) {
     return status;
   };
   if (elastic && !coordinator) {
-    metrics->acceptAdmissions(&lostDevices);
     // Re-admitted devices: the running ranks stop after their next
     // checkpoint, and the job is planned again with them.
     opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
     opts.stopAtCheckpoint = [&] { return lostDevices.anyAdmitted(); };
   } else if (coordinator) {
-    metrics->refuseAdmissions("this job's devices are re-admitted by their agents joining "
-                              "(het-run --join), not by --admit");
     opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
     opts.stopAtCheckpoint = [&] { return coordinator->newcomers(); };
   }
