@@ -336,18 +336,21 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
   // stops the others (the cause is chosen once all have reported); a stop
   // hook is relayed once.
   bool stopSent = false, checkpointSent = false;
-  auto stopOthers = [&](const std::string &why) {
-    if (stopSent)
-      return;
-    stopSent = true;
+  // Sends `order` to the agents still running, without the lock.
+  auto tellRunning = [&](const nlohmann::json &order) {
     std::vector<AgentChannel *> running;
     for (Agent *a : used)
       if (a->alive && a->running)
         running.push_back(a->channel.get());
     lock.unlock();
     for (AgentChannel *c : running)
-      c->send({{"stop", {{"attempt", base.attempt}, {"reason", why}}}});
+      c->send(order);
     lock.lock();
+  };
+  auto stopOthers = [&](const std::string &why) {
+    if (!stopSent)
+      tellRunning({{"stop", {{"attempt", base.attempt}, {"reason", why}}}});
+    stopSent = true;
   };
   auto gone = [](const Agent *a) { return a->result.is_null() || field(a->result, "leaving", false); };
   for (;;) {
@@ -373,14 +376,7 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
       lock.lock();
       if (ask) {
         checkpointSent = true;
-        std::vector<AgentChannel *> running;
-        for (Agent *a : used)
-          if (a->alive && a->running)
-            running.push_back(a->channel.get());
-        lock.unlock();
-        for (AgentChannel *c : running)
-          c->send({{"checkpoint_stop", {{"attempt", base.attempt}}}});
-        lock.lock();
+        tellRunning({{"checkpoint_stop", {{"attempt", base.attempt}}}});
         std::fprintf(stderr, "het-run: asked the ranks to stop after their next checkpoint\n");
       }
     }

@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <regex>
@@ -138,27 +139,24 @@ int main(int argc, char **argv) {
     int rc = app.exit(e); // prints help (rc 0) or the error
     return rc == 0 ? 0 : 2;
   }
-  if (!statusOf.empty()) {
+  // A request to a running het-run's server: its answer, or the reason.
+  auto askServer = [](const std::function<std::string()> &request) {
     try {
-      std::fputs(hetrun::fetchStatus(statusOf).c_str(), stdout);
+      std::fputs(request().c_str(), stdout);
       return 0;
     } catch (const std::exception &e) {
       std::fprintf(stderr, "het-run: %s\n", e.what());
       return 1;
     }
-  }
+  };
+  if (!statusOf.empty())
+    return askServer([&] { return hetrun::fetchStatus(statusOf); });
   if (!admitAt.empty()) {
     if (admitGroup.empty()) {
       std::fprintf(stderr, "het-run: --admit needs --group (the group whose devices are back)\n");
       return 2;
     }
-    try {
-      std::fputs(hetrun::admitDevices(admitAt, admitGroup, admitCount).c_str(), stdout);
-      return 0;
-    } catch (const std::exception &e) {
-      std::fprintf(stderr, "het-run: %s\n", e.what());
-      return 1;
-    }
+    return askServer([&] { return hetrun::admitDevices(admitAt, admitGroup, admitCount); });
   }
   if (!joinAt.empty()) {
     if (admitGroup.empty()) {
