@@ -47,14 +47,6 @@ bool LostDevices::anyAdmitted() const {
   return !admitted_.empty();
 }
 
-bool LostDevices::noneLeftOut() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto &[group, n] : lost_)
-    if (n > 0)
-      return false;
-  return true;
-}
-
 std::map<std::string, int> LostDevices::lost() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, int> out;

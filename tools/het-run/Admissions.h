@@ -31,8 +31,6 @@ public:
   std::map<std::string, int> takeAdmitted();
   /// Whether devices were admitted and not yet taken.
   bool anyAdmitted() const;
-  /// Whether no device is lost that was not admitted.
-  bool noneLeftOut() const;
   /// Devices lost and not admitted, by group.
   std::map<std::string, int> lost() const;
 

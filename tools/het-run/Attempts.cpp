@@ -33,7 +33,7 @@ int runAttempts(Attempts &setup) {
   int spares = setup.spares;
   const double lossGraceS = setup.lossGraceS, joinTimeoutS = setup.joinTimeoutS;
   int nranks = opts.nranks;
-  int failures = 0, replans = 0;
+  int failures = 0;
   int64_t lostAtStep = -1; // the last step reported before devices were lost
   // The job's end: agents hear it too.
   auto finish = [&](int status, const std::string &why) {
@@ -41,19 +41,17 @@ int runAttempts(Attempts &setup) {
       coordinator->finish(status, why);
     return status;
   };
-  if (elastic && !coordinator) {
-    // Re-admitted devices: the running ranks stop after their next
-    // checkpoint, and the job is planned again with them.
+  if (elastic) {
+    // Re-admitted devices (or agents that joined): the running ranks stop
+    // after their next checkpoint, and the job is planned again with them.
     opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
-    opts.stopAtCheckpoint = [&] { return lostDevices.anyAdmitted(); };
-  } else if (coordinator) {
-    opts.env.push_back({"HET_STOP_AT_CHECKPOINT", "1"});
-    opts.stopAtCheckpoint = [&] { return coordinator->newcomers(); };
+    opts.stopAtCheckpoint = [&] {
+      return coordinator ? coordinator->newcomers() : lostDevices.anyAdmitted();
+    };
   }
   // Restarts the job on the cluster without `still` lost devices: the
   // executable built for those devices before, or a new plan.
   auto switchPlan = [&](const std::map<std::string, int> &still, const std::string &why) {
-    ++replans;
     metrics->countReplan();
     ElasticPlans::Choice c;
     try {
@@ -113,19 +111,13 @@ int runAttempts(Attempts &setup) {
     if (int sig = stopSignal())
       return finish(128 + sig, "interrupted");
     if (!all) {
-      std::map<std::string, int> missing = coordinator->missing();
-      if (cluster->deviceCount() == [&] {
-            int n = 0;
-            for (const auto &[g, k] : missing)
-              n += k;
-            return n;
-          }()) {
+      if (!coordinator->anyAgent()) {
         std::fprintf(stderr, "het-run: no agent joined within %g s\n", joinTimeoutS);
         return finish(1, "no agent joined");
       }
       char wait[32];
       std::snprintf(wait, sizeof wait, "%g", joinTimeoutS);
-      if (!switchPlan(missing, std::string("agents missing after ") + wait + " s (" +
+      if (!switchPlan(coordinator->missing(), std::string("agents missing after ") + wait + " s (" +
                                    coordinator->agentsText() + ")"))
         return finish(1, "planning failed");
     }

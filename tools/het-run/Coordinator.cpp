@@ -196,6 +196,14 @@ std::map<std::string, int> Coordinator::missing() const {
   return lost;
 }
 
+bool Coordinator::anyAgent() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto &a : agents_)
+    if (a->alive)
+      return true;
+  return false;
+}
+
 bool Coordinator::newcomers() const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto &a : agents_)
@@ -432,7 +440,6 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
     lastStep_ = std::max<int64_t>(lastStep_, field(a->result, "last_step", int64_t(-1)));
   }
   res.ok = causeRank == 3;
-  res.stopAsked = checkpointSent;
   res.seconds = now() - t0;
   return res;
 }

@@ -54,6 +54,8 @@ public:
   bool waitForAgents(double timeoutS);
   /// Devices of the cluster without an agent, by group (ElasticPlans::forLost).
   std::map<std::string, int> missing() const;
+  /// Whether any agent is there.
+  bool anyAgent() const;
   /// Whether agents have joined that the running plan does not use.
   bool newcomers() const;
   /// The agents present, as "group xN, ...".

@@ -140,6 +140,17 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
   // Volcano's svc plugin gives pod i of task t the name <job>-<t>-<i>.<job>.
   std::string rootHost = s.jobName + "-" + first + "-0." + s.jobName;
 
+  // Every pod: the job token from its Secret, and the annotations by which
+  // Prometheus finds the pod's het-run metrics.
+  const json tokenEnv = {{"name", "HETCCL_TOKEN"},
+                         {"valueFrom",
+                          {{"secretKeyRef", {{"name", s.jobName + "-token"}, {"key", "token"}}}}}};
+  auto podMetadata = [&](const std::string &task) {
+    return json{{"labels", {{"het.dev/group", task}}},
+                {"annotations", {{"prometheus.io/scrape", "true"},
+                                 {"prometheus.io/port", std::to_string(s.metricsPort)},
+                                 {"prometheus.io/path", "/metrics"}}}};
+  };
   json tasks = json::array();
   std::string failAction = s.maxRestarts > 0 ? "RestartJob" : "TerminateJob";
   // Elastic: the coordinator plans and decides; its failure restarts the
@@ -163,17 +174,11 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
         {"name", "coordinator"},
         {"image", s.image},
         {"command", json::array({"/bin/sh", "-c", cmd})},
-        {"env", json::array({json{{"name", "HETCCL_TOKEN"},
-                                  {"valueFrom",
-                                   {{"secretKeyRef",
-                                     {{"name", s.jobName + "-token"}, {"key", "token"}}}}}}})},
+        {"env", json::array({tokenEnv})},
         {"ports", json::array({json{{"containerPort", s.coordinatorPort}, {"name", "agents"}},
                                json{{"containerPort", s.metricsPort}, {"name", "metrics"}}})},
         {"resources", {{"limits", {{"cpu", "2"}}}}}};
-    json metadata = {{"labels", {{"het.dev/group", "coordinator"}}},
-                     {"annotations", {{"prometheus.io/scrape", "true"},
-                                      {"prometheus.io/port", std::to_string(s.metricsPort)},
-                                      {"prometheus.io/path", "/metrics"}}}};
+    json metadata = podMetadata("coordinator");
     tasks.push_back(
         {{"name", "coordinator"},
          {"replicas", 1},
@@ -215,19 +220,12 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                                   {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
                              json{{"name", "HETCCL_HOST"},
                                   {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
-                             json{{"name", "HETCCL_TOKEN"},
-                                  {"valueFrom",
-                                   {{"secretKeyRef",
-                                     {{"name", s.jobName + "-token"}, {"key", "token"}}}}}}})},
+                             tokenEnv})},
         {"ports", json::array({json{{"containerPort", s.port}, {"name", "hetccl-root"}},
                                json{{"containerPort", s.metricsPort}, {"name", "metrics"}}})},
         {"resources", {{"limits", limits}}}};
-    // Prometheus finds each pod's het-run metrics by the usual annotations.
     std::string task = names[&g - &c.groups.front()];
-    json metadata = {{"labels", {{"het.dev/group", task}}},
-                     {"annotations", {{"prometheus.io/scrape", "true"},
-                                      {"prometheus.io/port", std::to_string(s.metricsPort)},
-                                      {"prometheus.io/path", "/metrics"}}}};
+    json metadata = podMetadata(task);
     if (s.elastic)
       container["ports"] = json::array({json{{"containerPort", s.metricsPort}, {"name", "metrics"}}});
     // Elastic: a failed agent restarts in place and joins again.

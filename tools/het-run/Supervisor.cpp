@@ -216,7 +216,7 @@ JobResult runJob(const JobOptions &o) {
 
   bool failing = false;
   double failAt = 0, termAt = 0;
-  bool termSent = false, killSent = false;
+  bool termSent = false, killSent = false, stopAsked = false;
   // The signals sent to each rank: a rank is "killed by us" only if one of
   // them is what ended it (a rank that SIGKILLs itself, or is SIGKILLed by
   // the OOM killer, while we only sent SIGTERM was not).
@@ -292,11 +292,11 @@ JobResult runJob(const JobOptions &o) {
       std::snprintf(limit, sizeof limit, "%g", o.jobTimeoutS);
       fail(-1, std::string("job ran past its timeout of ") + limit + " s", t - t0);
     }
-    if (!failing && !res.stopAsked && alive > 0 && o.stopAtCheckpoint && o.stopAtCheckpoint()) {
+    if (!failing && !stopAsked && alive > 0 && o.stopAtCheckpoint && o.stopAtCheckpoint()) {
       // To the rank only, not its process group: a child of it would die.
       for (int r = 0; r < o.nranks; ++r)
         if (!done[r]) ::kill(pids[r], SIGUSR1);
-      res.stopAsked = true;
+      stopAsked = true;
       std::fprintf(stderr, "het-run: asked the ranks to stop after their next checkpoint\n");
     }
     if (failing && alive > 0 && !termSent && t - failAt >= o.failWaitMs * 1e-3) {

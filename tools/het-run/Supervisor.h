@@ -65,7 +65,6 @@ struct JobResult {
   std::vector<RankFate> fates;
   double seconds = 0;
   int64_t resumedStep = -1; // "resumed from step N" (a rank resumed)
-  bool stopAsked = false;   // stopAtCheckpoint returned true; SIGUSR1 sent
   int64_t stoppedStep = -1; // "stopped after the checkpoint of step N"
 };
 

@@ -33,6 +33,17 @@
 
 namespace {
 void onSignal(int sig) { hetrun::requestStop(sig); }
+
+// SIGINT/SIGTERM stop the job (or the agent) cleanly; a peer gone does
+// not kill het-run through SIGPIPE.
+void installSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -169,12 +180,7 @@ int main(int argc, char **argv) {
                            "coordinator sends what to run\n");
       return 2;
     }
-    struct sigaction sa {};
-    sa.sa_handler = onSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    installSignalHandlers();
     hetrun::AgentOptions agent;
     agent.coordinator = joinAt;
     agent.group = admitGroup;
@@ -372,12 +378,7 @@ int main(int argc, char **argv) {
     opts.rankEnv = hetrun::deviceEnvironment(*cluster);
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  installSignalHandlers();
 
   std::unique_ptr<hetrun::JobMetrics> metrics;
   // --elastic reads the ranks' steps too, to say how many a loss cost.
