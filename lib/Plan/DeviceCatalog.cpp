@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 namespace het::plan {
 using namespace json_util;
@@ -66,6 +67,64 @@ DeviceCatalog DeviceCatalog::loadDirectory(const std::string &dir) {
   return catalog;
 }
 
+/// Dates are ISO days (YYYY-MM-DD): a figure without its day cannot be
+/// judged for age.
+static void checkDate(const std::string &date, const std::string &file,
+                      const std::string &at) {
+  static const std::regex iso(R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))");
+  if (!std::regex_match(date, iso))
+    fail(file, at, "'" + date + "' is not a date YYYY-MM-DD");
+}
+
+static DeviceSpec::Price parsePrice(const json &j, const std::string &file,
+                                    const std::string &at) {
+  if (!j.is_object())
+    fail(file, at, "must be an object {on_demand, spot, source, date} (USD per device-hour)");
+  DeviceSpec::Price p;
+  p.onDemand = positive(j, "on_demand", file, at);
+  p.spot = j.contains("spot") ? positive(j, "spot", file, at) : 0;
+  if (p.spot > p.onDemand)
+    fail(file, join(at, "spot"),
+         "spot price " + std::to_string(p.spot) + " is above the on-demand price " +
+             std::to_string(p.onDemand));
+  p.source = string(j, "source", file, at);
+  p.date = string(j, "date", file, at);
+  checkDate(p.date, file, join(at, "date"));
+  return p;
+}
+
+static DeviceSpec::Power parsePower(const json &j, const std::string &file,
+                                    const std::string &at) {
+  if (!j.is_object())
+    fail(file, at, "must be an object {tdp_w, idle_w, frequency_power, source}");
+  DeviceSpec::Power p;
+  p.tdpWatts = positive(j, "tdp_w", file, at);
+  p.idleWatts = j.contains("idle_w") ? positive(j, "idle_w", file, at) : 0;
+  if (p.idleWatts >= p.tdpWatts)
+    fail(file, join(at, "idle_w"), "idle power must be below the TDP");
+  p.source = string(j, "source", file, at);
+  if (j.contains("frequency_power")) {
+    const json &curve = array(j, "frequency_power", file, at);
+    std::string cat = join(at, "frequency_power");
+    for (size_t i = 0; i < curve.size(); ++i) {
+      const json &point = curve[i];
+      if (!point.is_array() || point.size() != 2 || !point[0].is_number() ||
+          !point[1].is_number())
+        fail(file, join(cat, i), "must be [relative clock, relative power]");
+      double f = point[0], w = point[1];
+      if (f <= 0 || f > 1 || w <= 0 || w > 1)
+        fail(file, join(cat, i), "relative clock and power must be in (0, 1]");
+      if (!p.frequencyPower.empty() &&
+          (f <= p.frequencyPower.back().first || w < p.frequencyPower.back().second))
+        fail(file, join(cat, i), "points must rise in clock and not fall in power");
+      p.frequencyPower.push_back({f, w});
+    }
+    if (p.frequencyPower.back() != std::make_pair(1.0, 1.0))
+      fail(file, cat, "must end at [1.0, 1.0] (full clock, full power)");
+  }
+  return p;
+}
+
 void DeviceCatalog::loadFile(const std::string &path, bool replace) {
   json doc = readFile(path);
   const json &devices = array(doc, "devices", path, "");
@@ -110,6 +169,17 @@ void DeviceCatalog::loadFile(const std::string &path, bool replace) {
         if (f <= 0 || f > 1)
           fail(path, join(at, "efficiency"), "fractions must be in (0, 1]");
     }
+    s.date = stringOr(d, "date", "", path, at);
+    if (!s.date.empty())
+      checkDate(s.date, path, join(at, "date"));
+    s.kernelOverheadSeconds =
+        numberOr(d, "kernel_overhead_us", s.vendor == "cpu" ? 0.0 : 5.0, path, at) * 1e-6;
+    if (s.kernelOverheadSeconds < 0)
+      fail(path, join(at, "kernel_overhead_us"), "must be >= 0 microseconds");
+    if (d.contains("price_per_hour"))
+      s.price = parsePrice(d["price_per_hour"], path, join(at, "price_per_hour"));
+    if (d.contains("power"))
+      s.power = parsePower(d["power"], path, join(at, "power"));
     if (replace) {
       bool replaced = false;
       for (DeviceSpec &existing : specs)

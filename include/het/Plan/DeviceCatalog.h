@@ -27,8 +27,35 @@ struct DeviceSpec {
   std::string intraNodeLinkType;
   double intraNodeLinkGBs = 0;
   double computeEfficiency = 0.5, memoryEfficiency = 0.7;
+  /// Fixed cost of one kernel (launch, synchronisation, a library call's
+  /// setup) in seconds, paid per op whatever its size: what makes a tiny
+  /// model slower than its FLOPs say. `kernel_overhead_us` in the entry;
+  /// by default 5 us on accelerators (a CUDA/HIP launch plus the gap
+  /// before the next kernel) and 0 on CPUs.
+  double kernelOverheadSeconds = 0;
   bool measured = false;
   std::string source, file;
+  /// When the entry's figures were published or read (`date`).
+  std::string date;
+
+  /// What an hour of one device costs (`price_per_hour`, USD); zero where
+  /// the catalog has no price. `spot` 0: no spot market known.
+  struct Price {
+    double onDemand = 0, spot = 0;
+    std::string source, date;
+  };
+  Price price;
+  bool hasPrice() const { return price.onDemand > 0; }
+
+  /// Board power (`power`): TDP, idle, and where published a curve of
+  /// relative power over relative clock, increasing, ending at (1, 1).
+  struct Power {
+    double tdpWatts = 0, idleWatts = 0;
+    std::vector<std::pair<double, double>> frequencyPower;
+    std::string source;
+  };
+  Power power;
+  bool hasPower() const { return power.tdpWatts > 0; }
 
   /// Achievable FLOP/s for `dtype`; bf16 and fp16 stand in for each other,
   /// and fp32 is the last resort.
