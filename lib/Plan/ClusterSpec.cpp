@@ -2,6 +2,7 @@
 #include "het/Plan/ClusterSpec.h"
 #include "JsonUtil.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -46,6 +47,8 @@ Cluster parseCluster(const json &spec, const std::string &file,
       g.devicesPerNode = int(integer(dev, "count", file, dat, 1));
       g.nodes = nodeCount;
       g.nodeTemplate = int(n);
+      g.zone = stringOr(node, "zone", "", file, at);
+      g.nicGbps = node.contains("nic_gbps") ? positive(node, "nic_gbps", file, at) : 0;
       if (dev.contains("node_labels")) {
         const json &labels = dev["node_labels"];
         if (!labels.is_object())
@@ -94,13 +97,68 @@ Cluster parseCluster(const json &spec, const std::string &file,
     }
   }
 
+  // Bandwidth between zones: measured pairs differ by far more than one
+  // figure for the whole network can say.
+  std::map<std::pair<std::string, std::string>, Link> betweenZones;
+  double oversubscription = 1;
   if (spec.contains("network")) {
     c.network = parseLink(spec["network"], file, "network");
     c.hasNetwork = true;
+    const json &net = spec["network"];
+    oversubscription = numberOr(net, "oversubscription", 1, file, "network");
+    if (oversubscription < 1)
+      fail(file, "network.oversubscription",
+           "must be >= 1 (uplink capacity divides by it between zones)");
+    std::set<std::string> zones;
+    for (const auto &g : c.groups)
+      if (!g.zone.empty())
+        zones.insert(g.zone);
+    if (net.contains("zones")) {
+      const json &pairs = array(net, "zones", file, "network", false);
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        std::string at = join("network.zones", i);
+        const json &between = array(pairs[i], "between", file, at);
+        if (between.size() != 2 || !between[0].is_string() || !between[1].is_string())
+          fail(file, join(at, "between"), "must be two zone names");
+        std::string a = between[0], b = between[1];
+        for (const auto &z : {a, b})
+          if (!zones.count(z))
+            fail(file, join(at, "between"),
+                 "names zone '" + z + "', which no node template is in");
+        if (betweenZones.count({a, b}))
+          fail(file, join(at, "between"), "zones '" + a + "' and '" + b + "' are given twice");
+        Link l = parseLink(pairs[i], file, at);
+        betweenZones[{a, b}] = betweenZones[{b, a}] = l;
+      }
+    }
+  } else {
+    for (size_t n = 0; n < nodes.size(); ++n)
+      for (const char *key : {"nic_gbps", "zone"})
+        if (nodes[n].contains(key))
+          fail(file, join(join("nodes", n), key), "needs a \"network\" to connect the nodes");
   }
 
   size_t k = c.groups.size();
+  if (c.hasNetwork) {
+    c.crossNode.assign(k, std::vector<Link>(k));
+    for (auto &g : c.groups)
+      if (g.nicGbps <= 0)
+        g.nicGbps = c.network.bandwidthGbps;
+    for (size_t a = 0; a < k; ++a)
+      for (size_t b = 0; b < k; ++b) {
+        const DeviceGroup &ga = c.groups[a], &gb = c.groups[b];
+        Link route = c.network;
+        auto pair = betweenZones.find({ga.zone, gb.zone});
+        if (pair != betweenZones.end())
+          route = pair->second;
+        else if (ga.zone != gb.zone)
+          route.bandwidthGbps /= oversubscription;
+        route.bandwidthGbps = std::min({route.bandwidthGbps, ga.nicGbps, gb.nicGbps});
+        c.crossNode[a][b] = route;
+      }
+  }
   c.links.assign(k, std::vector<Link>(k));
+  c.overNetwork.assign(k, std::vector<bool>(k, false));
   for (size_t a = 0; a < k; ++a) {
     const DeviceGroup &ga = c.groups[a];
     if (ga.nodes > 1 && !c.hasNetwork)
@@ -116,7 +174,8 @@ Cluster parseCluster(const json &spec, const std::string &file,
         c.links[a][a] = Link{ga.spec->intraNodeLinkType,
                              ga.spec->intraNodeLinkGBs * 8, 2.0};
       } else if (c.hasNetwork) {
-        c.links[a][b] = c.network;
+        c.links[a][b] = c.crossNode[a][b];
+        c.overNetwork[a][b] = true;
       } else {
         fail(file, "network",
              "no route between groups '" + ga.name + "' and '" +
@@ -137,10 +196,25 @@ Cluster Cluster::subset(const std::vector<int> &keep) const {
   for (int g : keep)
     s.groups.push_back(groups[g]);
   s.links.assign(keep.size(), std::vector<Link>(keep.size()));
+  s.overNetwork.assign(keep.size(), std::vector<bool>(keep.size()));
+  if (hasNetwork)
+    s.crossNode.assign(keep.size(), std::vector<Link>(keep.size()));
   for (size_t a = 0; a < keep.size(); ++a)
-    for (size_t b = 0; b < keep.size(); ++b)
+    for (size_t b = 0; b < keep.size(); ++b) {
       s.links[a][b] = links[keep[a]][keep[b]];
+      s.overNetwork[a][b] = overNetwork[keep[a]][keep[b]];
+      if (hasNetwork)
+        s.crossNode[a][b] = crossNode[keep[a]][keep[b]];
+    }
   return s;
+}
+
+std::vector<std::string> Cluster::kindNames() const {
+  std::vector<std::string> out;
+  for (const auto &g : groups)
+    if (std::find(out.begin(), out.end(), g.spec->name) == out.end())
+      out.push_back(g.spec->name);
+  return out;
 }
 
 int Cluster::deviceCount() const {

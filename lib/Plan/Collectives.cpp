@@ -63,10 +63,13 @@ double hierarchicalAllReduceTime(double bytes, int p, int perNode,
   if (nodes == 1)
     return ringAllReduceTime(bytes, q, intra);
   // Reduce-scatter and all-gather inside the node move (q-1)/q of the data
-  // each; the q shards then cross nodes in q parallel rings.
+  // each; the q shards then cross nodes in q parallel rings, which share
+  // the node's network connection (`inter` is what one node's NIC carries).
   double inside = (q - 1) * intra.latencySeconds() +
                   double(q - 1) / q * bytes / intra.bytesPerSecond();
-  return 2 * inside + ringAllReduceTime(bytes / q, nodes, inter);
+  Link shared = inter;
+  shared.bandwidthGbps /= q;
+  return 2 * inside + ringAllReduceTime(bytes / q, nodes, shared);
 }
 
 double allReduceTime(AllReduceAlgorithm algorithm, double bytes, int p,

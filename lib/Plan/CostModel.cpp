@@ -1,6 +1,7 @@
 //===- CostModel.cpp - roofline layers, alpha-beta links, 1F1B pipeline ---===//
 #include "het/Plan/CostModel.h"
 
+#include "het/Plan/Error.h"
 #include "het/Plan/SharedHostSchedule.h"
 
 #include <algorithm>
@@ -8,10 +9,44 @@
 
 namespace het::plan {
 
+const char *toString(Precision p) {
+  switch (p) {
+  case Precision::Auto:
+    return "auto";
+  case Precision::FP32:
+    return "fp32";
+  case Precision::Mixed:
+    return "mixed";
+  }
+  return "auto";
+}
+
+bool parsePrecision(const std::string &text, Precision &out) {
+  for (auto p : {Precision::Auto, Precision::FP32, Precision::Mixed})
+    if (text == toString(p)) {
+      out = p;
+      return true;
+    }
+  return false;
+}
+
+TrainingSetup TrainingSetup::of(const ModelDesc &model, Precision precision) {
+  if (precision == Precision::Auto)
+    precision = model.bytesPerElement >= 4 ? Precision::FP32 : Precision::Mixed;
+  TrainingSetup s;
+  s.precision = precision;
+  s.stateBytesPerParam = 16;
+  s.optimizerBytesPerParam = 28;
+  // fp32 gradients travel in fp32; mixed precision keeps 16-bit gradients
+  // (fp8 training too) and reduces them as they are.
+  s.gradientBytesPerParam = precision == Precision::FP32 ? 4 : 2;
+  return s;
+}
+
 CostModel::CostModel(const ModelDesc &model, const Cluster &cluster,
-                     const ProfileSet *profiles, TrainingSetup setup)
+                     const ProfileSet *profiles, std::optional<TrainingSetup> setup)
     : modelDesc(model), clusterDesc(cluster), profiles(profiles),
-      training(setup) {}
+      training(setup ? *setup : TrainingSetup::of(model)) {}
 
 int CostModel::microBatchPerReplica(long globalBatch, int microBatches,
                                     int replicas) {
@@ -33,6 +68,11 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
                   measured.size() == n;
 
   const double flops = spec.flops(modelDesc.dtype);
+  if (!profiled && flops <= 0)
+    fail(spec.file, "devices[" + spec.name + "].peak_tflops",
+         "no figure for the model's dtype " + modelDesc.dtype +
+             (modelDesc.dtype == "fp32" ? "" : " nor fp32") +
+             " to price it by (add one, or give --profiles for " + spec.name + ")");
   const double bw = spec.memoryBytesPerSecond();
   const double e = modelDesc.bytesPerElement;
   const Link &intra = clusterDesc.link(g, g);
@@ -73,6 +113,9 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
         fwd = roofline(l.fwdFlops, l.ioBytes, weights);
         bwd = roofline(l.bwdFlops, 2 * l.ioBytes, 2 * weights);
       }
+      // Every kernel pays a fixed launch cost however small it is.
+      fwd += l.fwdKernels * spec.kernelOverheadSeconds;
+      bwd += l.bwdKernels * spec.kernelOverheadSeconds;
       update = l.params / split * training.optimizerBytesPerParam / bw;
       if (split > 1 && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.
@@ -167,19 +210,28 @@ double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &
         return t;
     }
   }
-  // The slowest of the links between the two stages' groups.
-  const Link *link = nullptr;
+  // The slowest of the links between the two stages' groups. Streams that
+  // leave a node over the network share its NIC: as many as the busier
+  // end's node holds replicas.
+  int streams = std::max(1, std::min(ra, rb));
+  double slowest = INFINITY, latency = 0;
   for (int x : a)
     for (int y : b) {
-      const Link *l = &clusterDesc.link(x, y);
-      // Two stages of one group on different nodes talk over the network.
-      if (x == y && clusterDesc.groups[x].nodes > 1 && clusterDesc.hasNetwork)
-        l = &clusterDesc.network;
-      if (!link || l->bytesPerSecond() < link->bytesPerSecond())
-        link = l;
+      Link l = clusterDesc.farthest(x, y);
+      if (clusterDesc.crossesNodes(x, y))
+        l.bandwidthGbps /= std::min(streams, std::max(replicasPerNode(x, ra), replicasPerNode(y, rb)));
+      if (l.bytesPerSecond() < slowest) {
+        slowest = l.bytesPerSecond();
+        latency = l.latencySeconds();
+      }
     }
-  int streams = std::max(1, std::min(ra, rb));
-  return link->latencySeconds() + bytes / (streams * link->bytesPerSecond());
+  return latency + bytes / (streams * slowest);
+}
+
+int CostModel::replicasPerNode(int g, int replicas) const {
+  const DeviceGroup &group = clusterDesc.groups[g];
+  int nodes = std::max(1, group.nodes);
+  return std::max(1, std::min(replicas, (replicas + nodes - 1) / nodes));
 }
 
 double CostModel::syncTime(const std::vector<Member> &members, int tp, double params,
@@ -188,28 +240,36 @@ double CostModel::syncTime(const std::vector<Member> &members, int tp, double pa
   for (const Member &m : members)
     replicas += m.replicas;
   double bytes = params * training.gradientBytesPerParam;
+  // Each of the tp ranks of a replica all-reduces its own shard at the same
+  // time: tp collectives share every node's NIC.
+  auto overNic = [&](Link l) {
+    l.bandwidthGbps /= std::max(1, tp);
+    return l;
+  };
   if (members.size() == 1) {
     int g = members.front().group;
     const DeviceGroup &group = clusterDesc.groups[g];
     int perNode = std::max(1, group.devicesPerNode / tp);
     const Link &intra = clusterDesc.link(g, g);
-    const Link &inter = clusterDesc.hasNetwork ? clusterDesc.network : intra;
+    const Link inter = clusterDesc.crossesNodes(g, g) ? overNic(clusterDesc.farthest(g, g)) : intra;
     return allReduceTime(algorithm, bytes, replicas, perNode, intra, inter);
   }
   // Replicas of several kinds: one flat collective over the slowest link
   // between any two of them.
-  const Link *slowest = nullptr;
+  Link slowest;
+  bool any = false;
   for (const Member &x : members)
     for (const Member &y : members) {
       if (x.group == y.group && x.replicas < 2)
         continue;
-      const Link *l = &clusterDesc.link(x.group, y.group);
-      if (x.group == y.group && clusterDesc.groups[x.group].nodes > 1 && clusterDesc.hasNetwork)
-        l = &clusterDesc.network;
-      if (!slowest || l->bytesPerSecond() < slowest->bytesPerSecond())
+      Link l = clusterDesc.farthest(x.group, y.group);
+      if (clusterDesc.crossesNodes(x.group, y.group))
+        l = overNic(l);
+      if (!any || l.bytesPerSecond() < slowest.bytesPerSecond())
         slowest = l;
+      any = true;
     }
-  return allReduceTime(algorithm, bytes, replicas, 1, *slowest, *slowest);
+  return allReduceTime(algorithm, bytes, replicas, 1, slowest, slowest);
 }
 
 AllReduceAlgorithm CostModel::bestAlgorithm(const std::vector<Member> &members, int tp,

@@ -1,11 +1,8 @@
-//===- GanttSvg.cpp - simulate one 1F1B iteration and draw it -------------===//
+//===- GanttSvg.cpp - draw one simulated 1F1B iteration -------------------===//
 //
 // The planner scores plans with the closed form sum(t) + (m-1) max(t); this
-// picture comes from an event simulation of the same stage times (each
-// stage runs its warm-up forwards, then one forward / one backward, then the
-// remaining backwards; a micro-batch can start on a stage only after the
-// previous stage finished it and its send arrived), so bubbles show where
-// they really are.
+// picture comes from the event simulation of the same stage times
+// (IterationSimulation.cpp), so bubbles show where they really are.
 //
 //===----------------------------------------------------------------------===//
 #include "het/Plan/GanttSvg.h"
@@ -25,91 +22,19 @@ std::string fmt(double v) {
 }
 } // namespace
 
-Timeline simulateIteration(const CostModel &cost, const Plan &plan,
-                           const Evaluation &ev) {
-  const int S = int(plan.stages.size());
-  const int m = plan.microBatches;
-  const long samples = plan.globalBatch / std::max(1, m);
-  std::vector<double> F(S), B(S), sendNext(S, 0), sendPrev(S, 0);
-  for (int j = 0; j < S; ++j) {
-    const StagePlan &s = plan.stages[j];
-    F[j] = ev.stages[j].fwd;
-    B[j] = ev.stages[j].bwd;
-    CostModel::StageContext ctx = cost.contextOf(plan, j);
-    if (j + 1 < S)
-      sendNext[j] = cost.boundaryTime(s.layerEnd, samples, ctx.groups(), ctx.replicas(),
-                                      ctx.nextGroups, ctx.nextReplicas);
-    if (j > 0)
-      sendPrev[j] = cost.boundaryTime(s.layerBegin, samples, ctx.groups(), ctx.replicas(),
-                                      ctx.prevGroups, ctx.prevReplicas);
-  }
-  // Per stage, its 1F1B order: +i is forward of micro-batch i, -(i+1) backward.
-  std::vector<std::vector<int>> order(S);
-  for (int j = 0; j < S; ++j) {
-    int warm = std::min(S - j - 1, m), f = 0, b = 0;
-    for (; f < warm; ++f)
-      order[j].push_back(f);
-    while (b < m) {
-      if (f < m)
-        order[j].push_back(f++);
-      order[j].push_back(-(++b));
-    }
-  }
-  std::vector<std::vector<double>> fDone(S, std::vector<double>(m, -1)),
-      bDone(S, std::vector<double>(m, -1));
-  std::vector<size_t> next(S, 0);
-  std::vector<double> free(S, 0);
-  std::vector<Box> boxes;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int j = 0; j < S; ++j) {
-      while (next[j] < order[j].size()) {
-        int op = order[j][next[j]];
-        double ready;
-        if (op >= 0) {
-          ready = j == 0 ? 0 : fDone[j - 1][op];
-          if (ready < 0)
-            break;
-          if (j > 0)
-            ready += sendNext[j - 1];
-        } else {
-          int i = -op - 1;
-          ready = j == S - 1 ? fDone[j][i] : bDone[j + 1][i];
-          if (ready < 0)
-            break;
-          if (j + 1 < S)
-            ready += sendPrev[j + 1];
-        }
-        double start = std::max(free[j], ready);
-        double len = op >= 0 ? F[j] : B[j];
-        boxes.push_back({j, start, start + len, op >= 0 ? "F" : "B",
-                         op >= 0 ? op : -op - 1});
-        (op >= 0 ? fDone[j][op] : bDone[j][-op - 1]) = start + len;
-        free[j] = start + len;
-        ++next[j];
-        progress = true;
-      }
-    }
-  }
-  Timeline timeline;
-  timeline.busy.assign(S, 0);
-  for (int j = 0; j < S; ++j) {
-    double t = free[j];
-    double sync = ev.stages[j].sync + ev.stages[j].update;
-    if (sync > 0)
-      boxes.push_back({j, t, t + sync, "sync", 0});
-    timeline.end = std::max(timeline.end, t + sync);
-    timeline.busy[j] = m * (F[j] + B[j]);
-  }
-  timeline.boxes = std::move(boxes);
-  return timeline;
-}
-
 std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
                            const Evaluation &ev) {
+  Timeline timeline = simulateIteration(cost, plan, ev);
+  char title[160];
+  std::snprintf(title, sizeof title, "simulated %.1f ms (predicted %.1f ms)",
+                timeline.end * 1e3, ev.iterationTime * 1e3);
+  return renderTimelineSvg(cost, plan, timeline, title);
+}
+
+std::string renderTimelineSvg(const CostModel &cost, const Plan &plan, const Timeline &timeline,
+                              const std::string &title) {
   const int S = int(plan.stages.size());
   const int m = plan.microBatches;
-  Timeline timeline = simulateIteration(cost, plan, ev);
   const double end = timeline.end;
   const std::vector<double> &busy = timeline.busy;
   const std::vector<Box> &boxes = timeline.boxes;
@@ -122,9 +47,7 @@ std::string renderGanttSvg(const CostModel &cost, const Plan &plan,
       << left + width + 20 << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<text x=\"10\" y=\"20\">one 1F1B iteration: " << S << " stages, " << m
-      << " micro-batches, simulated " << fmt(end * 1e3) << " ms (predicted "
-      << fmt(ev.iterationTime * 1e3)
-      << " ms). F forward (blue), B backward (green), busy stretches of "
+      << " micro-batches, " << title << ". F forward (blue), B backward (green), busy stretches of "
          "many passes (teal), gradient sync + optimizer (orange), idle "
          "(white)</text>\n";
   for (int j = 0; j < S; ++j) {

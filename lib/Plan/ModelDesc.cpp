@@ -60,6 +60,8 @@ ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
   emb.ioBytes = 3 * s * h * e;
   emb.outputBytes = s * h * e;
   emb.stashBytes = s * h * e;
+  emb.fwdKernels = 2; // token and position lookups
+  emb.bwdKernels = 4;
   m.layers.push_back(emb);
 
   for (int i = 0; i < blocks; ++i) {
@@ -71,6 +73,10 @@ ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
     b.ioBytes = blockStash;
     b.outputBytes = s * h * e;
     b.stashBytes = blockStash;
+    // Megatron's block: two layer norms, QKV, attention, projection, two
+    // MLP matrices, GeLU, two dropout-add-residuals.
+    b.fwdKernels = 10;
+    b.bwdKernels = 20;
     m.layers.push_back(b);
   }
 
@@ -82,6 +88,8 @@ ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
   head.ioBytes = 2 * s * v * e + s * h * e;
   head.outputBytes = 0;
   head.stashBytes = s * v * e + s * h * e;
+  head.fwdKernels = 3; // final norm, logits, cross-entropy
+  head.bwdKernels = 6;
   m.layers.push_back(head);
   return m;
 }
@@ -123,6 +131,8 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
     d.outputBytes = positive(l, "output_bytes", file, at, true);
     d.stashBytes = positive(l, "stash_bytes", file, at, true);
     d.tensorParallel = boolOr(l, "tensor_parallel", true, file, at);
+    d.fwdKernels = int(l.contains("kernels") ? integer(l, "kernels", file, at, 0) : 1);
+    d.bwdKernels = 2 * d.fwdKernels;
     m.layers.push_back(d);
   }
   return m;
@@ -138,7 +148,8 @@ json modelToJson(const ModelDesc &m) {
                       {"io_bytes", l.ioBytes},
                       {"output_bytes", l.outputBytes},
                       {"stash_bytes", l.stashBytes},
-                      {"tensor_parallel", l.tensorParallel}});
+                      {"tensor_parallel", l.tensorParallel},
+                      {"kernels", l.fwdKernels}});
   return {{"name", m.name}, {"dtype", m.dtype}, {"layers", layers}};
 }
 

@@ -270,6 +270,10 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     d.ioBytes += (io + results) / batch;
     d.stashBytes += results / batch;
   });
+  for (LayerDesc &d : m.layers) {
+    d.fwdKernels = int(d.fwdOps.size());
+    d.bwdKernels = int(d.bwdOps.empty() ? 2 * d.fwdOps.size() : d.bwdOps.size());
+  }
   describeTensorParallelism(module, func, m);
   return m;
 }
@@ -330,6 +334,12 @@ ModelDesc loadModelMlir(const std::string &path) {
          "cannot read the model: " +
              (diagnostics.empty() ? std::string("not valid IR") : diagnostics));
   return modelFromModule(*module, path);
+}
+
+ModelDesc loadModelFile(const std::string &path) {
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".mlir")
+    return loadModelMlir(path);
+  return loadModelJson(path);
 }
 
 } // namespace het::plan

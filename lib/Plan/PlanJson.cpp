@@ -199,4 +199,8 @@ Plan planFromJson(const json &j, const std::string &file,
   return plan;
 }
 
+Plan loadPlan(const std::string &path, const Cluster &cluster, const ModelDesc &model) {
+  return planFromJson(json_util::readFile(path), path, cluster, model);
+}
+
 } // namespace het::plan

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 namespace het::plan {
 using namespace json_util;
@@ -21,14 +22,53 @@ static long parseCount(const std::string &key, const std::string &file,
   return v;
 }
 
-static std::string resolveDevice(const std::string &name,
-                                 const DeviceCatalog &catalog,
-                                 const std::string &file) {
+/// Lower-case letters and digits only: "RTX 2080 Ti", "rtx-2080-ti" and
+/// "RTX2080Ti" are one GPU.
+static std::string squeeze(const std::string &name) {
+  std::string out;
+  for (unsigned char c : name)
+    if (std::isalnum(c))
+      out += char(std::tolower(c));
+  return out;
+}
+
+bool ProfileSet::resolveDevice(const std::string &name, const DeviceCatalog &catalog,
+                               const std::string &file, std::string &device) {
   const DeviceSpec *spec = catalog.find(name);
-  if (!spec)
-    fail(file, "device",
-         "'" + name + "' is not in the device catalog (add it, or an alias)");
-  return spec->name;
+  if (usedKinds.empty()) {
+    if (!spec)
+      fail(file, "device",
+           "'" + name + "' is not in the device catalog (add it, or an alias)");
+    device = spec->name;
+    return true;
+  }
+  if (spec && usedKinds.count(spec->name)) {
+    device = spec->name;
+    return true;
+  }
+  if (spec) {
+    skippedFiles.push_back("skipped " + file + ": " + spec->name +
+                           " profiles, and the cluster has no " + spec->name);
+    return false;
+  }
+  // Not in the catalog: the same name spelled another way?
+  std::string kinds;
+  for (const std::string &kind : usedKinds) {
+    const DeviceSpec *used = catalog.find(kind);
+    std::vector<std::string> names = {kind};
+    if (used)
+      names.insert(names.end(), used->aliases.begin(), used->aliases.end());
+    for (const std::string &n : names)
+      if (squeeze(n) == squeeze(name)) {
+        device = kind;
+        return true;
+      }
+    kinds += (kinds.empty() ? "" : ", ") + kind;
+  }
+  skippedFiles.push_back("skipped " + file + ": GPU '" + name +
+                         "' is not in the device catalog and is none of the cluster's kinds (" +
+                         kinds + "); if it is one of them, add the name as an alias");
+  return false;
 }
 
 void ProfileSet::add(const std::string &device, int tp, int mbs,
@@ -45,8 +85,9 @@ void ProfileSet::add(const std::string &device, int tp, int mbs,
   tables.emplace(key, std::move(table));
 }
 
-void ProfileSet::loadDirectory(const std::string &dir,
-                               const DeviceCatalog &catalog) {
+void ProfileSet::loadDirectory(const std::string &dir, const DeviceCatalog &catalog,
+                               const std::vector<std::string> &onlyKinds) {
+  usedKinds = std::set<std::string>(onlyKinds.begin(), onlyKinds.end());
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     fail(dir, "", "profile directory not found");
@@ -82,8 +123,10 @@ void ProfileSet::loadFile(const std::string &path,
 // Sailor: {"<mbs>": {"<tp>": {"<layer>": [fwd_s, bwd_s, update_s]}}}.
 void ProfileSet::loadSailor(const std::string &path, const std::string &gpu,
                             const DeviceCatalog &catalog) {
+  std::string device;
+  if (!resolveDevice(gpu, catalog, path, device))
+    return;
   json doc = readFile(path);
-  std::string device = resolveDevice(gpu, catalog, path);
   if (!doc.is_object() || doc.empty())
     fail(path, "(top level)",
          "must map micro-batch sizes to tensor-parallel degrees");
@@ -134,7 +177,9 @@ void ProfileSet::loadMetis(const std::string &path,
   if (!std::regex_match(base, m, name))
     fail(path, "(file name)",
          "a Metis profile is named DeviceType.<GPU>_tp<T>_bs<B>.json");
-  std::string device = resolveDevice(m[1], catalog, path);
+  std::string device;
+  if (!resolveDevice(m[1], catalog, path, device))
+    return;
   int tp = int(parseCount(m[2], path, "(file name) tp"));
   int mbs = int(parseCount(m[3], path, "(file name) bs"));
   json doc = readFile(path);
@@ -182,8 +227,9 @@ void ProfileSet::loadMetis(const std::string &path,
 void ProfileSet::loadHet(const std::string &path,
                          const DeviceCatalog &catalog) {
   json doc = readFile(path);
-  std::string device =
-      resolveDevice(string(doc, "device", path, ""), catalog, path);
+  std::string device;
+  if (!resolveDevice(string(doc, "device", path, ""), catalog, path, device))
+    return;
   int mbs = int(integer(doc, "micro_batch", path, "", 1));
   int tp = doc.contains("tensor_parallel")
                ? int(integer(doc, "tensor_parallel", path, "", 1))

@@ -37,12 +37,6 @@ namespace {
 
 enum ExitCode { Ok = 0, InputError = 1, UsageError = 2, NothingFits = 3 };
 
-ModelDesc loadModel(const std::string &path) {
-  if (path.size() > 5 && path.substr(path.size() - 5) == ".mlir")
-    return loadModelMlir(path);
-  return loadModelJson(path);
-}
-
 void writeFile(const std::string &path, const std::string &text) {
   std::ofstream out(path);
   if (!out)
@@ -116,6 +110,7 @@ int main(int argc, char **argv) {
   bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
+  std::string precisionName = "auto";
   std::vector<int> tp = {1, 2, 4, 8};
   app.add_option("--cluster", clusterPath,
                  "cluster spec (JSON, see examples/clusters/README.md)");
@@ -153,6 +148,11 @@ int main(int argc, char **argv) {
   app.add_option("--evaluate", evaluatePath,
                  "score this plan JSON instead of searching: iteration time, "
                  "per-stage times, memory per device, bottleneck");
+  app.add_option("--precision", precisionName,
+                 "number formats of training: fp32 (4-byte gradients on the wire), mixed "
+                 "(16-bit weights and gradients, fp32 master copy and Adam moments), or "
+                 "auto (fp32 for an fp32 model, else mixed)")
+      ->check(CLI::IsMember({"auto", "fp32", "mixed"}));
   app.add_option("--tensor-parallel", tp,
                  "tensor-parallel degrees to consider (inside a node)")
       ->delimiter(',');
@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
     }
     auto t0 = std::chrono::steady_clock::now();
     Cluster cluster = loadCluster(clusterPath, catalog);
-    ModelDesc model = loadModel(modelPath);
+    ModelDesc model = loadModelFile(modelPath);
     if (model.layers.empty())
       fail(modelPath, "", "the model has no layers");
     if (showModel) {
@@ -213,7 +213,9 @@ int main(int argc, char **argv) {
     }
     ProfileSet profiles;
     if (!profilesDir.empty()) {
-      profiles.loadDirectory(profilesDir, catalog);
+      profiles.loadDirectory(profilesDir, catalog, cluster.kindNames());
+      for (const std::string &skipped : profiles.skipped())
+        std::cerr << "het-plan: note: " << skipped << "\n";
       profiles.checkLayerCount(model.layers.size());
     }
     if (globalBatch == 0)
@@ -232,7 +234,10 @@ int main(int argc, char **argv) {
         communicationFound = false;
       }
     }
-    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles);
+    Precision precision = Precision::Auto;
+    parsePrecision(precisionName, precision);
+    const TrainingSetup setup = TrainingSetup::of(model, precision);
+    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles, setup);
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);
     auto printTuning = [&](std::ostream &os) {
@@ -241,18 +246,7 @@ int main(int argc, char **argv) {
     };
 
     if (!evaluatePath.empty()) {
-      json doc;
-      {
-        std::ifstream in(evaluatePath);
-        if (!in)
-          fail(evaluatePath, "", "cannot open file");
-        try {
-          doc = json::parse(in);
-        } catch (const json::parse_error &e) {
-          fail(evaluatePath, "", std::string("not valid JSON: ") + e.what());
-        }
-      }
-      Plan plan = planFromJson(doc, evaluatePath, cluster, model);
+      Plan plan = loadPlan(evaluatePath, cluster, model);
       Evaluation ev = cost.evaluate(plan);
       if (!ev.problem.empty() && ev.problem != "does not fit in device memory")
         fail(evaluatePath, "stages", ev.problem);
@@ -321,7 +315,7 @@ int main(int argc, char **argv) {
       for (const auto &[vendor, groups] : byVendor) {
         subsets.push_back(std::make_unique<Cluster>(cluster.subset(groups)));
         subsetCosts.push_back(std::make_unique<CostModel>(
-            model, *subsets.back(), profiles.empty() ? nullptr : &profiles));
+            model, *subsets.back(), profiles.empty() ? nullptr : &profiles, setup));
         if (communicationFound)
           subsetCosts.back()->setMeasuredCommunication(&communication);
         PlannerOptions single = options;
@@ -344,6 +338,8 @@ int main(int argc, char **argv) {
       json out;
       out["model"] = model.name;
       out["cluster"] = cluster.name;
+      out["precision"] = toString(setup.precision);
+      out["gradient_bytes_per_param"] = setup.gradientBytesPerParam;
       out["exact"] = best.exact;
       out["planning_seconds"] = total;
       out["plans"] = json::array();
@@ -373,7 +369,8 @@ int main(int argc, char **argv) {
       std::cout << "het-plan: model " << model.name << " ("
                 << model.layers.size() << " layers, "
                 << humanCount(model.totalParams()) << " parameters, " << model.dtype
-                << "), cluster " << cluster.name << " ("
+                << ", " << toString(setup.precision) << " precision: "
+                << setup.gradientBytesPerParam << "-byte gradients), cluster " << cluster.name << " ("
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";

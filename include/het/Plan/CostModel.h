@@ -8,21 +8,39 @@
 #include "het/Plan/Profiles.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace het::plan {
+
+/// The number formats a job trains in.
+enum class Precision {
+  Auto,  // fp32 for an fp32 model, mixed for a 16- or 8-bit one
+  FP32,  // weights, gradients and Adam's moments in fp32
+  Mixed, // 16-bit weights and gradients, fp32 master copy and moments
+};
+const char *toString(Precision p);
+bool parsePrecision(const std::string &text, Precision &out);
 
 struct TrainingSetup {
   /// Bytes of state per parameter on its device: weights, gradients and
   /// Adam's two moments (mixed precision: 2 + 2 + 12 with fp32 master copy).
   double stateBytesPerParam = 16;
   /// Bytes of optimizer traffic per parameter (read + write of the state).
-  double optimizerBytesPerParam = 32;
+  double optimizerBytesPerParam = 28;
   /// Bytes per gradient element on the wire.
   double gradientBytesPerParam = 2;
   /// Fraction of device memory kept free (allocator, workspace, runtime).
   double memoryReserve = 0.1;
+  Precision precision = Precision::Mixed;
+
+  /// The setup of Adam training `model` in `precision` (Auto: from the
+  /// model's dtype). fp32: 4 + 4 + 8 bytes of state, gradients reduced in
+  /// fp32, 16 bytes read and 12 written per step. Mixed: 2 (weights) + 2
+  /// (gradients) + 12 (fp32 master copy and moments), gradients reduced in
+  /// 16 bits (Megatron's default), 14 read and 14 written.
+  static TrainingSetup of(const ModelDesc &model, Precision precision = Precision::Auto);
 };
 
 /// The model's layer costs on one (device kind, tensor-parallel degree,
@@ -83,7 +101,8 @@ struct Evaluation {
 class CostModel {
 public:
   CostModel(const ModelDesc &model, const Cluster &cluster,
-            const ProfileSet *profiles, TrainingSetup setup = {});
+            const ProfileSet *profiles,
+            std::optional<TrainingSetup> setup = std::nullopt);
   /// Prices communication inside one node by measurements (null: the
   /// cluster's link figures). Must outlive the model.
   void setMeasuredCommunication(const MeasuredCommunication *measured) {
@@ -176,6 +195,9 @@ private:
   /// Whether every one of `groups` lies within one node (measured
   /// communication applies).
   bool oneNode(const std::vector<int> &groups) const;
+  /// How many of a stage's `replicas` on group `g` share one node (spread
+  /// evenly over the group's nodes).
+  int replicasPerNode(int g, int replicas) const;
   /// Measured gradient sync of layers [b, e) over `replicas` ranks: one
   /// all-reduce per parameter tensor; negative when not measured.
   double measuredSync(int b, int e, int replicas) const;

@@ -40,6 +40,11 @@ struct LayerDesc {
   /// `fwdFlops`/`ioBytes` are their sums. `bwdOps` empty: the backward is
   /// each forward op at twice the FLOPs and bytes.
   std::vector<OpCost> fwdOps, bwdOps;
+  /// Kernels a forward and a backward of the layer launch (each pays the
+  /// device's fixed kernel overhead): the ops' count from IR (a backward
+  /// without its own ops: two per forward op), `kernels` in a model JSON
+  /// (backward twice that), ten per GPT block.
+  int fwdKernels = 1, bwdKernels = 2;
 };
 
 struct ModelDesc {

@@ -42,6 +42,8 @@ void describeTensorParallelism(mlir::ModuleOp module, mlir::func::FuncOp analyze
 
 /// Parses `path` with the dialects het programs use and analyzes it.
 ModelDesc loadModelMlir(const std::string &path);
+/// A model from het IR (a path ending in .mlir) or a model JSON.
+ModelDesc loadModelFile(const std::string &path);
 
 /// Dialects a het model file may contain.
 void registerModelDialects(mlir::DialectRegistry &registry);

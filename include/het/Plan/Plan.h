@@ -91,6 +91,8 @@ nlohmann::json planToJson(const Plan &plan, const Cluster &cluster,
 /// errors name the file and the field.
 Plan planFromJson(const nlohmann::json &j, const std::string &file,
                   const Cluster &cluster, const ModelDesc &model);
+/// planFromJson of the file at `path` (I/O and syntax errors name it).
+Plan loadPlan(const std::string &path, const Cluster &cluster, const ModelDesc &model);
 
 } // namespace het::plan
 

@@ -14,6 +14,7 @@
 #define HET_PLAN_PROFILES_H
 
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,8 +38,14 @@ class ProfileSet {
 public:
   /// Loads every profile under `dir` (recursively). Device names are
   /// resolved through the catalog (names and aliases); a profile of a device
-  /// the catalog does not know is an error naming the file.
-  void loadDirectory(const std::string &dir, const DeviceCatalog &catalog);
+  /// the catalog does not know is an error naming the file. With
+  /// `onlyKinds` (the catalog names a cluster uses), profiles of other
+  /// devices are skipped instead, each with a line in skipped(), and an
+  /// unknown name matches a used kind spelled another way ("RTX 3090").
+  void loadDirectory(const std::string &dir, const DeviceCatalog &catalog,
+                     const std::vector<std::string> &onlyKinds = {});
+  /// Why each skipped file was skipped (names the file).
+  const std::vector<std::string> &skipped() const { return skippedFiles; }
   void loadFile(const std::string &path, const DeviceCatalog &catalog);
 
   /// Adds measured times (het-tune stages' records); `source` names where
@@ -62,6 +69,12 @@ public:
 private:
   // (device, tp, mbs) -> table
   std::map<std::tuple<std::string, int, int>, ProfileTable> tables;
+  std::set<std::string> usedKinds; // empty: every device is wanted
+  std::vector<std::string> skippedFiles;
+  /// The catalog name of the profiled `name` into `device`; false when the
+  /// profile is to be skipped (recorded in skippedFiles).
+  bool resolveDevice(const std::string &name, const DeviceCatalog &catalog,
+                     const std::string &file, std::string &device);
   void loadSailor(const std::string &path, const std::string &device,
                   const DeviceCatalog &catalog);
   void loadMetis(const std::string &path, const DeviceCatalog &catalog);

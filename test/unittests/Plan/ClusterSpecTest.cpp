@@ -83,6 +83,39 @@ TEST(ClusterSpec, ErrorsNameTheField) {
   EXPECT_EQ(errorOf(badLink),
             "spec.json: nodes[0].links[0].bandwidth_gbps: must be > 0, not 0");
 
+  json nicAlone = base;
+  nicAlone["nodes"][0]["nic_gbps"] = 100;
+  EXPECT_EQ(errorOf(nicAlone),
+            "spec.json: nodes[0].nic_gbps: needs a \"network\" to connect the nodes");
+
+  json net = base;
+  net["network"] = {{"type", "eth"}, {"bandwidth_gbps", 100}, {"latency_us", 5}};
+  EXPECT_EQ(errorOf(net), "");
+  json zeroNic = net;
+  zeroNic["nodes"][0]["nic_gbps"] = 0;
+  EXPECT_EQ(errorOf(zeroNic), "spec.json: nodes[0].nic_gbps: must be > 0, not 0");
+  json under = net;
+  under["network"]["oversubscription"] = 0.5;
+  EXPECT_EQ(errorOf(under), "spec.json: network.oversubscription: must be >= 1 (uplink "
+                            "capacity divides by it between zones)");
+  json zones = net;
+  zones["nodes"][0]["zone"] = "east";
+  json pair = {{"between", {"east", "west"}},
+               {"type", "wan"},
+               {"bandwidth_gbps", 4},
+               {"latency_us", 2000}};
+  zones["network"]["zones"] = {pair};
+  EXPECT_EQ(errorOf(zones), "spec.json: network.zones[0].between: names zone 'west', which no "
+                            "node template is in");
+  zones["nodes"][0]["zone"] = "west";
+  pair["between"] = {"west", "west"};
+  zones["network"]["zones"] = {pair, pair};
+  EXPECT_EQ(errorOf(zones),
+            "spec.json: network.zones[1].between: zones 'west' and 'west' are given twice");
+  pair["between"] = {"west"};
+  zones["network"]["zones"] = {pair};
+  EXPECT_EQ(errorOf(zones), "spec.json: network.zones[0].between: must be two zone names");
+
   json noName = base;
   noName.erase("name");
   EXPECT_EQ(errorOf(noName), "spec.json: name: missing");

@@ -3,6 +3,7 @@
 
 #include "het/Plan/Collectives.h"
 #include "het/Plan/CostModel.h"
+#include "het/Plan/Error.h"
 #include "het/Plan/GanttSvg.h"
 
 #include <gtest/gtest.h>
@@ -38,10 +39,11 @@ TEST(Collectives, Tree) {
 
 TEST(Collectives, Hierarchical) {
   // 8 members, 4 per node; 800 Gbit/s (1e11 B/s) 1 us inside, 100 Gbit/s
-  // 5 us across. Inside: 3*1us + 3/4*1e9/1e11 = 7.503 ms, twice; across: a
-  // ring of 2 nodes over 1e9/4 bytes: 2*5us + 2*(1/2)*2.5e8/1.25e10 = 20.01 ms.
+  // 5 us across. Inside: 3*1us + 3/4*1e9/1e11 = 7.503 ms, twice; across: 4
+  // rings of 2 nodes over 1e9/4 bytes each, sharing the node's 100 Gbit/s:
+  // 2*5us + 2*(1/2)*2.5e8/(1.25e10/4) = 80.01 ms.
   double t = hierarchicalAllReduceTime(1e9, 8, 4, link(800, 1), link(100, 5));
-  EXPECT_NEAR(t, 2 * (3e-6 + 0.0075) + (1e-5 + 0.02), 1e-12);
+  EXPECT_NEAR(t, 2 * (3e-6 + 0.0075) + (1e-5 + 0.08), 1e-12);
   // On one node it is a ring on the node's link.
   EXPECT_DOUBLE_EQ(
       hierarchicalAllReduceTime(1e9, 4, 4, link(800, 1), link(100, 5)),
@@ -58,31 +60,8 @@ struct Fixture : ::testing::Test {
   Cluster cluster;
   ModelDesc model;
   void SetUp() override {
-    DeviceSpec d;
-    d.name = "round";
-    d.vendor = "cpu";
-    d.arch = "x";
-    d.peakTflops["fp32"] = 100; // 100 TFLOP/s * 0.5 = 5e13 FLOP/s
-    d.memoryGib = 10;
-    d.memoryBandwidthGBs = 1000; // * 0.7 = 7e11 B/s
-    d.intraNodeLinkType = "x";
-    d.intraNodeLinkGBs = 100;
-    d.computeEfficiency = 0.5;
-    d.memoryEfficiency = 0.7;
-    d.source = "test";
-    catalog.add(d);
-    nlohmann::json spec = {
-        {"name", "c"},
-        {"nodes",
-         {{{"name", "n"},
-           {"count", 1},
-           {"devices", {{{"group", "g"}, {"kind", "round"}, {"count", 2}}}},
-           {"links",
-            {{{"between", {"g", "g"}},
-              {"type", "x"},
-              {"bandwidth_gbps", 800.0},
-              {"latency_us", 1.0}}}}}}}};
-    cluster = parseCluster(spec, "c.json", catalog);
+    catalog.add(roundDevice(10));
+    cluster = oneRoundNode(catalog, 2);
     model.name = "m";
     model.dtype = "fp32";
     model.bytesPerElement = 4;
@@ -106,8 +85,8 @@ TEST_F(Fixture, RooflineLayerTime) {
   // (4e6 + 2e6) / 7e11 = 8.6 us). Backward twice that.
   EXPECT_NEAR(t.range(t.fwd, 0, 1), 0.04, 1e-12);
   EXPECT_NEAR(t.range(t.compute, 0, 1), 0.04 + 0.08, 1e-12);
-  // Optimizer: 1e6 params * 32 B / 7e11 B/s.
-  EXPECT_NEAR(t.range(t.update, 0, 1), 32e6 / 7e11, 1e-15);
+  // Optimizer (fp32 Adam): 1e6 params * (16 B read + 12 B written) / 7e11 B/s.
+  EXPECT_NEAR(t.range(t.update, 0, 1), 28e6 / 7e11, 1e-15);
 }
 
 TEST_F(Fixture, RooflineIsPerOpWhenOpsAreKnown) {
@@ -147,7 +126,7 @@ TEST_F(Fixture, OneFOneBIterationTime) {
   double t = 0.12 + send;
   EXPECT_NEAR(ev.stages[0].time(), t, 1e-12);
   // sum(t) + (m - 1) max(t) + slowest (sync + update); one replica: no sync.
-  double update = 32e6 / 7e11;
+  double update = 28e6 / 7e11;
   EXPECT_NEAR(ev.iterationTime, 2 * t + 3 * t + update, 1e-12);
   // Stage 0 holds 2 micro-batches in flight, stage 1 one.
   EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 16 + 2 * 2 * 1e7);
@@ -168,7 +147,7 @@ TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
   Evaluation ev = cost.evaluate(plan);
   Timeline t = simulateIteration(cost, plan, ev);
   EXPECT_NEAR(t.end, ev.iterationTime, 1e-12);
-  EXPECT_NEAR(t.end, (2 - 1 + 4) * 0.12 + 32e6 / 7e11, 1e-12);
+  EXPECT_NEAR(t.end, (2 - 1 + 4) * 0.12 + 28e6 / 7e11, 1e-12);
   // 4 forwards and 4 backwards per stage, and one sync bar each.
   EXPECT_EQ(t.boxes.size(), 2u * (4 + 4 + 1));
   std::string svg = renderGanttSvg(cost, plan, ev);
@@ -199,6 +178,139 @@ TEST_F(Fixture, InvalidPlansSayWhy) {
   EXPECT_NE(cost.evaluate(plan).problem.find(
                 "group 'g' has 2 devices but the plan uses 3"),
             std::string::npos);
+}
+
+TEST_F(Fixture, GradientBytesFollowThePrecision) {
+  // An fp32 model reduces 4-byte gradients; mixed precision 2-byte ones
+  // (and a bf16 model is mixed unless told otherwise).
+  EXPECT_EQ(TrainingSetup::of(model).gradientBytesPerParam, 4);
+  EXPECT_EQ(TrainingSetup::of(model).precision, Precision::FP32);
+  EXPECT_EQ(TrainingSetup::of(model, Precision::Mixed).gradientBytesPerParam, 2);
+  ModelDesc half = model;
+  half.dtype = "bf16";
+  half.bytesPerElement = 2;
+  EXPECT_EQ(TrainingSetup::of(half).precision, Precision::Mixed);
+  EXPECT_EQ(TrainingSetup::of(half).gradientBytesPerParam, 2);
+  EXPECT_EQ(TrainingSetup::of(half, Precision::FP32).gradientBytesPerParam, 4);
+  // The sync of the same parameters doubles from mixed to fp32: 2 (1/2)
+  // n / 1e11 B/s over the node's 800 Gbit/s link, plus 2 latencies.
+  CostModel fp32(model, cluster, nullptr);
+  CostModel mixed(model, cluster, nullptr, TrainingSetup::of(model, Precision::Mixed));
+  EXPECT_NEAR(fp32.syncTime(0, 1, 2, 1e6, AllReduceAlgorithm::Ring), 2e-6 + 4e6 / 1e11, 1e-15);
+  EXPECT_NEAR(mixed.syncTime(0, 1, 2, 1e6, AllReduceAlgorithm::Ring), 2e-6 + 2e6 / 1e11, 1e-15);
+  Precision p;
+  EXPECT_TRUE(parsePrecision("mixed", p));
+  EXPECT_EQ(p, Precision::Mixed);
+  EXPECT_FALSE(parsePrecision("fp16", p));
+}
+
+TEST_F(Fixture, EveryKernelPaysTheDevicesFixedCost) {
+  // A layer of 1000 FLOPs is nothing to the roofline; 3 forward and 6
+  // backward kernels of 10 us each are what it costs.
+  DeviceSpec slow = *catalog.find("round");
+  slow.name = "launchy";
+  slow.kernelOverheadSeconds = 10e-6;
+  catalog.add(slow);
+  cluster.groups[0].spec = catalog.find("launchy");
+  model.layers[0] = LayerDesc();
+  model.layers[0].fwdFlops = 1000;
+  model.layers[0].fwdKernels = 3;
+  model.layers[0].bwdKernels = 6;
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 1);
+  EXPECT_NEAR(t.range(t.fwd, 0, 1), 30e-6, 1e-9);
+  EXPECT_NEAR(t.range(t.compute, 0, 1), 90e-6, 1e-9);
+}
+
+TEST_F(Fixture, ADtypeWithoutAPeakNamesTheEntry) {
+  DeviceSpec halfOnly = *catalog.find("round");
+  halfOnly.name = "halfonly";
+  halfOnly.file = "v.json";
+  halfOnly.peakTflops = {{"fp16", 100}};
+  catalog.add(halfOnly);
+  cluster.groups[0].spec = catalog.find("halfonly");
+  CostModel cost(model, cluster, nullptr);
+  try {
+    cost.table(0, 1, 1);
+    FAIL() << "priced an fp32 model on a device with no fp32 figure";
+  } catch (const PlanError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "v.json: devices[halfonly].peak_tflops: no figure for the model's dtype fp32 to "
+              "price it by (add one, or give --profiles for halfonly)");
+  }
+}
+
+// Two nodes of 4 devices each on one 100 Gbit/s NIC per node.
+static Cluster twoNodes(const DeviceCatalog &catalog, nlohmann::json extraNode = {},
+                        nlohmann::json network = {}) {
+  nlohmann::json node = {{"name", "n"},
+                         {"count", 2},
+                         {"devices", {{{"group", "g"}, {"kind", "round"}, {"count", 4}}}}};
+  for (auto &[k, v] : extraNode.items())
+    node[k] = v;
+  nlohmann::json net = {{"type", "eth"}, {"bandwidth_gbps", 100.0}, {"latency_us", 5.0}};
+  for (auto &[k, v] : network.items())
+    net[k] = v;
+  return parseCluster({{"name", "two"}, {"nodes", {node}}, {"network", net}}, "two.json",
+                      catalog);
+}
+
+TEST_F(Fixture, TensorParallelRanksShareTheNodesNic) {
+  cluster = twoNodes(catalog);
+  CostModel cost(model, cluster, nullptr);
+  // 8 devices: tp 2 gives 4 replicas, 2 per node; each of the 2 TP ranks
+  // runs its own ring over the 4 replicas, both through the node's NIC, so
+  // each ring sees 50 Gbit/s.
+  double perDevice = 1e6;
+  Link half = cluster.crossNode[0][0];
+  EXPECT_DOUBLE_EQ(half.bandwidthGbps, 100);
+  half.bandwidthGbps = 50;
+  EXPECT_NEAR(cost.syncTime(0, 2, 4, perDevice, AllReduceAlgorithm::Ring),
+              ringAllReduceTime(perDevice * 4, 4, half), 1e-15);
+  // Without TP, one ring per node crosses the NIC.
+  EXPECT_NEAR(cost.syncTime(0, 1, 8, perDevice, AllReduceAlgorithm::Ring),
+              ringAllReduceTime(perDevice * 4, 8, cluster.crossNode[0][0]), 1e-15);
+}
+
+TEST_F(Fixture, StreamsBetweenNodesShareTheirNics) {
+  cluster = twoNodes(catalog);
+  CostModel cost(model, cluster, nullptr);
+  // Two stages of 4 replicas on one group that spans both nodes: 4 streams,
+  // 2 leave each node, so each gets half the 100 Gbit/s (6.25e9 B/s).
+  double bytes = 1e6 * 8; // layer 0's output, 8 samples
+  EXPECT_NEAR(cost.boundaryTime(1, 8, 0, 4, 0, 4), 5e-6 + bytes / (4 * 6.25e9), 1e-15);
+}
+
+TEST_F(Fixture, ZonesAndNicsSetTheRouteBetweenNodes) {
+  // A node's own NIC caps the fabric.
+  EXPECT_DOUBLE_EQ(twoNodes(catalog, {{"nic_gbps", 25.0}}).crossNode[0][0].bandwidthGbps, 25);
+  // Two templates in two zones: the zone pair's figure, else the network
+  // over its oversubscription.
+  nlohmann::json spec = {
+      {"name", "zones"},
+      {"nodes",
+       {{{"name", "a"}, {"count", 1}, {"zone", "east"}, {"devices", {{{"group", "ga"}, {"kind", "round"}, {"count", 1}}}}},
+        {{"name", "b"}, {"count", 1}, {"zone", "west"}, {"devices", {{{"group", "gb"}, {"kind", "round"}, {"count", 1}}}}},
+        {{"name", "c"}, {"count", 1}, {"zone", "north"}, {"devices", {{{"group", "gc"}, {"kind", "round"}, {"count", 1}}}}}}},
+      {"network",
+       {{"type", "eth"},
+        {"bandwidth_gbps", 100.0},
+        {"latency_us", 5.0},
+        {"oversubscription", 4.0},
+        {"zones",
+         {{{"between", {"east", "west"}},
+           {"type", "wan"},
+           {"bandwidth_gbps", 4.0},
+           {"latency_us", 2000.0}}}}}}};
+  Cluster c = parseCluster(spec, "zones.json", catalog);
+  EXPECT_EQ(c.link(0, 1).type, "wan");
+  EXPECT_DOUBLE_EQ(c.link(1, 0).bandwidthGbps, 4);
+  EXPECT_DOUBLE_EQ(c.link(0, 1).latencyUs, 2000);
+  EXPECT_DOUBLE_EQ(c.link(0, 2).bandwidthGbps, 25); // 100 / 4
+  EXPECT_TRUE(c.overNetwork[0][2]);
+  CostModel cost(model, c, nullptr);
+  // The 25x slower pair shows in the price of a boundary.
+  EXPECT_GT(cost.boundaryTime(1, 1, 0, 1, 1, 1), 6 * cost.boundaryTime(1, 1, 0, 1, 2, 1));
 }
 
 TEST(GptModel, ParameterCountOfGpt3) {

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <unistd.h>
+
 using namespace het::plan;
 
 namespace {
@@ -90,6 +93,36 @@ TEST(Profiles, BadProfilesNameFileAndField) {
   EXPECT_NE(errorLoading(sourcePath("test/plan/Inputs/clusters"))
                 .find("not a profile"),
             std::string::npos);
+}
+
+TEST(Profiles, OnlyTheClustersKindsAreLoaded) {
+  // Sailor's two GPUs, one spelled as people do ("rtx 3090"), and a third
+  // no catalog knows: a cluster of RTX-3090s takes only theirs.
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("het-profiles-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::string sailor = sourcePath("data/profiles/sailor/OPT-350/");
+  for (auto [from, to] : {std::pair{"RTX-3090", "rtx 3090"}, {"A100-40", "A100-40"},
+                          {"A100-40", "Mystery-GPU"}}) {
+    fs::create_directories(dir / to);
+    fs::copy_file(sailor + from + "/profile.json", dir / to / "profile.json");
+  }
+  ProfileSet p;
+  p.loadDirectory(dir.string(), testCatalog(), {"RTX-3090"});
+  std::vector<LayerTime> t;
+  EXPECT_TRUE(p.lookup("RTX-3090", 1, 1, t));
+  EXPECT_FALSE(p.lookup("A100-40", 1, 1, t));
+  ASSERT_EQ(p.skipped().size(), 2u);
+  EXPECT_EQ(p.skipped()[0], "skipped " + (dir / "A100-40/profile.json").string() +
+                                ": A100-40 profiles, and the cluster has no A100-40");
+  EXPECT_EQ(p.skipped()[1], "skipped " + (dir / "Mystery-GPU/profile.json").string() +
+                                ": GPU 'Mystery-GPU' is not in the device catalog and is none "
+                                "of the cluster's kinds (RTX-3090); if it is one of them, add "
+                                "the name as an alias");
+  // Without a cluster to serve, an unknown GPU is still an error.
+  EXPECT_NE(errorLoading(dir.string()).find("'Mystery-GPU' is not in the device catalog"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(Profiles, LayerCountMustMatchTheModel) {
