@@ -1,7 +1,7 @@
 # What `cmake --install build --prefix P` puts into P, and the packages other
 # projects find there (docs/install.md). One GNUInstallDirs tree:
 #
-#   bin/        het-opt het-eval het-plan het-compile het-run hetccl-bench
+#   bin/        het-opt het-eval het-plan het-sim het-compile het-run hetccl-bench
 #   lib/        libhetrt.so libhetccl.so libHetCheckpoint.a
 #               het/rocm-toolkit/ (links to lld and the ROCm device libraries)
 #               cmake/{het,hetccl}/  pkgconfig/hetccl.pc
@@ -58,7 +58,7 @@ if(HET_ENABLE_MLIR)
   install(TARGETS hetrt EXPORT hetTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(FILES include/het-c/hetrt.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/het-c)
-  install(TARGETS het-opt het-eval het-plan het-compile het-run EXPORT hetTargets
+  install(TARGETS het-opt het-eval het-plan het-sim het-compile het-run EXPORT hetTargets
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 het_install_package(het)
