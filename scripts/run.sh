@@ -4,7 +4,7 @@
 # chain and says what it did: the IR stages, the training step (het-autodiff
 # + het-fuse) trained for 50 steps by the reference evaluator, the plan for
 # the mixed A100+MI250X node (het-plan), the partitioned step
-# (het-partition), hetccl tuned by het-tune, a native executable built by
+# (het-partition) and simulated with failures (het-sim), hetccl tuned by het-tune, a native executable built by
 # het-compile that trains the model, the model's dense-layer GEMM engines
 # tuned by het-tune kernels, its generated kernels' register tilings tuned
 # (het-tune kernels --library mlir), each layer profiled per device kind
@@ -49,6 +49,12 @@ sed -n '1,2p;/^plan 1/,/^$/p;/^compared with/,$p' "$out/plan.txt" | sed 's/^/het
 stages=$(grep -c 'het.stage @' "$out/partitioned.mlir")
 collectives=$(grep -cE 'het\.(all_reduce|all_gather|reduce_scatter|broadcast|all_to_all)' "$out/partitioned.mlir")
 echo "het: het-partition: $stages stages, $collectives gradient all-reduces -> $out/partitioned.mlir"
+# het-sim: the same plan over 1000 iterations (noise, stragglers, queued
+# sends) and a month of failures and checkpoints.
+"$here/build/bin/het-sim" --cluster "$cluster" --model "$out/train.mlir" --plan "$out/plan.json" \
+  --failures > "$out/sim.txt"
+echo "het: het-sim of that plan:"
+sed -n '2,$p' "$out/sim.txt" | sed 's/^/het:   /'
 if [ -x "$here/build/bin/hetccl-bench" ]; then
   # het-tune times every all-reduce algorithm at three sizes on this host and
   # records the fastest in a tuning database; hetccl's auto then reads it.

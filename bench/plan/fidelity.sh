@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The planner's prediction against the measured iteration time of a 2x2
-# pipeline (layers [0, 2) on the two cpu.onednn devices, the rest on the two
-# cpu.mlir devices, 2 micro-batches) of the MLP, the CNN and the GPT on the
-# local two-kind cluster (four ranks on this host), priced two ways:
+# The planner's prediction against the measured iteration time of two
+# pipelines of the MLP, the CNN and the GPT on the local two-kind cluster
+# (four ranks on this host, 2 micro-batches): 2x2 (layers [0, 2) on the two
+# cpu.onednn devices, the rest on the two cpu.mlir devices) and 3-stage
+# ([0, 1) and [1, 2) on one cpu.onednn device each, the rest on the two
+# cpu.mlir devices), priced two ways:
 #   roofline: the kinds calibrated by --plan auto (one step on one thread)
 #             and the cluster's link figures, as het predicted before
 #             measured profiles;
@@ -17,7 +19,7 @@ cluster="$here/examples/clusters/local-two-kinds.json"
 out="$(mktemp -d)"
 db="$out/tune.db"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-printf "%-5s %13s %13s %13s %13s %13s\n" model roofline-ms measured-ms run-ms \
+printf "%-5s %-7s %13s %13s %13s %13s %13s\n" model shape roofline-ms measured-ms run-ms \
   run/roofline run/measured
 for model in mlp cnn gpt; do
   src="$here/examples/models/$model.mlir"
@@ -27,22 +29,30 @@ for model in mlp cnn gpt; do
   "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --micro-batches 2 \
     -o "$out/$model.auto" 2> "$out/$model.auto.txt"
   global=$(python3 -c "import json; print(json.load(open('$out/$model.auto.plan.json'))['global_batch'])")
-  python3 "$here/utils/make_plan.py" "$cluster" "$out/$model.2x2.json" --global-batch "$global" \
-    --micro-batches 2 --stage 0:2=onednn:2 --stage "2:$layers=mlir:2"
-  roofline=$("$bin/het-plan" --cluster "$cluster" --model "$src" --devices "$out/$model.auto.devices.json" \
-    --evaluate "$out/$model.2x2.json" | sed -n 's/^predicted iteration \([0-9.]*\) \(m\?s\).*/\1 \2/p' \
-    | awk '{print ($2 == "s") ? $1 * 1000 : $1}')
-  "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --plan "$out/$model.2x2.json" \
-    --tuning-db "$db" -o "$out/$model.2x2" 2> "$out/$model.2x2.txt"
-  measured=$(sed -n 's/^predicted iteration time \([0-9.]*\) ms with the measurements.*/\1/p' \
-    "$out/$model.2x2.txt")
-  runs=()
-  for k in 1 2 3; do
-    runs+=("$("$bin/het-run" --cluster "$cluster" --timeout-ms 120000 "$out/$model.2x2" \
-      --steps 100 --print-every 1000 2>/dev/null | sed -n 's/.*iteration time \([0-9.]*\) ms.*/\1/p')")
+  for shape in 2x2 3-stage; do
+    name="$out/$model.$shape"
+    if [ "$shape" = 2x2 ]; then
+      stages=(--stage 0:2=onednn:2 --stage "2:$layers=mlir:2")
+    else
+      stages=(--stage 0:1=onednn:1 --stage 1:2=onednn:1 --stage "2:$layers=mlir:2")
+    fi
+    python3 "$here/utils/make_plan.py" "$cluster" "$name.json" --global-batch "$global" \
+      --micro-batches 2 "${stages[@]}"
+    roofline=$("$bin/het-plan" --cluster "$cluster" --model "$src" --devices "$out/$model.auto.devices.json" \
+      --evaluate "$name.json" | sed -n 's/^predicted iteration \([0-9.]*\) \(m\?s\).*/\1 \2/p' \
+      | awk '{print ($2 == "s") ? $1 * 1000 : $1}')
+    "$bin/het-compile" "$src" --lr 0.05 --cluster "$cluster" --plan "$name.json" \
+      --tuning-db "$db" -o "$name" 2> "$name.txt"
+    measured=$(sed -n 's/^predicted iteration time \([0-9.]*\) ms with the measurements.*/\1/p' \
+      "$name.txt")
+    runs=()
+    for k in 1 2 3; do
+      runs+=("$("$bin/het-run" --cluster "$cluster" --timeout-ms 120000 "$name" \
+        --steps 100 --print-every 1000 2>/dev/null | sed -n 's/.*iteration time \([0-9.]*\) ms.*/\1/p')")
+    done
+    run=$(printf "%s\n" "${runs[@]}" | sort -g | sed -n 2p)
+    awk -v m="$model" -v sh="$shape" -v r="$roofline" -v p="$measured" -v t="$run" -v all="${runs[*]}" \
+      'BEGIN {printf "%-5s %-7s %13.3f %13.3f %13.3f %13.2f %13.2f   (runs: %s ms)\n", m, sh, r, p, t, t / r, t / p, all}'
   done
-  run=$(printf "%s\n" "${runs[@]}" | sort -g | sed -n 2p)
-  awk -v m="$model" -v r="$roofline" -v p="$measured" -v t="$run" -v all="${runs[*]}" \
-    'BEGIN {printf "%-5s %13.3f %13.3f %13.3f %13.2f %13.2f   (runs: %s ms)\n", m, r, p, t, t / r, t / p, all}'
 done
 echo "(files in $out)"
