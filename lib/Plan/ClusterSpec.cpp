@@ -69,6 +69,18 @@ Cluster parseCluster(const json &spec, const std::string &file,
              "unknown device kind '" + g.kind + "' (the catalog has: " + known +
                  ")");
       }
+      const std::string market = stringOr(dev, "market", "on_demand", file, dat);
+      if (market != "on_demand" && market != "spot")
+        fail(file, join(dat, "market"), "must be \"on_demand\" or \"spot\", not '" + market + "'");
+      g.spot = market == "spot";
+      if (dev.contains("price_per_hour"))
+        g.pricePerHour = positive(dev, "price_per_hour", file, dat);
+      else if (g.spot && g.spec->price.spot <= 0)
+        fail(file, join(dat, "market"),
+             "kind '" + g.kind + "' has no spot price in the device catalog (" + g.spec->file +
+                 "); give the group a \"price_per_hour\"");
+      else
+        g.pricePerHour = g.spot ? g.spec->price.spot : g.spec->price.onDemand;
       if (groupIndex.count(g.name))
         fail(file, join(dat, "group"),
              "group '" + g.name +

@@ -70,6 +70,21 @@ struct Shortfall {
   }
 };
 
+// When no plan was found, says why for one shape: one that missed the
+// deadline or budget and has a split that fits in memory counts as a limit
+// miss; any other adds to the memory shortfall report.
+void explainInfeasible(const CostModel &cost, const SplitSolver &solver, const Shape &shape,
+                       bool missedLimits, Shortfall &shortfall, PlanResult &result) {
+  if (missedLimits) {
+    int stage = -1;
+    if (solver.minShortfall(shape, shortfall.policy, stage) <= 0) {
+      ++result.constraintMisses;
+      return;
+    }
+  }
+  shortfall.offer(cost, solver, shape);
+}
+
 void finish(const CostModel &cost, const PlannerOptions &options,
             const TopK &top, PlanResult &result) {
   for (const auto &c : top.all()) {
@@ -77,6 +92,7 @@ void finish(const CostModel &cost, const PlannerOptions &options,
     r.plan = makePlan(cost, c.shape, c.split.bounds, c.split.algorithms,
                       options.globalBatch);
     r.evaluation = cost.evaluate(r.plan);
+    r.economics = assessPlan(cost, r.plan, r.evaluation, options.objective);
     result.plans.push_back(std::move(r));
   }
 }
@@ -100,8 +116,10 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     opts[g] = groupOptions(cluster, g, options, L);
   std::vector<int> micro = microBatchChoices(options);
 
-  // Feasible shapes score their time; infeasible ones sort after all of
-  // them, by how far they are from fitting.
+  // Feasible shapes score their objective; infeasible ones sort after all
+  // of them: those past the deadline or budget by how far (so the climb
+  // can walk towards the limits), then those that do not fit in memory by
+  // how far they are from fitting.
   // Only splits faster than `cutoff` matter (the current shape's time, or
   // the k-th best for the top-k list), so the dynamic program may prune at
   // the larger of the two; a pruned shape scores "no better".
@@ -109,6 +127,7 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     double value, cutoff;
   };
   std::map<std::string, Seen> seen;
+  std::vector<Shape> missedLimits; // for the report when nothing is found
   auto score = [&](const Shape &s, double current) {
     double cutoff = std::max(current, top.cutoff());
     auto it = seen.find(s.key());
@@ -127,6 +146,10 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         value = split.objective;
       } else if (split.pruned) {
         value = 1e29;
+      } else if (split.missedLimits) {
+        value = 1e29 * (2 + std::min(split.limitExcess, 8.0));
+        if (!seen.count(s.key()))
+          missedLimits.push_back(s);
       } else {
         value = 1e30 + shortfall.offer(cost, solver, s);
       }
@@ -377,7 +400,12 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     kicked.microBatches = closestMicro(std::max(1, kicked.microBatches / 2));
     climb(kicked);
   }
-  if (top.all().empty() && options.allowSubsets) {
+  // Cost and energy often favour one kind alone (the cheapest or most
+  // efficient per FLOP), far from the all-groups starts: climb from each
+  // group alone too.
+  const bool singleStarts =
+      top.all().empty() || options.objective.kind != ObjectiveKind::Time;
+  if (singleStarts && options.allowSubsets) {
     std::vector<int> byRate = byMemory;
     std::stable_sort(byRate.begin(), byRate.end(),
                      [&](int a, int b) { return rate(a) > rate(b); });
@@ -386,15 +414,19 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     if (byRate.size() > 2)
       climb(makeStart({byRate[0], byRate[1]}, 1));
   }
+  if (top.all().empty())
+    for (const Shape &s : missedLimits)
+      explainInfeasible(cost, solver, s, true, shortfall, result);
 }
 
 } // namespace
 
 PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
+  checkObjectiveInputs(cost.cluster(), options.objective);
   auto t0 = std::chrono::steady_clock::now();
   PlanResult result;
   const int L = int(cost.model().layers.size());
-  SplitSolver solver(cost, options.globalBatch);
+  SplitSolver solver(cost, options.globalBatch, options.objective);
   TopK top(options.topK);
   Shortfall shortfall;
   shortfall.policy = options.split;
@@ -410,7 +442,7 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
     std::stable_sort(
         shapes.begin(), shapes.end(),
         [](const auto &a, const auto &b) { return a.first < b.first; });
-    std::vector<const Shape *> infeasible;
+    std::vector<std::pair<const Shape *, bool>> infeasible; // and whether it missed limits
     for (size_t i = 0; i < shapes.size(); ++i) {
       if (shapes[i].first >= top.cutoff()) {
         result.shapesPruned += long(shapes.size() - i);
@@ -421,11 +453,11 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
           solver.solve(shapes[i].second, options.split, top.cutoff());
       top.offer(shapes[i].second, split);
       if (!split.feasible)
-        infeasible.push_back(&shapes[i].second);
+        infeasible.push_back({&shapes[i].second, split.missedLimits});
     }
     if (top.all().empty())
-      for (const Shape *s : infeasible)
-        shortfall.offer(cost, solver, *s);
+      for (const auto &[s, missed] : infeasible)
+        explainInfeasible(cost, solver, *s, missed, shortfall, result);
   } else {
     result.exact = false;
     localSearch(cost, options, solver, top, shortfall, result);
@@ -447,6 +479,7 @@ PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options) {
 
 PlanResult bruteForcePlan(const CostModel &cost,
                           const PlannerOptions &options) {
+  checkObjectiveInputs(cost.cluster(), options.objective);
   auto t0 = std::chrono::steady_clock::now();
   PlanResult result;
   const int L = int(cost.model().layers.size());
@@ -483,9 +516,17 @@ PlanResult bruteForcePlan(const CostModel &cost,
           Evaluation ev = cost.evaluate(plan);
           if (!ev.fits && ev.worstShortfallBytes > 0)
             shortfall = std::min(shortfall, ev.worstShortfallBytes);
-          if (ev.fits && ev.iterationTime < best.objective) {
+          if (!ev.fits)
+            continue;
+          PlanEconomics economics = assessPlan(cost, plan, ev, options.objective);
+          if (!economics.violated.empty()) {
+            best.missedLimits = true;
+            continue;
+          }
+          if (economics.objective < best.objective) {
             best.feasible = true;
-            best.objective = ev.iterationTime;
+            best.objective = economics.objective;
+            best.time = ev.iterationTime;
             best.bounds = bounds;
             best.algorithms.clear();
             for (const auto &s : plan.stages)
@@ -509,6 +550,7 @@ PlanResult bruteForcePlan(const CostModel &cost,
       bounds[S] = L;
     };
     place(0);
+    result.constraintMisses += best.missedLimits && !best.feasible;
     top.offer(shape, best);
   });
   finish(cost, options, top, result);

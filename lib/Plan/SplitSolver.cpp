@@ -8,22 +8,25 @@ namespace het::plan {
 using namespace space;
 
 namespace {
+// sum: of alpha t + w over the stages so far (the objective's additive
+// part; the time sum itself when alpha is 1 and there is no w); time: of t.
 struct Label {
-  double sum, maxT, sync;
+  double sum, time, maxT, sync;
   int prevLayer, prevIndex;
 };
 
-// Adds `n` to `front` unless a label there is at least as good in all three
-// terms; drops the labels `n` beats.
-void insertPareto(std::vector<Label> &front, const Label &n) {
+// Adds `n` to `front` unless a label there is at least as good in all
+// terms (the time sum only with `byTime`); drops the labels `n` beats.
+void insertPareto(std::vector<Label> &front, const Label &n, bool byTime) {
+  auto noWorse = [&](const Label &a, const Label &b) {
+    return a.sum <= b.sum && a.maxT <= b.maxT && a.sync <= b.sync &&
+           (!byTime || a.time <= b.time);
+  };
   for (const Label &l : front)
-    if (l.sum <= n.sum && l.maxT <= n.maxT && l.sync <= n.sync)
+    if (noWorse(l, n))
       return;
   front.erase(std::remove_if(front.begin(), front.end(),
-                             [&](const Label &l) {
-                               return n.sum <= l.sum && n.maxT <= l.maxT &&
-                                      n.sync <= l.sync;
-                             }),
+                             [&](const Label &l) { return noWorse(n, l); }),
               front.end());
   front.push_back(n);
 }
@@ -38,6 +41,13 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   if (S == 0 || S > L || !shape.valid(globalBatch / std::max(1, m)))
     return result;
   auto ctx = stageContexts(cost, shape, globalBatch);
+  const ObjectiveTerms terms = objectiveTerms(cost, ctx, objective.kind);
+  if (!withinBudget(terms.pricePerHour, objective)) {
+    result.missedLimits = true;
+    result.limitExcess = terms.pricePerHour / objective.budgetPerHour - 1;
+    return result;
+  }
+  const double alpha = terms.alpha, deadline = objective.deadlineSeconds;
   // Each stage's member tables; a mixed stage takes as long as its slowest
   // member over a range.
   std::vector<std::vector<const LayerTable *>> tables(S);
@@ -49,13 +59,31 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
       worst = std::max(worst, t->range(t->compute, a, b));
     return worst;
   };
+  // The objective's work term of stage j over [a, b) (energy: each
+  // member's busy-minus-idle power x its busy seconds).
+  auto rangeWork = [&](int j, int a, int b) {
+    if (!terms.hasWork())
+      return 0.0;
+    double w = 0;
+    for (size_t k = 0; k < tables[j].size(); ++k)
+      w += terms.workWeight[j][k] * busySeconds(*tables[j][k], a, b, m);
+    return w;
+  };
+  // Records a split the deadline rules out (at least `time` long).
+  auto meetsDeadline = [&](double time) {
+    if (withinDeadline(time, objective))
+      return true;
+    result.missedLimits = true;
+    result.limitExcess = std::min(result.limitExcess, time / deadline - 1);
+    return false;
+  };
 
   if (policy == SplitPolicy::Uniform) {
     // Megatron-style: L / S layers each, the remainder to the first stages.
     std::vector<int> bounds(S + 1, 0);
     for (int j = 0; j < S; ++j)
       bounds[j + 1] = bounds[j] + L / S + (j < L % S ? 1 : 0);
-    double sum = 0, maxT = -1, sync = 0;
+    double sum = 0, maxT = -1, sync = 0, work = 0;
     std::vector<AllReduceAlgorithm> algorithms(S);
     for (int j = 0; j < S; ++j) {
       if (!cost.model().tensorParallelFits(bounds[j], bounds[j + 1], ctx[j].tp))
@@ -67,9 +95,13 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
       sum += c.time();
       maxT = std::max(maxT, c.time());
       sync = std::max(sync, c.sync + c.update);
+      work += rangeWork(j, bounds[j], bounds[j + 1]);
     }
+    result.time = sum + (m - 1) * maxT + sync;
+    if (!meetsDeadline(result.time))
+      return result;
     result.feasible = true;
-    result.objective = sum + (m - 1) * maxT + sync;
+    result.objective = alpha * result.time + work;
     result.bounds = bounds;
     result.algorithms = algorithms;
     return result;
@@ -136,7 +168,10 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   // front[j][l]: labels of the first j stages covering layers [0, l).
   std::vector<std::vector<std::vector<Label>>> front(
       S + 1, std::vector<std::vector<Label>>(L + 1));
-  front[0][0].push_back({0, 0, 0, -1, -1});
+  front[0][0].push_back({0, 0, 0, 0, -1, -1});
+  // With a work term the objective's sum no longer orders the time sums,
+  // which a deadline needs.
+  const bool byTime = deadline > 0 && (terms.hasWork() || alpha <= 0);
   for (int j = 0; j < S; ++j) {
     const int remaining = S - j - 1; // stages after this one
     const Stage &st = pre[j];
@@ -168,23 +203,26 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
             sync = std::min(sync, st.syncA[k] + st.syncB[k] * bytes);
         }
         sync += update;
+        const double work = rangeWork(j, a, b);
         const double rest = restMin[j + 1][b];
         auto &next = front[j + 1][b];
         for (size_t i = 0; i < front[j][a].size(); ++i) {
           const Label &l = front[j][a][i];
-          Label n{l.sum + time, std::max(l.maxT, time), std::max(l.sync, sync),
-                  a, int(i)};
-          // Later stages add at least `rest` to the sum, and the slowest
-          // stage is at least the average: a partial plan whose bound
-          // reaches the cutoff cannot end below it.
-          double sumBound = n.sum + rest;
-          double bound =
-              sumBound + (m - 1) * std::max(n.maxT, sumBound / S) + n.sync;
-          if (bound >= cutoff) {
+          Label n{l.sum + alpha * time + work, l.time + time, std::max(l.maxT, time),
+                  std::max(l.sync, sync), a, int(i)};
+          // Later stages add at least `rest` to the time sum (and nothing
+          // less than zero to the work), and the slowest stage is at least
+          // the average: a partial plan whose bound reaches the cutoff, or
+          // passes the deadline, cannot end below it.
+          double timeSum = n.time + rest;
+          double tail = (m - 1) * std::max(n.maxT, timeSum / S) + n.sync;
+          if (!meetsDeadline(timeSum + tail))
+            continue;
+          if (n.sum + alpha * (rest + tail) >= cutoff) {
             result.pruned = true;
             continue;
           }
-          insertPareto(next, n);
+          insertPareto(next, n, byTime);
         }
       }
     }
@@ -192,9 +230,11 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   const auto &last = front[S][L];
   int best = -1;
   for (size_t i = 0; i < last.size(); ++i) {
-    double obj = last[i].sum + (m - 1) * last[i].maxT + last[i].sync;
-    if (obj < result.objective) {
+    double time = last[i].time + (m - 1) * last[i].maxT + last[i].sync;
+    double obj = last[i].sum + alpha * ((m - 1) * last[i].maxT + last[i].sync);
+    if (meetsDeadline(time) && obj < result.objective) {
       result.objective = obj;
+      result.time = time;
       best = int(i);
     }
   }
@@ -224,15 +264,17 @@ double SplitSolver::lowerBound(const Shape &shape) const {
   if (S == 0 || !shape.valid(globalBatch / std::max(1, m)))
     return INFINITY;
   std::vector<double> cheapest(L, INFINITY);
-  for (const CostModel::StageContext &ctx : stageContexts(cost, shape, globalBatch))
+  const std::vector<CostModel::StageContext> contexts = stageContexts(cost, shape, globalBatch);
+  for (const CostModel::StageContext &ctx : contexts)
     for (const LayerTable *t : cost.tables(ctx))
       for (int l = 0; l < L; ++l)
         cheapest[l] = std::min(cheapest[l], t->range(t->compute, l, l + 1));
   double sum = 0;
   for (double c : cheapest)
     sum += c;
-  // sum(t) >= sum, and max(t) >= sum(t) / S.
-  return sum * (1.0 + double(m - 1) / S);
+  // sum(t) >= sum, and max(t) >= sum(t) / S; work terms are not negative.
+  double alpha = objectiveTerms(cost, contexts, objective.kind).alpha;
+  return alpha * sum * (1.0 + double(m - 1) / S);
 }
 
 double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &stage) const {

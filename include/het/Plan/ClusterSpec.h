@@ -34,6 +34,11 @@ struct DeviceGroup {
   /// and feature discovery's, e.g. nvidia.com/gpu.product); het-run
   /// --emit-k8s requires them in the pods' node affinity.
   std::map<std::string, std::string> nodeLabels;
+  /// What one device costs per hour (USD): the entry's `price_per_hour`,
+  /// else the catalog's price on the entry's `market` ("on_demand", the
+  /// default, or "spot"); 0 when unknown.
+  double pricePerHour = 0;
+  bool spot = false; // rented on the spot market: may be preempted
   int count() const { return devicesPerNode * nodes; }
 };
 

@@ -10,7 +10,8 @@
 // stage's gradients.
 // A "shape" fixes everything but the layer ranges; for each shape a Pareto
 // dynamic program over (sum of stage times, slowest stage, slowest sync)
-// finds the best ranges exactly. Shapes are enumerated with a lower bound
+// finds the best ranges exactly, for the time, cost or energy objective
+// (Objective.h) under a deadline or budget. Shapes are enumerated with a lower bound
 // (branch and bound) when their number is below `exhaustiveLimit`, and
 // searched locally (hill climbing from several starts) above it.
 //
@@ -19,6 +20,7 @@
 #define HET_PLAN_PLANNER_H
 
 #include "het/Plan/CostModel.h"
+#include "het/Plan/Objective.h"
 #include "het/Plan/Plan.h"
 
 #include <string>
@@ -48,11 +50,15 @@ struct PlannerOptions {
   /// 8 replicas; larger ones split evenly).
   bool unevenReplicas = true;
   double exhaustiveLimit = 2e5; // shapes; above it, local search
+  /// What "best" means (time, cost or energy per iteration), and the
+  /// deadline and budget every plan must meet.
+  Objective objective;
 };
 
 struct RankedPlan {
   Plan plan;
   Evaluation evaluation;
+  PlanEconomics economics; // price, energy and the objective's value
 };
 
 struct PlanResult {
@@ -60,6 +66,9 @@ struct PlanResult {
   bool exact = true;             // whole space searched (or bounded)
   double shapes = 0;             // size of the shape space
   long shapesEvaluated = 0, shapesPruned = 0;
+  /// When no plan is found: the shapes that have a split fitting in memory
+  /// but miss the objective's deadline or budget (0: nothing fits at all).
+  long constraintMisses = 0;
   double seconds = 0;
   /// When nothing fits: the smallest, over all plans searched, of the
   /// largest memory excess of any device, and where it is.
@@ -67,6 +76,8 @@ struct PlanResult {
   std::string shortfallWhere;
 };
 
+/// Throws PlanError when the objective needs a price or power a group lacks
+/// (checkObjectiveInputs).
 PlanResult planPipeline(const CostModel &cost, const PlannerOptions &options);
 
 /// The same space, every layer split enumerated and scored by

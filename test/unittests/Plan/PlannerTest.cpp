@@ -184,6 +184,162 @@ TEST(Planner, UniformSplitAgreesWithBruteForce) {
   }
 }
 
+// Every group gets a price (the catalog lacks some of the random kinds),
+// deterministic per kind: roughly what it costs per TFLOP/s, with noise.
+void priceGroups(Cluster &cluster, unsigned seed) {
+  std::mt19937 rng(seed * 7919);
+  for (auto &g : cluster.groups)
+    g.pricePerHour =
+        g.spec->flops("fp32") / 1e13 * std::uniform_real_distribution<double>(0.5, 2)(rng);
+}
+
+double bestObjective(const PlanResult &r) {
+  return r.plans.empty() ? INFINITY : r.plans[0].economics.objective;
+}
+
+// The cost and energy objectives, alone and under a deadline or budget
+// taken from the time-optimal plan (so they bind), against brute force.
+TEST(Planner, CostAndEnergyObjectivesAgreeWithBruteForce) {
+  int compared = 0, constrainedDiffer = 0, costDiffersFromTime = 0;
+  for (unsigned seed = 300; seed < 316; ++seed) {
+    Instance in = randomInstance(seed);
+    priceGroups(in.cluster, seed);
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fastest = planPipeline(cost, in.options);
+    if (fastest.plans.empty())
+      continue;
+    const double fastestTime = fastest.plans[0].evaluation.iterationTime;
+    const double fastestPrice = fastest.plans[0].economics.pricePerHour;
+    std::vector<Objective> objectives = {
+        {ObjectiveKind::Cost, 0, 0},
+        {ObjectiveKind::Energy, 0, 0},
+        {ObjectiveKind::Cost, fastestTime * 1.2, 0},
+        {ObjectiveKind::Energy, fastestTime * 1.05, 0},
+        {ObjectiveKind::Time, 0, fastestPrice * 0.8},
+        {ObjectiveKind::Energy, fastestTime * 1.5, fastestPrice}};
+    for (const Objective &objective : objectives) {
+      PlannerOptions options = in.options;
+      options.objective = objective;
+      PlanResult fast = planPipeline(cost, options);
+      PlanResult slow = bruteForcePlan(cost, options);
+      double a = bestObjective(fast), b = bestObjective(slow);
+      EXPECT_TRUE(same(a, b)) << "seed " << seed << ", objective " << toString(objective.kind)
+                              << " deadline " << objective.deadlineSeconds << " budget "
+                              << objective.budgetPerHour << ": planner " << a
+                              << ", brute force " << b;
+      ++compared;
+      for (const auto &p : fast.plans) {
+        EXPECT_TRUE(p.economics.violated.empty()) << p.economics.violated;
+        if (objective.deadlineSeconds > 0) {
+          EXPECT_LE(p.evaluation.iterationTime, objective.deadlineSeconds * (1 + 1e-9));
+        }
+        if (objective.budgetPerHour > 0) {
+          EXPECT_LE(p.economics.pricePerHour, objective.budgetPerHour * (1 + 1e-9));
+        }
+      }
+      for (size_t i = 1; i < fast.plans.size(); ++i)
+        EXPECT_LE(fast.plans[i - 1].economics.objective, fast.plans[i].economics.objective);
+      if (fast.plans.empty() && objective.constrained()) {
+        ++constrainedDiffer;
+        EXPECT_GT(fast.constraintMisses, 0) << "seed " << seed;
+      }
+      if (objective.kind == ObjectiveKind::Cost && !objective.constrained() &&
+          !fast.plans.empty() &&
+          fast.plans[0].economics.pricePerHour != fastestPrice)
+        ++costDiffersFromTime;
+    }
+  }
+  EXPECT_GE(compared, 40);
+  // The constraints bind somewhere, and the cheapest plan is not always the
+  // fastest one's devices.
+  EXPECT_GT(constrainedDiffer, 0);
+  EXPECT_GT(costDiffersFromTime, 0);
+  std::printf("planner == brute force on %d objective instances (%d with nothing within "
+              "the limits, %d where the cheapest plan rents other devices than the fastest)\n",
+              compared, constrainedDiffer, costDiffersFromTime);
+}
+
+TEST(Planner, UniformSplitUnderObjectivesAgreesWithBruteForce) {
+  for (unsigned seed = 330; seed < 345; ++seed) {
+    Instance in = randomInstance(seed);
+    priceGroups(in.cluster, seed);
+    in.options.split = SplitPolicy::Uniform;
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fastest = planPipeline(cost, in.options);
+    if (fastest.plans.empty())
+      continue;
+    for (Objective objective :
+         {Objective{ObjectiveKind::Cost, 0, 0},
+          Objective{ObjectiveKind::Energy, fastest.plans[0].evaluation.iterationTime * 1.1, 0}}) {
+      PlannerOptions options = in.options;
+      options.objective = objective;
+      double a = bestObjective(planPipeline(cost, options));
+      double b = bestObjective(bruteForcePlan(cost, options));
+      EXPECT_TRUE(same(a, b)) << "seed " << seed << ": planner " << a << ", brute force " << b;
+    }
+  }
+}
+
+// Local search (a space too large to enumerate, forced here) walks towards
+// a deadline: shapes past it score by how far, so a start that misses it
+// still climbs to one that meets it.
+TEST(Planner, LocalSearchFindsPlansWithinTheLimits) {
+  int tried = 0, found = 0;
+  for (unsigned seed = 300; seed < 330; ++seed) {
+    Instance in = randomInstance(seed);
+    priceGroups(in.cluster, seed);
+    CostModel cost(in.model, in.cluster, nullptr);
+    PlanResult fastest = planPipeline(cost, in.options);
+    if (fastest.plans.empty())
+      continue;
+    PlannerOptions options = in.options;
+    options.exhaustiveLimit = 0;
+    options.objective = {ObjectiveKind::Cost, fastest.plans[0].evaluation.iterationTime * 1.5, 0};
+    PlanResult r = planPipeline(cost, options);
+    EXPECT_FALSE(r.exact);
+    ++tried;
+    found += !r.plans.empty();
+    for (const auto &p : r.plans)
+      EXPECT_TRUE(p.economics.violated.empty()) << "seed " << seed << ": " << p.economics.violated;
+  }
+  EXPECT_GT(tried, 10);
+  EXPECT_GE(found * 10, tried * 8) << found << " of " << tried;
+}
+
+TEST(Planner, CostObjectiveLeavesExpensiveDevicesOut) {
+  Cluster cluster = loadCluster(sourcePath("examples/clusters/mixed-node.json"), testCatalog());
+  // A100s at 10x their catalog price: the cheapest plan runs on the MI250Xs
+  // alone, the fastest uses both.
+  for (auto &g : cluster.groups)
+    g.pricePerHour = g.spec->vendor == "nvidia" ? 20.0 : 1.0;
+  ModelDesc model = makeGptModel("gpt-small", 12, 768, 12, 1024, 50257);
+  CostModel cost(model, cluster, nullptr);
+  PlannerOptions options;
+  options.globalBatch = 32;
+  PlanResult fastest = planPipeline(cost, options);
+  options.objective.kind = ObjectiveKind::Cost;
+  PlanResult cheapest = planPipeline(cost, options);
+  ASSERT_FALSE(fastest.plans.empty());
+  ASSERT_FALSE(cheapest.plans.empty());
+  std::set<std::string> fastKinds, cheapKinds;
+  for (const auto &s : fastest.plans[0].plan.stages)
+    for (const auto &r : s.replicaGroups)
+      fastKinds.insert(cluster.groups[r.group].kind);
+  for (const auto &s : cheapest.plans[0].plan.stages)
+    for (const auto &r : s.replicaGroups)
+      cheapKinds.insert(cluster.groups[r.group].kind);
+  EXPECT_EQ(fastKinds.size(), 2u);
+  EXPECT_EQ(cheapKinds, std::set<std::string>{"MI250X"});
+  EXPECT_LT(cheapest.plans[0].economics.costPerIteration,
+            fastest.plans[0].economics.costPerIteration);
+  EXPECT_GT(cheapest.plans[0].evaluation.iterationTime, fastest.plans[0].evaluation.iterationTime);
+  // A deadline below anything possible: no plan, and the count says why.
+  options.objective.deadlineSeconds = fastest.plans[0].evaluation.iterationTime * 0.5;
+  PlanResult none = planPipeline(cost, options);
+  EXPECT_TRUE(none.plans.empty());
+  EXPECT_GT(none.constraintMisses, 0);
+}
+
 TEST(Planner, NonUniformSplitBeatsUniformOnUnevenLayers) {
   // Mixed node: A100-80 + MI250X, a model whose last layer is 8x the others.
   Cluster cluster = loadCluster(sourcePath("examples/clusters/mixed-node.json"),
