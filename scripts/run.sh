@@ -4,7 +4,8 @@
 # chain and says what it did: the IR stages, the training step (het-autodiff
 # + het-fuse) trained for 50 steps by the reference evaluator, the plan for
 # the mixed A100+MI250X node (het-plan), the partitioned step
-# (het-partition) and simulated with failures (het-sim), hetccl tuned by het-tune, a native executable built by
+# (het-partition) and simulated with failures (het-sim), plans for time, cost
+# and energy on a cloud mix, hetccl tuned by het-tune, a native executable built by
 # het-compile that trains the model, the model's dense-layer GEMM engines
 # tuned by het-tune kernels, its generated kernels' register tilings tuned
 # (het-tune kernels --library mlir), each layer profiled per device kind
@@ -55,6 +56,22 @@ echo "het: het-partition: $stages stages, $collectives gradient all-reduces -> $
   --failures > "$out/sim.txt"
 echo "het: het-sim of that plan:"
 sed -n '2,$p' "$out/sim.txt" | sed 's/^/het:   /'
+# Objectives: OPT-350 on a cloud mix (on-demand H100, spot RTX 4090 and
+# L40S): the fastest plan, the cheapest one, the least-energy one.
+echo "het: het-plan --objective time|cost|energy on spot-mix.json (OPT-350, catalog prices):"
+for objective in time cost energy; do
+  "$here/build/bin/het-plan" --cluster "$here/examples/clusters/spot-mix.json" \
+    --model "$here/examples/models/opt-350.json" --global-batch 256 --top 1 \
+    --objective "$objective" > "$out/objective-$objective.txt"
+  echo "het:   $objective: $(grep -m1 '^plan 1' "$out/objective-$objective.txt" | cut -d, -f1 | sed 's/^plan 1: //')," \
+    "$(grep -m1 'devices, USD' "$out/objective-$objective.txt" | sed 's/^ *//')"
+done
+# Per-stage clocks on the 1024-device six-vendor GPT-3 plan: the stages
+# that wait for the bottleneck run slower, at most 1% off the iteration.
+"$here/build/bin/het-plan" --cluster "$here/examples/clusters/six-vendor-1024.json" \
+  --model "$here/examples/models/gpt3-175b.json" --global-batch 1536 --top 1 \
+  --frequency-scaling > "$out/frequency.txt"
+echo "het: six-vendor GPT-3 plan, $(grep -m1 '^frequency scaling' "$out/frequency.txt")"
 if [ -x "$here/build/bin/hetccl-bench" ]; then
   # het-tune times every all-reduce algorithm at three sizes on this host and
   # records the fastest in a tuning database; hetccl's auto then reads it.

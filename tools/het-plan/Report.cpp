@@ -2,6 +2,7 @@
 #include "Report.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace het::plan {
 
@@ -86,6 +87,97 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   for (size_t j = 0; j < plan.stages.size(); ++j)
     os << " s" << j << "=" << toString(plan.stages[j].allReduce);
   os << "\n";
+}
+
+std::string formatObjective(double value, ObjectiveKind kind) {
+  char buf[48];
+  switch (kind) {
+  case ObjectiveKind::Time:
+    return formatSeconds(value);
+  case ObjectiveKind::Cost:
+    std::snprintf(buf, sizeof buf, "USD %.4g", value);
+    return buf;
+  case ObjectiveKind::Energy:
+    if (value >= 1e6)
+      std::snprintf(buf, sizeof buf, "%.3f MJ", value / 1e6);
+    else
+      std::snprintf(buf, sizeof buf, "%.3f kJ", value / 1e3);
+    return buf;
+  }
+  return "";
+}
+
+void printEconomics(std::ostream &os, const PlanEconomics &e) {
+  if (!e.priced && !e.powered)
+    return;
+  char buf[256];
+  os << "  " << e.devices << " devices";
+  if (e.priced) {
+    std::snprintf(buf, sizeof buf, ", USD %.2f per hour, USD %.4g per iteration", e.pricePerHour,
+                  e.costPerIteration);
+    os << buf;
+  }
+  if (e.powered) {
+    std::snprintf(buf, sizeof buf, ", %s per iteration (%.1f kW on average)",
+                  formatObjective(e.energyJoules, ObjectiveKind::Energy).c_str(),
+                  e.averageWatts / 1e3);
+    os << buf;
+  }
+  os << "\n";
+}
+
+void printFrequencyScaling(std::ostream &os, const FrequencyScaling &f, double maxSlowdown) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "frequency scaling (at most %.1f%% slower): energy %s -> %s per iteration "
+                "(%.1f%% saved), iteration %+.2f%%\n",
+                maxSlowdown * 100,
+                formatObjective(f.energyBefore, ObjectiveKind::Energy).c_str(),
+                formatObjective(f.energyAfter, ObjectiveKind::Energy).c_str(), f.saved() * 100,
+                f.slowdown() * 100);
+  os << buf << "  stage clocks:";
+  for (size_t j = 0; j < f.clocks.size(); ++j) {
+    std::snprintf(buf, sizeof buf, " s%zu %.2f", j, f.clocks[j]);
+    os << buf;
+  }
+  os << "\n";
+  if (!f.unpowered.empty()) {
+    os << "  left out of the energy figures (no TDP in the catalog):";
+    for (const auto &k : f.unpowered)
+      os << " " << k;
+    os << "\n";
+  }
+  if (!f.assumedCurves.empty()) {
+    os << "  no published frequency-power curve, the default one assumed for:";
+    for (const auto &k : f.assumedCurves)
+      os << " " << k;
+    os << "\n";
+  }
+}
+
+nlohmann::json economicsToJson(const PlanEconomics &e) {
+  nlohmann::json j = {{"devices", e.devices}, {"objective", e.objective}};
+  if (e.priced) {
+    j["price_usd_per_hour"] = e.pricePerHour;
+    j["cost_usd_per_iteration"] = e.costPerIteration;
+  }
+  if (e.powered) {
+    j["energy_j_per_iteration"] = e.energyJoules;
+    j["average_w"] = e.averageWatts;
+  }
+  return j;
+}
+
+nlohmann::json frequencyScalingToJson(const FrequencyScaling &f, double maxSlowdown) {
+  return {{"max_slowdown", maxSlowdown},
+          {"clocks", f.clocks},
+          {"iteration_s_before", f.timeBefore},
+          {"iteration_s_after", f.timeAfter},
+          {"energy_j_before", f.energyBefore},
+          {"energy_j_after", f.energyAfter},
+          {"energy_saved", f.saved()},
+          {"assumed_power_curves", f.assumedCurves},
+          {"unpowered_kinds", f.unpowered}};
 }
 
 } // namespace het::plan

@@ -3,6 +3,10 @@
 #define HET_TOOLS_HETPLAN_REPORT_H
 
 #include "het/Plan/CostModel.h"
+#include "het/Plan/FrequencyScaling.h"
+#include "het/Plan/Objective.h"
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <ostream>
 #include <string>
@@ -16,6 +20,17 @@ void printModel(std::ostream &os, const ModelDesc &model);
 /// The per-stage table of one plan.
 void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev);
+
+/// "USD 1.23", "4.56 MJ", "12.3 s": an objective's value in its unit.
+std::string formatObjective(double value, ObjectiveKind kind);
+/// One line: the devices a plan rents, their price per hour and per
+/// iteration, and its energy per iteration (where the catalog has them).
+void printEconomics(std::ostream &os, const PlanEconomics &economics);
+/// The per-stage clocks and the energy they save.
+void printFrequencyScaling(std::ostream &os, const FrequencyScaling &scaling,
+                           double maxSlowdown);
+nlohmann::json economicsToJson(const PlanEconomics &economics);
+nlohmann::json frequencyScalingToJson(const FrequencyScaling &scaling, double maxSlowdown);
 
 } // namespace het::plan
 

@@ -1,12 +1,14 @@
 //===- het-plan.cpp - plan mixed-chip training: which chips run which layers =//
 //
 // Reads a cluster spec and a model (het IR or a model JSON), searches for
-// the fastest 1F1B pipeline plan that fits in memory, and prints it beside a
-// uniform (Megatron-style) split of the same cluster and the best plan on
-// each single-vendor subset. --evaluate scores a given plan instead.
+// the fastest (or cheapest, or least energy) 1F1B pipeline plan that fits
+// in memory, and prints it beside a uniform (Megatron-style) split of the
+// same cluster and the best plan on each single-vendor subset. --evaluate
+// scores a given plan instead.
 //
 //===----------------------------------------------------------------------===//
 #include "Benchmark.h"
+#include "Rental.h"
 #include "Report.h"
 
 #include "het/Plan/ClusterSpec.h"
@@ -110,7 +112,11 @@ int main(int argc, char **argv) {
   bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
-  std::string precisionName = "auto";
+  std::string precisionName = "auto", objectiveName = "time";
+  double deadline = 0, budget = 0, maxSlowdown = 0.01, throughput = 0;
+  std::string inventoryPath, writeClusterPath;
+  het::sim::FailureAssumptions failureAssumptions;
+  bool frequencyScaling = false;
   std::vector<int> tp = {1, 2, 4, 8};
   app.add_option("--cluster", clusterPath,
                  "cluster spec (JSON, see examples/clusters/README.md)");
@@ -153,6 +159,42 @@ int main(int argc, char **argv) {
                  "(16-bit weights and gradients, fp32 master copy and Adam moments), or "
                  "auto (fp32 for an fp32 model, else mixed)")
       ->check(CLI::IsMember({"auto", "fp32", "mixed"}));
+  app.add_option("--objective", objectiveName,
+                 "what the best plan minimises per iteration: time, cost (USD: the price per "
+                 "hour of the devices the plan uses, from the catalog or the cluster spec's "
+                 "price_per_hour and market) or energy (J: busy power while computing, idle "
+                 "power otherwise)")
+      ->check(CLI::IsMember({"time", "cost", "energy"}));
+  app.add_option("--deadline", deadline,
+                 "only plans whose iteration takes at most this many seconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--budget", budget,
+                 "only plans whose devices cost at most this many USD per hour")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--throughput", throughput,
+                 "samples per second the job must reach: a deadline of global batch / "
+                 "throughput per iteration")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--inventory", inventoryPath,
+                 "instead of --cluster: what can be rented (a cluster spec whose node counts are "
+                 "the most available, with \"markets\" per device entry); recommends the "
+                 "least-cost mix of node counts and markets that meets --deadline or "
+                 "--throughput, spot capacity charged its preemptions as het-sim simulates them")
+      ->excludes("--evaluate");
+  app.add_option("--write-cluster", writeClusterPath,
+                 "with --inventory: write the cluster spec of what to rent");
+  app.add_option("--preemptions-per-node-hour", failureAssumptions.preemptionsPerNodeHour,
+                 "with --inventory: how often a spot node is taken back (as het-sim)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--mtbf-hours", failureAssumptions.mtbfHours,
+                 "with --inventory: mean time between failures of one device (as het-sim)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--frequency-scaling", frequencyScaling,
+               "after planning, lower the clocks of stages that wait for the bottleneck and "
+               "report the energy saved (on with --objective energy)");
+  app.add_option("--max-slowdown", maxSlowdown,
+                 "iteration time frequency scaling may add, as a fraction (default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--tensor-parallel", tp,
                  "tensor-parallel degrees to consider (inside a node)")
       ->delimiter(',');
@@ -178,7 +220,7 @@ int main(int argc, char **argv) {
                "print the planner's scaling table (layers x devices x kinds "
                "-> planning time) and its speed against brute force");
   app.footer("Exit status: 0 done; 1 bad input (the file and field are named); 2 bad "
-             "command line; 3 nothing fits.");
+             "command line; 3 nothing fits (in memory, or within --deadline/--budget).");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -198,15 +240,58 @@ int main(int argc, char **argv) {
       runBenchmark(std::cout, catalog);
       return Ok;
     }
-    if (clusterPath.empty() || modelPath.empty()) {
-      std::cerr << "het-plan: error: --cluster and --model are required (see --help)\n";
+    if ((clusterPath.empty() == inventoryPath.empty()) || modelPath.empty()) {
+      std::cerr << "het-plan: error: --model and one of --cluster or --inventory are required "
+                   "(see --help)\n";
       return UsageError;
     }
     auto t0 = std::chrono::steady_clock::now();
-    Cluster cluster = loadCluster(clusterPath, catalog);
     ModelDesc model = loadModelFile(modelPath);
     if (model.layers.empty())
       fail(modelPath, "", "the model has no layers");
+    if (globalBatch == 0)
+      globalBatch = model.batch > 0 ? model.batch : 512;
+    if (throughput > 0) {
+      double fromThroughput = double(globalBatch) / throughput;
+      deadline = deadline > 0 ? std::min(deadline, fromThroughput) : fromThroughput;
+    }
+    Precision precision = Precision::Auto;
+    parsePrecision(precisionName, precision);
+    const TrainingSetup setup = TrainingSetup::of(model, precision);
+    if (!inventoryPath.empty()) {
+      if (deadline <= 0) {
+        std::cerr << "het-plan: error: --inventory needs --deadline or --throughput (see "
+                     "--help)\n";
+        return UsageError;
+      }
+      for (const auto &[given, name] :
+           {std::pair<bool, const char *>{!profilesDir.empty(), "--profiles"},
+            {!tuningDbPath.empty(), "--tuning-db"},
+            {noSubsets, "--no-subsets"},
+            {objectiveName == "energy", "--objective energy"}})
+        if (given) {
+          std::cerr << "het-plan: error: --inventory chooses the least-cost mix by the "
+                       "roofline and leaves offers out; it takes no "
+                    << name << " (see --help)\n";
+          return UsageError;
+        }
+      Inventory inventory = loadInventory(inventoryPath, catalog);
+      het::sim::MixOptions mix;
+      mix.planner.globalBatch = globalBatch;
+      mix.planner.tensorParallel = tp;
+      mix.planner.maxMicroBatches = maxMicro;
+      mix.planner.maxStagesPerGroup = maxStages;
+      mix.planner.exhaustiveLimit = exhaustiveLimit;
+      mix.planner.mixedStages = !noMixed;
+      mix.planner.unevenReplicas = !equalReplicas;
+      mix.planner.objective = {ObjectiveKind::Cost, deadline, budget};
+      mix.setup = setup;
+      mix.failures = failureAssumptions;
+      mix.keep = top;
+      return printRental(std::cout, inventory, model, catalog, mix, asJson, writePlanPath,
+                         writeClusterPath);
+    }
+    Cluster cluster = loadCluster(clusterPath, catalog);
     if (showModel) {
       printModel(std::cout, model);
       return Ok;
@@ -218,8 +303,6 @@ int main(int argc, char **argv) {
         std::cerr << "het-plan: note: " << skipped << "\n";
       profiles.checkLayerCount(model.layers.size());
     }
-    if (globalBatch == 0)
-      globalBatch = model.batch > 0 ? model.batch : 512;
     MeasuredCommunication communication;
     bool communicationFound = false;
     std::vector<std::string> tuningReport;
@@ -234,12 +317,17 @@ int main(int argc, char **argv) {
         communicationFound = false;
       }
     }
-    Precision precision = Precision::Auto;
-    parsePrecision(precisionName, precision);
-    const TrainingSetup setup = TrainingSetup::of(model, precision);
     CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles, setup);
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);
+    Objective objective;
+    parseObjectiveKind(objectiveName, objective.kind);
+    objective.deadlineSeconds = deadline;
+    objective.budgetPerHour = budget;
+    frequencyScaling |= objective.kind == ObjectiveKind::Energy;
+    checkObjectiveInputs(cluster, objective);
+    FrequencyScalingOptions scalingOptions;
+    scalingOptions.maxSlowdown = maxSlowdown;
     auto printTuning = [&](std::ostream &os) {
       for (const std::string &line : tuningReport)
         os << "tuning database: " << line << "\n";
@@ -250,8 +338,16 @@ int main(int argc, char **argv) {
       Evaluation ev = cost.evaluate(plan);
       if (!ev.problem.empty() && ev.problem != "does not fit in device memory")
         fail(evaluatePath, "stages", ev.problem);
+      PlanEconomics economics = assessPlan(cost, plan, ev, objective);
       if (asJson) {
-        std::cout << evaluationToJson(ev).dump(2) << "\n";
+        json out = evaluationToJson(ev);
+        out["economics"] = economicsToJson(economics);
+        if (!economics.violated.empty())
+          out["violates"] = economics.violated;
+        if (frequencyScaling)
+          out["frequency_scaling"] = frequencyScalingToJson(
+              scaleStageFrequencies(cost, plan, ev, scalingOptions), maxSlowdown);
+        std::cout << out.dump(2) << "\n";
       } else {
         std::cout << "het-plan: evaluating " << evaluatePath << " on "
                   << cluster.name << " for " << model.name << "\n";
@@ -267,6 +363,12 @@ int main(int argc, char **argv) {
                     << " cores: the pipeline simulated on them takes "
                     << formatSeconds(ev.sharedCoresTime) << "\n";
         printPlan(std::cout, cost, plan, ev);
+        printEconomics(std::cout, economics);
+        if (!economics.violated.empty())
+          std::cout << "does not meet the objective's limit: " << economics.violated << "\n";
+        if (frequencyScaling)
+          printFrequencyScaling(std::cout, scaleStageFrequencies(cost, plan, ev, scalingOptions),
+                                maxSlowdown);
         if (!ev.fits)
           std::cout << "does not fit: a device is short by "
                     << formatBytes(ev.worstShortfallBytes) << "\n";
@@ -286,12 +388,24 @@ int main(int argc, char **argv) {
     options.allowSubsets = !noSubsets;
     options.mixedStages = !noMixed;
     options.unevenReplicas = !equalReplicas;
+    options.objective = objective;
     PlanResult best = planPipeline(cost, options);
+    // Nothing meets the deadline or budget: the fastest plan says how far off.
+    PlanResult fastest;
+    if (best.plans.empty() && best.constraintMisses > 0) {
+      PlannerOptions unconstrained = options;
+      unconstrained.topK = 1;
+      unconstrained.objective = {};
+      fastest = planPipeline(cost, unconstrained);
+    }
 
-    // Baselines: the same cluster split uniformly, and each vendor alone.
+    // Baselines: the same cluster split uniformly, and each vendor alone,
+    // by the same objective without its limits (what they would take).
     std::vector<Baseline> baselines;
+    PlannerOptions unlimited = options;
+    unlimited.objective.deadlineSeconds = unlimited.objective.budgetPerHour = 0;
     {
-      PlannerOptions uniform = options;
+      PlannerOptions uniform = unlimited;
       uniform.topK = 1;
       uniform.split = SplitPolicy::Uniform;
       uniform.allowSubsets = false;
@@ -318,7 +432,7 @@ int main(int argc, char **argv) {
             model, *subsets.back(), profiles.empty() ? nullptr : &profiles, setup));
         if (communicationFound)
           subsetCosts.back()->setMeasuredCommunication(&communication);
-        PlannerOptions single = options;
+        PlannerOptions single = unlimited;
         single.topK = 1;
         std::string label = vendor + " only (";
         for (size_t i = 0; i < groups.size(); ++i)
@@ -331,14 +445,40 @@ int main(int argc, char **argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
 
-    double bestTime = best.plans.empty()
-                          ? INFINITY
-                          : best.plans.front().evaluation.iterationTime;
+    double bestValue = best.plans.empty() ? INFINITY : best.plans.front().economics.objective;
+    auto describeFastest = [&]() {
+      std::string text = "no plan meets";
+      if (deadline > 0)
+        text += " the deadline of " + formatSeconds(deadline);
+      if (budget > 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s the budget of USD %.2f per hour",
+                      deadline > 0 ? " and" : "", budget);
+        text += buf;
+      }
+      text += " (" + std::to_string(best.constraintMisses) + " shapes fit in memory but miss it)";
+      if (!fastest.plans.empty()) {
+        const RankedPlan &f = fastest.plans.front();
+        text += "; the fastest plan takes " + formatSeconds(f.evaluation.iterationTime);
+        if (f.economics.priced) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, " on devices costing USD %.2f per hour",
+                        f.economics.pricePerHour);
+          text += buf;
+        }
+      }
+      return text;
+    };
     if (asJson) {
       json out;
       out["model"] = model.name;
       out["cluster"] = cluster.name;
       out["precision"] = toString(setup.precision);
+      out["objective"] = {{"kind", toString(objective.kind)}, {"unit", unitOf(objective.kind)}};
+      if (deadline > 0)
+        out["objective"]["deadline_s"] = deadline;
+      if (budget > 0)
+        out["objective"]["budget_usd_per_hour"] = budget;
       out["gradient_bytes_per_param"] = setup.gradientBytesPerParam;
       out["exact"] = best.exact;
       out["planning_seconds"] = total;
@@ -346,9 +486,17 @@ int main(int argc, char **argv) {
       for (const auto &p : best.plans) {
         json pj = planToJson(p.plan, cluster, model);
         pj["predicted"] = evaluationToJson(p.evaluation);
+        pj["economics"] = economicsToJson(p.economics);
         out["plans"].push_back(pj);
       }
-      if (best.plans.empty())
+      if (!best.plans.empty() && frequencyScaling)
+        out["frequency_scaling"] = frequencyScalingToJson(
+            scaleStageFrequencies(cost, best.plans.front().plan, best.plans.front().evaluation,
+                                  scalingOptions),
+            maxSlowdown);
+      if (best.plans.empty() && best.constraintMisses > 0)
+        out["misses_objective_limits"] = describeFastest();
+      else if (best.plans.empty())
         out["does_not_fit"] = {
             {"smallest_shortfall_bytes", best.smallestShortfallBytes},
             {"where", best.shortfallWhere}};
@@ -358,9 +506,10 @@ int main(int argc, char **argv) {
         if (b.result.plans.empty()) {
           bj["fits"] = false;
         } else {
-          double t = b.result.plans.front().evaluation.iterationTime;
-          bj["iteration_s"] = t;
-          bj["speedup"] = t / bestTime;
+          const RankedPlan &p = b.result.plans.front();
+          bj["iteration_s"] = p.evaluation.iterationTime;
+          bj["objective"] = p.economics.objective;
+          bj["ratio"] = p.economics.objective / bestValue;
         }
         out["baselines"].push_back(bj);
       }
@@ -374,6 +523,14 @@ int main(int argc, char **argv) {
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
+      if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
+        std::cout << "objective: least " << toString(objective.kind) << " per iteration";
+        if (deadline > 0)
+          std::cout << ", iteration at most " << formatSeconds(deadline);
+        if (budget > 0)
+          std::cout << ", devices at most USD " << budget << " per hour";
+        std::cout << "\n";
+      }
       std::cout << "search: " << best.shapes << " shapes, "
                 << (best.exact ? "exact (branch and bound)"
                                : "local search (space too large to enumerate)")
@@ -384,7 +541,9 @@ int main(int argc, char **argv) {
       if (!profiles.empty())
         std::cout << "profiles: " << profiles.size()
                   << " tables (measured times replace the roofline)\n";
-      if (best.plans.empty()) {
+      if (best.plans.empty() && best.constraintMisses > 0) {
+        std::cout << describeFastest() << "\n";
+      } else if (best.plans.empty()) {
         if (std::isfinite(best.smallestShortfallBytes))
           std::cout << "does not fit: no plan fits in device memory; the "
                        "smallest shortfall is "
@@ -402,7 +561,13 @@ int main(int argc, char **argv) {
                   << formatSeconds(p.evaluation.syncTime) << "), "
                   << p.plan.microBatches << " micro-batches, 1F1B\n";
         printPlan(std::cout, cost, p.plan, p.evaluation);
+        printEconomics(std::cout, p.economics);
       }
+      if (!best.plans.empty() && frequencyScaling)
+        printFrequencyScaling(std::cout,
+                              scaleStageFrequencies(cost, best.plans.front().plan,
+                                                    best.plans.front().evaluation, scalingOptions),
+                              maxSlowdown);
       std::cout << "\ncompared with (same global batch):\n";
       for (const auto &b : baselines) {
         std::cout << "  " << b.label << ": ";
@@ -414,21 +579,24 @@ int main(int argc, char **argv) {
             std::cout << "impossible: " << b.result.shortfallWhere << "\n";
           continue;
         }
+        const RankedPlan &p = b.result.plans.front();
+        std::cout << formatSeconds(p.evaluation.iterationTime);
+        if (objective.kind != ObjectiveKind::Time)
+          std::cout << ", " << formatObjective(p.economics.objective, objective.kind);
         if (best.plans.empty()) {
-          std::cout << formatSeconds(
-                           b.result.plans.front().evaluation.iterationTime)
-                    << "\n";
+          std::cout << "\n";
           continue;
         }
-        double t = b.result.plans.front().evaluation.iterationTime;
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%.2fx", t / bestTime);
-        std::cout << formatSeconds(t) << ", chosen plan is " << buf
-                  << " faster\n";
+        std::snprintf(buf, sizeof buf, "%.2fx", p.economics.objective / bestValue);
+        std::cout << ", chosen plan is " << buf
+                  << (objective.kind == ObjectiveKind::Time     ? " faster\n"
+                      : objective.kind == ObjectiveKind::Cost ? " cheaper\n"
+                                                               : " less energy\n");
       }
     }
     if (best.plans.empty())
-      return NothingFits;
+      return NothingFits; // also when nothing meets the deadline or budget
     if (!svgPath.empty())
       writeFile(svgPath, renderGanttSvg(cost, best.plans.front().plan,
                                         best.plans.front().evaluation));

@@ -15,6 +15,7 @@
 #include "het/Plan/GanttSvg.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Sim/IterationSampler.h"
+#include "het/Sim/PlanFailures.h"
 #include "het/Sim/Reliability.h"
 #include "het/Sim/Utilization.h"
 
@@ -39,12 +40,6 @@ using nlohmann::json;
 namespace {
 
 enum ExitCode { Ok = 0, InputError = 1, UsageError = 2 };
-
-/// Mean time between failures of one accelerator: Meta's Llama 3 run saw
-/// 419 unexpected interruptions in 54 days on 16,384 H100s (Dubey et al.,
-/// "The Llama 3 Herd of Models", 2024, section 3.3.4): 16384 * 54 * 24 / 419
-/// = 50,677 device-hours.
-constexpr double DefaultMtbfHours = 50000;
 
 std::string seconds(double s) {
   char buf[64];
@@ -102,8 +97,8 @@ int main(int argc, char **argv) {
   uint64_t seed = 1;
   Variability variability;
   bool noLinkQueues = false, failures = false, asJson = false;
-  double mtbfHours = DefaultMtbfHours, hours = 720, preemptionsPerNodeHour = 3e-4;
-  double detectSeconds = 30, restartSeconds = 300, snapshotGBs = 25, storageGBs = 20;
+  FailureAssumptions assumptions;
+  double hours = 720;
   std::vector<std::string> mtbfPairs, spotGroups;
   app.add_option("--cluster", clusterPath, "cluster spec (JSON)")->required();
   app.add_option("--model", modelPath, "model: het IR (.mlir) or a model JSON")->required();
@@ -130,24 +125,26 @@ int main(int argc, char **argv) {
   app.add_option("--hours", hours, "wall-clock hours of each simulated run")
       ->check(CLI::PositiveNumber);
   app.add_option("--trials", trials, "runs to average")->check(CLI::PositiveNumber);
-  app.add_option("--mtbf-hours", mtbfHours,
+  app.add_option("--mtbf-hours", assumptions.mtbfHours,
                  "mean time between failures of one device (default: Llama 3's H100s)")
       ->check(CLI::PositiveNumber);
   app.add_option("--mtbf", mtbfPairs, "KIND=HOURS: the MTBF of one kind's devices");
-  app.add_option("--spot", spotGroups, "device groups rented as spot capacity (repeatable)");
-  app.add_option("--preemptions-per-node-hour", preemptionsPerNodeHour,
+  app.add_option("--spot", spotGroups,
+                 "device groups rented as spot capacity (repeatable; groups whose cluster spec "
+                 "entry says \"market\": \"spot\" are spot without it)");
+  app.add_option("--preemptions-per-node-hour", assumptions.preemptionsPerNodeHour,
                  "rate at which a spot node is taken back (default: AWS Spot Instance "
                  "Advisor's '>20% a month' bucket)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--detect-s", detectSeconds, "seconds until a loss is noticed")
+  app.add_option("--detect-s", assumptions.detectSeconds, "seconds until a loss is noticed")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--restart-s", restartSeconds,
+  app.add_option("--restart-s", assumptions.restartSeconds,
                  "seconds to start the job again (processes, rendezvous)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--snapshot-gbs", snapshotGBs,
+  app.add_option("--snapshot-gbs", assumptions.snapshotGBs,
                  "GB/s at which a device copies its state out (the checkpoint stall)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--storage-gbs", storageGBs,
+  app.add_option("--storage-gbs", assumptions.storageGBs,
                  "GB/s at which storage takes the whole checkpoint (until it is durable)")
       ->check(CLI::PositiveNumber);
   app.add_option("--checkpoint-every", checkpointEvery,
@@ -186,6 +183,9 @@ int main(int argc, char **argv) {
       fail(planPath, "stages", ev.problem);
     std::map<std::string, double> mtbfOf = parseMtbf(mtbfPairs, cluster, catalog);
     std::set<int> spot;
+    for (size_t g = 0; g < cluster.groups.size(); ++g)
+      if (cluster.groups[g].spot)
+        spot.insert(int(g));
     for (const std::string &name : spotGroups) {
       auto it = std::find_if(cluster.groups.begin(), cluster.groups.end(),
                              [&](const DeviceGroup &g) { return g.name == name; });
@@ -206,34 +206,10 @@ int main(int argc, char **argv) {
     auto t1 = std::chrono::steady_clock::now();
 
     // Failures: each device of the plan at its kind's MTBF; spot nodes.
-    FailureModel fm;
-    double stateBytes = 0, worstDeviceState = 0;
-    std::map<int, int> devicesOf; // group -> devices the plan uses
-    for (int j = 0; j < int(plan.stages.size()); ++j) {
-      const StagePlan &s = plan.stages[j];
-      CostModel::StageContext ctx = cost.contextOf(plan, j);
-      const LayerTable &t = *cost.tables(ctx).front();
-      double perDevice = t.range(t.params, s.layerBegin, s.layerEnd) * setup.stateBytesPerParam;
-      worstDeviceState = std::max(worstDeviceState, perDevice);
-      // One data-parallel copy of the stage is written (tp shards).
-      stateBytes += perDevice * s.tensorParallel;
-      for (const ReplicaGroupPlan &g : s.replicaGroups)
-        devicesOf[g.group] += g.replicas * s.tensorParallel;
-    }
-    for (const auto &[g, devices] : devicesOf) {
-      const DeviceGroup &group = cluster.groups[g];
-      auto it = mtbfOf.find(group.spec->name);
-      fm.failuresPerHour += devices / (it == mtbfOf.end() ? mtbfHours : it->second);
-      if (spot.count(g)) {
-        int nodes = (devices + group.devicesPerNode - 1) / group.devicesPerNode;
-        fm.preemptionsPerHour += nodes * preemptionsPerNodeHour;
-      }
-    }
-    fm.detectSeconds = detectSeconds;
-    fm.restartSeconds = restartSeconds;
-    fm.checkpointStallSeconds = worstDeviceState / (snapshotGBs * 1e9);
-    fm.checkpointWriteSeconds = stateBytes / (storageGBs * 1e9);
-    fm.loadSeconds = fm.checkpointWriteSeconds; // read back at about the write speed
+    assumptions.mtbfOfKind = mtbfOf;
+    PlanFailures failuresOfPlan = failureModelOf(cost, plan, spot, assumptions);
+    const FailureModel &fm = failuresOfPlan.model;
+    const std::map<int, int> &devicesOf = failuresOfPlan.devicesOf;
     const double lossesPerHour = fm.failuresPerHour + fm.preemptionsPerHour;
     const double jobMtbf = lossesPerHour > 0 ? 3600 / lossesPerHour : INFINITY;
     double young = youngInterval(fm.checkpointStallSeconds, jobMtbf);
