@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <map>
+#include <memory>
 #include <set>
 
 using namespace het::plan;
@@ -193,6 +194,27 @@ void priceGroups(Cluster &cluster, unsigned seed) {
         g.spec->flops("fp32") / 1e13 * std::uniform_real_distribution<double>(0.5, 2)(rng);
 }
 
+// A random instance with priced groups, its cost model and its fastest
+// plan; null when nothing fits (the objectives have nothing to compare).
+struct PricedInstance {
+  Instance in;
+  std::unique_ptr<CostModel> cost;
+  PlanResult fastest;
+  double fastestTime() const { return fastest.plans[0].evaluation.iterationTime; }
+};
+std::unique_ptr<PricedInstance> pricedInstance(unsigned seed,
+                                               SplitPolicy split = SplitPolicy::Optimal) {
+  auto p = std::make_unique<PricedInstance>();
+  p->in = randomInstance(seed);
+  priceGroups(p->in.cluster, seed);
+  p->in.options.split = split;
+  p->cost = std::make_unique<CostModel>(p->in.model, p->in.cluster, nullptr);
+  p->fastest = planPipeline(*p->cost, p->in.options);
+  if (p->fastest.plans.empty())
+    return nullptr;
+  return p;
+}
+
 double bestObjective(const PlanResult &r) {
   return r.plans.empty() ? INFINITY : r.plans[0].economics.objective;
 }
@@ -202,14 +224,13 @@ double bestObjective(const PlanResult &r) {
 TEST(Planner, CostAndEnergyObjectivesAgreeWithBruteForce) {
   int compared = 0, constrainedDiffer = 0, costDiffersFromTime = 0;
   for (unsigned seed = 300; seed < 316; ++seed) {
-    Instance in = randomInstance(seed);
-    priceGroups(in.cluster, seed);
-    CostModel cost(in.model, in.cluster, nullptr);
-    PlanResult fastest = planPipeline(cost, in.options);
-    if (fastest.plans.empty())
+    auto priced = pricedInstance(seed);
+    if (!priced)
       continue;
-    const double fastestTime = fastest.plans[0].evaluation.iterationTime;
-    const double fastestPrice = fastest.plans[0].economics.pricePerHour;
+    const Instance &in = priced->in;
+    const CostModel &cost = *priced->cost;
+    const double fastestTime = priced->fastestTime();
+    const double fastestPrice = priced->fastest.plans[0].economics.pricePerHour;
     std::vector<Objective> objectives = {
         {ObjectiveKind::Cost, 0, 0},
         {ObjectiveKind::Energy, 0, 0},
@@ -261,16 +282,14 @@ TEST(Planner, CostAndEnergyObjectivesAgreeWithBruteForce) {
 
 TEST(Planner, UniformSplitUnderObjectivesAgreesWithBruteForce) {
   for (unsigned seed = 330; seed < 345; ++seed) {
-    Instance in = randomInstance(seed);
-    priceGroups(in.cluster, seed);
-    in.options.split = SplitPolicy::Uniform;
-    CostModel cost(in.model, in.cluster, nullptr);
-    PlanResult fastest = planPipeline(cost, in.options);
-    if (fastest.plans.empty())
+    auto priced = pricedInstance(seed, SplitPolicy::Uniform);
+    if (!priced)
       continue;
+    const Instance &in = priced->in;
+    const CostModel &cost = *priced->cost;
     for (Objective objective :
          {Objective{ObjectiveKind::Cost, 0, 0},
-          Objective{ObjectiveKind::Energy, fastest.plans[0].evaluation.iterationTime * 1.1, 0}}) {
+          Objective{ObjectiveKind::Energy, priced->fastestTime() * 1.1, 0}}) {
       PlannerOptions options = in.options;
       options.objective = objective;
       double a = bestObjective(planPipeline(cost, options));
@@ -286,15 +305,13 @@ TEST(Planner, UniformSplitUnderObjectivesAgreesWithBruteForce) {
 TEST(Planner, LocalSearchFindsPlansWithinTheLimits) {
   int tried = 0, found = 0;
   for (unsigned seed = 300; seed < 330; ++seed) {
-    Instance in = randomInstance(seed);
-    priceGroups(in.cluster, seed);
-    CostModel cost(in.model, in.cluster, nullptr);
-    PlanResult fastest = planPipeline(cost, in.options);
-    if (fastest.plans.empty())
+    auto priced = pricedInstance(seed);
+    if (!priced)
       continue;
-    PlannerOptions options = in.options;
+    const CostModel &cost = *priced->cost;
+    PlannerOptions options = priced->in.options;
     options.exhaustiveLimit = 0;
-    options.objective = {ObjectiveKind::Cost, fastest.plans[0].evaluation.iterationTime * 1.5, 0};
+    options.objective = {ObjectiveKind::Cost, priced->fastestTime() * 1.5, 0};
     PlanResult r = planPipeline(cost, options);
     EXPECT_FALSE(r.exact);
     ++tried;
