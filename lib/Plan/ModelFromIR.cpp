@@ -5,6 +5,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
+#include "het/Dialect/Het/IR/HetOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -232,6 +233,11 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     long l = layerOf(op);
     if (l < 0)
       return;
+    // A training step's optimizer update is priced by the training setup
+    // (bytes of state per parameter), not as a forward op: its results are
+    // the step's new weights and moments, neither activations nor stash.
+    if (mlir::isa<mlir::het::SGDOp, mlir::het::AdamOp>(op))
+      return;
     LayerDesc &d = m.layers[l];
     double f = forwardFlops(op) / batch;
     // In a training step the backward is there to count; in a forward
@@ -259,8 +265,12 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     for (mlir::Value r : op->getResults()) {
       results += bytes(r.getType());
       // Bytes crossing each boundary between this layer and its last user.
+      // What the function returns stays where it was made: a training
+      // step's updated weights and optimizer state, not activations.
       long last = l;
       for (mlir::Operation *user : r.getUsers()) {
+        if (user->hasTrait<mlir::OpTrait::IsTerminator>())
+          continue;
         long ul = layerOf(user);
         last = std::max(last, ul < 0 ? maxLayer + 1 : ul);
       }
