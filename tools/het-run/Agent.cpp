@@ -57,6 +57,7 @@ void readStart(const nlohmann::json &s, const std::string &workDir, JobOptions &
     throw std::runtime_error("bad program name '" + program + "'");
   o.argv.insert(o.argv.begin(), workDir + "/" + program);
   o.collectiveTimeoutMs = s.value("timeout_ms", int64_t(0));
+  o.bindToCores = s.value("bind_to_cores", true);
   o.jobTimeoutS = s.value("job_timeout_s", 0.0);
   const nlohmann::json env = s.contains("env") ? s["env"] : nlohmann::json::object();
   for (auto it = env.begin(); it != env.end(); ++it)

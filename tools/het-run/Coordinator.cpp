@@ -316,6 +316,7 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
                          {"program", name},
                          {"args", args},
                          {"timeout_ms", base.collectiveTimeoutMs},
+                         {"bind_to_cores", base.bindToCores},
                          {"job_timeout_s", base.jobTimeoutS},
                          {"env", env},
                          {"rank_env", rankEnv}}}}});

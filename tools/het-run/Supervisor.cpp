@@ -1,5 +1,6 @@
 //===- Supervisor.cpp - run the ranks of one local job --------------------===//
 #include "Supervisor.h"
+#include "CoreBinding.h"
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -102,6 +103,12 @@ struct Stream {
   for (auto &[k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
   if (size_t(local) < o.rankEnv.size())
     for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
+  if (o.bindToCores) {
+    std::string why = bindRank(local, o.nranks);
+    if (!why.empty())
+      std::fprintf(stderr, "het-run: warning: rank %d runs unbound: %s\n", o.globalRank(local),
+                   why.c_str());
+  }
   std::vector<char *> args;
   for (const std::string &a : o.argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);

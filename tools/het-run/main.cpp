@@ -73,6 +73,12 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 1000));
   app.add_option("--timeout-ms", timeoutMs, "hetccl per-call timeout for the ranks (HETCCL_TIMEOUT_MS)")
       ->check(CLI::Range(1LL, 86400000LL));
+  std::string bindTo = "core";
+  app.add_option("--bind-to", bindTo,
+                 "core: bind each rank to a CPU (ranks that outnumber the CPUs round robin, "
+                 "consecutive ranks on different CPUs; fewer ranks get an equal block each), "
+                 "as mpirun --bind-to core; none: leave them to the scheduler")
+      ->capture_default_str()->check(CLI::IsMember({"core", "none"}));
   app.add_option("--fail-wait-ms", failWaitMs,
                  "After a rank fails, give the others this long to fail on their own before SIGTERM")
       ->check(CLI::Range(0, 3600000));
@@ -310,6 +316,7 @@ int main(int argc, char **argv) {
   opts.rankOffset = rankOffset;
   opts.argv = prog;
   opts.collectiveTimeoutMs = timeoutMs;
+  opts.bindToCores = bindTo == "core";
   opts.failWaitMs = failWaitMs;
   opts.graceMs = graceMs;
   opts.jobTimeoutS = jobTimeoutS;
