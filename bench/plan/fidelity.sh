@@ -9,9 +9,12 @@
 #             and the cluster's link figures, as het predicted before
 #             measured profiles;
 #   measured: het-tune stages' layer profiles and messages
-#             (het-compile --tuning-db).
-# measured/predicted is the median over three runs of 100 steps (each run's
-# iteration time is the median of its steps). Asserts nothing.
+#             (het-compile --tuning-db);
+# and simulated: het-sim's median of 1000 iterations of the plan priced by
+# the same measurements (per-pass noise, stragglers; the four ranks share
+# the host's cores).
+# run is the median over three runs of 100 steps (each run's iteration
+# time is the median of its steps). Asserts nothing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin="$here/build/bin"
@@ -19,8 +22,8 @@ cluster="$here/examples/clusters/local-two-kinds.json"
 out="$(mktemp -d)"
 db="$out/tune.db"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
-printf "%-5s %-7s %13s %13s %13s %13s %13s\n" model shape roofline-ms measured-ms run-ms \
-  run/roofline run/measured
+printf "%-5s %-7s %13s %13s %13s %13s %13s %13s %13s\n" model shape roofline-ms measured-ms \
+  het-sim-ms run-ms run/roofline run/measured run/het-sim
 for model in mlp cnn gpt; do
   src="$here/examples/models/$model.mlir"
   layers=$("$bin/het-plan" --model "$src" --cluster "$cluster" --show-model | sed -n 's/^model [^:]*: \([0-9]*\) layers.*/\1/p')
@@ -45,14 +48,16 @@ for model in mlp cnn gpt; do
       --tuning-db "$db" -o "$name" 2> "$name.txt"
     measured=$(sed -n 's/^predicted iteration time \([0-9.]*\) ms with the measurements.*/\1/p' \
       "$name.txt")
+    sim=$("$bin/het-sim" --cluster "$cluster" --model "$src" --plan "$name.json" --tuning-db "$db" \
+      --iterations 1000 --json | python3 -c "import json, sys; print(json.load(sys.stdin)['iterations']['p50_s'] * 1e3)")
     runs=()
     for k in 1 2 3; do
       runs+=("$("$bin/het-run" --cluster "$cluster" --timeout-ms 120000 "$name" \
         --steps 100 --print-every 1000 2>/dev/null | sed -n 's/.*iteration time \([0-9.]*\) ms.*/\1/p')")
     done
     run=$(printf "%s\n" "${runs[@]}" | sort -g | sed -n 2p)
-    awk -v m="$model" -v sh="$shape" -v r="$roofline" -v p="$measured" -v t="$run" -v all="${runs[*]}" \
-      'BEGIN {printf "%-5s %-7s %13.3f %13.3f %13.3f %13.2f %13.2f   (runs: %s ms)\n", m, sh, r, p, t, t / r, t / p, all}'
+    awk -v m="$model" -v sh="$shape" -v r="$roofline" -v p="$measured" -v s="$sim" -v t="$run" \
+      -v all="${runs[*]}" 'BEGIN {printf "%-5s %-7s %13.3f %13.3f %13.3f %13.3f %13.2f %13.2f %13.2f   (runs: %s ms)\n", m, sh, r, p, s, t, t / r, t / p, t / s, all}'
   done
 done
 echo "(files in $out)"

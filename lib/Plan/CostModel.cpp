@@ -379,6 +379,38 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
   return ctx;
 }
 
+bool CostModel::sharedHostStages(const Plan &plan, const std::vector<StageCost> &costs,
+                                 std::vector<SharedHostStage> &shared, int &cores) const {
+  if (!communication || communication->cores <= 0)
+    return false;
+  const int S = int(plan.stages.size());
+  std::vector<int> groups;
+  shared.assign(S, SharedHostStage());
+  int ranks = 0;
+  for (int j = 0; j < S; ++j) {
+    const StagePlan &s = plan.stages[j];
+    StageContext ctx = contextOf(plan, j);
+    std::vector<const LayerTable *> t = tables(ctx);
+    for (size_t k = 0; k < ctx.members.size(); ++k) {
+      groups.push_back(ctx.members[k].group);
+      double fwd = t[k]->range(t[k]->fwd, s.layerBegin, s.layerEnd);
+      double bwd = t[k]->range(t[k]->compute, s.layerBegin, s.layerEnd) - fwd;
+      for (int r = 0; r < ctx.members[k].replicas * s.tensorParallel; ++r) {
+        shared[j].fwd.push_back(fwd);
+        shared[j].bwd.push_back(bwd);
+        ++ranks;
+      }
+    }
+    if (j + 1 < S)
+      shared[j].messageToNext = boundaryTime(s.layerEnd, ctx.samples, ctx.groups(),
+                                             ctx.replicas(), ctx.nextGroups, ctx.nextReplicas);
+    if (size_t(j) < costs.size())
+      shared[j].finish = costs[j].sync + costs[j].update;
+  }
+  cores = communication->cores;
+  return ranks > cores && oneNode(groups);
+}
+
 Evaluation CostModel::evaluate(const Plan &plan) const {
   Evaluation ev;
   const int S = int(plan.stages.size());
@@ -453,34 +485,19 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     ev.stages.push_back(c);
   }
   ev.pipelineTime = sum + (plan.microBatches - 1) * maxT;
-  if (communication && communication->cores > 0) {
+  std::vector<SharedHostStage> shared;
+  int cores = 0;
+  if (sharedHostStages(plan, ev.stages, shared, cores)) {
     // Ranks on one host that outnumber its cores take turns: simulate the
-    // schedule on the shared cores instead of the closed form.
-    std::vector<int> groups;
-    std::vector<SharedHostStage> shared(S);
-    int ranks = 0;
-    for (int j = 0; j < S; ++j) {
-      const StagePlan &s = plan.stages[j];
-      StageContext ctx = contextOf(plan, j);
-      std::vector<const LayerTable *> t = tables(ctx);
-      for (size_t k = 0; k < ctx.members.size(); ++k) {
-        groups.push_back(ctx.members[k].group);
-        double fwd = t[k]->range(t[k]->fwd, s.layerBegin, s.layerEnd);
-        double bwd = t[k]->range(t[k]->compute, s.layerBegin, s.layerEnd) - fwd;
-        for (int r = 0; r < ctx.members[k].replicas * s.tensorParallel; ++r) {
-          shared[j].fwd.push_back(fwd);
-          shared[j].bwd.push_back(bwd);
-          ++ranks;
-        }
-      }
-      if (j + 1 < S)
-        shared[j].messageToNext = boundaryTime(s.layerEnd, ctx.samples, ctx.groups(),
-                                               ctx.replicas(), ctx.nextGroups, ctx.nextReplicas);
-    }
-    if (ranks > communication->cores && oneNode(groups)) {
-      ev.sharedCoresTime = simulateSharedHost(shared, plan.microBatches, communication->cores);
-      ev.pipelineTime = ev.sharedCoresTime;
-    }
+    // schedule on the shared cores instead of the closed form. Each
+    // stage's sync and update run after its own last backward, beside the
+    // other stages' backwards; the report splits the iteration into the
+    // pipeline and what the syncs add to it.
+    ev.sharedCoresTime = simulateSharedHost(shared, plan.microBatches, cores);
+    for (SharedHostStage &stage : shared)
+      stage.finish = 0;
+    ev.pipelineTime = simulateSharedHost(shared, plan.microBatches, cores);
+    maxSync = std::max(0.0, ev.sharedCoresTime - ev.pipelineTime);
   }
   ev.syncTime = maxSync;
   ev.iterationTime = ev.pipelineTime + ev.syncTime;

@@ -5,10 +5,59 @@
 
 namespace het::plan {
 
+namespace {
+
+/// Each stage's gradient sync and optimizer step after its last backward.
+void appendSyncs(const Evaluation &ev, const IterationVariation &variation,
+                 const std::vector<double> &lastPass, Timeline &timeline) {
+  for (size_t j = 0; j < lastPass.size(); ++j) {
+    double t = lastPass[j];
+    double sync = ev.stages[j].sync + ev.stages[j].update;
+    if (!variation.syncFactor.empty())
+      sync *= variation.syncFactor[j];
+    if (sync > 0)
+      timeline.boxes.push_back({int(j), t, t + sync, "sync", 0});
+    timeline.end = std::max(timeline.end, t + sync);
+  }
+}
+
+/// The iteration when its ranks share one host's cores: the processor-
+/// sharing schedule the cost model priced it by, each stage's sync and
+/// update on its ranks' cores after their last backward, with the
+/// variation's factors on each pass's work (link queues do not apply: the
+/// messages stay on the host). The chart shows each stage's first rank.
+Timeline simulateOnSharedCores(const Plan &plan, const std::vector<SharedHostStage> &stages,
+                               int cores, const IterationVariation &variation) {
+  SharedHostPassFactor factor = [&](int stage, bool backward, int micro) {
+    if (micro < 0)
+      return variation.syncFactor.empty() ? 1.0 : variation.syncFactor[size_t(stage)];
+    return variation.passFactor ? variation.passFactor(stage, backward, micro) : 1.0;
+  };
+  std::vector<SharedHostPass> passes;
+  Timeline timeline;
+  timeline.end = simulateSharedHost(stages, plan.microBatches, cores, factor, &passes);
+  timeline.busy.assign(stages.size(), 0);
+  for (const SharedHostPass &p : passes) {
+    if (p.rank != 0)
+      continue;
+    timeline.boxes.push_back(
+        {p.stage, p.start, p.end, p.micro < 0 ? "sync" : p.backward ? "B" : "F", std::max(0, p.micro)});
+    if (p.micro >= 0)
+      timeline.busy[p.stage] += p.end - p.start;
+  }
+  return timeline;
+}
+
+} // namespace
+
 Timeline simulateIteration(const CostModel &cost, const Plan &plan, const Evaluation &ev,
                            const IterationVariation &variation) {
   const int S = int(plan.stages.size());
   const int m = plan.microBatches;
+  std::vector<SharedHostStage> shared;
+  int cores = 0;
+  if (ev.sharedCoresTime > 0 && cost.sharedHostStages(plan, ev.stages, shared, cores))
+    return simulateOnSharedCores(plan, shared, cores, variation);
   const long samples = plan.globalBatch / std::max(1, m);
   std::vector<double> F(S), B(S), sendNext(S, 0), sendPrev(S, 0);
   for (int j = 0; j < S; ++j) {
@@ -91,16 +140,8 @@ Timeline simulateIteration(const CostModel &cost, const Plan &plan, const Evalua
   }
   Timeline timeline;
   timeline.busy = busy;
-  for (int j = 0; j < S; ++j) {
-    double t = free[j];
-    double sync = ev.stages[j].sync + ev.stages[j].update;
-    if (!variation.syncFactor.empty())
-      sync *= variation.syncFactor[j];
-    if (sync > 0)
-      boxes.push_back({j, t, t + sync, "sync", 0});
-    timeline.end = std::max(timeline.end, t + sync);
-  }
   timeline.boxes = std::move(boxes);
+  appendSyncs(ev, variation, free, timeline);
   return timeline;
 }
 

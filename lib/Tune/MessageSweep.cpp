@@ -36,7 +36,7 @@ void compute(double seconds) {
       x = x * 1.0000001 + 1e-9;
 }
 
-/// One rank's part; rank 0 returns the means, one line per size.
+/// One rank's part; rank 0 returns the latencies, one line per size.
 std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int rank) {
   hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
   config.timeoutMs = o.timeoutMs;
@@ -47,8 +47,7 @@ std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int 
   std::ostringstream out;
   for (uint64_t bytes : o.sizes) {
     std::vector<unsigned char> buffer(std::max<uint64_t>(bytes, sizeof(double)));
-    double sum = 0;
-    int count = 0;
+    std::vector<double> latencies;
     check(hetcclBarrier(comm), comm, "barrier");
     // Two warm-up exchanges, then `messages` each way.
     for (int k = 0; k < 2 * (o.messages + 2); ++k) {
@@ -67,14 +66,23 @@ std::string runRank(const MessageSweepOptions &o, const hetcclUniqueId &id, int 
         check(hetcclRecv(buffer.data(), buffer.size(), hetcclUint8, peer, comm), comm, "recv");
         double sent;
         std::memcpy(&sent, buffer.data(), sizeof sent);
-        if (k >= 4) {
-          sum += now() - sent;
-          ++count;
-        }
+        if (k >= 4)
+          latencies.push_back(now() - sent);
       }
     }
-    // Every receiver's mean, averaged over the ranks that received.
-    double mine[2] = {sum, double(count)}, all[2] = {0, 0};
+    // Every receiver's mean over its fastest 90 % of calls (the slowest
+    // tenth are messages whose receiver the host's scheduler had put aside
+    // for a whole slice; with them the means of one sweep and the next
+    // differed by up to 3x on a 2-core VM, while a median flips between
+    // the two modes of back-to-back messages: peer running or not),
+    // averaged over the ranks that received.
+    double kept = 0;
+    size_t keep = latencies.size() - latencies.size() / 10;
+    std::sort(latencies.begin(), latencies.end());
+    for (size_t i = 0; i < keep; ++i)
+      kept += latencies[i];
+    const double trimmedMean = keep > 0 ? kept / double(keep) : 0;
+    double mine[2] = {trimmedMean, keep > 0 ? 1.0 : 0.0}, all[2] = {0, 0};
     check(hetcclAllReduce(mine, all, 2, hetcclFloat64, hetcclSum, comm), comm, "all-reduce");
     if (rank == 0)
       out << bytes << " " << (all[1] > 0 ? all[0] / all[1] : 0) << "\n";
@@ -92,17 +100,17 @@ std::vector<double> sweepMessages(const MessageSweepOptions &o) {
                                     [&](const hetcclUniqueId &id, int rank) {
                                       return runRank(o, id, rank);
                                     });
-  std::vector<double> means;
+  std::vector<double> latencies;
   std::istringstream in(text);
   uint64_t bytes;
   double seconds;
   while (in >> bytes >> seconds)
-    means.push_back(seconds);
-  if (means.size() != o.sizes.size())
+    latencies.push_back(seconds);
+  if (latencies.size() != o.sizes.size())
     throw std::runtime_error("internal error: the message sweep reported " +
-                             std::to_string(means.size()) + " sizes of " +
+                             std::to_string(latencies.size()) + " sizes of " +
                              std::to_string(o.sizes.size()));
-  return means;
+  return latencies;
 }
 
 } // namespace het::tune

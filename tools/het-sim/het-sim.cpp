@@ -18,6 +18,8 @@
 #include "het/Sim/PlanFailures.h"
 #include "het/Sim/Reliability.h"
 #include "het/Sim/Utilization.h"
+#include "het/Tune/StageProfiles.h"
+#include "het/Tune/TuningDatabase.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -91,7 +93,8 @@ int main(int argc, char **argv) {
                "sends queued on their links) and over a long run (failures, spot "
                "preemptions, checkpoints): iteration-time distribution, utilization, "
                "goodput and the best checkpoint interval"};
-  std::string clusterPath, modelPath, planPath, catalogDir, svgPath, precisionName = "auto";
+  std::string clusterPath, modelPath, planPath, catalogDir, devicesPath, tuningDbPath, svgPath,
+      precisionName = "auto";
   int iterations = 1000, trials = 10;
   long checkpointEvery = -1;
   uint64_t seed = 1;
@@ -104,6 +107,12 @@ int main(int argc, char **argv) {
   app.add_option("--model", modelPath, "model: het IR (.mlir) or a model JSON")->required();
   app.add_option("--plan", planPath, "plan JSON (het-plan --write-plan)")->required();
   app.add_option("--catalog", catalogDir, "device catalog directory");
+  app.add_option("--devices", devicesPath,
+                 "device specs replacing the catalog's (JSON, as het-compile --plan auto "
+                 "writes PROGRAM.devices.json)");
+  app.add_option("--tuning-db", tuningDbPath,
+                 "tuning database (het-tune): price passes by this host's measured stage "
+                 "profiles and messages, as het-plan --tuning-db does");
   app.add_option("--precision", precisionName, "fp32, mixed or auto (as het-plan)")
       ->check(CLI::IsMember({"auto", "fp32", "mixed"}));
   app.add_option("--iterations", iterations, "iterations to simulate pass by pass")
@@ -169,6 +178,8 @@ int main(int argc, char **argv) {
     auto t0 = std::chrono::steady_clock::now();
     DeviceCatalog catalog = DeviceCatalog::loadDirectory(
         catalogDir.empty() ? DeviceCatalog::defaultDirectory() : catalogDir);
+    if (!devicesPath.empty())
+      catalog.loadFile(devicesPath, /*replace=*/true);
     Cluster cluster = loadCluster(clusterPath, catalog);
     ModelDesc model = loadModelFile(modelPath);
     if (model.layers.empty())
@@ -176,7 +187,24 @@ int main(int argc, char **argv) {
     Precision precision = Precision::Auto;
     parsePrecision(precisionName, precision);
     const TrainingSetup setup = TrainingSetup::of(model, precision);
-    CostModel cost(model, cluster, nullptr, setup);
+    ProfileSet profiles;
+    MeasuredCommunication communication;
+    bool communicationFound = false;
+    std::vector<std::string> tuningReport;
+    if (!tuningDbPath.empty()) {
+      try {
+        tuningReport = het::tune::readPlannerRecords(tuningDbPath, model, cluster, profiles,
+                                                     communication, communicationFound);
+      } catch (const het::tune::DatabaseError &e) {
+        std::cerr << "het-sim: warning: " << e.what()
+                  << "; simulating with the roofline and the cluster's links\n";
+        profiles = ProfileSet();
+        communicationFound = false;
+      }
+    }
+    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles, setup);
+    if (communicationFound)
+      cost.setMeasuredCommunication(&communication);
     Plan plan = loadPlan(planPath, cluster, model);
     Evaluation ev = cost.evaluate(plan);
     if (!ev.problem.empty())
@@ -258,6 +286,8 @@ int main(int argc, char **argv) {
           {"seed", seed},
           {"predicted_s", ev.iterationTime},
           {"replayed_s", replayed},
+          {"shared_cores", ev.sharedCoresTime > 0},
+          {"tuning_database", tuningReport},
           {"iterations",
            {{"count", iterations},
             {"mean_s", stats.mean},
@@ -307,6 +337,10 @@ int main(int argc, char **argv) {
     std::cout << "het-sim: " << planPath << " on " << cluster.name << " (" << devices
               << " devices, " << plan.stages.size() << " stages, " << plan.microBatches
               << " micro-batches), seed " << seed << "\n";
+    for (const std::string &line : tuningReport)
+      std::cout << "tuning database: " << line << "\n";
+    if (ev.sharedCoresTime > 0)
+      std::cout << "ranks share this host's cores: passes simulated under processor sharing\n";
     std::cout << "iteration: het-plan predicts " << seconds(ev.iterationTime)
               << "; replayed pass by pass without noise " << seconds(replayed) << " ("
               << std::showpos << percent(replayed / ev.iterationTime - 1) << std::noshowpos
@@ -314,7 +348,8 @@ int main(int argc, char **argv) {
     std::cout << iterations << " iterations (noise " << variability.noise
               << ", stragglers " << variability.stragglerProbability << " per device x"
               << variability.stragglerSlowdown << ", sends "
-              << (variability.linkQueues ? "queued on their links" : "all at once")
+              << (ev.sharedCoresTime > 0 ? "on this host"
+                  : variability.linkQueues ? "queued on their links" : "all at once")
               << "): mean " << seconds(stats.mean) << ", p50 " << seconds(stats.p50) << ", p90 "
               << seconds(stats.p90) << ", p99 " << seconds(stats.p99) << ", min "
               << seconds(stats.min) << ", max " << seconds(stats.max) << "; "

@@ -6,6 +6,7 @@
 #include "het/Plan/ModelDesc.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Profiles.h"
+#include "het/Plan/SharedHostSchedule.h"
 
 #include <functional>
 #include <optional>
@@ -185,6 +186,14 @@ public:
   /// Predicts a whole plan: 1F1B pipeline time sum(t_i) + (m-1) max(t_i),
   /// plus the slowest stage's gradient sync and optimizer step.
   Evaluation evaluate(const Plan &plan) const;
+
+  /// Whether the ranks of `plan` share one host's cores, more ranks than
+  /// the measured communication's `cores`; if so, fills `stages` (each
+  /// rank's pass times, boundary messages, and the sync and update of
+  /// `costs`, the plan's stage costs) and `cores` for simulateSharedHost,
+  /// which then replaces the closed form.
+  bool sharedHostStages(const Plan &plan, const std::vector<StageCost> &costs,
+                        std::vector<SharedHostStage> &stages, int &cores) const;
 
 private:
   const ModelDesc &modelDesc;

@@ -45,7 +45,8 @@ struct IterationVariation {
 
 /// Event simulation of one 1F1B iteration of `plan` with the stage times of
 /// `evaluation` (varied by `variation`); gradient sync and optimizer follow
-/// each stage's last backward.
+/// each stage's last backward. When the evaluation simulated ranks sharing
+/// a host's cores (Evaluation::sharedCoresTime), so does this, rank by rank.
 Timeline simulateIteration(const CostModel &cost, const Plan &plan, const Evaluation &evaluation,
                            const IterationVariation &variation = {});
 

@@ -7,15 +7,18 @@
 // cores ignores the schedule's dependencies. This simulates the schedule:
 // each rank runs its stage's 1F1B order; a forward waits for the previous
 // stage's forward of the micro-batch (all its replicas) and the message
-// across the boundary, a backward for the next stage's backward; the
-// ranks that are computing at any moment share the cores equally
-// (processor sharing, as the kernel's scheduler does over its slices).
+// across the boundary, a backward for the next stage's backward. het-run
+// binds rank k (ranks numbered stage by stage) to core k mod cores
+// (tools/het-run/CoreBinding.h); the ranks computing on one core at any
+// moment share it equally (processor sharing, as the kernel's scheduler
+// does over its slices).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef HET_PLAN_SHAREDHOSTSCHEDULE_H
 #define HET_PLAN_SHAREDHOSTSCHEDULE_H
 
+#include <functional>
 #include <vector>
 
 namespace het::plan {
@@ -27,12 +30,33 @@ struct SharedHostStage {
   /// Seconds for a message across the boundary to the next stage (either
   /// direction); unused for the last stage.
   double messageToNext = 0;
+  /// Seconds of each rank's gradient sync and optimizer step after its
+  /// last backward, on its core like the passes (0: none); the other
+  /// stages' backwards go on meanwhile.
+  double finish = 0;
 };
 
+/// One forward or backward of one rank, as simulated.
+struct SharedHostPass {
+  int stage, rank; // rank: index among the stage's ranks
+  bool backward;
+  int micro;       // -1: the finishing sync and update
+  double start, end;
+};
+
+/// Factor on the work of stage `stage`'s forward (backward false) or
+/// backward of micro-batch `micro`, or (micro -1) of its finishing sync
+/// and update (het-sim's noise and stragglers).
+using SharedHostPassFactor = std::function<double(int stage, bool backward, int micro)>;
+
 /// Seconds from the step's start until every rank has run its forwards
-/// and backwards of `microBatches` micro-batches under 1F1B on `cores`.
+/// and backwards of `microBatches` micro-batches under 1F1B on `cores`,
+/// and its finishing sync and update.
+/// `factor` (if set) scales each pass's work; `passes` (if given) receives
+/// every pass in the order they finished.
 double simulateSharedHost(const std::vector<SharedHostStage> &stages, int microBatches,
-                          int cores);
+                          int cores, const SharedHostPassFactor &factor = {},
+                          std::vector<SharedHostPass> *passes = nullptr);
 
 } // namespace het::plan
 

@@ -10,7 +10,9 @@
 // job does), and has each sender compute for a while before it sends: the
 // receiver's clock at arrival minus the sender's at the send (one steady
 // clock on one host; the send time travels in the message) is the
-// latency, averaged over the calls, at each size. With no computation
+// latency: each receiver's mean over its fastest 90 % of calls (the rest
+// are slices the host's scheduler gave someone else), averaged over the
+// receivers. With no computation
 // (computeSeconds 0) the messages follow each other as a collective's
 // steps do, every pair at once: the warm latency under the same load.
 //
@@ -34,7 +36,7 @@ struct MessageSweepOptions {
   int timeoutMs = 60000;
 };
 
-/// Mean latency (seconds) per size, in the order of `sizes`. Throws
+/// Latency (seconds) per size, in the order of `sizes`. Throws
 /// std::runtime_error naming the rank that failed.
 std::vector<double> sweepMessages(const MessageSweepOptions &options);
 
