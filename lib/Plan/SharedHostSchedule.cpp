@@ -77,8 +77,8 @@ double simulateSharedHost(const std::vector<SharedHostStage> &stages, int M, int
   };
   double now = 0;
   std::vector<int> runningOn(size_t(std::max(1, cores)));
-  // Rank k (in stage order, as het-run numbers them) is bound to core
-  // k mod cores; the ranks computing on one core share it equally.
+  // Rank k (working ranks stage by stage, as the runtime binds them) runs
+  // on core k mod cores; the ranks computing on one core share it equally.
   auto coreOf = [&](size_t k) { return int(k % runningOn.size()); };
   auto rateOf = [&](size_t k) { return 1.0 / std::max(1, runningOn[size_t(coreOf(k))]); };
   for (;;) {
@@ -95,9 +95,10 @@ double simulateSharedHost(const std::vector<SharedHostStage> &stages, int M, int
         double at = readyAt(k);
         if (at <= now) {
           const Task &t = k.order[k.next];
-          k.remaining = t.micro < 0 ? stages[k.stage].finish : t.backward ? k.bwd : k.fwd;
+          double work = t.micro < 0 ? stages[k.stage].finish : t.backward ? k.bwd : k.fwd;
           if (factor)
-            k.remaining *= factor(k.stage, t.backward, t.micro);
+            work *= factor(k.stage, t.backward, t.micro);
+          k.remaining = std::max(0.0, work); // < 0 would mean "not started"
           k.started = now;
         } else {
           nextStart = std::min(nextStart, at);
@@ -119,8 +120,12 @@ double simulateSharedHost(const std::vector<SharedHostStage> &stages, int M, int
       Rank &k = ranks[i];
       if (k.next >= k.order.size() || k.remaining < 0)
         continue;
-      k.remaining -= (step - now) * rateOf(i);
-      if (k.remaining <= 1e-15) {
+      // Done when its end is this step's time, computed as the step was
+      // (a remainder below the resolution of `now` would never advance it).
+      const double rate = rateOf(i);
+      const bool finished = now + k.remaining / rate <= step;
+      k.remaining = std::max(0.0, k.remaining - (step - now) * rate);
+      if (finished) {
         const Task &t = k.order[k.next];
         if (t.micro >= 0) {
           auto &done = t.backward ? bwdDone : fwdDone;

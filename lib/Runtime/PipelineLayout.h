@@ -51,6 +51,7 @@ public:
                     std::string &error);
 
   int ranks() const { return static_cast<int>(places.size()); }
+  int stages() const { return static_cast<int>(first.size()); }
   const RankPlace &place(int rank) const { return places[rank]; }
   int rankOf(int stage, int replica, int tp) const;
   int replicas(int stage) const { return static_cast<int>(first[stage].size()); }

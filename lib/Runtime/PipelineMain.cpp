@@ -37,6 +37,7 @@
 #include "RandomState.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
+#include "RankBinding.h"
 #include "RankMetrics.h"
 #include "Resharding.h"
 #include "StopRequest.h"
@@ -701,6 +702,8 @@ int PipelineRank::run() {
   comm.rank = rank;
   comm.worldSize = worldSize;
   comm.place = comm.layout.place(rank);
+  if (std::string why = bindByPlace(comm.layout, rank, worldSize); !why.empty())
+    std::fprintf(stderr, "rank %d: warning: %s\n", rank, why.c_str());
   const RankPlace &place = comm.place;
   if (worldSize > 1) {
     hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;

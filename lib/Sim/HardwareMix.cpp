@@ -18,14 +18,29 @@ struct Mix {
   std::vector<bool> spot;
   bool anySpot = false;
   // Any plan on it that meets the deadline costs at least costBound per
-  // iteration. The devices a plan uses compute the model's FLOPs W at best
-  // at their achievable rate, so its cost (their price x T, T >= W / their
-  // rate) is at least W x their rate-weighted mean price per FLOP/s; and to
-  // meet the deadline D their rate must reach W / D, so that mean is at
-  // least the mean over the cheapest W / D of rate the mix has (its offers
-  // by price per FLOP/s, the last one in part).
+  // iteration, and takes at least timeBound, by two arguments (the larger
+  // of each is kept):
+  // - FLOPs: the devices a plan uses compute the model's FLOPs W at best at
+  //   their peak rate, so its cost (their price x T, T >= W / their rate)
+  //   is at least W x their rate-weighted mean price per FLOP/s; to meet
+  //   the deadline D their rate must reach W / D, so that mean is at least
+  //   the mean over the cheapest W / D of rate the mix has (its offers by
+  //   price per FLOP/s, the last one in part).
+  // - Layers: a sample's forward and backward of layer l, with 1/B of the
+  //   layer's optimizer step, takes a device of kind k at least c(k, l)
+  //   seconds, the cost model's times at the whole global batch B on one
+  //   device (per sample the roofline only gets slower at smaller
+  //   micro-batches, a tensor-parallel share is no faster, every replica
+  //   updates its own copy, and syncs, messages and bubbles only add). Whatever
+  //   kinds a plan gives each layer, its devices are busy at least
+  //   B x sum_l min_k c(k, l) seconds in all, so T >= that / the mix's
+  //   devices, and its cost, the price of each device's busy time at least,
+  //   is at least B x sum_l min_k price_k c(k, l).
+  // Both stay well below what plans of many devices at small micro-batches
+  // cost (memory-bound layers re-read their weights per micro-batch): on
+  // examples/clusters/cloud-offer.json they prune nothing.
   double costBound = 0;
-  double timeBound = 0; // all its devices at their achievable rate
+  double timeBound = 0;
   double pricePerHour = 0;
 };
 
@@ -51,6 +66,40 @@ bool usesSpot(const Cluster &cluster, const Plan &plan) {
   return false;
 }
 
+/// Per offer and layer, the fewest seconds a device of its kind can spend
+/// on one sample's forward and backward of the layer, with its share of
+/// the layer's optimizer step (which runs once per iteration on at least
+/// one device): the cost model's roofline at the whole global batch on one
+/// device. Empty for a kind with
+/// no figure for the model's dtype (it cannot be planned on either).
+std::vector<std::vector<double>> bestLayerSeconds(const Inventory &inventory,
+                                                  const ModelDesc &model,
+                                                  const DeviceCatalog &catalog,
+                                                  const MixOptions &options) {
+  const int K = int(inventory.offers.size());
+  std::vector<std::vector<double>> seconds(K);
+  if (K == 0)
+    return seconds;
+  // Every offer at one node: group i is offer i (the spec keeps the offers'
+  // order and names).
+  Cluster one = parseCluster(inventory.clusterSpec(std::vector<int>(K, 1),
+                                                   std::vector<bool>(K, false)),
+                             inventory.file, catalog);
+  CostModel cost(model, one, nullptr, options.setup);
+  const int batch = int(std::max(1L, options.planner.globalBatch));
+  const int layers = int(model.layers.size());
+  for (int i = 0; i < K && i < int(one.groups.size()); ++i) {
+    if (one.groups[i].name != inventory.offers[i].group ||
+        one.groups[i].spec->flops(model.dtype) <= 0)
+      continue;
+    const LayerTable &t = cost.table(i, 1, batch);
+    for (int l = 0; l < layers; ++l)
+      seconds[i].push_back((t.range(t.compute, l, l + 1) + t.range(t.update, l, l + 1)) /
+                           batch);
+  }
+  return seconds;
+}
+
 } // namespace
 
 MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
@@ -65,6 +114,9 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
   double work = 0; // FLOPs of one iteration
   for (const LayerDesc &l : model.layers)
     work += (l.fwdFlops + l.bwdFlops) * double(options.planner.globalBatch);
+  const double batch = double(options.planner.globalBatch);
+  const std::vector<std::vector<double>> layerSeconds =
+      bestLayerSeconds(inventory, model, catalog, options);
 
   // Every offer's choices: 1, 2, 4, ... nodes and all of them, on each
   // market it offers.
@@ -93,7 +145,7 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
   std::vector<size_t> at(K, 0);
   for (bool done = K == 0; !done;) {
     Mix m;
-    double rate = 0;
+    double rate = 0, deviceCount = 0;
     std::vector<std::pair<double, double>> ratioRate; // USD per FLOP, FLOP/s
     for (int i = 0; i < K; ++i) {
       const InventoryOffer &o = inventory.offers[i];
@@ -107,10 +159,27 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
       double flops = spec->flops(model.dtype);
       rate += devices * flops;
       m.pricePerHour += devices * price;
+      deviceCount += devices;
       if (flops > 0)
         ratioRate.push_back({price / 3600 / flops, devices * flops});
     }
-    m.timeBound = rate > 0 ? work / rate : INFINITY;
+    // The layer bound over the kinds this mix has.
+    double busy = 0, busyCost = 0;
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      double fastest = INFINITY, cheapest = INFINITY;
+      for (int i = 0; i < K; ++i) {
+        if (layerSeconds[i].empty())
+          continue;
+        const InventoryOffer &o = inventory.offers[i];
+        double price = m.spot[i] ? o.spotPrice : o.onDemandPrice;
+        fastest = std::min(fastest, layerSeconds[i][l]);
+        cheapest = std::min(cheapest, price / 3600 * layerSeconds[i][l]);
+      }
+      busy += batch * fastest;
+      busyCost += batch * cheapest;
+    }
+    m.timeBound = std::max(rate > 0 ? work / rate : INFINITY,
+                           deviceCount > 0 ? busy / deviceCount : INFINITY);
     std::sort(ratioRate.begin(), ratioRate.end());
     const double needed = work / deadline;
     double filled = 0, spent = 0;
@@ -121,8 +190,8 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
       filled += take;
       spent += take * ratio;
     }
-    m.costBound = filled > 0 ? work * spent / filled : INFINITY;
-    if (m.timeBound <= deadline)
+    m.costBound = std::max(filled > 0 ? work * spent / filled : INFINITY, busyCost);
+    if (m.timeBound <= deadline || !options.prune)
       mixes.push_back(m);
     // Next combination (odometer).
     int i = 0;
@@ -154,10 +223,12 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
           continue;
         m.spot.assign(K, false);
       }
-      if (m.costBound >= cutoff())
+      if (options.prune && m.costBound >= cutoff())
         break;
       ++planned;
       MixChoice choice;
+      choice.timeBound = m.timeBound;
+      choice.costBound = m.costBound;
       choice.clusterSpec = inventory.clusterSpec(m.nodes, m.spot);
       choice.cluster = std::make_shared<Cluster>(
           parseCluster(choice.clusterSpec, inventory.file, catalog));

@@ -1,6 +1,7 @@
 //===- StageProfiles.cpp - stage records and measured communication -------===//
 
 #include "het/Tune/StageProfiles.h"
+#include "het/Support/CoreBinding.h"
 
 #include <nlohmann/json.hpp>
 
@@ -247,8 +248,12 @@ std::vector<std::string> readPlannerRecords(const std::string &path,
     if (g.nodes == 1)
       hostRanks += g.devicesPerNode;
   communication = measuredCommunication(*db, hostRanks);
-  // The records are this host's, and so is the cluster they price.
-  communication.cores = int(std::thread::hardware_concurrency());
+  // The records are this host's, and so is the cluster they price: its
+  // ranks get the CPUs this process may use (het-run binds them within
+  // its own affinity, het/Support/CoreBinding.h).
+  communication.cores = int(het::support::allowedCpus().size());
+  if (communication.cores <= 0)
+    communication.cores = int(std::thread::hardware_concurrency());
   // The host's cores bound its ranks' work whenever layers were measured.
   communicationFound = !communication.source.empty() || !profiles.empty();
   if (!communication.source.empty()) {

@@ -360,7 +360,8 @@ int main(int argc, char **argv) {
                   << ev.bottleneck << "\n";
         if (ev.sharedCoresTime > 0)
           std::cout << "the ranks outnumber this host's " << communication.cores
-                    << " cores: the pipeline simulated on them takes "
+                    << " cores: the iteration simulated on them, each stage's sync and "
+                       "optimizer beside the others' backwards, takes "
                     << formatSeconds(ev.sharedCoresTime) << "\n";
         printPlan(std::cout, cost, plan, ev);
         printEconomics(std::cout, economics);

@@ -1,6 +1,6 @@
 //===- Supervisor.cpp - run the ranks of one local job --------------------===//
 #include "Supervisor.h"
-#include "CoreBinding.h"
+#include "het/Support/CoreBinding.h"
 
 #include <arpa/inet.h>
 #include <atomic>
@@ -104,10 +104,17 @@ struct Stream {
   if (size_t(local) < o.rankEnv.size())
     for (auto &[k, v] : o.rankEnv[local]) ::setenv(k.c_str(), v.c_str(), 1);
   if (o.bindToCores) {
-    std::string why = bindRank(local, o.nranks);
+    // By local rank (het/Support/CoreBinding.h); a pipeline rank binds
+    // itself again by its place in the plan, from the CPUs listed here.
+    std::vector<int> cpus = het::support::allowedCpus();
+    ::setenv(het::support::bindCpusVariable(), het::support::formatCpuList(cpus).c_str(), 1);
+    std::string why =
+        het::support::bindProcess(het::support::coresOfRank(cpus, local, o.nranks));
     if (!why.empty())
       std::fprintf(stderr, "het-run: warning: rank %d runs unbound: %s\n", o.globalRank(local),
                    why.c_str());
+  } else {
+    ::unsetenv(het::support::bindCpusVariable());
   }
   std::vector<char *> args;
   for (const std::string &a : o.argv) args.push_back(const_cast<char *>(a.c_str()));

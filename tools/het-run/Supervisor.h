@@ -31,8 +31,8 @@ struct JobOptions {
   int graceMs = 2000;    // SIGTERM -> SIGKILL
   double jobTimeoutS = 0; // 0: none
   int attempt = 0;       // HET_RESTART
-  /// Bind each rank to its cores (CoreBinding.h); false: leave them to the
-  /// scheduler (het-run --bind-to none).
+  /// Bind each rank to its cores (het/Support/CoreBinding.h); false: leave
+  /// them to the scheduler (het-run --bind-to none).
   bool bindToCores = true;
   /// Extra environment of every rank (e.g. where to report metrics).
   std::vector<std::pair<std::string, std::string>> env;

@@ -90,7 +90,9 @@ struct Evaluation {
   double iterationTime = 0;
   double pipelineTime = 0, syncTime = 0;
   /// When more ranks share one host than it has cores
-  /// (MeasuredCommunication::cores): the pipeline time simulated on them.
+  /// (MeasuredCommunication::cores): the iteration simulated on them (each
+  /// stage's sync and update after its own last backward); pipelineTime is
+  /// then the same schedule without them, and syncTime what they add.
   double sharedCoresTime = 0;
   std::vector<StageCost> stages;
   int bottleneck = -1; // the slowest stage

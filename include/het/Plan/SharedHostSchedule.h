@@ -7,11 +7,12 @@
 // cores ignores the schedule's dependencies. This simulates the schedule:
 // each rank runs its stage's 1F1B order; a forward waits for the previous
 // stage's forward of the micro-batch (all its replicas) and the message
-// across the boundary, a backward for the next stage's backward. het-run
-// binds rank k (ranks numbered stage by stage) to core k mod cores
-// (tools/het-run/CoreBinding.h); the ranks computing on one core at any
-// moment share it equally (processor sharing, as the kernel's scheduler
-// does over its slices).
+// across the boundary, a backward for the next stage's backward. The k-th
+// working rank, stage by stage, runs on core k mod cores (as het-run and
+// the pipeline runtime bind them: het/Support/CoreBinding.h); the ranks
+// computing on one core at any moment share it equally (processor
+// sharing, as the kernel's scheduler does over its slices). Each rank's
+// passes are scaled by its own draw of any noise.
 //
 //===----------------------------------------------------------------------===//
 

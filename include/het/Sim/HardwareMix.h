@@ -33,6 +33,9 @@ struct MixOptions {
   int trials = 8;
   uint64_t seed = 1;
   int keep = 5; // mixes to report
+  /// Skip mixes whose bounds show they cannot meet the deadline or beat the
+  /// mixes kept (false: plan every mix; the tests check the bounds so).
+  bool prune = true;
 };
 
 struct MixChoice {
@@ -46,6 +49,9 @@ struct MixChoice {
   double goodput = 1;
   double expectedSeconds = 0; // per iteration, preemptions included
   double expectedCost = 0;    // USD per iteration, preemptions included
+  /// The bounds its mix was ranked and pruned by: never above the
+  /// evaluated iteration time and cost.
+  double timeBound = 0, costBound = 0;
 };
 
 struct MixResult {

@@ -151,7 +151,25 @@ TEST_F(MixFixture, CheapestMixMeetsTheDeadlineAndSpotWinsWhenRarelyPreempted) {
               r.best.front().expectedCost, r.onDemandOnly.front().description.c_str(),
               r.onDemandOnly.front().expectedCost);
 
-  // The bound only skips mixes that cannot win: keeping many finds the same best.
+  // The bounds only skip mixes that cannot win: planning every mix finds
+  // the same best, and no mix's plan beats its bounds (both markets, and
+  // the evaluated iteration without preemptions).
+  options.keep = 1000;
+  options.prune = false;
+  MixResult every = recommend(offer(), deadline);
+  ASSERT_FALSE(every.best.empty());
+  EXPECT_DOUBLE_EQ(every.best.front().expectedCost, r.best.front().expectedCost);
+  EXPECT_EQ(every.planned, every.mixes);
+  double tightest = 0;
+  for (const MixChoice &c : every.best) {
+    tightest = std::max(tightest, c.costBound / c.economics.costPerIteration);
+    EXPECT_LE(c.costBound, c.economics.costPerIteration * (1 + 1e-9)) << c.description;
+    EXPECT_LE(c.timeBound, c.evaluation.iterationTime * (1 + 1e-9)) << c.description;
+  }
+  std::printf("bounds: %ld of %ld mixes planned (%ld without pruning); cost bound at most "
+              "%.2f of the plan's cost\n",
+              r.planned, r.mixes, every.planned, tightest);
+  options.prune = true;
   options.keep = 50;
   MixResult wide = recommend(offer(), deadline);
   ASSERT_FALSE(wide.best.empty());
