@@ -247,17 +247,14 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
         const FailureModel &fm = failures.model;
         const double T = p.evaluation.iterationTime;
         double losses = (fm.failuresPerHour + fm.preemptionsPerHour) / 3600;
-        // Checkpoints at Young's interval. The run is simulated in steps of
-        // `chunk` iterations (every iteration takes T here, and a loss
-        // inside a step costs the time since the step began, as inside an
-        // iteration), at most 2e5 steps per run however short T is.
-        const double iterations = options.horizonHours * 3600 / T;
-        const long chunk = std::max(1L, long(std::ceil(iterations / 2e5)));
+        // Checkpoints at Young's interval; every iteration takes T here,
+        // and the run goes in steps of several however short T is.
+        const RunSteps steps = runSteps({T}, options.horizonHours);
         long every = 0; // no losses: no checkpoints needed
         if (losses > 0)
-          every = std::max(
-              1L, std::lround(youngInterval(fm.checkpointStallSeconds, 1 / losses) / (T * chunk)));
-        RunOutcome run = simulateRun({T * double(chunk)}, fm, every, options.horizonHours,
+          every = steps.stepsOf(std::max(
+              1L, std::lround(youngInterval(fm.checkpointStallSeconds, 1 / losses) / T)));
+        RunOutcome run = simulateRun(steps.times, fm, every, options.horizonHours,
                                      options.trials, options.seed);
         if (run.goodput <= 0)
           break; // it never makes progress

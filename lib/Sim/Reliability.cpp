@@ -133,4 +133,25 @@ std::vector<IntervalChoice> sweepCheckpointInterval(const std::vector<double> &t
   return out;
 }
 
+RunSteps runSteps(const std::vector<double> &times, double wallHours, double maxSteps) {
+  RunSteps out;
+  if (times.empty())
+    return out;
+  double mean = 0;
+  for (double t : times)
+    mean += t;
+  mean /= double(times.size());
+  const double iterations = wallHours * 3600 / std::max(mean, 1e-12);
+  out.chunk = std::max(1L, long(std::ceil(iterations / maxSteps)));
+  if (out.chunk == 1) {
+    out.times = times;
+    return out;
+  }
+  out.times.resize(times.size());
+  for (size_t i = 0; i < times.size(); ++i)
+    for (long k = 0; k < out.chunk; ++k)
+      out.times[i] += times[(i + size_t(k)) % times.size()];
+  return out;
+}
+
 } // namespace het::sim

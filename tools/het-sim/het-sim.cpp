@@ -242,18 +242,28 @@ int main(int argc, char **argv) {
     const double jobMtbf = lossesPerHour > 0 ? 3600 / lossesPerHour : INFINITY;
     double young = youngInterval(fm.checkpointStallSeconds, jobMtbf);
     double daly = dalyInterval(fm.checkpointStallSeconds, jobMtbf);
+    // Long runs of short iterations go in steps of several (RunSteps);
+    // intervals are rounded to whole steps.
+    const RunSteps steps = runSteps(stats.times, hours);
     auto everyOf = [&](double interval) {
-      return std::max(1L, std::lround(interval / stats.mean));
+      long k = std::max(1L, std::lround(std::min(interval / stats.mean, 1e15)));
+      return steps.iterationsOf(steps.stepsOf(k));
     };
     std::vector<IntervalChoice> sweep;
     RunOutcome run;
     long every = checkpointEvery;
     if (failures) {
-      sweep = sweepCheckpointInterval(stats.times, fm, hours, trials, seed,
-                                      {everyOf(young), everyOf(daly)});
+      sweep = sweepCheckpointInterval(steps.times, fm, hours, trials, seed,
+                                      {steps.stepsOf(everyOf(young)),
+                                       steps.stepsOf(everyOf(daly))});
+      for (IntervalChoice &c : sweep)
+        c.every = steps.iterationsOf(c.every);
       if (every < 0)
         every = sweep.front().every;
-      run = simulateRun(stats.times, fm, every, hours, trials, seed);
+      else if (every > 0)
+        every = steps.iterationsOf(steps.stepsOf(every));
+      run = simulateRun(steps.times, fm, every == 0 ? 0 : steps.stepsOf(every), hours, trials,
+                        seed);
     }
     auto goodputAt = [&](long k) {
       for (const IntervalChoice &c : sweep)
@@ -322,6 +332,7 @@ int main(int argc, char **argv) {
                            {"best_every", sweep.front().every},
                            {"every", every},
                            {"hours", hours},
+                           {"iterations_per_step", steps.chunk},
                            {"trials", trials},
                            {"goodput", run.goodput},
                            {"failures", run.failures},
@@ -370,6 +381,9 @@ int main(int argc, char **argv) {
                 << "), Daly " << seconds(daly) << " (every " << everyOf(daly) << ", "
                 << percent(goodputAt(everyOf(daly))) << "), simulated best every "
                 << sweep.front().every << " (" << percent(sweep.front().outcome.goodput) << ")\n";
+      if (steps.chunk > 1)
+        std::cout << "(the long runs advance " << steps.chunk
+                  << " iterations at a step; intervals are whole steps)\n";
       std::cout << "goodput over " << hours << " h (" << trials << " runs), checkpoint every "
                 << every << " iterations: " << percent(run.goodput) << "; per run "
                 << run.failures << " failures, " << run.preemptions << " preemptions, "

@@ -12,6 +12,7 @@
 #ifndef HET_SIM_RELIABILITY_H
 #define HET_SIM_RELIABILITY_H
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -67,6 +68,25 @@ std::vector<IntervalChoice> sweepCheckpointInterval(const std::vector<double> &i
                                                     const FailureModel &model, double wallHours,
                                                     int trials, uint64_t seed,
                                                     const std::vector<long> &extra);
+
+/// A run is simulated iteration by iteration; a plan of 0.06 ms per
+/// iteration would take 4e10 of them in 720 hours. Steps of `chunk`
+/// iterations keep a run within `maxSteps` steps: each step's time is the
+/// sum of `chunk` consecutive sampled iterations (cyclically), a loss inside
+/// a step costs the time since the step began (as inside an iteration),
+/// and checkpoint intervals count steps.
+struct RunSteps {
+  std::vector<double> times; // seconds per step
+  long chunk = 1;            // iterations per step
+  /// Steps between checkpoints for an interval of `iterations` (>= 1), and
+  /// back.
+  long stepsOf(long iterations) const {
+    return std::max(1L, (iterations + chunk / 2) / chunk);
+  }
+  long iterationsOf(long steps) const { return steps * chunk; }
+};
+RunSteps runSteps(const std::vector<double> &iterationTimes, double wallHours,
+                  double maxSteps = 2e5);
 
 } // namespace het::sim
 
