@@ -265,4 +265,22 @@ std::vector<std::string> readPlannerRecords(const std::string &path,
   return report;
 }
 
+std::vector<std::string> readPlannerRecordsOrWarn(const std::string &path,
+                                                  const plan::ModelDesc &model,
+                                                  const plan::Cluster &cluster,
+                                                  plan::ProfileSet &profiles,
+                                                  plan::MeasuredCommunication &communication,
+                                                  bool &communicationFound, const char *tool,
+                                                  const char *fallback, std::ostream &err) {
+  plan::ProfileSet before = profiles;
+  try {
+    return readPlannerRecords(path, model, cluster, profiles, communication, communicationFound);
+  } catch (const DatabaseError &e) {
+    err << tool << ": warning: " << e.what() << "; " << fallback << "\n";
+    profiles = std::move(before);
+    communicationFound = false;
+    return {};
+  }
+}
+
 } // namespace het::tune

@@ -306,17 +306,10 @@ int main(int argc, char **argv) {
     MeasuredCommunication communication;
     bool communicationFound = false;
     std::vector<std::string> tuningReport;
-    if (!tuningDbPath.empty()) {
-      try {
-        tuningReport = het::tune::readPlannerRecords(tuningDbPath, model, cluster, profiles,
-                                                     communication, communicationFound);
-      } catch (const het::tune::DatabaseError &e) {
-        std::cerr << "het-plan: warning: " << e.what()
-                  << "; planning with the roofline and the cluster's links\n";
-        profiles = ProfileSet();
-        communicationFound = false;
-      }
-    }
+    if (!tuningDbPath.empty())
+      tuningReport = het::tune::readPlannerRecordsOrWarn(
+          tuningDbPath, model, cluster, profiles, communication, communicationFound, "het-plan",
+          "planning with the roofline and the cluster's links", std::cerr);
     CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles, setup);
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);

@@ -19,7 +19,6 @@
 #include "het/Sim/Reliability.h"
 #include "het/Sim/Utilization.h"
 #include "het/Tune/StageProfiles.h"
-#include "het/Tune/TuningDatabase.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -191,17 +190,10 @@ int main(int argc, char **argv) {
     MeasuredCommunication communication;
     bool communicationFound = false;
     std::vector<std::string> tuningReport;
-    if (!tuningDbPath.empty()) {
-      try {
-        tuningReport = het::tune::readPlannerRecords(tuningDbPath, model, cluster, profiles,
-                                                     communication, communicationFound);
-      } catch (const het::tune::DatabaseError &e) {
-        std::cerr << "het-sim: warning: " << e.what()
-                  << "; simulating with the roofline and the cluster's links\n";
-        profiles = ProfileSet();
-        communicationFound = false;
-      }
-    }
+    if (!tuningDbPath.empty())
+      tuningReport = het::tune::readPlannerRecordsOrWarn(
+          tuningDbPath, model, cluster, profiles, communication, communicationFound, "het-sim",
+          "simulating with the roofline and the cluster's links", std::cerr);
     CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles, setup);
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);

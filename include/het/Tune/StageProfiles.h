@@ -23,6 +23,7 @@
 #include "het/Plan/Profiles.h"
 #include "het/Tune/TuningDatabase.h"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,18 @@ std::vector<std::string> readPlannerRecords(const std::string &path,
                                             plan::ProfileSet &profiles,
                                             plan::MeasuredCommunication &communication,
                                             bool &communicationFound);
+
+/// readPlannerRecords for a tool that goes on without the records (het-plan,
+/// het-sim): a database that cannot be read is one warning on `err`
+/// ("TOOL: warning: WHY; FALLBACK") and leaves `profiles` as they were and
+/// no measured communication.
+std::vector<std::string> readPlannerRecordsOrWarn(const std::string &path,
+                                                  const plan::ModelDesc &model,
+                                                  const plan::Cluster &cluster,
+                                                  plan::ProfileSet &profiles,
+                                                  plan::MeasuredCommunication &communication,
+                                                  bool &communicationFound, const char *tool,
+                                                  const char *fallback, std::ostream &err);
 
 } // namespace het::tune
 
