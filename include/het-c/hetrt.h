@@ -15,6 +15,9 @@
  * `buffers`: the op's operands, then its results (fresh, uninitialized).
  * `meta`: operand count, result count, then rank and sizes of each buffer,
  * then the op's attributes (lib/Conversion/HetToLinalg/HetToRuntime.cpp).
+ * A rank word's high 32 bits give the buffer's layout: 0 row-major, 1 a
+ * [N, C, H, W] activation stored channel-blocked as oneDNN's convolutions
+ * want it (lib/Runtime/KernelCall.h, docs/codegen.md).
  *
  *===----------------------------------------------------------------------===*/
 

@@ -2,10 +2,13 @@
 //
 // Dense layers, convolutions and batch normalization on oneDNN (v2.6 API).
 // Shapes are fixed per call site, so each site's primitives are created
-// once and kept, keyed by the site's constant meta array. Matmuls and batch
-// norm use het's buffers in place (NCHW, OIHW, [out, in]); convolutions let
-// oneDNN pick its blocked layouts (its plain-layout convolutions fall back
-// to slow GEMM code) and reorder in and out.
+// once and kept, keyed by the site's constant meta array. Matmuls use het's
+// buffers in place (row-major, [out, in] weights). Convolutions and batch
+// norm run on channel-blocked data (oneDNN's plain-layout convolutions fall
+// back to slow GEMM code, its plain batch norm to generic loops): an
+// activation het-compile marked channel-blocked (ChannelBlock.h) is used
+// as it is, a row-major one (NCHW) is reordered in and out through a
+// buffer kept with the site, as are the weights (OIHW).
 //
 // Batch norm + ReLU runs forward with oneDNN's fuse_norm_relu, which also
 // writes a workspace (the ReLU mask). The IR hands the fused gradient the
@@ -17,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChannelBlock.h"
 #include "GemmEngines.h"
 #include "KernelCall.h"
 
@@ -29,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+using het::rt::BufferLayout;
 using het::rt::KernelCall;
 using het::rt::product;
 using tag = dnnl::memory::format_tag;
@@ -57,6 +62,19 @@ dnnl::memory::desc rowMajor(const dims &d) {
 }
 dnnl::memory wrap(const dnnl::memory::desc &md, void *p) {
   return dnnl::memory(md, engine(), p);
+}
+
+/// The channel-blocked format of this process (ChannelBlock.h).
+tag blockedTag() { return het::rt::channelBlock() == 16 ? tag::nChw16c : tag::nChw8c; }
+
+/// How het stores an activation buffer: [N, C] or NCHW row-major, or
+/// NCHW channel-blocked where the call's meta says so.
+dnnl::memory::desc activation(const std::vector<int64_t> &shape, BufferLayout layout) {
+  dims d(shape.begin(), shape.end());
+  if (d.size() != 4)
+    return dnnl::memory::desc(d, dt::f32, d.size() == 2 ? tag::nc : tag::x);
+  return dnnl::memory::desc(d, dt::f32,
+                            layout == BufferLayout::ChannelBlocked ? blockedTag() : tag::nchw);
 }
 
 /// A tensor handed to a primitive in the layout the primitive chose
@@ -105,6 +123,7 @@ struct Site {
   std::vector<dnnl::primitive> primitives;
   std::vector<dnnl::memory::desc> descs;
   std::vector<float> scratch, scratch2, scratch3;
+  std::vector<float> reorderedOutput; // batch norm + ReLU's y in dy's layout
   std::vector<uint8_t> workspace;
   Staging staged[3];
 };
@@ -194,8 +213,10 @@ struct Conv {
   dnnl::memory::desc srcMd, weightsMd, dstMd;
 };
 
-Conv convShape(const KernelCall &c, const std::vector<int64_t> &x,
-               const std::vector<int64_t> &w, const std::vector<int64_t> &y) {
+/// x and y with their layouts in het's buffers.
+Conv convShape(const KernelCall &c, const std::vector<int64_t> &x, BufferLayout xLayout,
+               const std::vector<int64_t> &w, const std::vector<int64_t> &y,
+               BufferLayout yLayout) {
   Conv v;
   int64_t groups = c.attribute(6);
   v.src = dims(x.begin(), x.end());
@@ -203,8 +224,8 @@ Conv convShape(const KernelCall &c, const std::vector<int64_t> &x,
   v.strides = {c.attribute(0), c.attribute(1)};
   v.padding = {c.attribute(2), c.attribute(3)};
   v.dilation = {c.attribute(4) - 1, c.attribute(5) - 1};
-  v.srcMd = dnnl::memory::desc(v.src, dt::f32, tag::nchw);
-  v.dstMd = dnnl::memory::desc(v.dst, dt::f32, tag::nchw);
+  v.srcMd = activation(x, xLayout);
+  v.dstMd = activation(y, yLayout);
   if (groups == 1) {
     v.weights = dims(w.begin(), w.end());
     v.weightsMd = dnnl::memory::desc(v.weights, dt::f32, tag::oihw);
@@ -234,24 +255,19 @@ dnnl::convolution_forward::primitive_desc convForwardPd(const Conv &v, bool with
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
-/// [C] scale/shift and NCHW data for batch normalization.
-dnnl::memory::desc bnData(const std::vector<int64_t> &x) {
-  dims d(x.begin(), x.end());
-  return dnnl::memory::desc(d, dt::f32, d.size() == 4 ? tag::nchw : tag::nc);
-}
-
 /// oneDNN's JIT batch norm wants channel-blocked data; on plain NCHW it
 /// runs generic code several times slower, which costs more than the two
-/// reorders around the blocked kernel.
+/// reorders around the blocked kernel (none when het-compile kept the data
+/// blocked).
 dnnl::memory::desc bnInner(const std::vector<int64_t> &x) {
-  if (x.size() != 4)
-    return bnData(x);
   dims d(x.begin(), x.end());
-  if (x[1] % 16 == 0)
-    return dnnl::memory::desc(d, dt::f32, tag::nChw16c);
+  if (x.size() != 4)
+    return dnnl::memory::desc(d, dt::f32, tag::nc);
+  if (x[1] % het::rt::channelBlock() == 0)
+    return dnnl::memory::desc(d, dt::f32, blockedTag());
   if (x[1] % 8 == 0)
     return dnnl::memory::desc(d, dt::f32, tag::nChw8c);
-  return bnData(x);
+  return dnnl::memory::desc(d, dt::f32, tag::nchw);
 }
 
 const dnnl::normalization_flags kScaleShift =
@@ -270,7 +286,7 @@ std::unordered_map<const void *, ReluMask> &reluMasks() {
 void batchNormForward(const int64_t *meta, void *const *buffers, bool relu) {
   KernelCall c(meta, buffers);
   double epsilon = c.floatAttribute(0);
-  auto data = bnData(c.operandShape(0)), inner = bnInner(c.operandShape(0));
+  auto inner = bnInner(c.operandShape(0));
   int64_t channels = c.operandShape(0)[1];
   auto flags = kScaleShift | dnnl::normalization_flags::none;
   if (relu)
@@ -281,8 +297,8 @@ void batchNormForward(const int64_t *meta, void *const *buffers, bool relu) {
                                                         static_cast<float>(epsilon), flags);
     auto p = dnnl::batch_normalization_forward::primitive_desc(desc, engine());
     s.primitives.push_back(dnnl::batch_normalization_forward(p));
-    s.staged[0].init(data, inner);
-    s.staged[1].init(data, inner);
+    s.staged[0].init(activation(c.operandShape(0), c.operandLayout(0)), inner);
+    s.staged[1].init(activation(c.resultShape(0), c.resultLayout(0)), inner);
     s.descs.push_back(p.workspace_desc());
     s.scratch.resize(channels); // variance
     s.workspace.resize(p.workspace_desc().get_size());
@@ -319,7 +335,7 @@ void maskByPositive(float *__restrict out, const float *__restrict dy, const flo
 void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   KernelCall c(meta, buffers);
   int first = relu ? 2 : 1; // index of x
-  auto data = bnData(c.operandShape(first)), inner = bnInner(c.operandShape(first));
+  auto inner = bnInner(c.operandShape(first));
   int64_t channels = c.operandShape(first)[1];
   int64_t count = product(c.operandShape(first));
   Site &s = site(meta, [&](Site &s) {
@@ -345,13 +361,24 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
       s.primitives.push_back(dnnl::batch_normalization_backward(fused));
       s.descs.push_back(fused.workspace_desc());
     }
-    s.staged[0].init(data, inner); // x
-    s.staged[1].init(data, inner); // dy
-    s.staged[2].init(data, inner); // dx
+    auto dyLayout = activation(c.operandShape(0), c.operandLayout(0));
+    s.staged[0].init(activation(c.operandShape(first), c.operandLayout(first)), inner); // x
+    s.staged[1].init(dyLayout, inner);                                                 // dy
+    s.staged[2].init(activation(c.resultShape(0), c.resultLayout(0)), inner);          // dx
     s.scratch.resize(channels);
     s.scratch3.assign(channels, 0.0f); // the shift: unused by the gradient, required by oneDNN
-    if (relu)
+    if (relu) {
       s.scratch2.resize(count);
+      // Masking by y without the forward's workspace needs y in dy's layout.
+      auto yLayout = activation(c.operandShape(1), c.operandLayout(1));
+      if (yLayout != dyLayout) {
+        s.primitives.push_back(dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine(), yLayout, engine(), dyLayout)));
+        s.descs.push_back(yLayout);
+        s.descs.push_back(dyLayout);
+        s.reorderedOutput.resize(count);
+      }
+    }
   });
   // variance + eps = 1 / invstd^2, so oneDNN (with eps 0) sees the same
   // 1/sqrt(var + eps) the forward used.
@@ -367,7 +394,14 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
       forward = it->second.site;
       reluMasks().erase(it); // one backward per forward
     } else {
-      maskByPositive(s.scratch2.data(), dy, c.operand(1), count);
+      const float *y = c.operand(1);
+      if (!s.reorderedOutput.empty()) { // y's layout is not dy's
+        s.primitives[2].execute(stream(), {{DNNL_ARG_FROM, wrap(s.descs[1], c.operand(1))},
+                                           {DNNL_ARG_TO, wrap(s.descs[2], s.reorderedOutput.data())}});
+        stream().wait();
+        y = s.reorderedOutput.data();
+      }
+      maskByPositive(s.scratch2.data(), dy, y, count);
       dy = s.scratch2.data();
     }
   }
@@ -458,7 +492,8 @@ void hetrt_dnnl_linear_grad(const int64_t *meta, void *const *buffers) {
 
 void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
-  Conv v = convShape(c, c.operandShape(0), c.operandShape(1), c.resultShape(0));
+  Conv v = convShape(c, c.operandShape(0), c.operandLayout(0), c.operandShape(1),
+                     c.resultShape(0), c.resultLayout(0));
   bool hasBias = c.numOperands == 3;
   Site &s = site(meta, [&](Site &s) {
     auto pd = convForwardPd(v, hasBias);
@@ -481,7 +516,8 @@ void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers) {
 /// Operands: dy, filter; result: dx.
 void hetrt_dnnl_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
-  Conv v = convShape(c, c.resultShape(0), c.operandShape(1), c.operandShape(0));
+  Conv v = convShape(c, c.resultShape(0), c.resultLayout(0), c.operandShape(1),
+                     c.operandShape(0), c.operandLayout(0));
   Site &s = site(meta, [&](Site &s) {
     auto desc = dnnl::convolution_backward_data::desc(
         dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),
@@ -503,7 +539,8 @@ void hetrt_dnnl_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
 /// Operands: dy, x; result: dw.
 void hetrt_dnnl_conv2d_grad_filter(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
-  Conv v = convShape(c, c.operandShape(1), c.resultShape(0), c.operandShape(0));
+  Conv v = convShape(c, c.operandShape(1), c.operandLayout(1), c.resultShape(0),
+                     c.operandShape(0), c.operandLayout(0));
   Site &s = site(meta, [&](Site &s) {
     auto desc = dnnl::convolution_backward_weights::desc(
         dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),

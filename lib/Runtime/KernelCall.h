@@ -1,7 +1,8 @@
 //===- KernelCall.h - decoding one generated kernel call -----------*- C++ -*-===//
 //
 // Generated code calls hetrt_<library>_<op>(meta, buffers); this reads the
-// meta words (counts, shapes, attributes; see include/het-c/hetrt.h).
+// meta words (counts, shapes, layouts, attributes; see
+// include/het-c/hetrt.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,20 @@
 
 namespace het::rt {
 
+/// How a buffer's elements are stored: the high half of its rank word.
+enum class BufferLayout : int64_t {
+  RowMajor = 0,
+  /// A [N, C, H, W] activation as [N, C/b, H, W, b] (oneDNN's nChw16c or
+  /// nChw8c): b is this process's channel block (ChannelBlock.h). het-compile
+  /// sets it only where C is a multiple of 16, so the buffer's size is the
+  /// row-major one whichever block the CPU has.
+  ChannelBlocked = 1,
+};
+
 struct KernelCall {
   int64_t numOperands = 0, numResults = 0;
   std::vector<std::vector<int64_t>> shapes; // operands, then results
+  std::vector<BufferLayout> layouts;        // operands, then results
   const int64_t *attributes = nullptr;
   void *const *buffers = nullptr;
 
@@ -25,7 +37,9 @@ struct KernelCall {
     numResults = meta[1];
     const int64_t *cursor = meta + 2;
     for (int64_t i = 0; i < numOperands + numResults; ++i) {
-      int64_t rank = *cursor++;
+      int64_t word = *cursor++;
+      int64_t rank = word & 0xffffffff;
+      layouts.push_back(static_cast<BufferLayout>(word >> 32));
       shapes.emplace_back(cursor, cursor + rank);
       cursor += rank;
     }
@@ -34,6 +48,8 @@ struct KernelCall {
 
   const std::vector<int64_t> &operandShape(int i) const { return shapes[i]; }
   const std::vector<int64_t> &resultShape(int i) const { return shapes[numOperands + i]; }
+  BufferLayout operandLayout(int i) const { return layouts[i]; }
+  BufferLayout resultLayout(int i) const { return layouts[numOperands + i]; }
   float *operand(int i) const { return static_cast<float *>(buffers[i]); }
   const int64_t *indices(int i) const { return static_cast<const int64_t *>(buffers[i]); }
   float *result(int i) const { return static_cast<float *>(buffers[numOperands + i]); }

@@ -3,8 +3,8 @@
 // Every library-backed op has a reference implementation: the evaluator's
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
 // copies of the buffers. Used for ops oneDNN has no primitive for and that
-// are not linalg code yet (average pooling, batch norm inference,
-// embeddings; max pooling has its own file, PoolingKernels.cpp) and, with
+// are not linalg code yet (batch norm inference, embeddings; pooling has
+// its own file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
 //
@@ -57,14 +57,6 @@ ConvGeometry conv(const KernelCall &c) {
   return g;
 }
 
-PoolGeometry pool(const KernelCall &c) {
-  PoolGeometry g;
-  g.kernel = {c.attribute(0), c.attribute(1)};
-  g.strides = {c.attribute(2), c.attribute(3)};
-  g.padding = {c.attribute(4), c.attribute(5)};
-  return g;
-}
-
 /// Runs `body`, turning a kernel's value error into a clean exit.
 template <typename F> void guarded(const char *op, F body) {
   try {
@@ -109,8 +101,6 @@ HETRT_REF(conv2d_grad_input) {
 HETRT_REF(conv2d_grad_filter) {
   store(c, 0, conv2dGradFilter(floats(c, 0), floats(c, 1), c.resultShape(0), conv(c)));
 }
-HETRT_REF(avg_pool2d) { store(c, 0, avgPool2d(floats(c, 0), pool(c))); }
-HETRT_REF(avg_pool2d_grad) { store(c, 0, avgPool2dGrad(floats(c, 0), c.resultShape(0), pool(c))); }
 HETRT_REF(batch_norm) {
   storeAll(c, batchNorm(floats(c, 0), floats(c, 1), floats(c, 2), c.floatAttribute(0), false));
 }
