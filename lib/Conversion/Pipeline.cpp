@@ -45,6 +45,7 @@ void registerConvertHetToLinalgPass();
 void registerBuildEntryPointsPass();
 void registerEmitEntryPointsPass();
 void registerOutlineLayersPass();
+void registerChannelBlockedActivationsPass();
 void registerUpdateAfterGradientPass();
 void registerParallelLoopsToRuntimePass();
 void registerEmitParallelTasksPass();
@@ -86,6 +87,7 @@ struct CopyReturnedArgumentsPass
 void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!options.pipeline)
     pm.addPass(createBuildEntryPointsPass());
+  pm.addPass(createChannelBlockedActivationsPass(options.library));
   if (options.outlineLayers) {
     pm.addNestedPass<func::FuncOp>(createUpdateAfterGradientPass());
     pm.addPass(createOutlineLayersPass());
@@ -186,6 +188,7 @@ void mlir::het::registerHetConversionPasses() {
   registerBuildEntryPointsPass();
   registerEmitEntryPointsPass();
   registerOutlineLayersPass();
+  registerChannelBlockedActivationsPass();
   registerUpdateAfterGradientPass();
   registerParallelLoopsToRuntimePass();
   registerEmitParallelTasksPass();

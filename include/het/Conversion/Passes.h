@@ -43,6 +43,21 @@ enum class KernelLibrary { Dnnl, Reference, Mlir };
 std::optional<KernelLibrary> parseKernelLibrary(llvm::StringRef name);
 llvm::StringRef kernelLibraryName(KernelLibrary library);
 
+/// A function's choice of kernels, overriding the pass option (below).
+constexpr llvm::StringLiteral kKernelLibraryAttr = "het.kernel_library";
+
+/// On a het op lowered to a runtime call: one flag per operand, then per
+/// result, set where the buffer is a channel-blocked activation
+/// (het-channel-blocked-activations; lib/Runtime/ChannelBlock.h).
+constexpr llvm::StringLiteral kChannelBlockedAttr = "hetrt.channel_blocked";
+
+/// `het-channel-blocked-activations`: marks the activations that only
+/// oneDNN convolutions, batch norms and pooling touch (in functions whose
+/// kernels are `library`'s or, by attribute, oneDNN's) with
+/// kChannelBlockedAttr on their producer and users, so they stay in
+/// oneDNN's blocked layout between calls. Runs before het-outline-layers.
+std::unique_ptr<Pass> createChannelBlockedActivationsPass(KernelLibrary library);
+
 /// `convert-het-to-linalg`: every het compute op of a training step is
 /// lowered; an op the CPU backend does not handle is an error naming it.
 /// A function's `het.kernel_library` attribute ("dnnl" | "reference" |

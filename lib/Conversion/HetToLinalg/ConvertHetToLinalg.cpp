@@ -32,7 +32,6 @@ using namespace mlir::het;
 namespace {
 
 /// The per-function override of the pass's `library` option.
-constexpr StringLiteral kKernelLibraryAttr = "het.kernel_library";
 
 struct ConvertHetToLinalgPass
     : public PassWrapper<ConvertHetToLinalgPass, OperationPass<ModuleOp>> {

@@ -7,8 +7,10 @@
 //   void hetrt_<library>_<op>(const int64_t *meta, void *const *buffers);
 //
 // `buffers` holds the operands then the results (contiguous, row-major);
-// `meta` is a constant: operand count, result count, each buffer's rank and
-// sizes, then the op's attributes (integers, and doubles as their bits).
+// `meta` is a constant: operand count, result count, each buffer's rank
+// (its high half the layout: row-major, or channel-blocked where
+// het-channel-blocked-activations marked it) and sizes, then the op's
+// attributes (integers, and doubles as their bits).
 // Results are fresh buffers the call fills; to the tensor world they are
 // `bufferization.to_tensor ... restrict`, so one-shot bufferization keeps
 // value semantics around the call. The library (oneDNN or het's reference
@@ -170,28 +172,39 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
   }
 
   StringRef opName = op->getName().stripDialect();
-  std::string callee = llvm::formatv("hetrt_{0}_{1}",
-                                     library == KernelLibrary::Dnnl && hasDnnlKernel(op)
-                                         ? "dnnl"
-                                         : "ref",
-                                     opName)
-                           .str();
+  bool dnnl = library == KernelLibrary::Dnnl && hasDnnlKernel(op);
+  std::string callee = llvm::formatv("hetrt_{0}_{1}", dnnl ? "dnnl" : "ref", opName).str();
+  ArrayRef<bool> channelBlocked;
+  if (auto flags = op->getAttrOfType<DenseBoolArrayAttr>(kChannelBlockedAttr)) {
+    // Only oneDNN's kernels and het's pooling read and write blocked buffers.
+    if (!dnnl && !isa<MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp>(op))
+      return op->emitOpError("has channel-blocked buffers (")
+             << kChannelBlockedAttr << ") but its kernel " << callee << " reads row-major ones";
+    if (flags.size() != static_cast<int64_t>(bufferTypes.size()))
+      return op->emitOpError() << kChannelBlockedAttr << " needs one flag per operand and result ("
+                               << bufferTypes.size() << "), got " << flags.size();
+    channelBlocked = flags.asArrayRef();
+  }
   return emitRuntimeCall(b, module, loc, callee, op->getOperands(), op->getResultTypes(),
-                         attributeWords(op));
+                         attributeWords(op), /*retainsBuffers=*/false, channelBlocked);
 }
 
 SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc,
                                               StringRef callee, ValueRange operands,
                                               TypeRange resultTypes, ArrayRef<int64_t> words,
-                                              bool retainsBuffers) {
+                                              bool retainsBuffers,
+                                              ArrayRef<bool> channelBlocked) {
   SmallVector<Type> bufferTypes(operands.getTypes());
   bufferTypes.append(resultTypes.begin(), resultTypes.end());
   // Constant meta data: counts, shapes, attributes.
   SmallVector<int64_t> meta{static_cast<int64_t>(operands.size()),
                             static_cast<int64_t>(resultTypes.size())};
-  for (Type type : bufferTypes) {
+  // The layout in a rank word's high half: KernelCall.h's BufferLayout.
+  constexpr int64_t kChannelBlockedWord = int64_t{1} << 32;
+  for (auto [index, type] : llvm::enumerate(bufferTypes)) {
     auto tensor = cast<RankedTensorType>(type);
-    meta.push_back(tensor.getRank());
+    bool blocked = index < channelBlocked.size() && channelBlocked[index];
+    meta.push_back(tensor.getRank() | (blocked ? kChannelBlockedWord : 0));
     meta.append(tensor.getShape().begin(), tensor.getShape().end());
   }
   meta.append(words.begin(), words.end());

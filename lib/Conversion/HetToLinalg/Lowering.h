@@ -50,9 +50,12 @@ FailureOr<SmallVector<Value>> lowerToRuntimeCall(OpBuilder &b, ModuleOp module, 
 /// With `retainsBuffers` the callee may still write the buffers after it
 /// returns (a pipeline's receive): the call carries kRetainsBuffersAttr
 /// and het-free-at-last-use keeps them to the end of their block.
+/// `channelBlocked` (operands, then results; empty: none) sets the
+/// channel-blocked layout in those buffers' rank words.
 SmallVector<Value> emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc, StringRef callee,
                                    ValueRange operands, TypeRange resultTypes,
-                                   ArrayRef<int64_t> words, bool retainsBuffers = false);
+                                   ArrayRef<int64_t> words, bool retainsBuffers = false,
+                                   ArrayRef<bool> channelBlocked = {});
 
 /// The address of `tensor`'s (contiguous) buffer as an !llvm.ptr, for
 /// runtime calls that read it.
