@@ -380,7 +380,12 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
   PipelineComm &comm = pipelineComm();
   comm.expectedReceives = f.receives;
   comm.receiveCalls = 0;
+  CommSeconds commBefore = commSeconds();
+  auto t0 = std::chrono::steady_clock::now();
   entry(f)(in.data(), out.data());
+  kernelSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+                    (commSeconds().p2p - commBefore.p2p) -
+                    (commSeconds().collective - commBefore.collective);
   if (!comm.receives.empty())
     die("internal error: " + f.symbol + " made fewer receive calls than its description says");
   for (size_t j = 0; j < f.outputs.size(); ++j) {
@@ -816,6 +821,10 @@ int PipelineRank::run() {
   int64_t M = info_.microBatches;
   bool reports = isLastStage() && place.replica == 0 && place.tp == 0;
   std::vector<double> stepSeconds;
+  // The time of the steps after the first, split: kernels, messages,
+  // collectives, and the rest (this loop's own work: batches, buffers,
+  // gradient sums).
+  double timedKernels = 0, timedP2p = 0, timedCollectives = 0;
   double stallMax = 0, stallSum = 0;
   long long saves = 0;
   int64_t stoppedAt = -1; // the checkpoint het-run asked the job to stop at
@@ -833,6 +842,7 @@ int PipelineRank::run() {
     }
     auto t0 = std::chrono::steady_clock::now();
     CommSeconds commBefore = commSeconds();
+    double kernelsBefore = kernelSeconds_;
     commTrace().step(s);
     for (int i = 0; i < M; ++i)
       fillBatch(s, i);
@@ -882,6 +892,11 @@ int PipelineRank::run() {
     }
     stepSeconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (s > first) {
+      timedKernels += kernelSeconds_ - kernelsBefore;
+      timedP2p += commSeconds().p2p - commBefore.p2p;
+      timedCollectives += commSeconds().collective - commBefore.collective;
+    }
     if (reports) {
       if (!std::isfinite(loss))
         die("the loss is not finite at step " + std::to_string(s) + " (lower --lr?)");
@@ -929,6 +944,20 @@ int PipelineRank::run() {
       std::printf("checkpoint stall (%s): mean %.3f ms, max %.3f ms over %lld saves\n",
                   o_.syncCheckpoint ? "synchronous" : "asynchronous", 1e3 * stallSum / saves,
                   1e3 * stallMax, saves);
+  }
+  // Where each rank's time went, per step after the first (which sets up
+  // kernels): "outside kernels" is what the runtime and the pipeline add.
+  if (stepSeconds.size() > 1) {
+    double steps = static_cast<double>(stepSeconds.size() - 1);
+    double total = 0;
+    for (size_t k = 1; k < stepSeconds.size(); ++k)
+      total += stepSeconds[k];
+    double rest = total - timedKernels - timedP2p - timedCollectives;
+    std::printf("time per step %.3f ms: kernels %.3f ms, outside kernels %.3f ms (%.0f%%: "
+                "messages %.3f, collectives %.3f, runtime %.3f)\n",
+                1e3 * total / steps, 1e3 * timedKernels / steps,
+                1e3 * (total - timedKernels) / steps, 100.0 * (total - timedKernels) / total,
+                1e3 * timedP2p / steps, 1e3 * timedCollectives / steps, 1e3 * rest / steps);
   }
   // Iteration time: the median step after the first (which sets up kernels).
   if (stepSeconds.size() > 1 && reports) {

@@ -70,6 +70,10 @@ private:
   Dataset train_;
   int dataInput_ = -1, labelInput_ = -1;
   double lossSum_ = 0;
+  // Seconds inside the stage functions' compute (their time less the
+  // messages and collectives they wait on), summed over the run: what is
+  // not in it is the pipeline's time outside kernels.
+  double kernelSeconds_ = 0;
   int64_t microBatchSamples_ = 0, firstSample_ = 0, share_ = 0;
   // What this job's checkpoints say of its layout (describeLayout).
   std::string layoutId_, writers_, stagesText_;
