@@ -78,8 +78,9 @@ void initialize(const TensorInfo &t, unsigned index, long long seed, Buffer &buf
 /// Fills `count` samples (rows of the first dimension of `t`, the step's
 /// argument at the model's batch) starting at sample `first` of the
 /// synthetic stream of argument `index`: each sample's values depend on the
-/// seed, the argument and the sample's index only, so any split of a batch
-/// over replicas sees the values one rank would.
+/// seed, the argument and the sample's index only (Philox4x32-10 counters),
+/// so any split of a batch over replicas sees the values one rank would.
+/// Normal (Box-Muller), uniform in [a, b), or integers in [0, a).
 void initializeSamples(const TensorInfo &t, unsigned index, long long seed, Buffer &buffer,
                        int64_t first, int64_t count);
 
