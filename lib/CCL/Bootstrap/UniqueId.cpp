@@ -4,8 +4,11 @@
 #include "Common/Error.h"
 #include "Net/Socket.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <openssl/sha.h>
 
 namespace hetccl {
@@ -50,11 +53,42 @@ static void setHost(IdData& d, const SockAddr& a) {
   d.port = a.port;
 }
 
-// A port of `root.host` the kernel says is free now; rank 0 binds it in
-// hetcclCommInitRank (SO_REUSEADDR), as NCCL's bootstrap does.
+// The kernel's ephemeral port range, from which connect() takes source
+// ports (Linux's default when /proc cannot be read).
+static std::pair<int, int> ephemeralPorts() {
+  int low = 32768, high = 60999;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d %d", &low, &high) != 2) low = 32768, high = 60999;
+    fclose(f);
+  }
+  return {low, high};
+}
+
+// A port of `root.host` free now; rank 0 binds it in hetcclCommInitRank
+// (SO_REUSEADDR), as NCCL's bootstrap does. Picked below the ephemeral
+// range when possible: a port in it can be taken between this pick and
+// rank 0's bind by any connect() on the host -- including a rank's own
+// connect to the root, which with nobody listening yet may get the root's
+// port as its source and connect to itself (TCP simultaneous open).
 static void pickFreePort(SockAddr& root) {
+  int low = ephemeralPorts().first;
+  int floor = std::max(1024, low - 16384);
+  for (int attempt = 0; attempt < 64 && floor < low; ++attempt) {
+    uint32_t r = 0;
+    randomBytes(&r, sizeof r);
+    SockAddr candidate = root;
+    candidate.port = floor + int(r % uint32_t(low - floor));
+    try {
+      SockAddr bound;
+      Fd probe = listenOn(candidate, &bound);
+      root.port = bound.port;
+      return;
+    } catch (const CclError&) {
+      // taken: try another
+    }
+  }
   SockAddr bound;
-  Fd probe = listenOn(root, &bound);
+  Fd probe = listenOn(root, &bound); // port 0: the kernel's choice
   root.port = bound.port;
 }
 

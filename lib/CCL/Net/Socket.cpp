@@ -119,6 +119,17 @@ Fd acceptUntil(int listenFd, const Deadline& dl, const std::atomic<bool>* abortF
   return fd;
 }
 
+// Whether a connected socket's two ends are the same address and port.
+static bool connectedToItself(int fd) {
+  sockaddr_in local{}, peer{};
+  socklen_t localLen = sizeof local, peerLen = sizeof peer;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &localLen) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peerLen) != 0)
+    return false;
+  return local.sin_family == AF_INET && peer.sin_family == AF_INET &&
+         local.sin_port == peer.sin_port && local.sin_addr.s_addr == peer.sin_addr.s_addr;
+}
+
 Fd connectRetry(const SockAddr& addr, const Deadline& dl, const std::atomic<bool>* abortFlag) {
   sockaddr_in sa = toSockaddr(addr);
   int delayMs = 1;
@@ -137,6 +148,16 @@ Fd connectRetry(const SockAddr& addr, const Deadline& dl, const std::atomic<bool
       } else {
         errno = ETIMEDOUT;
       }
+    }
+    if (rc == 0 && connectedToItself(fd.get())) {
+      // TCP's simultaneous open: with nobody listening yet on a local port
+      // in the ephemeral range, the kernel may give this socket that very
+      // port as its source, and it connects to itself. It then holds the
+      // port the root is about to listen on (its bind fails: "Address
+      // already in use"). Drop it and try again, as for a refusal.
+      fd = Fd();
+      rc = -1;
+      errno = ECONNREFUSED;
     }
     if (rc == 0) {
       setNonBlocking(fd.get(), false);
