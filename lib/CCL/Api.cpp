@@ -121,22 +121,30 @@ hetcclResult_t submit(hetcclComm* c, std::function<void()> f) {
 void hostAllReduce(hetcclComm* c, const void* send, void* recv, size_t count, hetcclDataType_t dt, hetcclRedOp_t op,
                    const void* key) {
   size_t bytes = count * dtypeSize(dt);
-  if (send != recv) memmove(recv, send, bytes);
   char* buf = static_cast<char*>(recv);
   Elem e = elemOf(dt, op);
   hetcclCompression_t z = c->compression;
   // Compression applies to f32 sums/averages only; every other call (ints,
   // min/max, the library's own barriers) is exact.
-  if (z != hetcclCompressNone && dt == hetcclFloat32 && (op == hetcclSum || op == hetcclAvg) && c->nranks > 1) {
+  bool compressed =
+      z != hetcclCompressNone && dt == hetcclFloat32 && (op == hetcclSum || op == hetcclAvg) && c->nranks > 1;
+  hetcclAlgo_t a = compressed ? hetcclAlgoRing : allReduceAlgorithm(c, bytes);
+  if (!compressed && a == hetcclAlgoOneShot) {
+    // The latency path: reads `send` itself, so no copy into recv first
+    // (a third of a 4 KiB call's copies).
+    oneShotAllReduce(c, static_cast<const char*>(send), buf, count, e);
+    if (op == hetcclAvg) finalizeAvg(buf, count, dt, c->nranks);
+    return;
+  }
+  if (send != recv) memmove(recv, send, bytes);
+  if (compressed) {
     if (z == hetcclCompressTopK)
       topkAllReduce(c, reinterpret_cast<float*>(buf), count, c->topkRatio, key);
     else
       compressedRingAllReduce(c, reinterpret_cast<float*>(buf), count, z);
   } else {
-    hetcclAlgo_t a = allReduceAlgorithm(c, bytes);
     Members m = allMembers(c);
     switch (a) {
-    case hetcclAlgoOneShot: oneShotAllReduce(c, buf, count, e); break;
     case hetcclAlgoTree: treeAllReduce(c, m, buf, count, e); break;
     case hetcclAlgoHalvingDoubling: hdAllReduce(c, m, buf, count, e); break;
     case hetcclAlgoHierarchical: hierAllReduce(c, buf, count, e); break;

@@ -57,7 +57,9 @@ void psAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const
 
 // Algorithms/OneShot.cpp (small messages, every rank on one host)
 bool oneShotApplies(const hetcclComm* c, size_t bytes);
-void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
+// Reads `send` and writes `recv` (the same buffer in place): no copy of the
+// input into recv first.
+void oneShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e);
 
 // Algorithms/Hierarchical.cpp (groups by host and device kind)
 void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);

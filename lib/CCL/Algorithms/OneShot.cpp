@@ -63,7 +63,7 @@ template <typename Ready> static void waitFor(hetcclComm* c, int peer, Ready rea
   }
 }
 
-void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e) {
+void oneShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e) {
   const size_t bytes = count * e.size;
   const int p = c->nranks, me = c->rank;
   const uint64_t k = ++c->oneShotCalls;
@@ -84,7 +84,7 @@ void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e) {
     }
 
   // 2. Publish this rank's input.
-  memcpy(boardData(mine, c->oneShotBytes, slot), buf, bytes);
+  memcpy(boardData(mine, c->oneShotBytes, slot), send, bytes);
   myCtl->slot[slot].bytes = bytes;
   myCtl->slot[slot].seq.store(k, std::memory_order_release);
 
@@ -98,10 +98,13 @@ void oneShotAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e) {
                                    " bytes where this rank has " + std::to_string(bytes) +
                                    " (mismatched counts, types or collectives across ranks?)");
     const char* in = boardData(board, c->oneShotBytes, slot);
-    if (r == 0)
-      memcpy(buf, in, bytes);
-    else
-      e.fn(buf, in, count);
+    if (r == 0 && me == 0) {
+      if (recv != send) memcpy(recv, send, bytes); // the same bits, from this core's cache
+    } else if (r == 0) {
+      memcpy(recv, in, bytes);
+    } else {
+      e.fn(recv, in, count);
+    }
   }
 
   // 4. This rank has read call k: its slot k%2 may be reused by the peers.
