@@ -123,9 +123,8 @@ struct Site {
   std::vector<dnnl::primitive> primitives;
   std::vector<dnnl::memory::desc> descs;
   std::vector<float> scratch, scratch2, scratch3;
-  std::vector<float> reorderedOutput; // batch norm + ReLU's y in dy's layout
   std::vector<uint8_t> workspace;
-  Staging staged[3];
+  Staging staged[4];
 };
 
 template <typename Build> Site &site(const int64_t *meta, Build build) {
@@ -370,14 +369,7 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
     if (relu) {
       s.scratch2.resize(count);
       // Masking by y without the forward's workspace needs y in dy's layout.
-      auto yLayout = activation(c.operandShape(1), c.operandLayout(1));
-      if (yLayout != dyLayout) {
-        s.primitives.push_back(dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine(), yLayout, engine(), dyLayout)));
-        s.descs.push_back(yLayout);
-        s.descs.push_back(dyLayout);
-        s.reorderedOutput.resize(count);
-      }
+      s.staged[3].init(activation(c.operandShape(1), c.operandLayout(1)), dyLayout);
     }
   });
   // variance + eps = 1 / invstd^2, so oneDNN (with eps 0) sees the same
@@ -394,14 +386,10 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
       forward = it->second.site;
       reluMasks().erase(it); // one backward per forward
     } else {
-      const float *y = c.operand(1);
-      if (!s.reorderedOutput.empty()) { // y's layout is not dy's
-        s.primitives[2].execute(stream(), {{DNNL_ARG_FROM, wrap(s.descs[1], c.operand(1))},
-                                           {DNNL_ARG_TO, wrap(s.descs[2], s.reorderedOutput.data())}});
-        stream().wait();
-        y = s.reorderedOutput.data();
-      }
-      maskByPositive(s.scratch2.data(), dy, y, count);
+      auto y = s.staged[3].input(c.operand(1)); // y in dy's layout
+      stream().wait();
+      maskByPositive(s.scratch2.data(), dy, static_cast<const float *>(y.get_data_handle()),
+                     count);
       dy = s.scratch2.data();
     }
   }

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -106,15 +107,23 @@ struct ChannelBlockedActivationsPass
         kernels = parseKernelLibrary(name.getValue()); // a bad name is convert-het-to-linalg's error
       if (kernels != KernelLibrary::Dnnl)
         continue;
+      // Decided once per value, at its producer; then each op's flags.
+      llvm::DenseSet<Value> blocked;
+      function.walk([&](Operation *op) {
+        for (OpResult result : op->getResults())
+          if (staysBlocked(result))
+            blocked.insert(result);
+      });
+      if (blocked.empty())
+        continue;
       function.walk([&](Operation *op) {
         if (!isa<HetDialect>(op->getDialect()))
           return;
         SmallVector<bool> flags;
-        for (OpOperand &operand : op->getOpOperands())
-          flags.push_back(readsEitherLayout(op, operand.getOperandNumber()) &&
-                          staysBlocked(operand.get()));
-        for (OpResult result : op->getResults())
-          flags.push_back(staysBlocked(result));
+        for (Value value : op->getOperands())
+          flags.push_back(blocked.contains(value));
+        for (Value value : op->getResults())
+          flags.push_back(blocked.contains(value));
         if (llvm::is_contained(flags, true))
           op->setAttr(kChannelBlockedAttr, DenseBoolArrayAttr::get(&getContext(), flags));
       });
