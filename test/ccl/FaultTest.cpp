@@ -231,6 +231,24 @@ TEST(Bootstrap, UniqueIdAtAGivenRoot) {
   EXPECT_EQ(hetcclGetUniqueIdAt(&fixed, nullptr), hetcclInvalidArgument);
 }
 
+// A picked root port lies below the kernel's ephemeral range: one inside
+// it can be taken, before rank 0 binds it, as the source port of any
+// connect() on the host -- a rank's own connect to the root included.
+TEST(Bootstrap, PickedRootPortIsOutsideTheEphemeralRange) {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  ASSERT_GT(low, 1024 + 64) << "no room below the ephemeral range on this host";
+  for (int k = 0; k < 20; ++k) {
+    hetcclUniqueId id;
+    ASSERT_EQ(hetcclGetUniqueId(&id), hetcclSuccess) << hetcclGetLastError(nullptr);
+    int port = hetccl::decodeId(id).port;
+    EXPECT_GE(port, 1024);
+    EXPECT_LT(port, low);
+    ASSERT_EQ(hetcclGetUniqueIdAt(&id, "127.0.0.1:0"), hetcclSuccess);
+    EXPECT_LT(hetccl::decodeId(id).port, low);
+  }
+}
+
 TEST(Security, WrongTokenIsRefusedAndLogged) {
   hetcclUniqueId id;
   ASSERT_EQ(hetcclGetUniqueId(&id), hetcclSuccess);

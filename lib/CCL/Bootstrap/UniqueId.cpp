@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <openssl/sha.h>
 
 namespace hetccl {
@@ -53,15 +52,15 @@ static void setHost(IdData& d, const SockAddr& a) {
   d.port = a.port;
 }
 
-// The kernel's ephemeral port range, from which connect() takes source
-// ports (Linux's default when /proc cannot be read).
-static std::pair<int, int> ephemeralPorts() {
-  int low = 32768, high = 60999;
+// The first port of the kernel's ephemeral range, from which connect()
+// takes source ports (Linux's default when /proc cannot be read).
+static int ephemeralPortsStart() {
+  int low = 32768;
   if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (fscanf(f, "%d %d", &low, &high) != 2) low = 32768, high = 60999;
+    if (fscanf(f, "%d", &low) != 1) low = 32768;
     fclose(f);
   }
-  return {low, high};
+  return low;
 }
 
 // A port of `root.host` free now; rank 0 binds it in hetcclCommInitRank
@@ -71,7 +70,7 @@ static std::pair<int, int> ephemeralPorts() {
 // connect to the root, which with nobody listening yet may get the root's
 // port as its source and connect to itself (TCP simultaneous open).
 static void pickFreePort(SockAddr& root) {
-  int low = ephemeralPorts().first;
+  int low = ephemeralPortsStart();
   int floor = std::max(1024, low - 16384);
   for (int attempt = 0; attempt < 64 && floor < low; ++attempt) {
     uint32_t r = 0;
