@@ -1,74 +1,162 @@
 #!/usr/bin/env bash
 # The checks only a GPU machine can run, as one short script for the device
-# tool (docs/hetccl.md and docs/gpu.md, "What only a GPU run verifies"). It
-# runs programs built on the development machine (x86-64, carried with the
-# working tree: `carry: ["build/bin/hetccl-device-test",
-# "build/lib/libhetccl.so", "build/lib/libhetrt.so", "build/gpu-check"]`,
-# about 30 MiB): hetccl's device tests, which need only the driver
-# and CUDA runtime, then het's GPU executables of the MLP, CNN and GPT, 20
-# steps each against the x86 build's trace (<= 1e-4), which also need
-# libhetrt's run-time libraries there (setup.sh --runtime's packages).
+# tool (docs/gpu.md and docs/hetccl.md, "What only a GPU run verifies").
 #
-#   bash scripts/gpu_check.sh --prepare  # here: build/gpu-check
-#   bash scripts/gpu_check.sh            # on the GPU machine
+#   bash scripts/gpu_check.sh --prepare  # here: fills build/gpu-check
+#   bash scripts/gpu_check.sh            # on the GPU machine (carry build/gpu-check)
 #
-# Fails unless a CUDA device is present, every device test ran (a test that
-# skips for want of a device is a failure here) and passed, and every
-# executable trained matching its x86 trace.
-set -euo pipefail
+# The GPU machine has the NVIDIA driver, CUDA 13 and PyTorch, but neither
+# LLVM, oneDNN nor a way to build het, so --prepare gathers everything the
+# run needs into build/gpu-check (about 25 MiB):
+#   bin/     hetccl-device-test and hetccl-bench
+#   models/  het's GPU executables of the MLP, CNN and GPT examples (sm_80 and
+#            sm_90) with the x86 build's 20-step traces they must match, and
+#            the bench models (bench/codegen) timed against PyTorch CUDA eager
+#   runtime-libs.tar.xz  libhetrt and libhetccl (stripped) and the shared
+#            libraries they need beyond glibc and libstdc++ (oneDNN, libzip,
+#            ...), taken from this machine's packages; libcudart as a fallback
+# The run checks, in this order, and goes on after a failure so one run
+# reports everything:
+#   1. hetccl's device tests (a test that skips for want of a device fails);
+#   2. hetccl-bench on device buffers: a CUDA rank beside a host rank
+#      (staged), and a CUDA-only communicator (NCCL), each checked for exact
+#      results, with host buffers in the same run as the peer;
+#   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4);
+#   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run.
+# Results go to $OUT: gpu_check.log (everything printed) and details.tar.gz.
+# Exits non-zero if any check failed.
+set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="$here/build/gpu-check"
 
-# --prepare (on the development machine): het's GPU executables and the x86
-# traces they must match, into build/gpu-check (carry it with build/lib).
 if [ "${1:-}" = "--prepare" ]; then
-  dir="$here/build/gpu-check"
-  mkdir -p "$dir"
+  set -e
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/models" "$dir/lib" "$dir/cudart"
+  compile() { "$here/build/bin/het-compile" "$@"; }
   for model in mlp cnn gpt; do
     options=()
     [ "$model" = gpt ] && options=(--optimizer adam --lr 0.01)
     for arch in sm_80 sm_90; do
-      "$here/build/bin/het-compile" "$here/examples/models/$model.mlir" "${options[@]}" \
-        --target=cuda --gpu-arch=$arch -o "$dir/$model.$arch"
+      compile "$here/examples/models/$model.mlir" "${options[@]}" --target=cuda --gpu-arch=$arch \
+        -o "$dir/models/$model.$arch"
     done
-    "$here/build/bin/het-compile" "$here/examples/models/$model.mlir" "${options[@]}" -o "$dir/$model.x86"
-    "$dir/$model.x86" --steps 20 --seed 2 > "$dir/$model.x86.txt"
+    compile "$here/examples/models/$model.mlir" "${options[@]}" -o "$dir/models/$model.x86"
+    "$dir/models/$model.x86" --steps 20 --seed 2 > "$dir/models/$model.x86.txt"
   done
-  echo "gpu_check: prepared $(ls "$dir" | wc -l) files in $dir"
+  for model in mlp_784 cnn_b64; do
+    for arch in sm_80 sm_90; do
+      compile "$here/bench/codegen/$model.mlir" --target=cuda --gpu-arch=$arch -o "$dir/models/bench-$model.$arch"
+    done
+  done
+  cp "$here/build/bin/hetccl-device-test" "$here/build/bin/hetccl-bench" "$dir/bin/"
+  strip --strip-unneeded "$dir/bin/"*
+  # libhetrt, libhetccl and what they load beyond glibc and libstdc++ (which
+  # the GPU machine's newer distribution has): by soname, dereferenced.
+  for f in "$here/build/lib/libhetrt.so" "$here/build/lib/libhetccl.so"; do
+    cp "$f" "$dir/lib/"
+  done
+  ldd "$here/build/lib/libhetrt.so" "$here/build/lib/libhetccl.so" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    sort -u | while read -r soname path; do
+      case "$soname" in
+        libc.so*|libm.so*|libmvec.so*|libstdc++.so*|libgcc_s.so*|libhetrt.so|libhetccl.so) ;;
+        *) cp -L "$path" "$dir/lib/$soname" ;;
+      esac
+    done
+  strip --strip-unneeded "$dir/lib/"*
+  tar -C "$dir" -cJf "$dir/runtime-libs.tar.xz" lib
+  rm -rf "$dir/lib"
+  # hetccl opens libcudart by name; the GPU machine's own comes first.
+  cudart=$(ls /usr/local/cuda/lib64/libcudart.so.1[0-9] 2>/dev/null | head -n 1)
+  [ -n "$cudart" ] && cp -L "$cudart" "$dir/cudart/"
+  echo "gpu_check: prepared $(find "$dir" -type f | wc -l) files, $(du -sh "$dir" | cut -f1), in $dir"
   exit 0
 fi
+
 out="${OUT:-$(mktemp -d)}"
-export LD_LIBRARY_PATH="$here/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-
-echo "== hetccl device kinds (test/ccl/DeviceTest.cpp)"
-"$here/build/bin/hetccl-device-test" --gtest_filter='Devices.*' --gtest_output="xml:$out/device-test.xml" \
-  2>&1 | tee "$out/device-test.log"
-if grep -q '\[  SKIPPED \]' "$out/device-test.log"; then
-  echo "gpu_check: a device test skipped on the GPU machine" >&2
+work="$(mktemp -d)"
+mkdir -p "$work/details"
+exec > >(tee "$out/gpu_check.log") 2>&1
+failed=()
+fail() { echo "gpu_check: FAILED: $*"; failed+=("$1"); }
+# Everything kept for later lands in details.tar.gz (the device tool brings
+# back at most 8 files).
+finish() {
+  tar -C "$work" -czf "$out/details.tar.gz" details 2>/dev/null
+  if [ ${#failed[@]} -eq 0 ]; then
+    echo "gpu_check: all GPU checks ran and passed"
+    exit 0
+  fi
+  echo "gpu_check: ${#failed[@]} check(s) failed: ${failed[*]}"
   exit 1
-fi
-echo "gpu_check: all hetccl device checks ran and passed"
+}
 
-# --- het's own GPU executables (docs/gpu.md) --------------------------------
-# Built on the development machine by `bash scripts/gpu_check.sh --prepare`
-# (into build/gpu-check: each example for sm_80 and sm_90, and the x86
-# build's 20-step trace to compare with); they need libhetrt's run-time
-# libraries on the GPU machine (scripts/setup.sh --runtime's packages).
-echo "== het GPU executables (build/gpu-check)"
-missing=$(ldd "$here/build/lib/libhetrt.so" | grep 'not found' || true)
-if [ -n "$missing" ]; then
-  echo "gpu_check: libhetrt cannot load here (install scripts/setup.sh --runtime's packages):" >&2
-  echo "$missing" >&2
-  exit 1
+[ -d "$dir/models" ] || { echo "gpu_check: $dir is missing: run 'bash scripts/gpu_check.sh --prepare' and carry it"; exit 1; }
+date -u +"gpu_check: %Y-%m-%d %H:%M UTC on $(hostname), $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown OS}")"
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || fail nvidia-smi
+tar -C "$work" -xJf "$dir/runtime-libs.tar.xz"
+# NCCL and the CUDA runtime: the machine's own (CUDA toolkit, PyTorch's
+# wheels), then the carried libcudart.
+vendor=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -maxdepth 10 \
+  \( -name 'libnccl.so.2' -o -name 'libcudart.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+export LD_LIBRARY_PATH="$work/lib${vendor:+:$vendor}:$dir/cudart${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "gpu_check: vendor libraries from ${vendor:-(none found)}"
+missing=$(ldd "$work/lib/libhetrt.so" | grep 'not found' || true)
+[ -z "$missing" ] || { echo "$missing"; fail "libhetrt cannot load"; finish; }
+
+echo "== 1. hetccl device kinds (test/ccl/DeviceTest.cpp)"
+if timeout 300 "$dir/bin/hetccl-device-test" --gtest_filter='Devices.*' > "$work/details/device-test.log" 2>&1; then
+  if grep -q '\[  SKIPPED \]' "$work/details/device-test.log"; then fail "device test skipped"; fi
+else
+  fail "hetccl-device-test"
 fi
+grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$work/details/device-test.log"
+
+echo "== 2. hetccl-bench on device buffers (all-reduce, f32 sum, exact check)"
+bench() {
+  local name="$1"; shift
+  if timeout 240 "$dir/bin/hetccl-bench" -b 4K -e 64M -f 8 -n 10 -w 3 -c 1 -T 60000 "$@" \
+      > "$work/details/bench-$name.txt" 2>&1; then
+    awk '!/^#/ && NF >= 9 {printf "  %-22s %10s B %10s us %8s GB/s busbw, wrong %s, %s\n", n, $1, $6, $8, $9, $10}' \
+      n="$name" "$work/details/bench-$name.txt"
+  else
+    cat "$work/details/bench-$name.txt"
+    fail "hetccl-bench $name"
+  fi
+}
+bench host-2ranks -np 2
+bench cuda+host-2ranks -np 2 -D cuda:0
+bench cuda-1rank-nccl -np 1 -D cuda:all
+
+echo "== 3. het's GPU executables against the x86 build's trace (20 steps, <= 1e-4)"
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
 arch=sm_90
 [ "${cap:-90}" -lt 90 ] && arch=sm_80
 for model in mlp cnn gpt; do
-  exe="$here/build/gpu-check/$model.$arch"
-  "$exe" --steps 20 --seed 2 > "$out/$model.gpu.txt" 2> "$out/$model.gpu.err" \
-    || { cat "$out/$model.gpu.err"; echo "gpu_check: $model on the GPU failed" >&2; exit 1; }
-  echo "$model ($arch): $(sed -n 2p "$out/$model.gpu.txt"); $(python3 "$here/test/het-compile/Inputs/compare_traces.py" \
-    "$here/build/gpu-check/$model.x86.txt" "$out/$model.gpu.txt" --tolerance 1e-4); $(grep throughput "$out/$model.gpu.txt")"
+  exe="$dir/models/$model.$arch"
+  if timeout 300 "$exe" --steps 20 --seed 2 > "$work/details/$model.gpu.txt" 2> "$work/details/$model.gpu.err"; then
+    verdict=$(python3 "$here/test/het-compile/Inputs/compare_traces.py" \
+      "$dir/models/$model.x86.txt" "$work/details/$model.gpu.txt" --tolerance 1e-4) || fail "$model trace"
+    echo "  $model ($arch): $verdict; $(grep throughput "$work/details/$model.gpu.txt")"
+  else
+    cat "$work/details/$model.gpu.err"
+    fail "$model on the GPU"
+  fi
 done
-echo "gpu_check: all GPU checks ran and passed"
+
+echo "== 4. bench models: het on the GPU vs PyTorch CUDA eager, same run (samples/s)"
+for pair in mlp_784:MLP cnn_b64:CNN; do
+  model=${pair%%:*} torch_name=${pair##*:}
+  steps=50
+  het=$(timeout 300 "$dir/models/bench-$model.$arch" --steps $steps --print-every $steps 2>&1 |
+        tee "$work/details/bench-$model.gpu.txt" | sed -n 's/^throughput \([0-9.]*\) samples.*/\1/p')
+  torch=$(timeout 300 python3 "$here/bench/codegen/torch_train.py" "$torch_name" $steps 1 cuda 2>&1 |
+          tee "$work/details/bench-$model.torch.txt" | sed -n 's/^samples\/s \([0-9.]*\) .*/\1/p')
+  if [ -n "$het" ] && [ -n "$torch" ]; then
+    echo "  $torch_name: het $het, PyTorch $torch ($(sed -n 's/.*torch \(.*\)/\1/p' "$work/details/bench-$model.torch.txt")), het/PyTorch $(python3 -c "print(f'{$het / $torch:.3f}x')")"
+  else
+    cat "$work/details/bench-$model.gpu.txt" "$work/details/bench-$model.torch.txt"
+    fail "bench $model"
+  fi
+done
+finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager side of bench.py: trains MLP or CNN, prints samples/s.
 
-    python torch_train.py MLP|CNN STEPS THREADS
+    python torch_train.py MLP|CNN STEPS THREADS [cpu|cuda]
 
 The models mirror bench/codegen/mlp_784.mlir and cnn_b64.mlir (same shapes,
 batch, SGD learning rate); the first step is a warm-up, as on het's side.
@@ -29,12 +29,15 @@ def torch_models(torch):
     return {"MLP": mlp, "CNN": cnn}
 
 
-def run(make, steps, threads):
+def run(make, steps, threads, device="cpu"):
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     model, shape, lr = make()
-    x = torch.randn(*shape)
-    y = torch.randint(0, 10, (shape[0],))
+    model = model.to(device)
+    x = torch.randn(*shape).to(device)
+    y = torch.randint(0, 10, (shape[0],)).to(device)
+    # CUDA runs asynchronously: the clock reads after the device is done.
+    synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -46,9 +49,11 @@ def run(make, steps, threads):
         return loss
 
     step()  # warm-up, as het's first step
+    synchronize()
     start = time.perf_counter()
     for _ in range(steps - 1):
         step()
+    synchronize()
     seconds = time.perf_counter() - start
     return (steps - 1) * shape[0] / seconds, 1000.0 * seconds / (steps - 1)
 
@@ -56,5 +61,6 @@ def run(make, steps, threads):
 
 if __name__ == "__main__":
     name, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    samples, ms = run(torch_models(torch)[name], steps, threads)
+    device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
+    samples, ms = run(torch_models(torch)[name], steps, threads, device)
     print(f"samples/s {samples:.1f} ms {ms:.3f} torch {torch.__version__}")

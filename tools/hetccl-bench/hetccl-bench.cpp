@@ -8,6 +8,12 @@
 // HETCCL_TOKEN come from the environment. Columns follow nccl-tests:
 // size, count, type, redop, root, time, algbw, busbw, #wrong; the exit code
 // is non-zero if any value was wrong or any call failed.
+//
+// -D cuda:0 (or hip:0,2, cuda:all) puts those ranks' buffers in device
+// memory: hetccl stages them through host memory beside host ranks, or
+// hands the call to NCCL/RCCL when every rank is on one vendor's devices.
+#include "VendorMemory.h"
+
 #include "het-c/hetccl.h"
 
 #include <algorithm>
@@ -22,6 +28,8 @@
 #include <vector>
 
 namespace {
+
+using hetcclbench::VendorMemory;
 
 enum Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
 
@@ -39,6 +47,10 @@ struct Opts {
   Coll coll = AllReduce;
   int root = 0;
   int64_t timeoutMs = 0;
+  // -D: whose buffers are device memory, and of which kind.
+  hetcclDeviceKind_t deviceKind = hetcclDeviceCpu;
+  std::vector<int> deviceRanks; // empty with a device kind: every rank
+  std::string deviceSpec = "host";
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -47,7 +59,8 @@ struct Opts {
           "usage: hetccl-bench [-np N] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
           "                    [-o sum|prod|min|max|avg] [-d float|double|half|bf16|int8|uint8|int32|int64]\n"
           "                    [-A ring|tree|halving_doubling|hierarchical|ps|auto] [-Z none|fp16|bf16|int8|topk:RATIO]\n"
-          "                    [-C allreduce|allgather|reducescatter|broadcast|reduce|alltoall] [-r ROOT] [-T TIMEOUT_MS]\n",
+          "                    [-C allreduce|allgather|reducescatter|broadcast|reduce|alltoall] [-r ROOT] [-T TIMEOUT_MS]\n"
+          "                    [-D cuda:RANKS|hip:RANKS]  (RANKS: 0,2 or all: their buffers in device memory)\n",
           msg);
   exit(2);
 }
@@ -121,6 +134,26 @@ Opts parse(int argc, char** argv) {
         if (v == names[j]) k = j;
       if (k < 0) usage(("unknown collective '" + v + "'").c_str());
       o.coll = Coll(k);
+    } else if (a == "-D") {
+      std::string v = val();
+      size_t colon = v.find(':');
+      std::string kind = v.substr(0, colon);
+      if (kind == "cuda") o.deviceKind = hetcclDeviceCuda;
+      else if (kind == "hip") o.deviceKind = hetcclDeviceHip;
+      else usage(("-D expects cuda:RANKS or hip:RANKS, got '" + v + "'").c_str());
+      std::string ranks = colon == std::string::npos ? "all" : v.substr(colon + 1);
+      if (ranks != "all") {
+        for (size_t at = 0; at <= ranks.size();) {
+          size_t comma = std::min(ranks.find(',', at), ranks.size());
+          std::string item = ranks.substr(at, comma - at);
+          char* end = nullptr;
+          long r = strtol(item.c_str(), &end, 10);
+          if (item.empty() || *end || r < 0) usage(("-D: bad rank '" + item + "' in '" + v + "'").c_str());
+          o.deviceRanks.push_back(int(r));
+          at = comma + 1;
+        }
+      }
+      o.deviceSpec = kind + " on ranks " + ranks;
     } else if (a == "-h" || a == "--help") usage("help");
     else usage(("unknown flag '" + a + "'").c_str());
   }
@@ -218,7 +251,10 @@ double expectAt(const Opts& o, int n, size_t i) {
 }
 
 struct Buffers {
-  std::vector<char> send, recv;
+  std::vector<char> send, recv; // host memory: filled and checked here
+  // This rank's device copies under -D (null otherwise): what the calls get.
+  char* deviceSend = nullptr;
+  char* deviceRecv = nullptr;
   size_t count;      // elements per rank argument of the call
   size_t sendCount;  // elements in send
   size_t recvCount;  // elements in recv
@@ -241,13 +277,15 @@ Buffers sizeBuffers(const Opts& o, size_t bytes, int n) {
 }
 
 hetcclResult_t call(const Opts& o, Buffers& b, hetcclComm_t c) {
+  char* send = b.deviceSend ? b.deviceSend : b.send.data();
+  char* recv = b.deviceRecv ? b.deviceRecv : b.recv.data();
   switch (o.coll) {
-  case AllReduce: return hetcclAllReduce(b.send.data(), b.recv.data(), b.count, o.dt, o.op, c);
-  case AllGather: return hetcclAllGather(b.send.data(), b.recv.data(), b.count, o.dt, c);
-  case ReduceScatter: return hetcclReduceScatter(b.send.data(), b.recv.data(), b.count, o.dt, o.op, c);
-  case Broadcast: return hetcclBroadcast(b.send.data(), b.recv.data(), b.count, o.dt, o.root, c);
-  case Reduce: return hetcclReduce(b.send.data(), b.recv.data(), b.count, o.dt, o.op, o.root, c);
-  case AllToAll: return hetcclAllToAll(b.send.data(), b.recv.data(), b.count, o.dt, c);
+  case AllReduce: return hetcclAllReduce(send, recv, b.count, o.dt, o.op, c);
+  case AllGather: return hetcclAllGather(send, recv, b.count, o.dt, c);
+  case ReduceScatter: return hetcclReduceScatter(send, recv, b.count, o.dt, o.op, c);
+  case Broadcast: return hetcclBroadcast(send, recv, b.count, o.dt, o.root, c);
+  case Reduce: return hetcclReduce(send, recv, b.count, o.dt, o.op, o.root, c);
+  case AllToAll: return hetcclAllToAll(send, recv, b.count, o.dt, c);
   }
   return hetcclInvalidArgument;
 }
@@ -312,7 +350,43 @@ long countWrong(const Opts& o, const Buffers& b, int rank, int n) {
   return wrong;
 }
 
+bool onDevice(const Opts& o, int rank) {
+  if (o.deviceKind == hetcclDeviceCpu) return false;
+  return o.deviceRanks.empty() ||
+         std::find(o.deviceRanks.begin(), o.deviceRanks.end(), rank) != o.deviceRanks.end();
+}
+
+// The device a device rank uses: device ranks take this machine's devices
+// in turn (several ranks may share one: hetccl then stages through host
+// memory; NCCL refuses two ranks on one GPU).
+int deviceIndex(const Opts& o, int rank) {
+  int count = 0;
+  if (hetcclDeviceCount(o.deviceKind, &count) != hetcclSuccess || count <= 0) return -1;
+  int position = o.deviceRanks.empty()
+                     ? rank
+                     : int(std::find(o.deviceRanks.begin(), o.deviceRanks.end(), rank) - o.deviceRanks.begin());
+  return position % count;
+}
+
+// Host -> device copies of this rank's buffers under -D; recv gets the
+// host recv's bytes too (the poison before a checked call).
+bool toDevice(Buffers& b, VendorMemory& memory, std::string* why) {
+  if (!b.deviceSend && (!memory.alloc(reinterpret_cast<void**>(&b.deviceSend), b.send.size(), why) ||
+                        !memory.alloc(reinterpret_cast<void**>(&b.deviceRecv), b.recv.size(), why)))
+    return false;
+  return memory.copy(b.deviceSend, b.send.data(), b.send.size(), why) &&
+         memory.copy(b.deviceRecv, b.recv.data(), b.recv.size(), why);
+}
+
 int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
+  VendorMemory memory;
+  bool device = onDevice(o, rank);
+  std::string why;
+  if (device && !memory.open(o.deviceKind, std::max(0, deviceIndex(o, rank)), &why)) {
+    fprintf(stderr, "hetccl-bench rank %d: -D %s: %s\n", rank, o.deviceSpec.c_str(), why.c_str());
+    hetcclCommAbort(comm);
+    return 1;
+  }
   if (o.algo != hetcclAlgoAuto) hetcclCommSetAlgorithm(comm, o.algo);
   if (o.z != hetcclCompressNone) {
     if (hetcclCommSetCompression(comm, o.z, o.topk) != hetcclSuccess) {
@@ -324,8 +398,9 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   const char* typeNames[] = {"float", "double", "half", "bfloat16", "int8", "uint8", "int32", "int64"};
   const char* collNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"};
   if (rank == 0) {
-    printf("# hetccl-bench %s: nranks %d, algorithm %s, compression %s, iters %d, warmup %d, check %d\n",
-           collNames[o.coll], n, hetcclAlgoName(o.algo), o.zName.c_str(), o.iters, o.warmup, o.check);
+    printf("# hetccl-bench %s: nranks %d, algorithm %s, compression %s, iters %d, warmup %d, check %d, buffers %s\n",
+           collNames[o.coll], n, hetcclAlgoName(o.algo), o.zName.c_str(), o.iters, o.warmup, o.check,
+           o.deviceSpec.c_str());
     printf("#\n# %10s %12s %8s %6s %6s %10s %9s %9s %8s  %s\n", "size", "count", "type", "redop", "root", "time(us)",
            "algbw", "busbw", "#wrong", "algo");
     printf("# %10s %12s %8s %6s %6s %10s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)", "");
@@ -337,6 +412,7 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
     Buffers b = sizeBuffers(o, bytes, n);
     fill(o, b, rank, n);
+    if (device && !toDevice(b, memory, &why)) goto deviceFail;
     for (int i = 0; i < o.warmup; ++i)
       if (call(o, b, comm) != hetcclSuccess) goto fail;
     {
@@ -351,9 +427,9 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
       if (o.check) {
         fill(o, b, rank, n);
         std::fill(b.recv.begin(), b.recv.end(), char(0x5a));
-        if (o.coll == ReduceScatter || o.coll == AllGather || o.coll == AllToAll || o.coll == AllReduce ||
-            o.coll == Broadcast || o.coll == Reduce)
-          if (call(o, b, comm) != hetcclSuccess) goto fail;
+        if (device && !toDevice(b, memory, &why)) goto deviceFail;
+        if (call(o, b, comm) != hetcclSuccess) goto fail;
+        if (device && !memory.copy(b.recv.data(), b.deviceRecv, b.recv.size(), &why)) goto deviceFail;
         int64_t w = countWrong(o, b, rank, n);
         if (hetcclAllReduce(&w, &w, 1, hetcclInt64, hetcclSum, comm) != hetcclSuccess) goto fail;
         wrong = long(w);
@@ -381,6 +457,8 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
         fflush(stdout);
       }
     }
+    memory.release(b.deviceSend);
+    memory.release(b.deviceRecv);
     {
       size_t next = size_t(double(bytes) * o.factor);
       if (next <= bytes) next = bytes + 1;
@@ -389,6 +467,10 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
     continue;
   fail:
     fprintf(stderr, "hetccl-bench rank %d: %s\n", rank, hetcclGetLastError(comm));
+    hetcclCommAbort(comm);
+    return 1;
+  deviceFail:
+    fprintf(stderr, "hetccl-bench rank %d: -D %s: %s\n", rank, o.deviceSpec.c_str(), why.c_str());
     hetcclCommAbort(comm);
     return 1;
   }
@@ -401,10 +483,21 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   return totalWrong ? 1 : 0;
 }
 
-hetcclConfig_t config(const Opts& o) {
+hetcclConfig_t config(const Opts& o, int rank) {
   hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;
   cfg.timeoutMs = o.timeoutMs;
+  if (onDevice(o, rank)) {
+    cfg.deviceKind = o.deviceKind;
+    cfg.deviceIndex = deviceIndex(o, rank);
+  }
   return cfg;
+}
+
+// A rank launched elsewhere knows its rank from the environment only.
+int rankFromEnvironment() {
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = getenv(name)) return atoi(v);
+  return 0;
 }
 
 } // namespace
@@ -424,7 +517,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < o.np; ++r) {
       pid_t p = fork();
       if (p == 0) {
-        hetcclConfig_t cfg = config(o);
+        hetcclConfig_t cfg = config(o, r);
         hetcclComm_t comm;
         if (hetcclCommInitRank(&comm, o.np, id, r, &cfg) != hetcclSuccess) {
           fprintf(stderr, "hetccl-bench rank %d: init: %s\n", r, hetcclGetLastError(nullptr));
@@ -445,7 +538,7 @@ int main(int argc, char** argv) {
     }
     return worst;
   }
-  hetcclConfig_t cfg = config(o);
+  hetcclConfig_t cfg = config(o, rankFromEnvironment());
   hetcclComm_t comm;
   if (hetcclCommInitFromEnv(&comm, &cfg) != hetcclSuccess) {
     fprintf(stderr, "hetccl-bench: init from environment: %s\n(use -np N to launch local ranks)\n",
