@@ -129,7 +129,9 @@ hetcclResult_t hetcclGetVersion(int* version);
 /* How many devices of `kind` this process can use: 0 when the vendor
  * runtime is installed but reports no device (or no driver); the CPU kind
  * counts 1. hetcclUnavailable, naming the library, when the runtime cannot
- * be opened. */
+ * be opened. For cuda and hip it initializes the vendor runtime in this
+ * process, which a fork() child cannot use: ask in the process that will
+ * use the device, not in a parent before it forks the ranks. */
 hetcclResult_t hetcclDeviceCount(hetcclDeviceKind_t kind, int* count);
 
 /* Makes a new id: a fresh random job token and the root address. The root is

@@ -73,8 +73,13 @@ DeviceRuntime* openDeviceRuntime(hetcclDeviceKind_t kind, int deviceIndex) {
   rt->setDeviceFn = reinterpret_cast<int (*)(int)>(sym("SetDevice"));
   rt->syncFn = reinterpret_cast<int (*)()>(sym("DeviceSynchronize"));
   rt->errStrFn = reinterpret_cast<const char* (*)(int)>(sym("GetErrorString"));
-  if (deviceIndex >= 0 && rt->setDeviceFn(deviceIndex) != 0)
-    fail(hetcclUnhandledCudaError, std::string(p) + "SetDevice(" + std::to_string(deviceIndex) + ") failed");
+  if (deviceIndex >= 0) {
+    // A process that initialized the runtime and then forked gets
+    // "initialization error" here: the runtime does not survive fork().
+    if (int rc = rt->setDeviceFn(deviceIndex))
+      fail(hetcclUnhandledCudaError, std::string(p) + "SetDevice(" + std::to_string(deviceIndex) +
+                                         ") failed: " + rt->errStrFn(rc));
+  }
   return rt;
 }
 
