@@ -4,6 +4,7 @@
 #
 #   bash scripts/gpu_check.sh --prepare  # here: fills build/gpu-check
 #   bash scripts/gpu_check.sh            # on the GPU machine (carry build/gpu-check)
+#   bash scripts/gpu_check.sh --profile  # there: only where the kernels' time goes
 #
 # The GPU machine has the NVIDIA driver, CUDA 13 and PyTorch, but neither
 # LLVM, oneDNN nor a way to build het, so --prepare gathers everything the
@@ -23,6 +24,8 @@
 #      results, with host buffers in the same run as the peer;
 #   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4);
 #   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run.
+#   5. where the time goes: each executable's kernels by total time
+#      (HET_GPU_PROFILE=1, docs/gpu.md), the top rows of each.
 # Results go to $OUT: gpu_check.log (everything printed) and details.tar.gz.
 # Exits non-zero if any check failed.
 set -uo pipefail
@@ -104,6 +107,28 @@ echo "gpu_check: vendor libraries from ${vendor:-(none found)}"
 missing=$(ldd "$work/lib/libhetrt.so" | grep 'not found' || true)
 [ -z "$missing" ] || { echo "$missing"; fail "libhetrt cannot load"; finish; }
 
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+arch=sm_90
+[ "${cap:-90}" -lt 90 ] && arch=sm_80
+
+profile() {
+  echo "== 5. kernel profiles (HET_GPU_PROFILE=1, 5 steps; the top rows)"
+  for model in mlp cnn gpt bench-mlp_784 bench-cnn_b64; do
+    if HET_GPU_PROFILE=1 timeout 300 "$dir/models/$model.$arch" --steps 5 > "$work/details/$model.profile.out" \
+        2> "$work/details/$model.profile.txt"; then
+      echo "  $model: $(grep throughput "$work/details/$model.profile.out")"
+      sed -n '/het GPU kernel profile/,$p' "$work/details/$model.profile.txt" | head -n 10
+    else
+      cat "$work/details/$model.profile.txt"
+      fail "profile $model"
+    fi
+  done
+}
+if [ "${1:-}" = "--profile" ]; then
+  profile
+  finish
+fi
+
 echo "== 1. hetccl device kinds (test/ccl/DeviceTest.cpp)"
 if timeout 300 "$dir/bin/hetccl-device-test" --gtest_filter='Devices.*' > "$work/details/device-test.log" 2>&1; then
   if grep -q '\[  SKIPPED \] Devices\..*OnAGpu' "$work/details/device-test.log"; then fail "a GPU device test skipped"; fi
@@ -129,9 +154,6 @@ bench cuda+host-2ranks -np 2 -D cuda:0
 bench cuda-1rank-nccl -np 1 -D cuda:all
 
 echo "== 3. het's GPU executables against the x86 build's trace (20 steps, <= 1e-4)"
-cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
-arch=sm_90
-[ "${cap:-90}" -lt 90 ] && arch=sm_80
 for model in mlp cnn gpt; do
   exe="$dir/models/$model.$arch"
   if timeout 300 "$exe" --steps 20 --seed 2 > "$work/details/$model.gpu.txt" 2> "$work/details/$model.gpu.err"; then
@@ -159,4 +181,5 @@ for pair in mlp_784:MLP cnn_b64:CNN; do
     fail "bench $model"
   fi
 done
+profile
 finish

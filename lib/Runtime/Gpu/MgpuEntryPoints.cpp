@@ -17,6 +17,7 @@
 
 #include "GpuDriverImpl.h"
 #include "HostVisibleMemory.h"
+#include "KernelProfile.h"
 
 #include <map>
 #include <mutex>
@@ -55,19 +56,28 @@ extern "C" void mgpuModuleUnload(void *) {} // kept loaded: the next launch need
 extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   std::lock_guard<std::mutex> lock(cacheMutex);
   void *&f = functions[{module, name}];
-  if (!f)
+  if (!f) {
     f = driver().function(module, name);
+    if (profilingKernels())
+      nameKernel(f, name);
+  }
   return f;
 }
 
 extern "C" void *mgpuStreamCreate() { return driver().stream(); }
 extern "C" void mgpuStreamDestroy(void *) {}
-extern "C" void mgpuStreamSynchronize(void *stream) { driver().synchronize(stream); }
+extern "C" void mgpuStreamSynchronize(void *stream) {
+  driver().synchronize(stream);
+  if (profilingKernels())
+    streamSynchronized();
+}
 
 extern "C" void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY, int64_t gridZ,
                                  int64_t blockX, int64_t blockY, int64_t blockZ,
                                  int32_t sharedBytes, void *stream, void **params, void **extra,
                                  size_t /*paramsCount*/) {
+  if (profilingKernels())
+    launchStarted(function, gridX, gridY, gridZ, blockX, blockY, blockZ);
   driver().launch(function, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes, stream,
                   params, extra);
 }

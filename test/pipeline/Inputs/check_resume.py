@@ -10,7 +10,10 @@ Requires: all RANKS ranks resumed from the same R; R a multiple of EVERY
 with 0 < R <= K (asynchronous checkpoints may lag the training loop by
 several steps); with --exact (synchronous checkpoints) R is the newest
 checkpoint step, K - K % EVERY; the restarted job's first step is R; and
-the losses it repeats (R .. K-1) equal the first attempt's.
+the losses it repeats (R .. K-1) equal the first attempt's. Step K-1 may
+be missing from the first attempt when the killed rank does not print the
+loss (het-run stops the others before the last stage prints K-1); every
+earlier step must be there.
 
 usage: check_resume.py OUT --ranks N --every E [--exact]"""
 import argparse
@@ -65,8 +68,16 @@ restart = next(i for i, l in enumerate(lines) if i > killed_at[0] and re.match(r
 first, second = dict(losses(lines[:restart])), losses(lines[restart:])
 if not second or second[0][0] != step:
     sys.exit(f"{a.out}: the restarted job's first step is {second[0][0] if second else None}, not {step}")
+# The killed rank reached step K, so it finished K-1; the rank that prints
+# the loss (last stage, replica 0) finished K-2 (its gradients of K-1 fed
+# the killed rank's K-1) but, on another stage, may not have printed K-1
+# before het-run stopped the job. If it is the killed rank it printed K-1.
+victim = int(re.search(r"\[rank (\d+)\] SIGKILL at step", lines[killed_at[0]]).group(1))
+reporters = {int(m.group(1)) for m in (re.match(r"\[rank (\d+)\] step \d+ loss", l) for l in lines) if m}
 for s, loss in second:
-    if s < kill and first.get(s) != loss:
+    if s >= kill or (s == kill - 1 and s not in first and reporters != {victim}):
+        continue
+    if first.get(s) != loss:
         sys.exit(f"{a.out}: step {s} loss {loss} after the restart, {first.get(s)} before it")
 print(f"all {a.ranks} ranks resumed from step {step} after the kill at step {kill}; "
       f"steps {step}..{kill - 1} repeated with the same losses")
