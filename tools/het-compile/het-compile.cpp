@@ -312,9 +312,11 @@ int lowerAndEmit(ModuleOp module, const mlir::het::CpuPipelineOptions &options, 
 int emitGpuBinary(ModuleOp module, const mlir::het::GpuTarget &gpu, const std::string &output,
                   StageTimer &timer) {
   PassManager pm(module.getContext());
+  if (failed(applyDeveloperOptions(pm)))
+    return 1;
   bool serialize = emit == Emit::GpuBinary;
   mlir::het::buildHetToGpuBinaryPipeline(pm, gpu, serialize);
-  if (failed(pm.run(module)))
+  if (failed(runVerified(pm, module)))
     return fail("could not lower the training step to " + gpu.arch +
                 " kernels (see the diagnostics above)");
   timer.done(serialize ? "gpu lowering and serialization" : "gpu lowering");

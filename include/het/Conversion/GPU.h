@@ -80,6 +80,14 @@ void registerGpuCodegen(DialectRegistry &registry);
 /// `het-gpu-check-lowerable`: after convert-het-to-linalg (library=mlir),
 /// fails on every op still lowered to a host kernel of libhetrt, naming it.
 std::unique_ptr<Pass> createCheckGpuLowerablePass();
+/// `het-gpu-parallel-dims-first`: every linalg op's loops interchanged so
+/// its parallel dimensions come before its reductions (one thread per
+/// output element once mapped).
+std::unique_ptr<Pass> createParallelDimsFirstPass();
+/// `het-gpu-map-loops-to-threads`: the step's outermost parallel loops
+/// tiled into blocks of up to `blockSize` threads along their innermost
+/// dimensions (x along the last) and mapped onto blocks and threads.
+std::unique_ptr<Pass> createMapLoopsToThreadsPass(int64_t blockSize = 256);
 /// `het-gpu-wrap-host-loops`: loop nests left on the host (reductions to a
 /// scalar, loops carrying a value) run as one-thread kernels, so every
 /// computation touches device memory on the device.

@@ -46,12 +46,9 @@ static std::string rocmToolkitDirectory() {
 
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
+  pm.addPass(createParallelDimsFirstPass());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
-  // Fixed tile bounds with an in-bounds check inside: the thread loop then
-  // has a constant trip count, which becomes the launch's block size.
-  pm.addNestedPass<func::FuncOp>(
-      createParallelLoopTilingPass({target.blockSize}, /*noMinMaxBounds=*/true));
-  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addPass(createMapLoopsToThreadsPass(target.blockSize));
   pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createWrapHostLoopsPass());
   pm.addPass(createCanonicalizerPass());
