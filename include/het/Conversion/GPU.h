@@ -80,6 +80,9 @@ void registerGpuCodegen(DialectRegistry &registry);
 /// `het-gpu-check-lowerable`: after convert-het-to-linalg (library=mlir),
 /// fails on every op still lowered to a host kernel of libhetrt, naming it.
 std::unique_ptr<Pass> createCheckGpuLowerablePass();
+/// `het-gpu-copies-to-linalg`: memref.copy of ranked buffers as
+/// linalg.copy, so copies run one thread per element.
+std::unique_ptr<Pass> createCopiesToLinalgPass();
 /// `het-gpu-parallel-dims-first`: every linalg op's loops interchanged so
 /// its parallel dimensions come before its reductions (one thread per
 /// output element once mapped).

@@ -46,6 +46,7 @@ static std::string rocmToolkitDirectory() {
 
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
+  pm.addPass(createCopiesToLinalgPass());
   pm.addPass(createParallelDimsFirstPass());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createMapLoopsToThreadsPass(target.blockSize));
