@@ -89,15 +89,16 @@ struct MapLoopsToThreadsPass
     registry.insert<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect>();
   }
 
-  /// Threads of a block per dimension of `loop` (at most three), innermost
-  /// dimensions first, their product at most blockSize.
-  SmallVector<int64_t> threadTile(scf::ParallelOp loop) const {
-    unsigned rank = loop.getNumLoops();
+  /// Threads of a block per dimension (at most three) of a loop with trip
+  /// counts `counts`, innermost dimensions first, their product at most
+  /// blockSize.
+  SmallVector<int64_t> threadTile(ArrayRef<std::optional<int64_t>> counts) const {
+    unsigned rank = counts.size();
     SmallVector<int64_t> tile(rank, 1);
     int64_t budget = blockSize;
     for (unsigned i = 0; i < rank && budget > 1; ++i) {
       unsigned d = rank - 1 - i;
-      std::optional<int64_t> count = tripCount(loop, d);
+      std::optional<int64_t> count = counts[d];
       int64_t t = std::min(budget, count ? powerOfTwoAtLeast(std::max<int64_t>(*count, 1)) : budget);
       if (i == 2)
         t = std::min(t, kMaxThreadsZ);
@@ -110,10 +111,10 @@ struct MapLoopsToThreadsPass
   LogicalResult mapLoop(scf::ParallelOp loop) {
     MLIRContext *context = &getContext();
     unsigned rank = loop.getNumLoops();
-    SmallVector<int64_t> tile = threadTile(loop);
     SmallVector<std::optional<int64_t>> counts;
     for (unsigned d = 0; d < rank; ++d)
       counts.push_back(tripCount(loop, d));
+    SmallVector<int64_t> tile = threadTile(counts);
     auto [blocks, threads] = scf::tileParallelLoop(loop, tile, /*noMinMaxBounds=*/true);
     static const gpu::Processor blockIds[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
                                               gpu::Processor::BlockZ};
@@ -152,6 +153,7 @@ struct MapLoopsToThreadsPass
       if (function.isExternal())
         continue;
       // At most three dimensions: the leading ones collapse into one.
+      bool collapsed = false;
       for (scf::ParallelOp loop : outermostLoops(function)) {
         unsigned rank = loop.getNumLoops();
         if (rank <= 3)
@@ -160,10 +162,11 @@ struct MapLoopsToThreadsPass
         std::iota(leading.begin(), leading.end(), 0u);
         rewriter.setInsertionPoint(loop);
         collapseParallelLoops(rewriter, loop, {leading, {rank - 2}, {rank - 1}});
+        collapsed = true;
       }
       // The collapsed bounds are products of the old ones: folded into
       // constants, the tiling below knows each dimension's extent.
-      if (failed(applyPatternsAndFoldGreedily(function, FrozenRewritePatternSet())))
+      if (collapsed && failed(applyPatternsAndFoldGreedily(function, FrozenRewritePatternSet())))
         return signalPassFailure();
       for (scf::ParallelOp loop : outermostLoops(function))
         if (failed(mapLoop(loop)))
