@@ -11,7 +11,24 @@ usage: make_plan.py CLUSTER.json OUT.plan.json --global-batch G --micro-batches 
   --stage 0:3=onednn:1/2            one replica over 2 tensor-parallel devices
 """
 import argparse
+import glob
 import json
+import os
+
+CATALOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "devices")
+
+
+def vendor_and_arch(kind):
+    """cpu.<arch> as written; a catalog kind (H100, MI300X) by its entry."""
+    if kind.startswith("cpu."):
+        return tuple(kind.split(".", 1))
+    for path in sorted(glob.glob(os.path.join(CATALOG, "*.json"))):
+        doc = json.load(open(path))
+        for entry in doc if isinstance(doc, list) else doc.get("devices", []):
+            if isinstance(entry, dict) and (entry.get("name") == kind or
+                                            kind in entry.get("aliases", [])):
+                return entry["vendor"], entry["arch"]
+    return kind, kind
 
 
 def main():
@@ -27,7 +44,7 @@ def main():
     groups, links = [], []
     for node in spec["nodes"]:
         for d in node["devices"]:
-            vendor, arch = d["kind"].split(".") if d["kind"].startswith("cpu.") else (d["kind"], d["kind"])
+            vendor, arch = vendor_and_arch(d["kind"])
             groups.append({"name": d["group"], "kind": d["kind"], "vendor": vendor, "arch": arch,
                            "count": d["count"] * node.get("count", 1),
                            "devices_per_node": d["count"], "nodes": node.get("count", 1),

@@ -33,6 +33,7 @@
 
 #include "Arguments.h"
 #include "CommTrace.h"
+#include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
 #include "RandomState.h"
 #include "PipelineComm.h"
@@ -707,6 +708,15 @@ int PipelineRank::run() {
   comm.rank = rank;
   comm.worldSize = worldSize;
   comm.place = comm.layout.place(rank);
+  // A GPU stage's rank starts the vendor's driver before its first buffer
+  // (managed memory its kernels can use) and before joining the job: a
+  // missing driver ends it with one line before its peers wait on it.
+  std::string gpuDevice;
+  if (!comm.place.idle()) {
+    const ReplicaGroupInfo &group =
+        info_.stages[comm.place.stage].replicaGroups[comm.place.replicaGroup];
+    gpuDevice = gpu::startForStage(group.library, group.arch);
+  }
   if (std::string why = bindByPlace(comm.layout, rank, worldSize); !why.empty())
     std::fprintf(stderr, "rank %d: warning: %s\n", rank, why.c_str());
   const RankPlace &place = comm.place;
@@ -765,6 +775,8 @@ int PipelineRank::run() {
               replicas.library == "default" ? "dnnl" : replicas.library.c_str(),
               static_cast<long long>(firstSample_), static_cast<long long>(firstSample_ + share_),
               static_cast<long long>(microBatchSamples_));
+  if (!gpuDevice.empty())
+    std::printf("rank %d: %s\n", rank, gpuDevice.c_str());
   std::fflush(stdout);
   setUp();
   commTrace().open(rank);

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gpu/GpuDriver.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
 #include "RandomState.h"
@@ -74,6 +75,9 @@ int PipelineRank::profileStages() {
     batchInputs_.clear();
     dataInput_ = labelInput_ = -1;
     takePlace(place);
+    const ReplicaGroupInfo &kernels =
+        info_.stages[place.stage].replicaGroups[place.replicaGroup];
+    gpu::startForStage(kernels.library, kernels.arch);
     setUp();
     std::vector<double> forward, backward, update;
     auto timed = [&](const StageFunction &f, Env *batch, bool accumulate) {

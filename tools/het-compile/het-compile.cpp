@@ -88,12 +88,14 @@ cl::opt<std::string> target("target",
                             cl::desc("x86_64 (default), or cuda / hip: an executable "
                                      "launching the step's kernels on the GPU through "
                                      "libhetrt, or with --emit=gpu-binary the code object "
-                                     "(docs/gpu.md)"),
+                                     "(docs/gpu.md); a pipeline (--plan) compiles each stage "
+                                     "for its group's device kind instead"),
                             cl::init("x86_64"), cl::cat(category));
 cl::opt<bool> gpuEmulate("gpu-emulate",
                          cl::desc("with --target=cuda|hip: an executable that runs the mapped "
                                   "GPU kernels on the host, one block and thread after another "
-                                  "(the GPU lowering's correctness harness, not a fast path)"),
+                                  "(the GPU lowering's correctness harness, not a fast path); "
+                                  "with --plan: the GPU stages' kernels run so"),
                          cl::init(false), cl::cat(category));
 cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("with --target=cuda: sm_80 (default), sm_86, sm_89, sm_90; "
@@ -476,6 +478,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
+  build.gpuEmulate = gpuEmulate;
   // With a tuning database, a given plan is priced by its measurements.
   bool pricePlanFile =
       build.planFile != "auto" && !tuningDb.empty() && !clusterFile.empty();
@@ -564,6 +567,47 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   }
   timer.done("partition and specialise stages");
   return built;
+}
+
+/// How a built pipeline is lowered: as `options` when every stage is on a
+/// CPU; with GPU stages, their functions mapped onto kernels for their
+/// targets (run on the host with --gpu-emulate).
+FailureOr<mlir::het::CpuPipelineOptions>
+pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options) {
+  llvm::Expected<std::vector<mlir::het::GpuTarget>> targets =
+      mlir::het::gpuTargetsOf(pipeline);
+  if (!targets) {
+    fail("internal error: " + llvm::toString(targets.takeError()));
+    return failure();
+  }
+  if (targets->empty()) {
+    if (gpuEmulate)
+      llvm::errs() << "het-compile: note: --gpu-emulate: " << builtPlanFile
+                   << " places no stage on a GPU\n";
+    return options;
+  }
+  // gpu-module-to-binary serializes every kernel module with one toolkit
+  // (the CUDA toolkit's ptxas, or the ROCm folder's lld and bitcode).
+  if (!gpuEmulate && targets->front().vendor != targets->back().vendor) {
+    std::string stages;
+    for (auto function : pipeline.getOps<func::FuncOp>())
+      if (auto label = function->getAttrOfType<StringAttr>(mlir::het::kGpuTargetAttr))
+        if (function.getName().ends_with("_forward"))
+          stages += (stages.empty() ? "" : ", ") + function.getName().drop_back(8).str() +
+                    " (" + label.getValue().str() + ")";
+    fail(builtPlanFile + " places stages on NVIDIA and AMD GPUs: " + stages +
+         "; one executable holds kernels for one GPU vendor so far (--gpu-emulate runs both "
+         "on the host)");
+    return failure();
+  }
+  std::string names;
+  for (const mlir::het::GpuTarget &t : *targets)
+    names += (names.empty() ? "" : ", ") + t.label();
+  if (gpuEmulate)
+    llvm::errs() << "het-compile: --gpu-emulate: the GPU stages' " << names
+                 << " kernels run on the host one block and thread after another (a "
+                    "correctness harness, not a fast path)\n";
+  return mlir::het::gpuPipelineOptions(options, *targets, gpuEmulate);
 }
 
 } // namespace
@@ -757,17 +801,19 @@ int main(int argc, char **argv) {
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "
                   "the GPU kernels themselves");
     if (!clusterFile.empty() || !planFile.empty())
-      return fail("--target=" + target + " compiles one training step; pipelines with GPU "
-                  "stages are not built yet (docs/gpu.md)");
+      return fail("--target=" + target + " compiles one training step; a pipeline (--plan/"
+                  "--cluster) compiles each stage for its device group's kind (drop --target; "
+                  "--gpu-emulate runs its GPU stages' kernels on the host)");
   } else if (target != "x86_64" && target != "x86-64") {
     return fail("unsupported target '" + target + "' (x86_64, cuda or hip)");
   } else if (emit == Emit::GpuBinary || emit == Emit::GpuMlir) {
     return fail("--emit=gpu-binary and gpu-mlir need --target=cuda or --target=hip");
   } else if (!gpuArch.empty()) {
     return fail("--gpu-arch needs --target=cuda or --target=hip");
-  } else if (gpuEmulate) {
-    return fail("--gpu-emulate needs --target=cuda or --target=hip");
+  } else if (gpuEmulate && clusterFile.empty() && planFile.empty()) {
+    return fail("--gpu-emulate needs --target=cuda or --target=hip (or a pipeline: --plan)");
   }
+  bool buildingPipeline = !clusterFile.empty() || !planFile.empty();
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
   if (!mlir::het::parseKernelLibrary(library))
@@ -779,7 +825,7 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   mlir::het::registerCodegenDialects(registry);
-  if (gpu)
+  if (gpu || buildingPipeline) // a plan may place stages on GPUs
     mlir::het::registerGpuCodegen(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -815,7 +861,10 @@ int main(int argc, char **argv) {
     if (emit == Emit::Stages)
       return 0; // buildForCluster printed them
     options.pipeline = true;
-    int rc = lowerAndEmit(**pipeline, options, emit, output, timer);
+    FailureOr<mlir::het::CpuPipelineOptions> lowering = pipelineLowering(**pipeline, options);
+    if (failed(lowering))
+      return 1;
+    int rc = lowerAndEmit(**pipeline, *lowering, emit, output, timer);
     if (rc == 0 && emit == Emit::Exe) {
       // How to build it again for other devices (het-run --elastic).
       std::vector<std::string> args(argv, argv + argc);

@@ -14,6 +14,7 @@
 
 #include "het/Conversion/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/Pass.h"
@@ -22,6 +23,8 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace mlir::het {
 
@@ -33,6 +36,18 @@ struct GpuTarget {
   std::string arch; // sm_80, sm_90, gfx90a, gfx942
   /// Threads per block of the mapped loop nests.
   int64_t blockSize = 256;
+
+  /// "cuda sm_90", "hip gfx942": the spelling of kGpuTargetAttr and of the
+  /// executable's het_gpu_target.
+  std::string label() const;
+  /// "cuda", "hip".
+  llvm::StringRef runtimeName() const;
+  bool operator<(const GpuTarget &other) const {
+    return std::tie(vendor, arch) < std::tie(other.vendor, other.arch);
+  }
+  bool operator==(const GpuTarget &other) const {
+    return vendor == other.vendor && arch == other.arch;
+  }
 };
 
 /// `--target=cuda|hip` with `--gpu-arch` (empty: sm_80 for cuda, gfx90a for
@@ -52,9 +67,10 @@ void buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
 /// and host emulation.
 void addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target);
 
-/// After the mapping: outlining into one gpu.module, NVVM or ROCDL, and
-/// (`serialize`) gpu-module-to-binary, which leaves a gpu.binary.
-void addGpuKernelPasses(OpPassManager &pm, const GpuTarget &target, bool serialize);
+/// After the mapping: outlining into one gpu.module per target (one for a
+/// step), NVVM or ROCDL, and (`serialize`) gpu-module-to-binary, which
+/// leaves a gpu.binary per module.
+void addGpuKernelPasses(OpPassManager &pm, llvm::ArrayRef<GpuTarget> targets, bool serialize);
 
 /// The CPU pipeline's options for a GPU executable: the step's loops mapped
 /// and serialized after bufferization, the host code's allocations through
@@ -72,6 +88,37 @@ CpuPipelineOptions gpuEmulationOptions(const GpuTarget &target);
 /// The code object of the module's `gpu.binary @het_kernels` (an ELF cubin
 /// or hsaco).
 llvm::Expected<std::string> gpuBinaryOf(ModuleOp module);
+
+/// The target of a device kind of the catalog (vendor "nvidia" or "amd"
+/// and its architecture, as a plan's device group has them), or an error
+/// saying which architectures het compiles for.
+llvm::Expected<GpuTarget> gpuTargetOfKind(llvm::StringRef vendor, llvm::StringRef arch);
+
+/// A kGpuTargetAttr value back as a target.
+llvm::Expected<GpuTarget> parseGpuTargetLabel(llvm::StringRef label);
+
+/// The functions the GPU passes map: in a module where some functions
+/// carry kGpuTargetAttr (a pipeline with GPU stages), those; otherwise (a
+/// single training step built for a GPU) every function with a body.
+llvm::SmallVector<func::FuncOp> gpuFunctions(ModuleOp module);
+
+/// The distinct targets of a module's kGpuTargetAttr functions, or an error
+/// naming a function whose attribute is malformed.
+llvm::Expected<std::vector<GpuTarget>> gpuTargetsOf(ModuleOp module);
+
+/// The name of the gpu.module (and, serialized, the gpu.binary) holding
+/// the kernels compiled for `target` when a module has kernels for
+/// `targets`: `het_kernels` for one target, `het_kernels_<arch>` for several.
+std::string kernelModuleName(const GpuTarget &target, llvm::ArrayRef<GpuTarget> targets);
+
+/// The pipeline lowering of a module whose stage functions include GPU
+/// ones (kGpuTargetAttr) for `targets`, from the CPU stages' `options`:
+/// the GPU functions mapped onto blocks and threads, then either run on the
+/// host (`emulate`, as --gpu-emulate does for a step) or outlined into one
+/// code object per target and launched through libhetrt. The CPU stages'
+/// functions are lowered as before.
+CpuPipelineOptions gpuPipelineOptions(CpuPipelineOptions options,
+                                      llvm::ArrayRef<GpuTarget> targets, bool emulate);
 
 /// Dialects, target attributes and LLVM IR translations the GPU lowering
 /// and serialization need.
@@ -98,9 +145,17 @@ std::unique_ptr<Pass> createWrapHostLoopsPass();
 /// `het-gpu-launch-to-host-loops`: host emulation of the mapped kernels.
 std::unique_ptr<Pass> createLaunchToHostLoopsPass();
 /// `het-gpu-merge-kernel-modules`: the outlined kernels (one gpu.module
-/// each) move into one `gpu.module @het_kernels`, so one code object holds
-/// every kernel of the step.
+/// each) move into one gpu.module per target (kernelModuleName; the target
+/// of the function that launches them), so one code object holds every
+/// kernel of a step, or of a pipeline's stages on one architecture.
 std::unique_ptr<Pass> createMergeKernelModulesPass();
+/// `het-gpu-linalg-to-parallel-loops`: convert-linalg-to-parallel-loops on
+/// the functions gpuFunctions selects (a CPU stage keeps its linalg ops for
+/// the CPU lowering's tiling).
+std::unique_ptr<Pass> createGpuLinalgToParallelLoopsPass();
+/// `het-gpu-lower-kernel-modules`: each gpu.module's kernels to NVVM or
+/// ROCDL (for its chip) by the target attached to it.
+std::unique_ptr<Pass> createLowerKernelModulesPass();
 
 } // namespace mlir::het
 

@@ -46,6 +46,12 @@ llvm::StringRef kernelLibraryName(KernelLibrary library);
 /// A function's choice of kernels, overriding the pass option (below).
 constexpr llvm::StringLiteral kKernelLibraryAttr = "het.kernel_library";
 
+/// On a pipeline's stage function placed on a GPU: the target its loops are
+/// mapped and compiled for ("cuda sm_90", "hip gfx942"; GpuTarget::label).
+/// The GPU passes map only the marked functions of a module that has any,
+/// and the CPU-only passes (outlining, out-parameter elision) skip them.
+constexpr llvm::StringLiteral kGpuTargetAttr = "hetrt.gpu_target";
+
 /// On a het op lowered to a runtime call: one flag per operand, then per
 /// result, set where the buffer is a channel-blocked activation
 /// (het-channel-blocked-activations; lib/Runtime/ChannelBlock.h).

@@ -29,6 +29,7 @@ struct PipelineDescription {
   };
   struct Replicas {
     std::string group, vendor, arch, library; // library "default": compile-wide
+    std::string key; // what tells variants apart: the library (and a GPU's arch)
     int64_t count = 1, samples = 0;           // samples 0: unknown (even)
     std::string variant;                      // key of its functions
   };

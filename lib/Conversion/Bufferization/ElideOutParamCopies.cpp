@@ -37,7 +37,8 @@ struct ElideOutParamCopiesPass
 
   void runOnOperation() override {
     func::FuncOp function = getOperation();
-    if (function.isExternal())
+    // A GPU stage's results stay copies made by kernels (as in a GPU step).
+    if (function.isExternal() || function->hasAttr(het::kGpuTargetAttr))
       return;
     Block &entry = function.getBody().front();
     SmallVector<memref::CopyOp> copies;

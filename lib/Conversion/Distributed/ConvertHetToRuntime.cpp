@@ -45,12 +45,18 @@
 //
 // Each function carries het.kernel_library from its replica group's device
 // kind (cpu/onednn -> dnnl, cpu/mlir -> mlir, cpu/x86_64 -> the compile-wide
-// default), so convert-het-to-linalg lowers each variant for its device.
+// default), so convert-het-to-linalg lowers each variant for its device. A
+// stage on an NVIDIA or AMD kind het compiles for (include/het/Conversion/
+// GPU.h) gets every op generated (mlir) and hetrt.gpu_target ("cuda sm_90"):
+// the GPU lowering maps those functions onto kernels, or with gpu-emulate
+// runs the same kernels on the host. Any other kind is an error naming the
+// stage, before anything is built.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../HetToLinalg/Lowering.h"
 #include "het/Conversion/Distributed.h"
+#include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
@@ -87,22 +93,44 @@ int64_t elementBytes(Type type) {
   return (cast<RankedTensorType>(type).getElementTypeBitWidth() + 7) / 8;
 }
 
-/// The CPU kernel library a device kind compiles with; "default": the
-/// compile-wide one.
-FailureOr<std::string> libraryFor(StageOp stage, DeviceKindAttr kind) {
-  if (kind.getVendor() != DeviceVendor::CPU)
-    return stage.emitError() << "convert-het-to-runtime: stage '" << stage.getSymName()
-                             << "' is placed on " << kind
-                             << "; this build generates code for CPU device kinds only "
-                                "(cpu/onednn, cpu/mlir, cpu/x86_64)";
+/// What a replica group's functions are compiled with.
+struct KernelChoice {
+  /// As the runtime prints it: dnnl, mlir, reference or default (the
+  /// compile-wide library) on CPUs; cuda or hip on GPUs, with -emulated
+  /// when the kernels run on the host.
+  std::string library;
+  /// A GPU stage's target ("cuda sm_90"); empty on CPUs.
+  std::string gpuTarget;
+  /// What tells variants apart: the library, and a GPU's architecture.
+  std::string key() const {
+    return gpuTarget.empty() ? library
+                             : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
+  }
+};
+
+FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, bool gpuEmulate) {
+  DeviceKindAttr kind = group.getKind();
   StringRef arch = kind.getArch();
-  if (arch == "onednn")
-    return std::string("dnnl");
-  if (arch == "mlir")
-    return std::string("mlir");
-  if (arch == "reference")
-    return std::string("reference");
-  return std::string("default");
+  if (kind.getVendor() == DeviceVendor::CPU) {
+    if (arch == "onednn")
+      return KernelChoice{"dnnl", ""};
+    if (arch == "mlir")
+      return KernelChoice{"mlir", ""};
+    if (arch == "reference")
+      return KernelChoice{"reference", ""};
+    return KernelChoice{"default", ""};
+  }
+  llvm::Expected<GpuTarget> target =
+      gpuTargetOfKind(stringifyDeviceVendor(kind.getVendor()), arch);
+  if (!target)
+    return stage.emitError() << "convert-het-to-runtime: stage '" << stage.getSymName()
+                             << "' has replicas on group '" << group.getSymName() << "' ("
+                             << kind << "): " << llvm::toString(target.takeError())
+                             << "; place it on another group";
+  std::string library = target->runtimeName().str();
+  if (gpuEmulate)
+    library += "-emulated";
+  return KernelChoice{library, target->label()};
 }
 
 /// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
@@ -127,7 +155,7 @@ struct StageLowering {
   std::map<std::string, int> stageIndex;
 
   /// Adds the three functions of `variant` (named with `prefix`).
-  LogicalResult lower(const std::string &prefix, const std::string &library,
+  LogicalResult lower(const std::string &prefix, const KernelChoice &kernels,
                       PipelineDescription::Variant &variant);
 
 private:
@@ -181,7 +209,7 @@ void StageLowering::assignPhases() {
   }
 }
 
-LogicalResult StageLowering::lower(const std::string &prefix, const std::string &library,
+LogicalResult StageLowering::lower(const std::string &prefix, const KernelChoice &kernels,
                                    PipelineDescription::Variant &variant) {
   MLIRContext *ctx = module.getContext();
   assignPhases();
@@ -357,8 +385,14 @@ LogicalResult StageLowering::lower(const std::string &prefix, const std::string 
     }
     b.create<func::ReturnOp>(stage.getLoc(), results);
     function.setType(FunctionType::get(ctx, entry->getArgumentTypes(), ValueRange(results).getTypes()));
-    if (library != "default")
-      function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr(library));
+    if (!kernels.gpuTarget.empty()) {
+      // Kernels cannot call the host's: every op generated.
+      function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr("mlir"));
+      function->setAttr(kGpuTargetAttr, b.getStringAttr(kernels.gpuTarget));
+    } else if (kernels.library != "default") {
+      function->setAttr(HetDialect::getKernelLibraryAttrName(),
+                        b.getStringAttr(kernels.library));
+    }
 
     PipelineDescription::Function described;
     described.phase = phaseNames[p];
@@ -391,7 +425,7 @@ std::string sanitized(StringRef text) {
 } // namespace
 
 FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
-                                                            int64_t samples) {
+                                                            int64_t samples, bool gpuEmulate) {
   SmallVector<StageOp> stages(module.getOps<StageOp>());
   SmallVector<ClusterOp> clusters(module.getOps<ClusterOp>());
   if (stages.empty() || clusters.size() != 1)
@@ -428,30 +462,31 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
     described.tensorParallel = stage.getTensorParallel();
     for (Attribute entry : order)
       described.order.push_back(cast<StringAttr>(entry).getValue().str());
-    // Variants: one per distinct (share, kernel library) of its replicas.
-    std::set<std::pair<int64_t, std::string>> keys;
+    // Variants: one per distinct (share, kernels) of its replicas.
+    std::map<std::pair<int64_t, std::string>, KernelChoice> keys;
     for (ReplicaGroupAttr replicas : stage.getReplicaGroupList()) {
       auto group =
           SymbolTable::lookupNearestSymbolFrom<DeviceGroupOp>(stage, replicas.getGroup());
       if (!group)
         return stage.emitError("convert-het-to-runtime: unknown device group ")
                << replicas.getGroup();
-      FailureOr<std::string> library = libraryFor(stage, group.getKind());
-      if (failed(library))
+      FailureOr<KernelChoice> kernels = kernelsFor(stage, group, gpuEmulate);
+      if (failed(kernels))
         return failure();
-      keys.insert({replicas.getSamples(), *library});
+      keys.insert({{replicas.getSamples(), kernels->key()}, *kernels});
       PipelineDescription::Replicas r;
       r.group = group.getSymName().str();
       r.vendor = stringifyDeviceVendor(group.getKind().getVendor()).str();
       r.arch = group.getKind().getArch().str();
-      r.library = *library;
+      r.library = kernels->library;
+      r.key = kernels->key();
       r.count = replicas.getReplicas();
       r.samples = replicas.getSamples();
       described.replicas.push_back(r);
     }
     bool single = keys.size() == 1;
     for (PipelineDescription::Replicas &r : described.replicas)
-      r.variant = single ? "-" : llvm::formatv("{0}_{1}", r.samples, r.library).str();
+      r.variant = single ? "-" : llvm::formatv("{0}_{1}", r.samples, r.key).str();
 
     // What it sends, at this module's shapes.
     for (auto send : stage.getBodyBlock().getOps<SendOp>()) {
@@ -470,14 +505,15 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
     lowering.module = module;
     lowering.stage = stage;
     lowering.stageIndex = stageIndex;
-    for (const auto &[share, library] : keys) {
+    for (const auto &[key, kernels] : keys) {
+      int64_t share = key.first;
       if (samples > 0 && share != samples)
         continue;
       PipelineDescription::Variant variant;
-      variant.key = single ? "-" : llvm::formatv("{0}_{1}", share, library).str();
+      variant.key = single ? "-" : llvm::formatv("{0}_{1}", share, key.second).str();
       std::string prefix =
           single ? described.name : described.name + "_" + sanitized(variant.key);
-      if (failed(lowering.lower(prefix, library, variant)))
+      if (failed(lowering.lower(prefix, kernels, variant)))
         return failure();
       described.variants.push_back(std::move(variant));
     }

@@ -17,15 +17,21 @@
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
+using namespace mlir::het;
 
 namespace {
 
 /// Host helpers a step calls around its kernels, not instead of them: the
-/// learning rate the executable may override and the range checks of
-/// labels and token ids.
+/// learning rate the executable may override, the range checks of labels
+/// and token ids, and a pipeline stage's messages and collectives (host
+/// calls on buffers both sides can read: every launch has finished when
+/// the host goes on).
 bool isHostHelper(StringRef callee) {
-  return callee == "hetrt_learning_rate" || callee == "hetrt_check_labels" ||
-         callee == "hetrt_check_indices";
+  static const StringRef helpers[] = {"hetrt_learning_rate", "hetrt_check_labels",
+                                      "hetrt_check_indices", "hetrt_send",
+                                      "hetrt_recv",          "hetrt_all_reduce",
+                                      "hetrt_all_gather",    "hetrt_reduce_scatter"};
+  return llvm::is_contained(helpers, callee);
 }
 
 struct CheckGpuLowerablePass
@@ -37,7 +43,8 @@ struct CheckGpuLowerablePass
   }
   void runOnOperation() override {
     bool failed = false;
-    getOperation().walk([&](func::CallOp call) {
+    for (func::FuncOp function : gpuFunctions(getOperation()))
+    function.walk([&](func::CallOp call) {
       StringRef callee = call.getCallee();
       if (!callee.starts_with("hetrt_") || isHostHelper(callee))
         return;

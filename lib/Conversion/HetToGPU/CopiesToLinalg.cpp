@@ -17,6 +17,7 @@
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
+using namespace mlir::het;
 
 namespace {
 
@@ -32,7 +33,8 @@ struct CopiesToLinalgPass : public PassWrapper<CopiesToLinalgPass, OperationPass
 
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
-    getOperation().walk([&](memref::CopyOp copy) {
+    for (func::FuncOp function : gpuFunctions(getOperation()))
+    function.walk([&](memref::CopyOp copy) {
       auto source = dyn_cast<MemRefType>(copy.getSource().getType());
       auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
       if (source && target && source.getRank() > 0)

@@ -48,7 +48,7 @@ void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) 
   pm.addPass(createCheckGpuLowerablePass());
   pm.addPass(createCopiesToLinalgPass());
   pm.addPass(createParallelDimsFirstPass());
-  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createGpuLinalgToParallelLoopsPass());
   pm.addPass(createMapLoopsToThreadsPass(target.blockSize));
   pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createWrapHostLoopsPass());
@@ -79,7 +79,7 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
   front.elideOutParamCopies = false;
   buildHetToBuffersPipeline(pm, front);
   addGpuMappingPasses(pm, target);
-  addGpuKernelPasses(pm, target, serialize);
+  addGpuKernelPasses(pm, {target}, serialize);
 }
 
 CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
@@ -96,7 +96,7 @@ CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   options.genericAllocation = true;
   options.afterDeallocation = [target](OpPassManager &pm) {
     addGpuMappingPasses(pm, target);
-    addGpuKernelPasses(pm, target, /*serialize=*/true);
+    addGpuKernelPasses(pm, {target}, /*serialize=*/true);
   };
   // gpu.launch_func to the mgpu* calls libhetrt implements (module loaded
   // once, kernels looked up once: lib/Runtime/Gpu/MgpuEntryPoints.cpp).
@@ -106,37 +106,74 @@ CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   return options;
 }
 
-void mlir::het::addGpuKernelPasses(OpPassManager &pm, const GpuTarget &target, bool serialize) {
-  // Kernels into one module, lowered for the target.
+void mlir::het::addGpuKernelPasses(OpPassManager &pm, ArrayRef<GpuTarget> targets,
+                                   bool serialize) {
+  // Kernels into one module per target, lowered for it.
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createMergeKernelModulesPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  // Only the kernels: the host code goes on with the CPU lowering.
+  pm.addNestedPass<gpu::GPUModuleOp>(createLowerAffinePass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertSCFToCFPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(memref::createExpandStridedMetadataPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createLowerAffinePass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "bin"; // the ELF code object itself
-  if (target.vendor == GpuVendor::Nvidia) {
-    GpuNVVMAttachTargetOptions attach;
-    attach.chip = target.arch;
-    attach.features = "+ptx80"; // sm_90 needs PTX ISA >= 7.8
-    attach.optLevel = 3;
-    pm.addPass(createGpuNVVMAttachTarget(attach));
-    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
-    // ptxas and libdevice (the math functions) of the CUDA toolkit:
-    // $CUDA_HOME, else the one found at configure time.
-    const char *cudaHome = std::getenv("CUDA_HOME");
-    binary.toolkitPath = cudaHome && *cudaHome ? cudaHome : HET_CUDA_TOOLKIT_DIR;
-  } else {
-    GpuROCDLAttachTargetOptions attach;
-    attach.chip = target.arch;
-    attach.optLevel = 3;
-    pm.addPass(createGpuROCDLAttachTarget(attach));
-    pm.addNestedPass<gpu::GPUModuleOp>(createLowerGpuOpsToROCDLOpsPass(target.arch));
-    binary.toolkitPath = rocmToolkitDirectory();
+  for (const GpuTarget &target : targets) {
+    // The module's name matched whole (het_kernels would match
+    // het_kernels_sm_90 as a search).
+    std::string matcher = "^" + kernelModuleName(target, targets) + "$";
+    if (target.vendor == GpuVendor::Nvidia) {
+      GpuNVVMAttachTargetOptions attach;
+      attach.moduleMatcher = matcher;
+      attach.chip = target.arch;
+      attach.features = "+ptx80"; // sm_90 needs PTX ISA >= 7.8
+      attach.optLevel = 3;
+      pm.addPass(createGpuNVVMAttachTarget(attach));
+      // ptxas and libdevice (the math functions) of the CUDA toolkit:
+      // $CUDA_HOME, else the one found at configure time.
+      const char *cudaHome = std::getenv("CUDA_HOME");
+      binary.toolkitPath = cudaHome && *cudaHome ? cudaHome : HET_CUDA_TOOLKIT_DIR;
+    } else {
+      GpuROCDLAttachTargetOptions attach;
+      attach.moduleMatcher = matcher;
+      attach.chip = target.arch;
+      attach.optLevel = 3;
+      pm.addPass(createGpuROCDLAttachTarget(attach));
+      binary.toolkitPath = rocmToolkitDirectory();
+    }
   }
+  pm.addPass(createLowerKernelModulesPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
   if (serialize)
     pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+CpuPipelineOptions mlir::het::gpuPipelineOptions(CpuPipelineOptions options,
+                                                 ArrayRef<GpuTarget> targets, bool emulate) {
+  // Every target maps with the same block size, so the first one's mapping
+  // serves all.
+  GpuTarget mapping = targets.front();
+  if (emulate) {
+    options.afterBufferization = [mapping](OpPassManager &pm) {
+      addGpuMappingPasses(pm, mapping);
+      pm.addPass(createLaunchToHostLoopsPass());
+      pm.addPass(createCanonicalizerPass());
+    };
+    return options;
+  }
+  // As gpuExecutableOptions, for the whole module: a CPU stage's buffers
+  // come from libhetrt too (host memory on its ranks, which start no
+  // driver) and are freed by the ownership-based deallocation.
+  options.freeAtLastUse = false;
+  options.genericAllocation = true;
+  std::vector<GpuTarget> all(targets.begin(), targets.end());
+  options.afterDeallocation = [mapping, all](OpPassManager &pm) {
+    addGpuMappingPasses(pm, mapping);
+    addGpuKernelPasses(pm, all, /*serialize=*/true);
+  };
+  options.beforeFinalization = [](OpPassManager &pm) {
+    pm.addPass(createGpuToLLVMConversionPass());
+  };
+  return options;
 }

@@ -37,6 +37,7 @@
 #include <optional>
 
 using namespace mlir;
+using namespace mlir::het;
 
 namespace {
 
@@ -149,9 +150,7 @@ struct MapLoopsToThreadsPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    for (auto function : getOperation().getOps<func::FuncOp>()) {
-      if (function.isExternal())
-        continue;
+    for (func::FuncOp function : gpuFunctions(getOperation())) {
       // At most three dimensions: the leading ones collapse into one.
       bool collapsed = false;
       for (scf::ParallelOp loop : outermostLoops(function)) {

@@ -21,6 +21,7 @@
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
+using namespace mlir::het;
 
 namespace {
 
@@ -55,7 +56,8 @@ struct ParallelDimsFirstPass
 
   void runOnOperation() override {
     SmallVector<std::pair<linalg::LinalgOp, SmallVector<unsigned>>> ops;
-    getOperation().walk([&](linalg::LinalgOp op) {
+    for (func::FuncOp function : gpuFunctions(getOperation()))
+    function.walk([&](linalg::LinalgOp op) {
       if (SmallVector<unsigned> order = parallelFirst(op); !order.empty())
         ops.emplace_back(op, std::move(order));
     });

@@ -22,6 +22,7 @@
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
+using namespace mlir::het;
 
 namespace {
 
@@ -121,8 +122,8 @@ struct WrapHostLoopsPass : public PassWrapper<WrapHostLoopsPass, OperationPass<M
   }
 
   void runOnOperation() override {
-    for (auto function : getOperation().getOps<func::FuncOp>())
-      if (!function.isExternal() && failed(wrapBlock(function.getBody().front())))
+    for (func::FuncOp function : gpuFunctions(getOperation()))
+      if (failed(wrapBlock(function.getBody().front())))
         return signalPassFailure();
   }
 };

@@ -114,7 +114,10 @@ struct OutlineLayersPass
     llvm::StringMap<func::FuncOp> byStructure;
     SmallVector<func::FuncOp> functions;
     for (auto function : module.getOps<func::FuncOp>())
-      if (!function.isExternal() && !function->hasAttr(kOutlinedAttr))
+      // A GPU stage's function keeps its loops: the GPU mapping works on
+      // the function itself.
+      if (!function.isExternal() && !function->hasAttr(kOutlinedAttr) &&
+          !function->hasAttr(kGpuTargetAttr))
         functions.push_back(function);
     unsigned calls = 0;
     for (func::FuncOp function : functions) {

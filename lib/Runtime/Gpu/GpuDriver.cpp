@@ -42,4 +42,12 @@ std::string startForExecutable() {
          " kernels";
 }
 
+std::string startForStage(const std::string &library, const std::string &arch) {
+  if (library != "cuda" && library != "hip")
+    return "";
+  std::string target = library + " " + arch;
+  Driver &driver = start(library == "cuda" ? Vendor::Nvidia : Vendor::Amd, target);
+  return "gpu " + driver.deviceDescription() + ", " + arch + " kernels";
+}
+
 } // namespace het::rt::gpu

@@ -59,6 +59,12 @@ Driver *active();
 /// before the first buffer is allocated.
 std::string startForExecutable();
 
+/// For a pipeline rank: when its stage's kernels are `library` "cuda" or
+/// "hip" (the pipeline description's replicas line) for `arch`, starts that
+/// driver and returns a line naming the device; "" for CPU kernels and
+/// kernels emulated on the host. Called before the rank's first buffer.
+std::string startForStage(const std::string &library, const std::string &arch);
+
 } // namespace het::rt::gpu
 
 #endif

@@ -31,7 +31,7 @@ Driver &driver() {
   Driver *d = active();
   if (!d)
     fail("a GPU kernel was launched before the GPU driver was started (the executable's "
-         "het_gpu_target is missing)");
+         "het_gpu_target, or its pipeline stage's cuda/hip kernels, are missing)");
   return *d;
 }
 
