@@ -9,10 +9,13 @@
 # The GPU machine has the NVIDIA driver, CUDA 13 and PyTorch, but neither
 # LLVM, oneDNN nor a way to build het, so --prepare gathers everything the
 # run needs into build/gpu-check (about 25 MiB):
-#   bin/     hetccl-device-test and hetccl-bench
+#   bin/     hetccl-device-test, hetccl-bench and het-run
 #   models/  het's GPU executables of the MLP, CNN and GPT examples (sm_80 and
-#            sm_90) with the x86 build's 20-step traces they must match, and
-#            the bench models (bench/codegen) timed against PyTorch CUDA eager
+#            sm_90) with the x86 build's 20-step traces they must match, the
+#            bench models (bench/codegen) timed against PyTorch CUDA eager,
+#            and pipelines whose first stage is on the GPU and second on a
+#            CPU rank (docs/gpu.md, "Pipelines with GPU stages") with the
+#            one-rank trace they must match
 #   runtime-libs.tar.xz  libhetrt and libhetccl (stripped) and the shared
 #            libraries they need beyond glibc and libstdc++ (oneDNN, libzip,
 #            ...), taken from this machine's packages; libcudart as a fallback
@@ -22,7 +25,8 @@
 #   2. hetccl-bench on device buffers: a CUDA rank beside a host rank
 #      (staged), and a CUDA-only communicator (NCCL), each checked for exact
 #      results, with host buffers in the same run as the peer;
-#   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4);
+#   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4),
+#      and the two-stage GPU+CPU pipelines (het-run -n 2) against one rank;
 #   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run.
 #   5. where the time goes: each executable's kernels by total time
 #      (HET_GPU_PROFILE=1, docs/gpu.md), the top rows of each.
@@ -47,12 +51,25 @@ if [ "${1:-}" = "--prepare" ]; then
     compile "$here/examples/models/$model.mlir" "${options[@]}" -o "$dir/models/$model.x86"
     "$dir/models/$model.x86" --steps 20 --seed 2 > "$dir/models/$model.x86.txt"
   done
+  # Pipelines: the first stage on the GPU (an H100 or A100 group), the
+  # second on a cpu.onednn rank, against the one-rank trace.
+  cluster="$here/examples/clusters/gpu-and-cpu.json"
+  python3 "$here/utils/make_plan.py" "$cluster" "$dir/models/one.plan.json" --global-batch 128 \
+    --micro-batches 2 --stage 0:3=onednn:1
+  compile "$here/examples/models/mlp.mlir" --plan "$dir/models/one.plan.json" -o "$dir/models/pipeline.x86"
+  "$dir/models/pipeline.x86" --steps 20 --seed 2 > "$dir/models/pipeline.x86.txt"
+  for pair in sm_90:h100 sm_80:a100; do
+    python3 "$here/utils/make_plan.py" "$cluster" "$dir/models/gpu-cpu.${pair%%:*}.plan.json" \
+      --global-batch 128 --micro-batches 2 --stage "0:2=${pair##*:}:1" --stage 2:3=onednn:1
+    compile "$here/examples/models/mlp.mlir" --plan "$dir/models/gpu-cpu.${pair%%:*}.plan.json" \
+      -o "$dir/models/pipeline.${pair%%:*}"
+  done
   for model in mlp_784 cnn_b64; do
     for arch in sm_80 sm_90; do
       compile "$here/bench/codegen/$model.mlir" --target=cuda --gpu-arch=$arch -o "$dir/models/bench-$model.$arch"
     done
   done
-  cp "$here/build/bin/hetccl-device-test" "$here/build/bin/hetccl-bench" "$dir/bin/"
+  cp "$here/build/bin/hetccl-device-test" "$here/build/bin/hetccl-bench" "$here/build/bin/het-run" "$dir/bin/"
   strip --strip-unneeded "$dir/bin/"*
   # libhetrt, libhetccl and what they load beyond glibc and libstdc++ (which
   # the GPU machine's newer distribution has): by soname, dereferenced.
@@ -66,7 +83,17 @@ if [ "${1:-}" = "--prepare" ]; then
         *) cp -L "$path" "$dir/lib/$soname" ;;
       esac
     done
-  strip --strip-unneeded "$dir/lib/"*
+  # het-run's own (cpp-httplib, OpenSSL, ...) apart, so that they never
+  # shadow the GPU machine's for PyTorch.
+  mkdir -p "$dir/lib/het-run"
+  ldd "$here/build/bin/het-run" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    while read -r soname path; do
+      case "$soname" in
+        libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*) ;;
+        *) [ -e "$dir/lib/$soname" ] || cp -L "$path" "$dir/lib/het-run/$soname" ;;
+      esac
+    done
+  strip --strip-unneeded "$dir/lib/"*.so* "$dir/lib/het-run/"*
   tar -C "$dir" -cJf "$dir/runtime-libs.tar.xz" lib
   rm -rf "$dir/lib"
   # hetccl opens libcudart by name; the GPU machine's own comes first.
@@ -165,6 +192,19 @@ for model in mlp cnn gpt; do
     fail "$model on the GPU"
   fi
 done
+
+echo "   pipelines: stage s0 on the GPU, s1 on a CPU rank (het-run -n 2), against one rank"
+if LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$work/lib/het-run" timeout 300 "$dir/bin/het-run" -n 2 \
+    --timeout-ms 120000 "$dir/models/pipeline.$arch" --steps 20 --seed 2 \
+    > "$work/details/pipeline.gpu.txt" 2> "$work/details/pipeline.gpu.err"; then
+  verdict=$(python3 "$here/test/het-compile/Inputs/compare_traces.py" \
+    "$dir/models/pipeline.x86.txt" "$work/details/pipeline.gpu.txt" --tolerance 1e-4) || fail "pipeline trace"
+  echo "  pipeline ($arch + cpu.onednn): $verdict"
+  grep -E '^\[rank [0-9]\] rank [0-9]: (stage|gpu)' "$work/details/pipeline.gpu.txt" | sed 's/^/    /'
+else
+  cat "$work/details/pipeline.gpu.err" "$work/details/pipeline.gpu.txt" | tail -n 20
+  fail "pipeline on the GPU"
+fi
 
 echo "== 4. bench models: het on the GPU vs PyTorch CUDA eager, same run (samples/s)"
 for pair in mlp_784:MLP cnn_b64:CNN; do
