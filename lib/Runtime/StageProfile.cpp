@@ -75,8 +75,7 @@ int PipelineRank::profileStages() {
     batchInputs_.clear();
     dataInput_ = labelInput_ = -1;
     takePlace(place);
-    const ReplicaGroupInfo &kernels =
-        info_.stages[place.stage].replicaGroups[place.replicaGroup];
+    const ReplicaGroupInfo &kernels = info_.stages[place.stage].replicaGroups[place.replicaGroup];
     gpu::startForStage(kernels.library, kernels.arch);
     setUp();
     std::vector<double> forward, backward, update;

@@ -574,8 +574,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
 /// targets (run on the host with --gpu-emulate).
 FailureOr<mlir::het::CpuPipelineOptions>
 pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options) {
-  llvm::Expected<std::vector<mlir::het::GpuTarget>> targets =
-      mlir::het::gpuTargetsOf(pipeline);
+  llvm::Expected<std::vector<mlir::het::GpuTarget>> targets = mlir::het::gpuTargetsOf(pipeline);
   if (!targets) {
     fail("internal error: " + llvm::toString(targets.takeError()));
     return failure();
@@ -593,8 +592,8 @@ pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options
     for (auto function : pipeline.getOps<func::FuncOp>())
       if (auto label = function->getAttrOfType<StringAttr>(mlir::het::kGpuTargetAttr))
         if (function.getName().ends_with("_forward"))
-          stages += (stages.empty() ? "" : ", ") + function.getName().drop_back(8).str() +
-                    " (" + label.getValue().str() + ")";
+          stages += (stages.empty() ? "" : ", ") + function.getName().drop_back(8).str() + " (" +
+                    label.getValue().str() + ")";
     fail(builtPlanFile + " places stages on NVIDIA and AMD GPUs: " + stages +
          "; one executable holds kernels for one GPU vendor so far (--gpu-emulate runs both "
          "on the host)");
@@ -801,7 +800,8 @@ int main(int argc, char **argv) {
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "
                   "the GPU kernels themselves");
     if (!clusterFile.empty() || !planFile.empty())
-      return fail("--target=" + target + " compiles one training step; a pipeline (--plan/"
+      return fail("--target=" + target +
+                  " compiles one training step; a pipeline (--plan/"
                   "--cluster) compiles each stage for its device group's kind (drop --target; "
                   "--gpu-emulate runs its GPU stages' kernels on the host)");
   } else if (target != "x86_64" && target != "x86-64") {

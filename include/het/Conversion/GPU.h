@@ -117,8 +117,8 @@ std::string kernelModuleName(const GpuTarget &target, llvm::ArrayRef<GpuTarget> 
 /// host (`emulate`, as --gpu-emulate does for a step) or outlined into one
 /// code object per target and launched through libhetrt. The CPU stages'
 /// functions are lowered as before.
-CpuPipelineOptions gpuPipelineOptions(CpuPipelineOptions options,
-                                      llvm::ArrayRef<GpuTarget> targets, bool emulate);
+CpuPipelineOptions gpuPipelineOptions(CpuPipelineOptions options, llvm::ArrayRef<GpuTarget> targets,
+                                      bool emulate);
 
 /// Dialects, target attributes and LLVM IR translations the GPU lowering
 /// and serialization need.
@@ -134,6 +134,11 @@ std::unique_ptr<Pass> createCopiesToLinalgPass();
 /// its parallel dimensions come before its reductions (one thread per
 /// output element once mapped).
 std::unique_ptr<Pass> createParallelDimsFirstPass();
+/// `het-gpu-block-reductions`: a linalg reduction with few outputs and
+/// many terms each becomes a kernel of one `blockSize`-thread block per
+/// output, the threads' partial results combined by gpu.all_reduce (warp
+/// shuffles and shared memory once lowered).
+std::unique_ptr<Pass> createBlockReductionsPass(int64_t blockSize = 256);
 /// `het-gpu-map-loops-to-threads`: the step's outermost parallel loops
 /// tiled into blocks of up to `blockSize` threads along their innermost
 /// dimensions (x along the last) and mapped onto blocks and threads.

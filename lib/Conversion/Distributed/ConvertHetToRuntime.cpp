@@ -103,8 +103,7 @@ struct KernelChoice {
   std::string gpuTarget;
   /// What tells variants apart: the library, and a GPU's architecture.
   std::string key() const {
-    return gpuTarget.empty() ? library
-                             : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
+    return gpuTarget.empty() ? library : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
   }
 };
 
@@ -120,12 +119,11 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, bool gpuE
       return KernelChoice{"reference", ""};
     return KernelChoice{"default", ""};
   }
-  llvm::Expected<GpuTarget> target =
-      gpuTargetOfKind(stringifyDeviceVendor(kind.getVendor()), arch);
+  llvm::Expected<GpuTarget> target = gpuTargetOfKind(stringifyDeviceVendor(kind.getVendor()), arch);
   if (!target)
     return stage.emitError() << "convert-het-to-runtime: stage '" << stage.getSymName()
-                             << "' has replicas on group '" << group.getSymName() << "' ("
-                             << kind << "): " << llvm::toString(target.takeError())
+                             << "' has replicas on group '" << group.getSymName() << "' (" << kind
+                             << "): " << llvm::toString(target.takeError())
                              << "; place it on another group";
   std::string library = target->runtimeName().str();
   if (gpuEmulate)
@@ -390,8 +388,7 @@ LogicalResult StageLowering::lower(const std::string &prefix, const KernelChoice
       function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr("mlir"));
       function->setAttr(kGpuTargetAttr, b.getStringAttr(kernels.gpuTarget));
     } else if (kernels.library != "default") {
-      function->setAttr(HetDialect::getKernelLibraryAttrName(),
-                        b.getStringAttr(kernels.library));
+      function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr(kernels.library));
     }
 
     PipelineDescription::Function described;
@@ -424,8 +421,8 @@ std::string sanitized(StringRef text) {
 
 } // namespace
 
-FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module,
-                                                            int64_t samples, bool gpuEmulate) {
+FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, int64_t samples,
+                                                              bool gpuEmulate) {
   SmallVector<StageOp> stages(module.getOps<StageOp>());
   SmallVector<ClusterOp> clusters(module.getOps<ClusterOp>());
   if (stages.empty() || clusters.size() != 1)

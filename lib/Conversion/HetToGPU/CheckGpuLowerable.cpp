@@ -27,10 +27,9 @@ namespace {
 /// calls on buffers both sides can read: every launch has finished when
 /// the host goes on).
 bool isHostHelper(StringRef callee) {
-  static const StringRef helpers[] = {"hetrt_learning_rate", "hetrt_check_labels",
-                                      "hetrt_check_indices", "hetrt_send",
-                                      "hetrt_recv",          "hetrt_all_reduce",
-                                      "hetrt_all_gather",    "hetrt_reduce_scatter"};
+  static const StringRef helpers[] = {
+      "hetrt_learning_rate", "hetrt_check_labels", "hetrt_check_indices", "hetrt_send",
+      "hetrt_recv",          "hetrt_all_reduce",   "hetrt_all_gather",    "hetrt_reduce_scatter"};
   return llvm::is_contained(helpers, callee);
 }
 
@@ -44,18 +43,18 @@ struct CheckGpuLowerablePass
   void runOnOperation() override {
     bool failed = false;
     for (func::FuncOp function : gpuFunctions(getOperation()))
-    function.walk([&](func::CallOp call) {
-      StringRef callee = call.getCallee();
-      if (!callee.starts_with("hetrt_") || isHostHelper(callee))
-        return;
-      // hetrt_ref_<op> / hetrt_dnnl_<op>: the het op is what follows.
-      StringRef op = callee.drop_front(StringRef("hetrt_").size());
-      op = op.substr(op.find('_') + 1);
-      call.emitError("het-compile: het.")
-          << op << " has no GPU lowering yet (on CPUs it runs the host kernel " << callee
-          << "); see docs/gpu.md for the ops GPU builds generate";
-      failed = true;
-    });
+      function.walk([&](func::CallOp call) {
+        StringRef callee = call.getCallee();
+        if (!callee.starts_with("hetrt_") || isHostHelper(callee))
+          return;
+        // hetrt_ref_<op> / hetrt_dnnl_<op>: the het op is what follows.
+        StringRef op = callee.drop_front(StringRef("hetrt_").size());
+        op = op.substr(op.find('_') + 1);
+        call.emitError("het-compile: het.")
+            << op << " has no GPU lowering yet (on CPUs it runs the host kernel " << callee
+            << "); see docs/gpu.md for the ops GPU builds generate";
+        failed = true;
+      });
     if (failed)
       signalPassFailure();
   }

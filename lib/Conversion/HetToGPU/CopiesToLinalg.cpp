@@ -34,12 +34,12 @@ struct CopiesToLinalgPass : public PassWrapper<CopiesToLinalgPass, OperationPass
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     for (func::FuncOp function : gpuFunctions(getOperation()))
-    function.walk([&](memref::CopyOp copy) {
-      auto source = dyn_cast<MemRefType>(copy.getSource().getType());
-      auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
-      if (source && target && source.getRank() > 0)
-        copies.push_back(copy);
-    });
+      function.walk([&](memref::CopyOp copy) {
+        auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+        auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+        if (source && target && source.getRank() > 0)
+          copies.push_back(copy);
+      });
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp copy : copies) {
       rewriter.setInsertionPoint(copy);

@@ -54,9 +54,7 @@ llvm::Expected<GpuTarget> mlir::het::parseGpuTarget(StringRef target, StringRef 
 
 std::string GpuTarget::label() const { return (runtimeName() + " " + arch).str(); }
 
-StringRef GpuTarget::runtimeName() const {
-  return vendor == GpuVendor::Nvidia ? "cuda" : "hip";
-}
+StringRef GpuTarget::runtimeName() const { return vendor == GpuVendor::Nvidia ? "cuda" : "hip"; }
 
 llvm::Expected<GpuTarget> mlir::het::gpuTargetOfKind(StringRef vendor, StringRef arch) {
   StringRef target = vendor == "nvidia" ? "cuda" : vendor == "amd" ? "hip" : "";
@@ -65,10 +63,9 @@ llvm::Expected<GpuTarget> mlir::het::gpuTargetOfKind(StringRef vendor, StringRef
                                    "het generates code for CPUs and for NVIDIA and AMD GPUs only");
   for (const VendorTarget &known : vendorTargets())
     if (known.target == target && !llvm::is_contained(known.archs, arch))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "het compiles " + known.vendorName + " kernels for " + llvm::join(known.archs, ", ") +
-              ", not " + arch);
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "het compiles " + known.vendorName + " kernels for " +
+                                         llvm::join(known.archs, ", ") + ", not " + arch);
   return parseGpuTarget(target, arch);
 }
 
@@ -79,4 +76,3 @@ llvm::Expected<GpuTarget> mlir::het::parseGpuTargetLabel(StringRef label) {
                                    "GPU target '" + label + "' is not '<cuda|hip> <arch>'");
   return parseGpuTarget(target, arch);
 }
-

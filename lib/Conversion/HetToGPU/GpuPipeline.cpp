@@ -47,6 +47,7 @@ static std::string rocmToolkitDirectory() {
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
   pm.addPass(createCopiesToLinalgPass());
+  pm.addPass(createBlockReductionsPass(target.blockSize));
   pm.addPass(createParallelDimsFirstPass());
   pm.addPass(createGpuLinalgToParallelLoopsPass());
   pm.addPass(createMapLoopsToThreadsPass(target.blockSize));
@@ -106,8 +107,7 @@ CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   return options;
 }
 
-void mlir::het::addGpuKernelPasses(OpPassManager &pm, ArrayRef<GpuTarget> targets,
-                                   bool serialize) {
+void mlir::het::addGpuKernelPasses(OpPassManager &pm, ArrayRef<GpuTarget> targets, bool serialize) {
   // Kernels into one module per target, lowered for it.
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createMergeKernelModulesPass());

@@ -50,8 +50,8 @@ struct MergeKernelModulesPass
     module.walk([&](gpu::LaunchFuncOp launch) {
       std::string name = "het_kernels";
       auto function = launch->getParentOfType<func::FuncOp>();
-      if (auto label = function ? function->getAttrOfType<StringAttr>(kGpuTargetAttr)
-                                : StringAttr()) {
+      if (auto label =
+              function ? function->getAttrOfType<StringAttr>(kGpuTargetAttr) : StringAttr()) {
         llvm::Expected<GpuTarget> target = parseGpuTargetLabel(label.getValue());
         if (!target) {
           llvm::consumeError(target.takeError()); // gpuTargetsOf checked every label

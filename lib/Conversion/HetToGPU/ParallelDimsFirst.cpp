@@ -57,10 +57,10 @@ struct ParallelDimsFirstPass
   void runOnOperation() override {
     SmallVector<std::pair<linalg::LinalgOp, SmallVector<unsigned>>> ops;
     for (func::FuncOp function : gpuFunctions(getOperation()))
-    function.walk([&](linalg::LinalgOp op) {
-      if (SmallVector<unsigned> order = parallelFirst(op); !order.empty())
-        ops.emplace_back(op, std::move(order));
-    });
+      function.walk([&](linalg::LinalgOp op) {
+        if (SmallVector<unsigned> order = parallelFirst(op); !order.empty())
+          ops.emplace_back(op, std::move(order));
+      });
     IRRewriter rewriter(&getContext());
     for (auto &[op, order] : ops) {
       rewriter.setInsertionPoint(op);
