@@ -4,7 +4,8 @@
 # chain and says what it did: the IR stages, the training step (het-autodiff
 # + het-fuse) trained for 50 steps by the reference evaluator, the plan for
 # the mixed A100+MI250X node (het-plan), the partitioned step
-# (het-partition) and simulated with failures (het-sim), plans for time, cost
+# (het-partition) and simulated with failures (het-sim), that plan compiled
+# (its GPU stages' kernels emulated on this host) and run by het-run, plans for time, cost
 # and energy on a cloud mix, hetccl tuned by het-tune, a native executable built by
 # het-compile that trains the model, the model's dense-layer GEMM engines
 # tuned by het-tune kernels, its generated kernels' register tilings tuned
@@ -18,8 +19,8 @@
 # one rank of yet another plan then resumes from those checkpoints too;
 # then a transformers Llama imported from PyTorch and
 # checked against it step by step; then GPU code: the GPT's kernels as a
-# cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. GPU
-# and NPU pipeline stages are not compiled yet.
+# cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. NPU
+# pipeline stages are not compiled yet.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model="${1:-$here/examples/models/mlp.mlir}"
@@ -56,6 +57,24 @@ echo "het: het-partition: $stages stages, $collectives gradient all-reduces -> $
   --failures > "$out/sim.txt"
 echo "het: het-sim of that plan:"
 sed -n '2,$p' "$out/sim.txt" | sed 's/^/het:   /'
+# The plan compiled: each stage for its group's GPU architecture, the
+# kernels emulated on this host (no GPU here; without --gpu-emulate the
+# same command builds the code objects for the GPUs), run as one job.
+"$here/build/bin/het-compile" "$model" --lr 0.1 --plan "$out/plan.json" --gpu-emulate \
+  -o "$out/planned" 2> "$out/planned-compile.txt" \
+  || { cat "$out/planned-compile.txt"; echo "het: het-compile of the plan failed" >&2; exit 1; }
+# One rank per device the plan uses (docs/planner.md: a stage's replicas on
+# one group, or replica_groups over several, times its tensor parallelism).
+ranks=$(python3 -c "
+import json, sys
+plan = json.load(open(sys.argv[1]))
+print(sum(sum(g['replicas'] for g in s.get('replica_groups', [s])) * s.get('tensor_parallel', 1)
+          for s in plan['stages']))" "$out/plan.json")
+echo "het: het-compile --plan (GPU kernels emulated on this host) and het-run -n $ranks, 20 steps:"
+"$here/build/bin/het-run" -n "$ranks" --timeout-ms 60000 "$out/planned" --steps 20 --print-every 10 \
+  > "$out/planned.txt" 2> "$out/planned-run.txt" \
+  || { cat "$out/planned-run.txt" "$out/planned.txt"; echo "het: the planned pipeline failed" >&2; exit 1; }
+grep -E 'rank [0-9]+: stage|step [0-9]+ loss' "$out/planned.txt" | sort -V | sed 's/^/het:   /'
 # Objectives: OPT-350 on a cloud mix (on-demand H100, spot RTX 4090 and
 # L40S): the fastest plan, the cheapest one, the least-energy one.
 echo "het: het-plan --objective time|cost|energy on spot-mix.json (OPT-350, catalog prices):"
