@@ -125,10 +125,10 @@ finish() {
 date -u +"gpu_check: %Y-%m-%d %H:%M UTC on $(hostname), $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown OS}")"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || fail nvidia-smi
 tar -C "$work" -xJf "$dir/runtime-libs.tar.xz"
-# NCCL and the CUDA runtime: the machine's own (CUDA toolkit, PyTorch's
-# wheels), then the carried libcudart.
+# NCCL, cuBLAS and the CUDA runtime: the machine's own (CUDA toolkit,
+# PyTorch's wheels), then the carried libcudart.
 vendor=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -maxdepth 10 \
-  \( -name 'libnccl.so.2' -o -name 'libcudart.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+  \( -name 'libnccl.so.2' -o -name 'libcudart.so.1[0-9]' -o -name 'libcublas.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$work/lib${vendor:+:$vendor}:$dir/cudart${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu_check: vendor libraries from ${vendor:-(none found)}"
 missing=$(ldd "$work/lib/libhetrt.so" | grep 'not found' || true)

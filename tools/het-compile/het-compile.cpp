@@ -101,6 +101,12 @@ cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("with --target=cuda: sm_80 (default), sm_86, sm_89, sm_90; "
                                       "with --target=hip: gfx90a (default), gfx942"),
                              cl::init(""), cl::cat(category));
+cl::opt<std::string> gpuGemm("gpu-gemm",
+                             cl::desc("NVIDIA matrix products: cublas (default; calls into "
+                                      "cuBLAS, emulated by oneDNN's sgemm with --gpu-emulate) "
+                                      "or generated (kernels like every other op); AMD ones "
+                                      "are always generated"),
+                             cl::init("cublas"), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("CPU to tune and select instructions for "
                                            "(default: this machine's)"),
                           cl::init("native"), cl::cat(category));
@@ -600,8 +606,10 @@ pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options
     return failure();
   }
   std::string names;
-  for (const mlir::het::GpuTarget &t : *targets)
+  for (mlir::het::GpuTarget &t : *targets) {
+    t.cublas = gpuGemm == "cublas";
     names += (names.empty() ? "" : ", ") + t.label();
+  }
   if (gpuEmulate)
     llvm::errs() << "het-compile: --gpu-emulate: the GPU stages' " << names
                  << " kernels run on the host one block and thread after another (a "
@@ -789,12 +797,15 @@ int main(int argc, char **argv) {
   if (optLevel < '0' || optLevel > '3')
     return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
                 " (use -O0 to -O3)");
+  if (gpuGemm != "cublas" && gpuGemm != "generated")
+    return fail("unknown --gpu-gemm '" + gpuGemm + "' (use cublas or generated)");
   std::optional<mlir::het::GpuTarget> gpu;
   if (target == "cuda" || target == "hip") {
     auto parsed = mlir::het::parseGpuTarget(target, gpuArch);
     if (!parsed)
       return fail(llvm::toString(parsed.takeError()));
     gpu = *parsed;
+    gpu->cublas = gpuGemm == "cublas";
     bool gpuOutput = emit == Emit::GpuBinary || emit == Emit::GpuMlir;
     if (gpuEmulate && gpuOutput)
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "

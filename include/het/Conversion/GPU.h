@@ -36,6 +36,9 @@ struct GpuTarget {
   std::string arch; // sm_80, sm_90, gfx90a, gfx942
   /// Threads per block of the mapped loop nests.
   int64_t blockSize = 256;
+  /// NVIDIA: matrix products as cuBLAS calls (het-gpu-contractions-to-cublas)
+  /// rather than generated kernels.
+  bool cublas = true;
 
   /// "cuda sm_90", "hip gfx942": the spelling of kGpuTargetAttr and of the
   /// executable's het_gpu_target.
@@ -134,6 +137,11 @@ std::unique_ptr<Pass> createCopiesToLinalgPass();
 /// its parallel dimensions come before its reductions (one thread per
 /// output element once mapped).
 std::unique_ptr<Pass> createParallelDimsFirstPass();
+/// `het-gpu-contractions-to-cublas`: in functions compiled for NVIDIA GPUs
+/// (hetrt.gpu_target "cuda ...", or unmarked ones when `unmarkedNvidia`),
+/// every f32 matrix product of whole buffers (at most one batch dimension)
+/// becomes a call to hetrt_cublas_sgemm.
+std::unique_ptr<Pass> createContractionsToCublasPass(bool unmarkedNvidia = true);
 /// `het-gpu-block-reductions`: a linalg reduction with few outputs and
 /// many terms each becomes a kernel of one `blockSize`-thread block per
 /// output, the threads' partial results combined by gpu.all_reduce (warp

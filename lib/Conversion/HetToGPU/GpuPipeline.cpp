@@ -47,6 +47,8 @@ static std::string rocmToolkitDirectory() {
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
   pm.addPass(createCopiesToLinalgPass());
+  if (target.cublas)
+    pm.addPass(createContractionsToCublasPass(target.vendor == GpuVendor::Nvidia));
   pm.addPass(createBlockReductionsPass(target.blockSize));
   pm.addPass(createParallelDimsFirstPass());
   pm.addPass(createGpuLinalgToParallelLoopsPass());
