@@ -79,8 +79,7 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
 SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map, ValueRange loops) {
   SmallVector<Value> indices;
   for (unsigned r = 0; r < map.getNumResults(); ++r)
-    indices.push_back(
-        b.create<affine::AffineApplyOp>(loc, map.getSubMap({r}), loops).getResult());
+    indices.push_back(b.create<affine::AffineApplyOp>(loc, map.getSubMap({r}), loops).getResult());
   return indices;
 }
 
@@ -91,8 +90,7 @@ struct Candidate {
   TypedAttr neutral;
 };
 
-struct BlockReductionsPass
-    : public PassWrapper<BlockReductionsPass, OperationPass<ModuleOp>> {
+struct BlockReductionsPass : public PassWrapper<BlockReductionsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BlockReductionsPass)
   explicit BlockReductionsPass(int64_t blockSize = 256) : blockSize(blockSize) {}
   StringRef getArgument() const override { return "het-gpu-block-reductions"; }
@@ -101,19 +99,17 @@ struct BlockReductionsPass
            "threads' partial results combined by gpu.all_reduce";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect,
-                    affine::AffineDialect, memref::MemRefDialect>();
+    registry.insert<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect, affine::AffineDialect,
+                    memref::MemRefDialect>();
   }
 
   /// The op as a block reduction, or std::nullopt when it is none or too
   /// small to gain.
   std::optional<Candidate> match(linalg::LinalgOp op) const {
-    if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-        op.getNumReductionLoops() == 0)
+    if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0)
       return std::nullopt;
     int64_t outputs = 1, terms = 1;
-    for (auto [range, iterator] :
-         llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray())) {
+    for (auto [range, iterator] : llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray())) {
       if (ShapedType::isDynamic(range))
         return std::nullopt;
       (linalg::isReductionIterator(iterator) ? terms : outputs) *= range;
@@ -143,8 +139,7 @@ struct BlockReductionsPass
       rewriter.setInsertionPoint(c.op);
       FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, c.op);
       if (failed(generic))
-        return c.op->emitError("het-gpu-block-reductions: cannot generalize ")
-               << c.op->getName();
+        return c.op->emitError("het-gpu-block-reductions: cannot generalize ") << c.op->getName();
       op = *generic;
       SmallVector<Operation *> combiners;
       matchReduction(op.getRegionOutputArgs(), 0, combiners);
@@ -156,8 +151,7 @@ struct BlockReductionsPass
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     SmallVector<int64_t> parallelExtents, reductionExtents;
     for (auto [range, iterator] : llvm::zip(ranges, iterators))
-      (linalg::isReductionIterator(iterator) ? reductionExtents : parallelExtents)
-          .push_back(range);
+      (linalg::isReductionIterator(iterator) ? reductionExtents : parallelExtents).push_back(range);
     int64_t outputs = 1, terms = 1;
     for (int64_t e : parallelExtents)
       outputs *= e;
@@ -186,8 +180,7 @@ struct BlockReductionsPass
       SmallVector<Value> loops;
       unsigned p = 0, r = 0;
       for (utils::IteratorType iterator : iterators)
-        loops.push_back(linalg::isReductionIterator(iterator) ? termIndex[r++]
-                                                              : outputIndex[p++]);
+        loops.push_back(linalg::isReductionIterator(iterator) ? termIndex[r++] : outputIndex[p++]);
       IRMapping map;
       for (OpOperand *input : op.getDpsInputOperands()) {
         Value operand = input->get();
@@ -196,8 +189,7 @@ struct BlockReductionsPass
           map.map(arg, operand); // a scalar input
           continue;
         }
-        SmallVector<Value> indices =
-            applyMap(l, loc, op.getMatchingIndexingMap(input), loops);
+        SmallVector<Value> indices = applyMap(l, loc, op.getMatchingIndexingMap(input), loops);
         map.map(arg, l.create<memref::LoadOp>(loc, operand, indices));
       }
       map.map(out, termsLoop.getRegionIterArgs().front());
@@ -213,11 +205,11 @@ struct BlockReductionsPass
     }
 
     // The block's threads combine their partials; thread 0 stores.
-    Value total = k.create<gpu::AllReduceOp>(loc, termsLoop.getResult(0),
-                                             gpu::AllReduceOperationAttr::get(
-                                                 k.getContext(), c.kind),
-                                             /*uniform=*/true)
-                      .getResult();
+    Value total =
+        k.create<gpu::AllReduceOp>(loc, termsLoop.getResult(0),
+                                   gpu::AllReduceOperationAttr::get(k.getContext(), c.kind),
+                                   /*uniform=*/true)
+            .getResult();
     Value zero = k.create<arith::ConstantIndexOp>(loc, 0);
     Value first = k.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, thread, zero);
     auto store = k.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);

@@ -90,8 +90,8 @@ struct ContractionsToCublasPass
     return "Replace the matrix products of functions compiled for NVIDIA GPUs by cuBLAS calls";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect, arith::ArithDialect, memref::MemRefDialect,
-                    func::FuncDialect>();
+    registry
+        .insert<LLVM::LLVMDialect, arith::ArithDialect, memref::MemRefDialect, func::FuncDialect>();
   }
 
   /// Whether `function`'s kernels are NVIDIA's: its hetrt.gpu_target, or
@@ -133,8 +133,8 @@ struct ContractionsToCublasPass
     int64_t batches = 1;
     for (unsigned d : batch)
       batches *= ranges[d];
-    return SmallVector<int64_t>{batches, a->transposed, b->transposed, ranges[m], ranges[n],
-                                ranges[k], swapped};
+    return SmallVector<int64_t>{batches,   a->transposed, b->transposed, ranges[m],
+                                ranges[n], ranges[k],     swapped};
   }
 
   void runOnOperation() override {

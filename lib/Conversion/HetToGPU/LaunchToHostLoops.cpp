@@ -22,9 +22,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -147,8 +147,7 @@ struct LaunchToHostLoopsPass
       other |= isa<gpu::BarrierOp, gpu::ShuffleOp, gpu::SubgroupReduceOp>(op);
     });
     std::optional<arith::AtomicRMWKind> combination =
-        reduce && reduce.getOp() ? combinationOf(*reduce.getOp(), reduce.getType())
-                                 : std::nullopt;
+        reduce && reduce.getOp() ? combinationOf(*reduce.getOp(), reduce.getType()) : std::nullopt;
     if (other || (reduce && !combination))
       return launch.emitError("het-gpu-launch-to-host-loops: a kernel whose threads cooperate "
                               "other than by one uniform block-wide reduction at its top level "
@@ -172,8 +171,8 @@ struct LaunchToHostLoopsPass
     // before deallocation, which frees the buffer).
     Value partials;
     if (reduce) {
-      Value threads = b.create<arith::MulIOp>(
-          loc, b.create<arith::MulIOp>(loc, block.x, block.y), block.z);
+      Value threads =
+          b.create<arith::MulIOp>(loc, b.create<arith::MulIOp>(loc, block.x, block.y), block.z);
       partials = b.create<memref::AllocOp>(
           loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads});
     }
@@ -207,8 +206,9 @@ struct LaunchToHostLoopsPass
       Value linear = inner.create<arith::AddIOp>(
           loc,
           inner.create<arith::MulIOp>(
-              loc, inner.create<arith::AddIOp>(
-                       loc, inner.create<arith::MulIOp>(loc, ivs[0], block.y), ivs[1]),
+              loc,
+              inner.create<arith::AddIOp>(loc, inner.create<arith::MulIOp>(loc, ivs[0], block.y),
+                                          ivs[1]),
               block.x),
           ivs[2]);
       inner.create<memref::StoreOp>(loc, map.lookup(reduce.getValue()), partials, linear);
@@ -221,9 +221,9 @@ struct LaunchToHostLoopsPass
       {
         OpBuilder c = OpBuilder::atBlockBegin(combine.getBody());
         Value partial = c.create<memref::LoadOp>(loc, partials, combine.getInductionVar());
-        c.create<scf::YieldOp>(loc, arith::getReductionOp(combineKind, c, loc,
-                                                         combine.getRegionIterArgs().front(),
-                                                         partial));
+        c.create<scf::YieldOp>(loc,
+                               arith::getReductionOp(combineKind, c, loc,
+                                                     combine.getRegionIterArgs().front(), partial));
       }
       loops.setInsertionPointAfter(combine);
       sizes.map(reduce.getResult(), combine.getResult(0));

@@ -42,11 +42,11 @@ constexpr int kOpN = 0, kOpT = 1;
 struct Cublas {
   Status (*create)(Handle *) = nullptr;
   Status (*setStream)(Handle, void *) = nullptr;
-  Status (*sgemm)(Handle, int, int, int, int, int, const float *, const float *, int,
-                  const float *, int, const float *, float *, int) = nullptr;
-  Status (*sgemmStridedBatched)(Handle, int, int, int, int, int, const float *, const float *,
-                                int, long long, const float *, int, long long, const float *,
-                                float *, int, long long, int) = nullptr;
+  Status (*sgemm)(Handle, int, int, int, int, int, const float *, const float *, int, const float *,
+                  int, const float *, float *, int) = nullptr;
+  Status (*sgemmStridedBatched)(Handle, int, int, int, int, int, const float *, const float *, int,
+                                long long, const float *, int, long long, const float *, float *,
+                                int, long long, int) = nullptr;
   const char *(*statusString)(Status) = nullptr;
   Handle handle = nullptr;
 
@@ -80,8 +80,8 @@ Cublas &cublas(Driver &driver) {
            " (install the CUDA toolkit's or PyTorch's cuBLAS, name it with $HET_CUBLAS_LIBRARY, "
            "or compile with --gpu-gemm=generated)");
     auto bind = [&](auto &function, const char *symbol) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-          dlsym(handle, symbol));
+      function =
+          reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, symbol));
       if (!function)
         fail(std::string("cuBLAS lacks ") + symbol);
     };
@@ -99,20 +99,19 @@ Cublas &cublas(Driver &driver) {
 
 } // namespace
 
-extern "C" void hetrt_cublas_sgemm(int64_t batch, int64_t transposeA, int64_t transposeB,
-                                   int64_t m, int64_t n, int64_t k, const float *a,
-                                   const float *b, float *c) {
+extern "C" void hetrt_cublas_sgemm(int64_t batch, int64_t transposeA, int64_t transposeB, int64_t m,
+                                   int64_t n, int64_t k, const float *a, const float *b, float *c) {
   int64_t lda = transposeA ? m : k, ldb = transposeB ? k : n, ldc = n;
   Driver *driver = active();
   if (!driver) {
     // Host emulation: the same product on the host.
     for (int64_t i = 0; i < batch; ++i) {
-      dnnl_status_t status = dnnl_sgemm(transposeA ? 'T' : 'N', transposeB ? 'T' : 'N', m, n, k,
-                                        1.0f, a + i * m * k, lda, b + i * k * n, ldb, 1.0f,
-                                        c + i * m * n, ldc);
+      dnnl_status_t status =
+          dnnl_sgemm(transposeA ? 'T' : 'N', transposeB ? 'T' : 'N', m, n, k, 1.0f, a + i * m * k,
+                     lda, b + i * k * n, ldb, 1.0f, c + i * m * n, ldc);
       if (status != dnnl_success)
-        fail("dnnl_sgemm failed emulating hetrt_cublas_sgemm (status " +
-             std::to_string(status) + ")");
+        fail("dnnl_sgemm failed emulating hetrt_cublas_sgemm (status " + std::to_string(status) +
+             ")");
     }
     return;
   }
@@ -122,9 +121,9 @@ extern "C" void hetrt_cublas_sgemm(int64_t batch, int64_t transposeA, int64_t tr
   const float one = 1.0f;
   int opA = transposeA ? kOpT : kOpN, opB = transposeB ? kOpT : kOpN;
   if (batch == 1)
-    library.check(library.sgemm(library.handle, opB, opA, n, m, k, &one, b, ldb, a, lda, &one,
-                                c, ldc),
-                  "cublasSgemm_v2");
+    library.check(
+        library.sgemm(library.handle, opB, opA, n, m, k, &one, b, ldb, a, lda, &one, c, ldc),
+        "cublasSgemm_v2");
   else
     library.check(library.sgemmStridedBatched(library.handle, opB, opA, n, m, k, &one, b, ldb,
                                               k * n, a, lda, m * k, &one, c, ldc, m * n, batch),
