@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../HetToLinalg/Lowering.h"
 #include "het/Conversion/GPU.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -73,12 +74,6 @@ bool wholeContiguousF32(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
   return type && type.hasStaticShape() && type.getLayout().isIdentity() &&
          type.getElementType().isF32();
-}
-
-Value addressOf(OpBuilder &b, Location loc, Value memref) {
-  Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memref);
-  Value word = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
-  return b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), word);
 }
 
 struct ContractionsToCublasPass
@@ -169,9 +164,9 @@ struct ContractionsToCublasPass
       bool swapped = s[6];
       Value a = op.getDpsInputOperand(swapped ? 1 : 0)->get();
       Value bOperand = op.getDpsInputOperand(swapped ? 0 : 1)->get();
-      arguments.push_back(addressOf(b, loc, a));
-      arguments.push_back(addressOf(b, loc, bOperand));
-      arguments.push_back(addressOf(b, loc, op.getDpsInitOperand(0)->get()));
+      arguments.push_back(bufferAddress(b, loc, a));
+      arguments.push_back(bufferAddress(b, loc, bOperand));
+      arguments.push_back(bufferAddress(b, loc, op.getDpsInitOperand(0)->get()));
       b.create<func::CallOp>(loc, kCallee, TypeRange{}, arguments);
       op->erase();
     }

@@ -108,13 +108,6 @@ bool hasDnnlKernel(Operation *op) {
              AttentionGradOp>(op);
 }
 
-/// `value`'s address as an !llvm.ptr.
-Value addressOf(OpBuilder &b, Location loc, Value memref) {
-  Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memref);
-  Value word = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
-  return b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), word);
-}
-
 MemRefType contiguous(Type tensorType) {
   auto tensor = cast<RankedTensorType>(tensorType);
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
@@ -130,8 +123,14 @@ Value readOnlyBuffer(OpBuilder &b, Location loc, Value tensor) {
 
 } // namespace
 
+Value mlir::het::bufferAddress(OpBuilder &b, Location loc, Value memref) {
+  Value index = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, memref);
+  Value word = b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
+  return b.create<LLVM::IntToPtrOp>(loc, LLVM::LLVMPointerType::get(b.getContext()), word);
+}
+
 Value mlir::het::tensorAddress(OpBuilder &b, Location loc, Value tensor) {
-  return addressOf(b, loc, readOnlyBuffer(b, loc, tensor));
+  return bufferAddress(b, loc, readOnlyBuffer(b, loc, tensor));
 }
 
 void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
@@ -249,7 +248,7 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   declareRuntimeFunction(module, callee, b.getFunctionType({ptr, ptr}, {}));
   auto call = b.create<func::CallOp>(
-      loc, callee, TypeRange{}, ValueRange{addressOf(b, loc, metaRef), addressOf(b, loc, table)});
+      loc, callee, TypeRange{}, ValueRange{bufferAddress(b, loc, metaRef), bufferAddress(b, loc, table)});
   if (retainsBuffers)
     call->setAttr(kRetainsBuffersAttr, b.getUnitAttr());
 

@@ -61,6 +61,9 @@ SmallVector<Value> emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc, 
 /// runtime calls that read it.
 Value tensorAddress(OpBuilder &b, Location loc, Value tensor);
 
+/// A buffer's address as an !llvm.ptr (what a call into libhetrt takes).
+Value bufferAddress(OpBuilder &b, Location loc, Value memref);
+
 /// Declares `name` in `module` as a private function of `type` unless it
 /// exists (runtime entry points are declared once, used many times).
 void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
