@@ -27,7 +27,8 @@
 #      results, with host buffers in the same run as the peer;
 #   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4),
 #      and the two-stage GPU+CPU pipelines (het-run -n 2) against one rank;
-#   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run.
+#   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run, with
+#      cuBLAS/cuDNN calls (the default) and with every op generated;
 #   5. where the time goes: each executable's kernels by total time
 #      (HET_GPU_PROFILE=1, docs/gpu.md), the top rows of each.
 # Results go to $OUT: gpu_check.log (everything printed) and details.tar.gz.
@@ -67,6 +68,10 @@ if [ "${1:-}" = "--prepare" ]; then
   for model in mlp_784 cnn_b64; do
     for arch in sm_80 sm_90; do
       compile "$here/bench/codegen/$model.mlir" --target=cuda --gpu-arch=$arch -o "$dir/models/bench-$model.$arch"
+      # The same with every op generated (no cuBLAS or cuDNN): what the
+      # vendor libraries gain.
+      compile "$here/bench/codegen/$model.mlir" --target=cuda --gpu-arch=$arch --gpu-libraries=generated \
+        -o "$dir/models/bench-$model.generated.$arch"
     done
   done
   cp "$here/build/bin/hetccl-device-test" "$here/build/bin/hetccl-bench" "$here/build/bin/het-run" "$dir/bin/"
@@ -125,10 +130,10 @@ finish() {
 date -u +"gpu_check: %Y-%m-%d %H:%M UTC on $(hostname), $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown OS}")"
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || fail nvidia-smi
 tar -C "$work" -xJf "$dir/runtime-libs.tar.xz"
-# NCCL, cuBLAS and the CUDA runtime: the machine's own (CUDA toolkit,
+# NCCL, cuBLAS, cuDNN and the CUDA runtime: the machine's own (CUDA toolkit,
 # PyTorch's wheels), then the carried libcudart.
 vendor=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -maxdepth 10 \
-  \( -name 'libnccl.so.2' -o -name 'libcudart.so.1[0-9]' -o -name 'libcublas.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+  \( -name 'libnccl.so.2' -o -name 'libcudart.so.1[0-9]' -o -name 'libcublas.so.1[0-9]' -o -name 'libcudnn.so.9' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$work/lib${vendor:+:$vendor}:$dir/cudart${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu_check: vendor libraries from ${vendor:-(none found)}"
 missing=$(ldd "$work/lib/libhetrt.so" | grep 'not found' || true)
@@ -214,8 +219,10 @@ for pair in mlp_784:MLP cnn_b64:CNN; do
         tee "$work/details/bench-$model.gpu.txt" | sed -n 's/^throughput \([0-9.]*\) samples.*/\1/p')
   torch=$(timeout 300 python3 "$here/bench/codegen/torch_train.py" "$torch_name" $steps 1 cuda 2>&1 |
           tee "$work/details/bench-$model.torch.txt" | sed -n 's/^samples\/s \([0-9.]*\) .*/\1/p')
+  generated=$(timeout 300 "$dir/models/bench-$model.generated.$arch" --steps $steps --print-every $steps 2>&1 |
+        tee "$work/details/bench-$model.generated.gpu.txt" | sed -n 's/^throughput \([0-9.]*\) samples.*/\1/p')
   if [ -n "$het" ] && [ -n "$torch" ]; then
-    echo "  $torch_name: het $het, PyTorch $torch ($(sed -n 's/.*torch \(.*\)/\1/p' "$work/details/bench-$model.torch.txt")), het/PyTorch $(python3 -c "print(f'{$het / $torch:.3f}x')")"
+    echo "  $torch_name: het $het (every op generated: ${generated:-failed}), PyTorch $torch ($(sed -n 's/.*torch \(.*\)/\1/p' "$work/details/bench-$model.torch.txt")), het/PyTorch $(python3 -c "print(f'{$het / $torch:.3f}x')")"
   else
     cat "$work/details/bench-$model.gpu.txt" "$work/details/bench-$model.torch.txt"
     fail "bench $model"

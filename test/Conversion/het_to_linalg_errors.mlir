@@ -1,6 +1,6 @@
 // RUN: het-opt %s --convert-het-to-linalg -split-input-file -verify-diagnostics
 // RUN: not het-opt %s --convert-het-to-linalg="library=mkl" -split-input-file 2>&1 | FileCheck %s
-// CHECK: convert-het-to-linalg: library must be 'dnnl', 'reference' or 'mlir', got 'mkl'
+// CHECK: convert-het-to-linalg: library must be 'dnnl', 'reference', 'mlir' or 'cudnn', got 'mkl'
 
 func.func @f64_library_op(%x: tensor<8x4xf64>, %w: tensor<3x4xf64>) -> tensor<8x3xf64> {
   // expected-error @below {{CPU code generation supports f32 data (and i64 indices), got 'tensor<8x4xf64>'}}

@@ -36,7 +36,7 @@ func.func @stage_default(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3
 // -----
 
 // An unknown library is an error naming the function.
-// BAD: error: 'het.kernel_library' must be "dnnl", "reference" or "mlir", got "mkl"
+// BAD: error: 'het.kernel_library' must be "dnnl", "reference", "mlir" or "cudnn", got "mkl"
 func.func @stage_mkl(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>) -> tensor<8x3xf32>
     attributes {het.kernel_library = "mkl"} {
   %y = het.linear %x, %w : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>

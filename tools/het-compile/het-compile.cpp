@@ -101,12 +101,12 @@ cl::opt<std::string> gpuArch("gpu-arch",
                              cl::desc("with --target=cuda: sm_80 (default), sm_86, sm_89, sm_90; "
                                       "with --target=hip: gfx90a (default), gfx942"),
                              cl::init(""), cl::cat(category));
-cl::opt<std::string> gpuGemm("gpu-gemm",
-                             cl::desc("NVIDIA matrix products: cublas (default; calls into "
-                                      "cuBLAS, emulated by oneDNN's sgemm with --gpu-emulate) "
-                                      "or generated (kernels like every other op); AMD ones "
-                                      "are always generated"),
-                             cl::init("cublas"), cl::cat(category));
+cl::opt<std::string> gpuLibraries(
+    "gpu-libraries",
+    cl::desc("NVIDIA matrix products and convolutions: vendor (default; cuBLAS and cuDNN calls, "
+             "run by oneDNN with --gpu-emulate) or generated (kernels like every other op); "
+             "AMD ones are always generated"),
+    cl::init("vendor"), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu", cl::desc("CPU to tune and select instructions for "
                                            "(default: this machine's)"),
                           cl::init("native"), cl::cat(category));
@@ -484,7 +484,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
-  build.gpuEmulate = gpuEmulate;
+  build.gpu.emulate = gpuEmulate;
+  build.gpu.vendorLibraries = gpuLibraries == "vendor";
   // With a tuning database, a given plan is priced by its measurements.
   bool pricePlanFile =
       build.planFile != "auto" && !tuningDb.empty() && !clusterFile.empty();
@@ -607,7 +608,7 @@ pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options
   }
   std::string names;
   for (mlir::het::GpuTarget &t : *targets) {
-    t.cublas = gpuGemm == "cublas";
+    t.vendorLibraries = gpuLibraries == "vendor";
     names += (names.empty() ? "" : ", ") + t.label();
   }
   if (gpuEmulate)
@@ -797,15 +798,15 @@ int main(int argc, char **argv) {
   if (optLevel < '0' || optLevel > '3')
     return fail(llvm::Twine("unknown optimization level -O") + std::string(1, optLevel) +
                 " (use -O0 to -O3)");
-  if (gpuGemm != "cublas" && gpuGemm != "generated")
-    return fail("unknown --gpu-gemm '" + gpuGemm + "' (use cublas or generated)");
+  if (gpuLibraries != "vendor" && gpuLibraries != "generated")
+    return fail("unknown --gpu-libraries '" + gpuLibraries + "' (use vendor or generated)");
   std::optional<mlir::het::GpuTarget> gpu;
   if (target == "cuda" || target == "hip") {
     auto parsed = mlir::het::parseGpuTarget(target, gpuArch);
     if (!parsed)
       return fail(llvm::toString(parsed.takeError()));
     gpu = *parsed;
-    gpu->cublas = gpuGemm == "cublas";
+    gpu->vendorLibraries = gpuLibraries == "vendor";
     bool gpuOutput = emit == Emit::GpuBinary || emit == Emit::GpuMlir;
     if (gpuEmulate && gpuOutput)
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "
@@ -827,7 +828,7 @@ int main(int argc, char **argv) {
   bool buildingPipeline = !clusterFile.empty() || !planFile.empty();
   if (optimizer != "sgd" && optimizer != "adam")
     return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
-  if (!mlir::het::parseKernelLibrary(library))
+  if (!mlir::het::parseKernelLibrary(library) || library == "cudnn")
     return fail("unknown kernel library '" + library + "' (use dnnl, reference or mlir)");
   if (!(learningRate > 0))
     return fail("--lr must be positive");

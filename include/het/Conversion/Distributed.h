@@ -27,15 +27,21 @@
 
 namespace mlir::het {
 
+/// How the stages a plan places on GPUs are built.
+struct GpuStageOptions {
+  bool emulate = false;        // their kernels run on the host (--gpu-emulate)
+  bool vendorLibraries = true; // NVIDIA: cuBLAS and cuDNN calls (--gpu-libraries)
+};
+
 /// Lowers every stage of `module` (after het-partition and
 /// het-pipeline-schedule) into functions, for the replica groups whose share
 /// of the micro-batch is `samples` (0: all of them, the bodies being right
 /// for each), erases the stages, the cluster and the other functions, and
 /// describes the result. Channels are described for every stage. Stages on
-/// a GPU get functions marked for the GPU lowering (kGpuTargetAttr);
-/// `gpuEmulate` describes their kernels as run on the host.
+/// a GPU get functions marked for the GPU lowering (kGpuTargetAttr), built
+/// as `gpu` says.
 FailureOr<PipelineDescription> lowerPipelineStages(ModuleOp module, int64_t samples,
-                                                   bool gpuEmulate = false);
+                                                   const GpuStageOptions &gpu = {});
 
 struct PipelineBuildOptions {
   std::string planFile;            // a plan JSON (docs/planner.md)
@@ -44,7 +50,7 @@ struct PipelineBuildOptions {
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
-  bool gpuEmulate = false;         // GPU stages' kernels run on the host
+  GpuStageOptions gpu;             // how stages on GPUs are built
   /// When set, each share's partitioned and scheduled module (het dialect,
   /// compression applied) is printed here before it is lowered: what
   /// `het-compile --emit=stages` shows.

@@ -37,8 +37,15 @@ struct GpuTarget {
   /// Threads per block of the mapped loop nests.
   int64_t blockSize = 256;
   /// NVIDIA: matrix products as cuBLAS calls (het-gpu-contractions-to-cublas)
-  /// rather than generated kernels.
-  bool cublas = true;
+  /// and convolutions as cuDNN calls (the `cudnn` kernel library) rather
+  /// than generated kernels. AMD targets always generate.
+  bool vendorLibraries = true;
+  /// The kernel library of the front half: cudnn on NVIDIA with vendor
+  /// libraries, else mlir (every op generated).
+  KernelLibrary kernelLibrary() const {
+    return vendor == GpuVendor::Nvidia && vendorLibraries ? KernelLibrary::Cudnn
+                                                          : KernelLibrary::Mlir;
+  }
 
   /// "cuda sm_90", "hip gfx942": the spelling of kGpuTargetAttr and of the
   /// executable's het_gpu_target.

@@ -34,10 +34,12 @@ namespace mlir::het {
 /// het's reference loops (libhetrt), or code generated from linalg (Mlir:
 /// matmul, linear, linear_grad, groups == 1 conv2d and its gradients; the
 /// other library ops call the reference kernels). These are the kernels of
-/// the `cpu.onednn` and `cpu.mlir` device kinds.
-enum class KernelLibrary { Dnnl, Reference, Mlir };
+/// the `cpu.onednn` and `cpu.mlir` device kinds. Cudnn is a GPU's: every op
+/// generated as for Mlir except convolutions, which call cuDNN
+/// (hetrt_cudnn_*; NVIDIA only).
+enum class KernelLibrary { Dnnl, Reference, Mlir, Cudnn };
 
-/// "dnnl", "reference", "mlir" (the spelling of the pass option, of
+/// "dnnl", "reference", "mlir", "cudnn" (the spelling of the pass option, of
 /// het-compile's --library and of the `het.kernel_library` function
 /// attribute); std::nullopt for anything else.
 std::optional<KernelLibrary> parseKernelLibrary(llvm::StringRef name);

@@ -351,8 +351,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
       variant->print(*options.stagesOutput);
       *options.stagesOutput << "\n";
     }
-    FailureOr<PipelineDescription> lowered =
-        lowerPipelineStages(*variant, share, options.gpuEmulate);
+    FailureOr<PipelineDescription> lowered = lowerPipelineStages(*variant, share, options.gpu);
     if (failed(lowered))
       return failure();
     for (const auto &channel : lowered->channels)

@@ -101,23 +101,25 @@ struct KernelChoice {
   std::string library;
   /// A GPU stage's target ("cuda sm_90"); empty on CPUs.
   std::string gpuTarget;
+  /// A GPU stage's kernel library: mlir (all generated) or cudnn.
+  std::string gpuKernels;
   /// What tells variants apart: the library, and a GPU's architecture.
   std::string key() const {
     return gpuTarget.empty() ? library : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
   }
 };
 
-FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, bool gpuEmulate) {
+FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, const GpuStageOptions &gpu) {
   DeviceKindAttr kind = group.getKind();
   StringRef arch = kind.getArch();
   if (kind.getVendor() == DeviceVendor::CPU) {
     if (arch == "onednn")
-      return KernelChoice{"dnnl", ""};
+      return KernelChoice{"dnnl", "", ""};
     if (arch == "mlir")
-      return KernelChoice{"mlir", ""};
+      return KernelChoice{"mlir", "", ""};
     if (arch == "reference")
-      return KernelChoice{"reference", ""};
-    return KernelChoice{"default", ""};
+      return KernelChoice{"reference", "", ""};
+    return KernelChoice{"default", "", ""};
   }
   llvm::Expected<GpuTarget> target = gpuTargetOfKind(stringifyDeviceVendor(kind.getVendor()), arch);
   if (!target)
@@ -125,10 +127,11 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, bool gpuE
                              << "' has replicas on group '" << group.getSymName() << "' (" << kind
                              << "): " << llvm::toString(target.takeError())
                              << "; place it on another group";
+  target->vendorLibraries = gpu.vendorLibraries;
   std::string library = target->runtimeName().str();
-  if (gpuEmulate)
+  if (gpu.emulate)
     library += "-emulated";
-  return KernelChoice{library, target->label()};
+  return KernelChoice{library, target->label(), kernelLibraryName(target->kernelLibrary()).str()};
 }
 
 /// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
@@ -384,8 +387,10 @@ LogicalResult StageLowering::lower(const std::string &prefix, const KernelChoice
     b.create<func::ReturnOp>(stage.getLoc(), results);
     function.setType(FunctionType::get(ctx, entry->getArgumentTypes(), ValueRange(results).getTypes()));
     if (!kernels.gpuTarget.empty()) {
-      // Kernels cannot call the host's: every op generated.
-      function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr("mlir"));
+      // Kernels cannot call the host's: every op generated, but for the
+      // vendor libraries' calls (cuDNN) between kernels.
+      function->setAttr(HetDialect::getKernelLibraryAttrName(),
+                        b.getStringAttr(kernels.gpuKernels));
       function->setAttr(kGpuTargetAttr, b.getStringAttr(kernels.gpuTarget));
     } else if (kernels.library != "default") {
       function->setAttr(HetDialect::getKernelLibraryAttrName(), b.getStringAttr(kernels.library));
@@ -422,7 +427,7 @@ std::string sanitized(StringRef text) {
 } // namespace
 
 FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, int64_t samples,
-                                                              bool gpuEmulate) {
+                                                              const GpuStageOptions &gpu) {
   SmallVector<StageOp> stages(module.getOps<StageOp>());
   SmallVector<ClusterOp> clusters(module.getOps<ClusterOp>());
   if (stages.empty() || clusters.size() != 1)
@@ -467,7 +472,7 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
       if (!group)
         return stage.emitError("convert-het-to-runtime: unknown device group ")
                << replicas.getGroup();
-      FailureOr<KernelChoice> kernels = kernelsFor(stage, group, gpuEmulate);
+      FailureOr<KernelChoice> kernels = kernelsFor(stage, group, gpu);
       if (failed(kernels))
         return failure();
       keys.insert({{replicas.getSamples(), kernels->key()}, *kernels});

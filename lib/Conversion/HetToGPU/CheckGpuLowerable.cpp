@@ -30,7 +30,9 @@ bool isHostHelper(StringRef callee) {
   static const StringRef helpers[] = {
       "hetrt_learning_rate", "hetrt_check_labels", "hetrt_check_indices", "hetrt_send",
       "hetrt_recv",          "hetrt_all_reduce",   "hetrt_all_gather",    "hetrt_reduce_scatter"};
-  return llvm::is_contained(helpers, callee);
+  // Vendor libraries' calls (cuDNN, cuBLAS) run on the GPU's stream.
+  return llvm::is_contained(helpers, callee) || callee.starts_with("hetrt_cudnn_") ||
+         callee.starts_with("hetrt_cublas_");
 }
 
 struct CheckGpuLowerablePass

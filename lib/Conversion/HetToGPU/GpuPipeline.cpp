@@ -47,7 +47,7 @@ static std::string rocmToolkitDirectory() {
 void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) {
   pm.addPass(createCheckGpuLowerablePass());
   pm.addPass(createCopiesToLinalgPass());
-  if (target.cublas)
+  if (target.vendorLibraries)
     pm.addPass(createContractionsToCublasPass(target.vendor == GpuVendor::Nvidia));
   pm.addPass(createBlockReductionsPass(target.blockSize));
   pm.addPass(createParallelDimsFirstPass());
@@ -60,7 +60,7 @@ void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) 
 
 CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
   CpuPipelineOptions options;
-  options.library = KernelLibrary::Mlir;
+  options.library = target.kernelLibrary();
   options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
   options.elideOutParamCopies = false;
   options.threadedLoops = false; // the mapped kernels' loops run one after another
@@ -75,7 +75,9 @@ CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
 void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
                                             bool serialize) {
   CpuPipelineOptions front;
-  front.library = KernelLibrary::Mlir; // every op as linalg: kernels cannot call the host
+  // Every op as linalg (kernels cannot call the host), but for the vendor
+  // libraries' calls between kernels.
+  front.library = target.kernelLibrary();
   // The mapping passes (WrapHostLoops in particular) expect the step's
   // loops in the step itself; outlined layers are a CPU-only step so far.
   front.outlineLayers = false;
@@ -87,7 +89,7 @@ void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &
 
 CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
   CpuPipelineOptions options;
-  options.library = KernelLibrary::Mlir;
+  options.library = target.kernelLibrary();
   options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
   // Kernels are mapped after deallocation; a buffer freed at its last host
   // use could still be read by a launch in flight.

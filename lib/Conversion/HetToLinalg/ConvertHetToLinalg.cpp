@@ -67,8 +67,8 @@ struct ConvertHetToLinalgPass
     ModuleOp module = getOperation();
     std::optional<KernelLibrary> choice = parseKernelLibrary(library);
     if (!choice) {
-      module.emitError("convert-het-to-linalg: library must be 'dnnl', 'reference' or 'mlir', "
-                       "got '")
+      module.emitError("convert-het-to-linalg: library must be 'dnnl', 'reference', 'mlir' or "
+                       "'cudnn', got '")
           << library << "'";
       return signalPassFailure();
     }
@@ -86,7 +86,7 @@ struct ConvertHetToLinalgPass
         if (!parsed) {
           function.emitError("function @")
               << function.getSymName() << ": " << kKernelLibraryAttr
-              << " must be \"dnnl\", \"reference\" or \"mlir\", got " << attribute;
+              << " must be \"dnnl\", \"reference\", \"mlir\" or \"cudnn\", got " << attribute;
           failedAny = true;
           continue;
         }
@@ -95,7 +95,9 @@ struct ConvertHetToLinalgPass
       // Generated kernels have no batch-norm kernel: its statistics and
       // normalization become sums and element-wise ops, lowered below like
       // any others (BatchNormDecomposition.h).
-      if (functionLibrary == KernelLibrary::Mlir && failed(decomposeBatchNormOver(function))) {
+      bool generated =
+          functionLibrary == KernelLibrary::Mlir || functionLibrary == KernelLibrary::Cudnn;
+      if (generated && failed(decomposeBatchNormOver(function))) {
         failedAny = true;
         continue;
       }
@@ -123,15 +125,18 @@ struct ConvertHetToLinalgPass
     OpBuilder builder(&getContext());
     for (auto [op, opLibrary] : work) {
       builder.setInsertionPoint(op);
+      // cuDNN takes a GPU's convolutions; the rest is generated.
+      bool cudnnCall = opLibrary == KernelLibrary::Cudnn && hasCudnnKernel(op);
+      bool generated =
+          opLibrary == KernelLibrary::Mlir || (opLibrary == KernelLibrary::Cudnn && !cudnnCall);
       FailureOr<SmallVector<Value>> replacement =
-          isLoweredToLinalg(op) ? lowerToLinalg(builder, op)
-          : opLibrary == KernelLibrary::Mlir && isGeneratedAsLinalg(op)
-              ? lowerLibraryOpToLinalg(builder, op)
-          : opLibrary == KernelLibrary::Mlir && isEmbeddingGeneratedAsLinalg(op)
-              ? lowerEmbeddingToLinalg(builder, op)
-          : opLibrary == KernelLibrary::Mlir && isPoolingGeneratedAsLinalg(op)
+          isLoweredToLinalg(op)                           ? lowerToLinalg(builder, op)
+          : generated && isGeneratedAsLinalg(op)          ? lowerLibraryOpToLinalg(builder, op)
+          : generated && isEmbeddingGeneratedAsLinalg(op) ? lowerEmbeddingToLinalg(builder, op)
+          : generated && isPoolingGeneratedAsLinalg(op)
               ? lowerPoolingToLinalg(builder, op)
-              : lowerToRuntimeCall(builder, module, op, opLibrary);
+              : lowerToRuntimeCall(builder, module, op,
+                                   generated ? KernelLibrary::Mlir : opLibrary);
       if (failed(replacement))
         return signalPassFailure();
       op->replaceAllUsesWith(*replacement);
@@ -153,6 +158,8 @@ std::optional<KernelLibrary> mlir::het::parseKernelLibrary(StringRef name) {
     return KernelLibrary::Reference;
   if (name == "mlir")
     return KernelLibrary::Mlir;
+  if (name == "cudnn")
+    return KernelLibrary::Cudnn;
   return std::nullopt;
 }
 
@@ -161,6 +168,8 @@ StringRef mlir::het::kernelLibraryName(KernelLibrary library) {
   case KernelLibrary::Dnnl: return "dnnl";
   case KernelLibrary::Reference: return "reference";
   case KernelLibrary::Mlir: return "mlir";
+  case KernelLibrary::Cudnn:
+    return "cudnn";
   }
   llvm_unreachable("unknown kernel library");
 }

@@ -145,6 +145,10 @@ void mlir::het::declareRuntimeFunction(ModuleOp module, StringRef name, Function
   function.setPrivate();
 }
 
+bool mlir::het::hasCudnnKernel(Operation *op) {
+  return isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op);
+}
+
 bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
@@ -172,7 +176,13 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
 
   StringRef opName = op->getName().stripDialect();
   bool dnnl = library == KernelLibrary::Dnnl && hasDnnlKernel(op);
-  std::string callee = llvm::formatv("hetrt_{0}_{1}", dnnl ? "dnnl" : "ref", opName).str();
+  bool cudnn = library == KernelLibrary::Cudnn && hasCudnnKernel(op);
+  std::string callee = llvm::formatv("hetrt_{0}_{1}",
+                                     dnnl    ? "dnnl"
+                                     : cudnn ? "cudnn"
+                                             : "ref",
+                                     opName)
+                           .str();
   ArrayRef<bool> channelBlocked;
   if (auto flags = op->getAttrOfType<DenseBoolArrayAttr>(kChannelBlockedAttr)) {
     // Only oneDNN's kernels and het's pooling read and write blocked buffers.

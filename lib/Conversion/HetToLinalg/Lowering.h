@@ -61,6 +61,10 @@ SmallVector<Value> emitRuntimeCall(OpBuilder &b, ModuleOp module, Location loc, 
 /// runtime calls that read it.
 Value tensorAddress(OpBuilder &b, Location loc, Value tensor);
 
+/// Ops that KernelLibrary::Cudnn lowers to hetrt_cudnn_<op> (convolutions
+/// and their gradients, any groups).
+bool hasCudnnKernel(Operation *op);
+
 /// A buffer's address as an !llvm.ptr (what a call into libhetrt takes).
 Value bufferAddress(OpBuilder &b, Location loc, Value memref);
 

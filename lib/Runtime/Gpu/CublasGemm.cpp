@@ -78,7 +78,7 @@ Cublas &cublas(Driver &driver) {
     if (!handle)
       fail("this step's matrix products run on cuBLAS, which could not be loaded: " + tried +
            " (install the CUDA toolkit's or PyTorch's cuBLAS, name it with $HET_CUBLAS_LIBRARY, "
-           "or compile with --gpu-gemm=generated)");
+           "or compile with --gpu-libraries=generated)");
     auto bind = [&](auto &function, const char *symbol) {
       function =
           reinterpret_cast<std::remove_reference_t<decltype(function)>>(dlsym(handle, symbol));

@@ -75,9 +75,10 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == getKernelLibraryAttrName()) {
     auto library = dyn_cast<StringAttr>(attr.getValue());
-    if (!library || !llvm::is_contained(ArrayRef<StringRef>{"dnnl", "reference", "mlir"}, library.getValue()))
+    if (!library || !llvm::is_contained(ArrayRef<StringRef>{"dnnl", "reference", "mlir", "cudnn"},
+                                        library.getValue()))
       return op->emitError() << "'" << getKernelLibraryAttrName()
-                             << "' must be \"dnnl\", \"reference\" or \"mlir\", got "
+                             << "' must be \"dnnl\", \"reference\", \"mlir\" or \"cudnn\", got "
                              << attr.getValue();
     return success();
   }

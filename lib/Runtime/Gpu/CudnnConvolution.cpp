@@ -1,0 +1,291 @@
+//===- CudnnConvolution.cpp - a GPU step's convolutions on cuDNN -----------===//
+//
+// With the `cudnn` kernel library (NVIDIA targets, het-compile's default
+// --gpu-libraries=vendor) het.conv2d and its two gradients become
+//
+//   hetrt_cudnn_conv2d(meta, buffers)             x, w[, bias] -> y
+//   hetrt_cudnn_conv2d_grad_input(meta, buffers)  dy, w -> dx
+//   hetrt_cudnn_conv2d_grad_filter(meta, buffers) dy, x -> dw
+//
+// with the calling convention of hetrt_dnnl_* (KernelCall.h; row-major NCHW
+// buffers, attributes: strides, padding, dilation (1 = dense), groups).
+//
+// On a GPU process: cuDNN's convolution API, opened with dlopen
+// (libcudnn.so.9, or $HET_CUDNN_LIBRARY) on the process's stream. Each call
+// site's descriptors, algorithm and workspace are made at its first call
+// and kept (the meta words are a constant per site). Algorithms come from
+// cuDNN's heuristics (the *_v7 queries), the first deterministic one that
+// supports the shape, in FP32 arithmetic (CUDNN_FMA_MATH: no TF32, so the
+// results stay within 1e-4 of the CPU build's). The stream is synchronized
+// after the call, as after every kernel.
+//
+// In a host emulation (--gpu-emulate: no driver) the same call runs the
+// oneDNN kernel of the same convention on the host: the emulated step then
+// checks what the compiler passes (shapes, attributes, operand order)
+// against the CPU build; cuDNN itself runs only on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../KernelCall.h"
+#include "GpuDriverImpl.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+extern "C" {
+void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers);
+void hetrt_dnnl_conv2d_grad_input(const int64_t *meta, void *const *buffers);
+void hetrt_dnnl_conv2d_grad_filter(const int64_t *meta, void *const *buffers);
+}
+
+using namespace het::rt;
+using namespace het::rt::gpu;
+
+namespace {
+
+// cuDNN's C API, declared here: its headers are not needed to build
+// libhetrt. Descriptors are opaque pointers; enums are ints.
+using Handle = void *;
+using Descriptor = void *;
+using Status = int;
+constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1, kFmaMath = 3, kDeterministic = 1;
+
+/// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
+struct AlgorithmPerformance {
+  int algorithm;
+  Status status;
+  float time;
+  size_t memory;
+  int determinism;
+  int mathType;
+  int reserved[3];
+};
+
+struct Cudnn {
+  Status (*create)(Handle *);
+  Status (*setStream)(Handle, void *);
+  const char *(*errorString)(Status);
+  Status (*createTensor)(Descriptor *);
+  Status (*setTensor4d)(Descriptor, int, int, int, int, int, int);
+  Status (*createFilter)(Descriptor *);
+  Status (*setFilter4d)(Descriptor, int, int, int, int, int, int);
+  Status (*createConvolution)(Descriptor *);
+  Status (*setConvolution2d)(Descriptor, int, int, int, int, int, int, int, int);
+  Status (*setGroupCount)(Descriptor, int);
+  Status (*setMathType)(Descriptor, int);
+  using Query = Status (*)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int, int *,
+                           AlgorithmPerformance *);
+  using WorkspaceSize = Status (*)(Handle, Descriptor, Descriptor, Descriptor, Descriptor, int,
+                                   size_t *);
+  Query forwardAlgorithms, backwardDataAlgorithms, backwardFilterAlgorithms;
+  WorkspaceSize forwardWorkspace, backwardDataWorkspace, backwardFilterWorkspace;
+  // (handle, alpha, a descriptor, a, b descriptor, b, convolution, algorithm,
+  // workspace, bytes, beta, out descriptor, out)
+  using Run = Status (*)(Handle, const void *, Descriptor, const void *, Descriptor,
+                         const void *, Descriptor, int, void *, size_t, const void *,
+                         Descriptor, void *);
+  Run forward, backwardData, backwardFilter;
+  Status (*addTensor)(Handle, const void *, Descriptor, const void *, const void *, Descriptor,
+                      void *);
+  Handle handle = nullptr;
+
+  void check(Status status, const char *call) const {
+    if (status != 0)
+      fail(std::string(call) + " failed: " + (errorString ? errorString(status) : "status") +
+           " (" + std::to_string(status) + ")");
+  }
+};
+
+Cudnn &cudnn(Driver &driver) {
+  static Cudnn library{};
+  static std::once_flag opened;
+  std::call_once(opened, [&] {
+    const char *override = std::getenv("HET_CUDNN_LIBRARY");
+    const char *path = override && *override ? override : "libcudnn.so.9";
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      fail(std::string("this step's convolutions run on cuDNN, which could not be loaded: ") +
+           dlerror() + " (install cuDNN 9 -- the CUDA toolkit's or PyTorch's --, name it with "
+                       "$HET_CUDNN_LIBRARY, or compile with --gpu-libraries=generated)");
+    auto bind = [&](auto &function, const char *symbol) {
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+          dlsym(handle, symbol));
+      if (!function)
+        fail(std::string("cuDNN lacks ") + symbol);
+    };
+    bind(library.create, "cudnnCreate");
+    bind(library.setStream, "cudnnSetStream");
+    bind(library.errorString, "cudnnGetErrorString");
+    bind(library.createTensor, "cudnnCreateTensorDescriptor");
+    bind(library.setTensor4d, "cudnnSetTensor4dDescriptor");
+    bind(library.createFilter, "cudnnCreateFilterDescriptor");
+    bind(library.setFilter4d, "cudnnSetFilter4dDescriptor");
+    bind(library.createConvolution, "cudnnCreateConvolutionDescriptor");
+    bind(library.setConvolution2d, "cudnnSetConvolution2dDescriptor");
+    bind(library.setGroupCount, "cudnnSetConvolutionGroupCount");
+    bind(library.setMathType, "cudnnSetConvolutionMathType");
+    bind(library.forwardAlgorithms, "cudnnGetConvolutionForwardAlgorithm_v7");
+    bind(library.backwardDataAlgorithms, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    bind(library.backwardFilterAlgorithms, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    bind(library.forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize");
+    bind(library.backwardDataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+    bind(library.backwardFilterWorkspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+    bind(library.forward, "cudnnConvolutionForward");
+    bind(library.backwardData, "cudnnConvolutionBackwardData");
+    bind(library.backwardFilter, "cudnnConvolutionBackwardFilter");
+    bind(library.addTensor, "cudnnAddTensor");
+    library.check(library.create(&library.handle), "cudnnCreate");
+    library.check(library.setStream(library.handle, driver.stream()), "cudnnSetStream");
+  });
+  return library;
+}
+
+enum class Direction { Forward, BackwardData, BackwardFilter };
+
+/// One call site: descriptors, the algorithm and its workspace.
+struct Site {
+  Descriptor x = nullptr, y = nullptr, w = nullptr, convolution = nullptr, bias = nullptr;
+  int algorithm = 0;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+};
+
+Descriptor tensor(Cudnn &library, const std::vector<int64_t> &shape) {
+  Descriptor d = nullptr;
+  library.check(library.createTensor(&d), "cudnnCreateTensorDescriptor");
+  library.check(library.setTensor4d(d, kNchw, kFloat, int(shape[0]), int(shape[1]),
+                                    int(shape[2]), int(shape[3])),
+                "cudnnSetTensor4dDescriptor");
+  return d;
+}
+
+/// The site of `meta` made on its first call: x, w, y are the
+/// convolution's input, filter and output shapes whichever direction.
+Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCall &c,
+             Direction direction, const std::vector<int64_t> &x, const std::vector<int64_t> &w,
+             const std::vector<int64_t> &y) {
+  static std::mutex mutex;
+  static std::map<const int64_t *, Site> sites;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, made] = sites.try_emplace(meta);
+  Site &s = it->second;
+  if (!made)
+    return s;
+  s.x = tensor(library, x);
+  s.y = tensor(library, y);
+  library.check(library.createFilter(&s.w), "cudnnCreateFilterDescriptor");
+  library.check(library.setFilter4d(s.w, kFloat, kNchw, int(w[0]), int(w[1]), int(w[2]),
+                                    int(w[3])),
+                "cudnnSetFilter4dDescriptor");
+  library.check(library.createConvolution(&s.convolution), "cudnnCreateConvolutionDescriptor");
+  library.check(library.setConvolution2d(s.convolution, int(c.attribute(2)), int(c.attribute(3)),
+                                         int(c.attribute(0)), int(c.attribute(1)),
+                                         int(c.attribute(4)), int(c.attribute(5)),
+                                         kCrossCorrelation, kFloat),
+                "cudnnSetConvolution2dDescriptor");
+  library.check(library.setGroupCount(s.convolution, int(c.attribute(6))),
+                "cudnnSetConvolutionGroupCount");
+  library.check(library.setMathType(s.convolution, kFmaMath), "cudnnSetConvolutionMathType");
+  // Each query takes its descriptors in the order of its convolution call.
+  Cudnn::Query query = direction == Direction::Forward        ? library.forwardAlgorithms
+                       : direction == Direction::BackwardData ? library.backwardDataAlgorithms
+                                                              : library.backwardFilterAlgorithms;
+  Cudnn::WorkspaceSize size = direction == Direction::Forward ? library.forwardWorkspace
+                              : direction == Direction::BackwardData
+                                  ? library.backwardDataWorkspace
+                                  : library.backwardFilterWorkspace;
+  const char *queryName = direction == Direction::Forward
+                              ? "cudnnGetConvolutionForwardAlgorithm_v7"
+                          : direction == Direction::BackwardData
+                              ? "cudnnGetConvolutionBackwardDataAlgorithm_v7"
+                              : "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+  Descriptor a = direction == Direction::Forward        ? s.x
+                 : direction == Direction::BackwardData ? s.w
+                                                        : s.x;
+  Descriptor b = direction == Direction::Forward        ? s.w
+                 : direction == Direction::BackwardData ? s.y
+                                                        : s.y;
+  Descriptor out = direction == Direction::Forward        ? s.y
+                   : direction == Direction::BackwardData ? s.x
+                                                          : s.w;
+  AlgorithmPerformance found[16];
+  int count = 0;
+  library.check(query(library.handle, a, b, s.convolution, out, 16, &count, found), queryName);
+  int chosen = -1;
+  for (int i = 0; i < count && chosen < 0; ++i)
+    if (found[i].status == 0 && found[i].determinism == kDeterministic)
+      chosen = i;
+  for (int i = 0; i < count && chosen < 0; ++i)
+    if (found[i].status == 0)
+      chosen = i;
+  if (chosen < 0)
+    fail(std::string(queryName) + " found no algorithm for this convolution");
+  s.algorithm = found[chosen].algorithm;
+  library.check(size(library.handle, a, b, s.convolution, out, s.algorithm, &s.workspaceBytes),
+                "cudnnGetConvolution*WorkspaceSize");
+  if (s.workspaceBytes)
+    s.workspace = driver.allocateManaged(s.workspaceBytes);
+  if (direction == Direction::Forward && c.numOperands == 3)
+    s.bias = tensor(library, {1, y[1], 1, 1});
+  return s;
+}
+
+} // namespace
+
+extern "C" void hetrt_cudnn_conv2d(const int64_t *meta, void *const *buffers) {
+  Driver *driver = active();
+  if (!driver)
+    return hetrt_dnnl_conv2d(meta, buffers); // host emulation
+  KernelCall c(meta, buffers);
+  Cudnn &library = cudnn(*driver);
+  Site &s = siteOf(*driver, library, meta, c, Direction::Forward, c.operandShape(0),
+                   c.operandShape(1), c.resultShape(0));
+  const float zero = 0, one = 1;
+  library.check(library.forward(library.handle, &one, s.x, c.operand(0), s.w, c.operand(1),
+                                s.convolution, s.algorithm, s.workspace, s.workspaceBytes, &zero,
+                                s.y, c.result(0)),
+                "cudnnConvolutionForward");
+  if (s.bias)
+    library.check(library.addTensor(library.handle, &one, s.bias, c.operand(2), &one, s.y,
+                                    c.result(0)),
+                  "cudnnAddTensor");
+  driver->synchronize(driver->stream());
+}
+
+/// Operands: dy, filter; result: dx.
+extern "C" void hetrt_cudnn_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
+  Driver *driver = active();
+  if (!driver)
+    return hetrt_dnnl_conv2d_grad_input(meta, buffers);
+  KernelCall c(meta, buffers);
+  Cudnn &library = cudnn(*driver);
+  Site &s = siteOf(*driver, library, meta, c, Direction::BackwardData, c.resultShape(0),
+                   c.operandShape(1), c.operandShape(0));
+  const float zero = 0, one = 1;
+  library.check(library.backwardData(library.handle, &one, s.w, c.operand(1), s.y, c.operand(0),
+                                     s.convolution, s.algorithm, s.workspace, s.workspaceBytes,
+                                     &zero, s.x, c.result(0)),
+                "cudnnConvolutionBackwardData");
+  driver->synchronize(driver->stream());
+}
+
+/// Operands: dy, x; result: dw.
+extern "C" void hetrt_cudnn_conv2d_grad_filter(const int64_t *meta, void *const *buffers) {
+  Driver *driver = active();
+  if (!driver)
+    return hetrt_dnnl_conv2d_grad_filter(meta, buffers);
+  KernelCall c(meta, buffers);
+  Cudnn &library = cudnn(*driver);
+  Site &s = siteOf(*driver, library, meta, c, Direction::BackwardFilter, c.operandShape(1),
+                   c.resultShape(0), c.operandShape(0));
+  const float zero = 0, one = 1;
+  library.check(library.backwardFilter(library.handle, &one, s.x, c.operand(1), s.y,
+                                       c.operand(0), s.convolution, s.algorithm, s.workspace,
+                                       s.workspaceBytes, &zero, s.w, c.result(0)),
+                "cudnnConvolutionBackwardFilter");
+  driver->synchronize(driver->stream());
+}
