@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 using namespace het::rt::gpu;
 
@@ -71,7 +72,8 @@ Cublas &cublas(Driver &driver) {
       handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (handle)
         break;
-      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+      const char *why = dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : path);
       if (override && *override)
         break;
     }

@@ -15,9 +15,10 @@
 // site's descriptors, algorithm and workspace are made at its first call
 // and kept (the meta words are a constant per site). Algorithms come from
 // cuDNN's heuristics (the *_v7 queries), the first deterministic one that
-// supports the shape, in FP32 arithmetic (CUDNN_FMA_MATH: no TF32, so the
-// results stay within 1e-4 of the CPU build's). The stream is synchronized
-// after the call, as after every kernel.
+// supports the shape with at most 256 MiB of workspace, in FP32 arithmetic
+// (CUDNN_FMA_MATH: no TF32, so the results stay within 1e-4 of the CPU
+// build's). The stream is synchronized after the call, as after every
+// kernel.
 //
 // In a host emulation (--gpu-emulate: no driver) the same call runs the
 // oneDNN kernel of the same convention on the host: the emulated step then
@@ -53,6 +54,7 @@ using Handle = void *;
 using Descriptor = void *;
 using Status = int;
 constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1, kFmaMath = 3, kDeterministic = 1;
+constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
 /// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
 struct AlgorithmPerformance {
@@ -107,10 +109,13 @@ Cudnn &cudnn(Driver &driver) {
     const char *override = std::getenv("HET_CUDNN_LIBRARY");
     const char *path = override && *override ? override : "libcudnn.so.9";
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
+    if (!handle) {
+      const char *why = dlerror();
       fail(std::string("this step's convolutions run on cuDNN, which could not be loaded: ") +
-           dlerror() + " (install cuDNN 9 -- the CUDA toolkit's or PyTorch's --, name it with "
-                       "$HET_CUDNN_LIBRARY, or compile with --gpu-libraries=generated)");
+           (why ? why : path) +
+           " (install cuDNN 9 -- the CUDA toolkit's or PyTorch's --, name it with "
+           "$HET_CUDNN_LIBRARY, or compile with --gpu-libraries=generated)");
+    }
     auto bind = [&](auto &function, const char *symbol) {
       function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
           dlsym(handle, symbol));
@@ -215,15 +220,21 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
   AlgorithmPerformance found[16];
   int count = 0;
   library.check(query(library.handle, a, b, s.convolution, out, 16, &count, found), queryName);
+  // FP32 arithmetic only, and a workspace the site keeps for good: at most
+  // kMaxWorkspaceBytes (an FFT algorithm may ask for far more).
+  auto usable = [&](const AlgorithmPerformance &p) {
+    return p.status == 0 && p.mathType == kFmaMath && p.memory <= kMaxWorkspaceBytes;
+  };
   int chosen = -1;
   for (int i = 0; i < count && chosen < 0; ++i)
-    if (found[i].status == 0 && found[i].determinism == kDeterministic)
+    if (usable(found[i]) && found[i].determinism == kDeterministic)
       chosen = i;
   for (int i = 0; i < count && chosen < 0; ++i)
-    if (found[i].status == 0)
+    if (usable(found[i]))
       chosen = i;
   if (chosen < 0)
-    fail(std::string(queryName) + " found no algorithm for this convolution");
+    fail(std::string(queryName) + " found no FP32 algorithm with a workspace of at most 256 MiB "
+                                  "for this convolution");
   s.algorithm = found[chosen].algorithm;
   library.check(size(library.handle, a, b, s.convolution, out, s.algorithm, &s.workspaceBytes),
                 "cudnnGetConvolution*WorkspaceSize");
