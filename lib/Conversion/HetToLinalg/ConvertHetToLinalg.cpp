@@ -135,6 +135,8 @@ struct ConvertHetToLinalgPass
           : generated && isEmbeddingGeneratedAsLinalg(op) ? lowerEmbeddingToLinalg(builder, op)
           : generated && isPoolingGeneratedAsLinalg(op)
               ? lowerPoolingToLinalg(builder, op)
+          : generated && isDropoutGeneratedAsLinalg(op)
+              ? lowerDropoutToLinalg(builder, op)
               : lowerToRuntimeCall(builder, module, op,
                                    generated ? KernelLibrary::Mlir : opLibrary);
       if (failed(replacement))

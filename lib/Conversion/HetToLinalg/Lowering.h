@@ -37,6 +37,11 @@ FailureOr<SmallVector<Value>> lowerEmbeddingToLinalg(OpBuilder &b, Operation *op
 bool isPoolingGeneratedAsLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerPoolingToLinalg(OpBuilder &b, Operation *op);
 
+/// library=mlir: het.dropout (static f32) drawing its Philox numbers in
+/// generated code (DropoutToLinalg.cpp).
+bool isDropoutGeneratedAsLinalg(Operation *op);
+FailureOr<SmallVector<Value>> lowerDropoutToLinalg(OpBuilder &b, Operation *op);
+
 /// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with
 /// KernelLibrary::Mlir those calls go to the reference kernels.
 bool isLoweredToRuntimeCall(Operation *op);
