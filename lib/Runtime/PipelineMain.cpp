@@ -708,17 +708,28 @@ int PipelineRank::run() {
   comm.rank = rank;
   comm.worldSize = worldSize;
   comm.place = comm.layout.place(rank);
+  if (std::string why = bindByPlace(comm.layout, rank, worldSize); !why.empty())
+    std::fprintf(stderr, "rank %d: warning: %s\n", rank, why.c_str());
   // A GPU stage's rank starts the vendor's driver before its first buffer
   // (managed memory its kernels can use) and before joining the job: a
-  // missing driver ends it with one line before its peers wait on it.
+  // missing driver ends it with one line before its peers wait on it. Its
+  // device: its place among this host's ranks on GPUs of its vendor (het-run
+  // numbers a host's ranks contiguously, LOCAL_RANK from 0), not its local
+  // rank, which counts the CPU stages' ranks too.
   std::string gpuDevice;
   if (!comm.place.idle()) {
     const ReplicaGroupInfo &group =
         info_.stages[comm.place.stage].replicaGroups[comm.place.replicaGroup];
-    gpuDevice = gpu::startForStage(group.library, group.arch);
+    int hostFirst = std::max(0, rank - envInteger("LOCAL_RANK", 0));
+    int ordinal = 0;
+    for (int r = hostFirst; r < rank; ++r) {
+      RankPlace other = comm.layout.place(r);
+      if (!other.idle() &&
+          info_.stages[other.stage].replicaGroups[other.replicaGroup].library == group.library)
+        ++ordinal;
+    }
+    gpuDevice = gpu::startForStage(group.library, group.arch, ordinal);
   }
-  if (std::string why = bindByPlace(comm.layout, rank, worldSize); !why.empty())
-    std::fprintf(stderr, "rank %d: warning: %s\n", rank, why.c_str());
   const RankPlace &place = comm.place;
   if (worldSize > 1) {
     hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;

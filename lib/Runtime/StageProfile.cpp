@@ -58,10 +58,37 @@ int PipelineRank::profileStages() {
                o_.profileRepeats);
   std::set<std::pair<int, int>> done; // (stage, replica group)
   bool first = true;
-  for (int r = 0; r < comm.layout.ranks(); ++r) {
-    const RankPlace place = comm.layout.place(r);
-    if (place.idle() || place.tp != 0 || !done.insert({place.stage, place.replicaGroup}).second)
+  // CPU kinds first: once a GPU driver is started every buffer is managed
+  // memory, which would skew the CPU timings. One process runs one GPU, so
+  // GPU groups of another architecture than the first are not profiled.
+  std::vector<RankPlace> places;
+  for (int gpuPass = 0; gpuPass < 2; ++gpuPass)
+    for (int r = 0; r < comm.layout.ranks(); ++r) {
+      const RankPlace place = comm.layout.place(r);
+      if (place.idle())
+        continue;
+      const std::string &library =
+          info_.stages[place.stage].replicaGroups[place.replicaGroup].library;
+      if ((library == "cuda" || library == "hip") == (gpuPass == 1))
+        places.push_back(place);
+    }
+  std::string profiledGpu;
+  for (const RankPlace &place : places) {
+    if (place.tp != 0 || !done.insert({place.stage, place.replicaGroup}).second)
       continue;
+    const ReplicaGroupInfo &kinds = info_.stages[place.stage].replicaGroups[place.replicaGroup];
+    if (kinds.library == "cuda" || kinds.library == "hip") {
+      std::string target = kinds.library + " " + kinds.arch;
+      if (!profiledGpu.empty() && target != profiledGpu) {
+        std::fprintf(stderr,
+                     "--profile-stages: stage %s on %s (%s) is not profiled: this process "
+                     "runs %s kernels\n",
+                     info_.stages[place.stage].name.c_str(), kinds.group.c_str(), target.c_str(),
+                     profiledGpu.c_str());
+        continue;
+      }
+      profiledGpu = target;
+    }
     if (comm.layout.tensorParallel(place.stage) > 1)
       die("--profile-stages: stage " + info_.stages[place.stage].name +
           " is tensor parallel; profiles time whole devices (tensor_parallel 1) only");
@@ -75,8 +102,7 @@ int PipelineRank::profileStages() {
     batchInputs_.clear();
     dataInput_ = labelInput_ = -1;
     takePlace(place);
-    const ReplicaGroupInfo &kernels = info_.stages[place.stage].replicaGroups[place.replicaGroup];
-    gpu::startForStage(kernels.library, kernels.arch);
+    gpu::startForStage(kinds.library, kinds.arch);
     setUp();
     std::vector<double> forward, backward, update;
     auto timed = [&](const StageFunction &f, Env *batch, bool accumulate) {

@@ -33,6 +33,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -114,7 +115,26 @@ struct BlockReductionsPass : public PassWrapper<BlockReductionsPass, OperationPa
         return std::nullopt;
       (linalg::isReductionIterator(iterator) ? terms : outputs) *= range;
     }
-    if (terms < kMinTerms || outputs > kMaxOutputs)
+    if (terms < kMinTerms || outputs == 0 || outputs > kMaxOutputs)
+      return std::nullopt;
+    // Each block owns one output element: the output's indices are the
+    // parallel loops, each once.
+    AffineMap outputMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    llvm::SmallBitVector seen(op.getNumLoops());
+    for (AffineExpr result : outputMap.getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(result);
+      if (!dim || seen.test(dim.getPosition()) ||
+          linalg::isReductionIterator(op.getIteratorTypesArray()[dim.getPosition()]))
+        return std::nullopt;
+      seen.set(dim.getPosition());
+    }
+    if (int64_t(seen.count()) != int64_t(op.getNumParallelLoops()))
+      return std::nullopt;
+    // linalg.index only at the top level of the body (the clone maps those).
+    bool nestedIndex = false;
+    op->getRegion(0).walk(
+        [&](linalg::IndexOp index) { nestedIndex |= index->getParentOp() != op.getOperation(); });
+    if (nestedIndex)
       return std::nullopt;
     SmallVector<Operation *> combiners;
     if (!matchReduction(op.getRegionOutputArgs(), 0, combiners) || combiners.size() != 1)

@@ -4,8 +4,8 @@
 // (it tiles through shared memory and registers), as oneDNN does on the
 // CPU. Every f32 contraction of the step that is one matrix product or a
 // batch of them -- one each of m, n and k, batch dimensions leading in
-// every operand, every operand a whole contiguous buffer, operands in
-// either order of their two matrix dimensions -- becomes
+// every operand, every operand a whole contiguous buffer, each input in
+// either order of its two matrix dimensions -- becomes
 //
 //   hetrt_cublas_sgemm(batch, transpose_a, transpose_b, m, n, k, a, b, c)
 //
@@ -112,24 +112,20 @@ struct ContractionsToCublasPass
     llvm::sort(batch);
     unsigned m = dims->m.front(), n = dims->n.front(), k = dims->k.front();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    // inferContractionDims takes m from the first input and n from the
+    // second, so a holds (m, k) and b (k, n), each in either order; an
+    // output stored (n, m) stays a generated kernel.
     std::optional<MatrixLayout> a = layoutOf(maps[0], batch, m, k);
     std::optional<MatrixLayout> b = layoutOf(maps[1], batch, k, n);
     std::optional<MatrixLayout> c = layoutOf(maps[2], batch, m, n);
-    bool swapped = false;
-    if (!a || !b) {
-      // The inputs in the other order: b holds m, a holds n.
-      a = layoutOf(maps[1], batch, m, k);
-      b = layoutOf(maps[0], batch, k, n);
-      swapped = true;
-    }
     if (!a || !b || !c || c->transposed)
       return failure();
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t batches = 1;
     for (unsigned d : batch)
       batches *= ranges[d];
-    return SmallVector<int64_t>{batches,   a->transposed, b->transposed, ranges[m],
-                                ranges[n], ranges[k],     swapped};
+    return SmallVector<int64_t>{batches,   a->transposed, b->transposed,
+                                ranges[m], ranges[n],     ranges[k]};
   }
 
   void runOnOperation() override {
@@ -161,9 +157,8 @@ struct ContractionsToCublasPass
       SmallVector<Value> arguments;
       for (int64_t word : ArrayRef<int64_t>(s).take_front(6))
         arguments.push_back(b.create<arith::ConstantIntOp>(loc, word, 64));
-      bool swapped = s[6];
-      Value a = op.getDpsInputOperand(swapped ? 1 : 0)->get();
-      Value bOperand = op.getDpsInputOperand(swapped ? 0 : 1)->get();
+      Value a = op.getDpsInputOperand(0)->get();
+      Value bOperand = op.getDpsInputOperand(1)->get();
       arguments.push_back(bufferAddress(b, loc, a));
       arguments.push_back(bufferAddress(b, loc, bOperand));
       arguments.push_back(bufferAddress(b, loc, op.getDpsInitOperand(0)->get()));

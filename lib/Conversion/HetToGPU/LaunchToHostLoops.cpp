@@ -211,7 +211,7 @@ struct LaunchToHostLoopsPass
                                           ivs[1]),
               block.x),
           ivs[2]);
-      inner.create<memref::StoreOp>(loc, map.lookup(reduce.getValue()), partials, linear);
+      inner.create<memref::StoreOp>(loc, map.lookupOrDefault(reduce.getValue()), partials, linear);
       // Combined in thread order.
       Value zero = loops.create<arith::ConstantIndexOp>(loc, 0);
       Value one = loops.create<arith::ConstantIndexOp>(loc, 1);

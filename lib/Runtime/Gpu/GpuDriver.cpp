@@ -11,14 +11,18 @@ namespace het::rt::gpu {
 
 namespace {
 std::unique_ptr<Driver> started;
+int deviceOrdinal = -1; // set by startForStage; -1: LOCAL_RANK
 } // namespace
 
 void fail(const std::string &message) { het::rt::die(message); }
 
 int localDeviceIndex(int count) {
-  const char *local = std::getenv("LOCAL_RANK");
-  int rank = local && *local ? std::atoi(local) : 0;
-  return count > 0 ? (rank < 0 ? 0 : rank % count) : 0;
+  int ordinal = deviceOrdinal;
+  if (ordinal < 0) {
+    const char *local = std::getenv("LOCAL_RANK");
+    ordinal = local && *local ? std::atoi(local) : 0;
+  }
+  return count > 0 ? (ordinal < 0 ? 0 : ordinal % count) : 0;
 }
 
 Driver &start(Vendor vendor, const std::string &target) {
@@ -42,9 +46,14 @@ std::string startForExecutable() {
          " kernels";
 }
 
-std::string startForStage(const std::string &library, const std::string &arch) {
+std::string startForStage(const std::string &library, const std::string &arch, int ordinal) {
   if (library != "cuda" && library != "hip")
     return "";
+  if (started && started->vendor() != (library == "cuda" ? Vendor::Nvidia : Vendor::Amd))
+    fail("a " + library + " " + arch +
+         " stage in a process already running on another "
+         "vendor's GPU");
+  deviceOrdinal = ordinal;
   std::string target = library + " " + arch;
   Driver &driver = start(library == "cuda" ? Vendor::Nvidia : Vendor::Amd, target);
   return "gpu " + driver.deviceDescription() + ", " + arch + " kernels";

@@ -61,9 +61,12 @@ std::string startForExecutable();
 
 /// For a pipeline rank: when its stage's kernels are `library` "cuda" or
 /// "hip" (the pipeline description's replicas line) for `arch`, starts that
-/// driver and returns a line naming the device; "" for CPU kernels and
-/// kernels emulated on the host. Called before the rank's first buffer.
-std::string startForStage(const std::string &library, const std::string &arch);
+/// driver on device `ordinal` (modulo the devices it shows; -1: LOCAL_RANK)
+/// and returns a line naming the device; "" for CPU kernels and kernels
+/// emulated on the host. Called before the rank's first buffer. A device
+/// of another architecture fails at the first kernel module, naming the
+/// driver call and its error (CUDA_ERROR_NO_BINARY_FOR_GPU).
+std::string startForStage(const std::string &library, const std::string &arch, int ordinal = -1);
 
 } // namespace het::rt::gpu
 
