@@ -245,21 +245,39 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
   return s;
 }
 
-} // namespace
-
-extern "C" void hetrt_cudnn_conv2d(const int64_t *meta, void *const *buffers) {
+/// One convolution call computing `direction`'s result, with the buffers of
+/// hetrt_dnnl_conv2d* (forward: x, w[, bias] -> y; data gradient: dy, w ->
+/// dx; filter gradient: dy, x -> dw).
+void convolve(const int64_t *meta, void *const *buffers, Direction direction) {
   Driver *driver = active();
-  if (!driver)
-    return hetrt_dnnl_conv2d(meta, buffers); // host emulation
+  if (!driver) { // host emulation: the oneDNN kernel of the same convention
+    (direction == Direction::Forward        ? hetrt_dnnl_conv2d
+     : direction == Direction::BackwardData ? hetrt_dnnl_conv2d_grad_input
+                                            : hetrt_dnnl_conv2d_grad_filter)(meta, buffers);
+    return;
+  }
   KernelCall c(meta, buffers);
   Cudnn &library = cudnn(*driver);
-  Site &s = siteOf(*driver, library, meta, c, Direction::Forward, c.operandShape(0),
-                   c.operandShape(1), c.resultShape(0));
+  bool forward = direction == Direction::Forward, data = direction == Direction::BackwardData;
+  // The convolution's input, filter and output shapes, whichever is computed.
+  const std::vector<int64_t> &x = forward ? c.operandShape(0)
+                                  : data  ? c.resultShape(0)
+                                          : c.operandShape(1);
+  const std::vector<int64_t> &w = forward || data ? c.operandShape(1) : c.resultShape(0);
+  const std::vector<int64_t> &y = forward ? c.resultShape(0) : c.operandShape(0);
+  Site &s = siteOf(*driver, library, meta, c, direction, x, w, y);
+  // Each call's two inputs and output, in cuDNN's argument order.
+  Cudnn::Run run = forward ? library.forward : data ? library.backwardData : library.backwardFilter;
+  Descriptor aDesc = forward ? s.x : data ? s.w : s.x, bDesc = forward ? s.w : s.y;
+  Descriptor outDesc = forward ? s.y : data ? s.x : s.w;
+  const float *a = forward ? c.operand(0) : c.operand(1);
+  const float *b = forward ? c.operand(1) : c.operand(0);
   const float zero = 0, one = 1;
-  library.check(library.forward(library.handle, &one, s.x, c.operand(0), s.w, c.operand(1),
-                                s.convolution, s.algorithm, s.workspace, s.workspaceBytes, &zero,
-                                s.y, c.result(0)),
-                "cudnnConvolutionForward");
+  library.check(run(library.handle, &one, aDesc, a, bDesc, b, s.convolution, s.algorithm,
+                    s.workspace, s.workspaceBytes, &zero, outDesc, c.result(0)),
+                forward ? "cudnnConvolutionForward"
+                : data  ? "cudnnConvolutionBackwardData"
+                        : "cudnnConvolutionBackwardFilter");
   if (s.bias)
     library.check(library.addTensor(library.handle, &one, s.bias, c.operand(2), &one, s.y,
                                     c.result(0)),
@@ -267,36 +285,14 @@ extern "C" void hetrt_cudnn_conv2d(const int64_t *meta, void *const *buffers) {
   driver->synchronize(driver->stream());
 }
 
-/// Operands: dy, filter; result: dx.
-extern "C" void hetrt_cudnn_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
-  Driver *driver = active();
-  if (!driver)
-    return hetrt_dnnl_conv2d_grad_input(meta, buffers);
-  KernelCall c(meta, buffers);
-  Cudnn &library = cudnn(*driver);
-  Site &s = siteOf(*driver, library, meta, c, Direction::BackwardData, c.resultShape(0),
-                   c.operandShape(1), c.operandShape(0));
-  const float zero = 0, one = 1;
-  library.check(library.backwardData(library.handle, &one, s.w, c.operand(1), s.y, c.operand(0),
-                                     s.convolution, s.algorithm, s.workspace, s.workspaceBytes,
-                                     &zero, s.x, c.result(0)),
-                "cudnnConvolutionBackwardData");
-  driver->synchronize(driver->stream());
-}
+} // namespace
 
-/// Operands: dy, x; result: dw.
+extern "C" void hetrt_cudnn_conv2d(const int64_t *meta, void *const *buffers) {
+  convolve(meta, buffers, Direction::Forward);
+}
+extern "C" void hetrt_cudnn_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
+  convolve(meta, buffers, Direction::BackwardData);
+}
 extern "C" void hetrt_cudnn_conv2d_grad_filter(const int64_t *meta, void *const *buffers) {
-  Driver *driver = active();
-  if (!driver)
-    return hetrt_dnnl_conv2d_grad_filter(meta, buffers);
-  KernelCall c(meta, buffers);
-  Cudnn &library = cudnn(*driver);
-  Site &s = siteOf(*driver, library, meta, c, Direction::BackwardFilter, c.operandShape(1),
-                   c.resultShape(0), c.operandShape(0));
-  const float zero = 0, one = 1;
-  library.check(library.backwardFilter(library.handle, &one, s.x, c.operand(1), s.y,
-                                       c.operand(0), s.convolution, s.algorithm, s.workspace,
-                                       s.workspaceBytes, &zero, s.w, c.result(0)),
-                "cudnnConvolutionBackwardFilter");
-  driver->synchronize(driver->stream());
+  convolve(meta, buffers, Direction::BackwardFilter);
 }
