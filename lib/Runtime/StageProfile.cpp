@@ -69,7 +69,7 @@ int PipelineRank::profileStages() {
         continue;
       const std::string &library =
           info_.stages[place.stage].replicaGroups[place.replicaGroup].library;
-      if ((library == "cuda" || library == "hip") == (gpuPass == 1))
+      if (gpu::runsOnGpu(library) == (gpuPass == 1))
         places.push_back(place);
     }
   std::string profiledGpu;
@@ -77,7 +77,7 @@ int PipelineRank::profileStages() {
     if (place.tp != 0 || !done.insert({place.stage, place.replicaGroup}).second)
       continue;
     const ReplicaGroupInfo &kinds = info_.stages[place.stage].replicaGroups[place.replicaGroup];
-    if (kinds.library == "cuda" || kinds.library == "hip") {
+    if (gpu::runsOnGpu(kinds.library)) {
       std::string target = kinds.library + " " + kinds.arch;
       if (!profiledGpu.empty() && target != profiledGpu) {
         std::fprintf(stderr,

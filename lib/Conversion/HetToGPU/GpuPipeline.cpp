@@ -58,57 +58,34 @@ void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) 
   pm.addPass(createCanonicalizerPass());
 }
 
-CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
+namespace {
+/// A single training step built for a GPU: every function is the GPU's
+/// (the mapping passes expect the step's loops in the step itself, so no
+/// outlined layers; results stay copies made by kernels; host loops stay as
+/// the mapping left them).
+CpuPipelineOptions gpuStepOptions(const GpuTarget &target) {
   CpuPipelineOptions options;
   options.library = target.kernelLibrary();
-  options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
+  options.outlineLayers = false;
   options.elideOutParamCopies = false;
-  options.threadedLoops = false; // the mapped kernels' loops run one after another
-  options.afterBufferization = [target](OpPassManager &pm) {
-    addGpuMappingPasses(pm, target);
-    pm.addPass(createLaunchToHostLoopsPass());
-    pm.addPass(createCanonicalizerPass());
-  };
+  options.threadedLoops = false;
   return options;
+}
+} // namespace
+
+CpuPipelineOptions mlir::het::gpuEmulationOptions(const GpuTarget &target) {
+  return gpuPipelineOptions(gpuStepOptions(target), {target}, /*emulate=*/true);
 }
 
 void mlir::het::buildHetToGpuBinaryPipeline(OpPassManager &pm, const GpuTarget &target,
                                             bool serialize) {
-  CpuPipelineOptions front;
-  // Every op as linalg (kernels cannot call the host), but for the vendor
-  // libraries' calls between kernels.
-  front.library = target.kernelLibrary();
-  // The mapping passes (WrapHostLoops in particular) expect the step's
-  // loops in the step itself; outlined layers are a CPU-only step so far.
-  front.outlineLayers = false;
-  front.elideOutParamCopies = false;
-  buildHetToBuffersPipeline(pm, front);
+  buildHetToBuffersPipeline(pm, gpuStepOptions(target));
   addGpuMappingPasses(pm, target);
   addGpuKernelPasses(pm, {target}, serialize);
 }
 
 CpuPipelineOptions mlir::het::gpuExecutableOptions(const GpuTarget &target) {
-  CpuPipelineOptions options;
-  options.library = target.kernelLibrary();
-  options.outlineLayers = false; // see buildHetToGpuBinaryPipeline
-  // Kernels are mapped after deallocation; a buffer freed at its last host
-  // use could still be read by a launch in flight.
-  options.freeAtLastUse = false;
-  options.elideOutParamCopies = false; // the runtime's output buffers are host memory
-  options.threadedLoops = false;       // host loops stay as the GPU mapping left them
-  // Every buffer the host code allocates must be usable by the kernels:
-  // libhetrt's _mlir_memref_to_llvm_alloc gives managed memory.
-  options.genericAllocation = true;
-  options.afterDeallocation = [target](OpPassManager &pm) {
-    addGpuMappingPasses(pm, target);
-    addGpuKernelPasses(pm, {target}, /*serialize=*/true);
-  };
-  // gpu.launch_func to the mgpu* calls libhetrt implements (module loaded
-  // once, kernels looked up once: lib/Runtime/Gpu/MgpuEntryPoints.cpp).
-  options.beforeFinalization = [](OpPassManager &pm) {
-    pm.addPass(createGpuToLLVMConversionPass());
-  };
-  return options;
+  return gpuPipelineOptions(gpuStepOptions(target), {target}, /*emulate=*/false);
 }
 
 void mlir::het::addGpuKernelPasses(OpPassManager &pm, ArrayRef<GpuTarget> targets, bool serialize) {
@@ -166,9 +143,13 @@ CpuPipelineOptions mlir::het::gpuPipelineOptions(CpuPipelineOptions options,
     };
     return options;
   }
-  // As gpuExecutableOptions, for the whole module: a CPU stage's buffers
-  // come from libhetrt too (host memory on its ranks, which start no
-  // driver) and are freed by the ownership-based deallocation.
+  // For the whole module (a pipeline's CPU stages too: their buffers come
+  // from libhetrt, host memory on ranks that start no driver). Kernels are
+  // mapped after deallocation, which knows no GPU launch, and a buffer freed
+  // at its last host use could still be read by a launch in flight: the
+  // ownership-based deallocation. Every buffer the host code allocates must
+  // be usable by the kernels: libhetrt's _mlir_memref_to_llvm_alloc gives
+  // managed memory.
   options.freeAtLastUse = false;
   options.genericAllocation = true;
   std::vector<GpuTarget> all(targets.begin(), targets.end());
@@ -176,6 +157,8 @@ CpuPipelineOptions mlir::het::gpuPipelineOptions(CpuPipelineOptions options,
     addGpuMappingPasses(pm, mapping);
     addGpuKernelPasses(pm, all, /*serialize=*/true);
   };
+  // gpu.launch_func to the mgpu* calls libhetrt implements (module loaded
+  // once, kernels looked up once: lib/Runtime/Gpu/MgpuEntryPoints.cpp).
   options.beforeFinalization = [](OpPassManager &pm) {
     pm.addPass(createGpuToLLVMConversionPass());
   };

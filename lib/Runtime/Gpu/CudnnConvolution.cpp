@@ -30,6 +30,7 @@
 #include "../KernelCall.h"
 #include "GpuDriverImpl.h"
 
+#include <array>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <map>
@@ -159,6 +160,21 @@ struct Site {
   size_t workspaceBytes = 0;
 };
 
+/// A call's two inputs and its output, in the order of cuDNN's arguments
+/// (its algorithm queries take the same): forward x, w -> y; data gradient
+/// w, dy -> dx; filter gradient x, dy -> dw.
+std::array<Descriptor, 3> callDescriptors(const Site &s, Direction direction) {
+  switch (direction) {
+  case Direction::Forward:
+    return {s.x, s.w, s.y};
+  case Direction::BackwardData:
+    return {s.w, s.y, s.x};
+  case Direction::BackwardFilter:
+    return {s.x, s.y, s.w};
+  }
+  return {};
+}
+
 Descriptor tensor(Cudnn &library, const std::vector<int64_t> &shape) {
   Descriptor d = nullptr;
   library.check(library.createTensor(&d), "cudnnCreateTensorDescriptor");
@@ -208,15 +224,7 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
                           : direction == Direction::BackwardData
                               ? "cudnnGetConvolutionBackwardDataAlgorithm_v7"
                               : "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
-  Descriptor a = direction == Direction::Forward        ? s.x
-                 : direction == Direction::BackwardData ? s.w
-                                                        : s.x;
-  Descriptor b = direction == Direction::Forward        ? s.w
-                 : direction == Direction::BackwardData ? s.y
-                                                        : s.y;
-  Descriptor out = direction == Direction::Forward        ? s.y
-                   : direction == Direction::BackwardData ? s.x
-                                                          : s.w;
+  auto [a, b, out] = callDescriptors(s, direction);
   AlgorithmPerformance found[16];
   int count = 0;
   library.check(query(library.handle, a, b, s.convolution, out, 16, &count, found), queryName);
@@ -268,8 +276,7 @@ void convolve(const int64_t *meta, void *const *buffers, Direction direction) {
   Site &s = siteOf(*driver, library, meta, c, direction, x, w, y);
   // Each call's two inputs and output, in cuDNN's argument order.
   Cudnn::Run run = forward ? library.forward : data ? library.backwardData : library.backwardFilter;
-  Descriptor aDesc = forward ? s.x : data ? s.w : s.x, bDesc = forward ? s.w : s.y;
-  Descriptor outDesc = forward ? s.y : data ? s.x : s.w;
+  auto [aDesc, bDesc, outDesc] = callDescriptors(s, direction);
   const float *a = forward ? c.operand(0) : c.operand(1);
   const float *b = forward ? c.operand(1) : c.operand(0);
   const float zero = 0, one = 1;

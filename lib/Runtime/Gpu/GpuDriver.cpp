@@ -46,8 +46,10 @@ std::string startForExecutable() {
          " kernels";
 }
 
+bool runsOnGpu(const std::string &library) { return library == "cuda" || library == "hip"; }
+
 std::string startForStage(const std::string &library, const std::string &arch, int ordinal) {
-  if (library != "cuda" && library != "hip")
+  if (!runsOnGpu(library))
     return "";
   if (started && started->vendor() != (library == "cuda" ? Vendor::Nvidia : Vendor::Amd))
     fail("a " + library + " " + arch +

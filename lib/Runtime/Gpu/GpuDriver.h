@@ -59,6 +59,10 @@ Driver *active();
 /// before the first buffer is allocated.
 std::string startForExecutable();
 
+/// Whether a pipeline stage's kernels `library` (its replicas line) run on a
+/// GPU: "cuda" or "hip" (not the -emulated ones, nor CPU libraries).
+bool runsOnGpu(const std::string &library);
+
 /// For a pipeline rank: when its stage's kernels are `library` "cuda" or
 /// "hip" (the pipeline description's replicas line) for `arch`, starts that
 /// driver on device `ordinal` (modulo the devices it shows; -1: LOCAL_RANK)
