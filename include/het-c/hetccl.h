@@ -74,7 +74,11 @@ typedef enum {
    * boards (every rank on one host, the message within HETCCL_ONESHOT_BYTES);
    * where that does not hold, and for other collectives, what auto picks. */
   hetcclAlgoOneShot = 6,
-  hetcclNumAlgos = 7
+  /* All-reduce only: reduce-scatter and all-gather through the peers' shm
+   * boards in board-sized chunks (every rank on one host, any size); where
+   * that does not hold, and for other collectives, what auto picks. */
+  hetcclAlgoTwoShot = 7,
+  hetcclNumAlgos = 8
 } hetcclAlgo_t;
 
 typedef enum {
@@ -210,7 +214,7 @@ hetcclResult_t hetcclCommPickAlgorithm(hetcclComm_t comm, size_t bytes, hetcclAl
 hetcclResult_t hetcclCommTuningKey(hetcclComm_t comm, char* key, size_t capacity);
 
 const char* hetcclAlgoName(hetcclAlgo_t algo);
-/* Parses "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot", "auto". */
+/* Parses "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot", "twoshot", "auto". */
 hetcclResult_t hetcclAlgoFromName(const char* name, hetcclAlgo_t* algo);
 
 /* Collectives. Counts are in elements; in-place when sendbuff == recvbuff

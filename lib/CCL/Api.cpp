@@ -136,6 +136,11 @@ void hostAllReduce(hetcclComm* c, const void* send, void* recv, size_t count, he
     if (op == hetcclAvg) finalizeAvg(buf, count, dt, c->nranks);
     return;
   }
+  if (!compressed && a == hetcclAlgoTwoShot) {
+    twoShotAllReduce(c, static_cast<const char*>(send), buf, count, e);
+    if (op == hetcclAvg) finalizeAvg(buf, count, dt, c->nranks);
+    return;
+  }
   if (send != recv) memmove(recv, send, bytes);
   if (compressed) {
     if (z == hetcclCompressTopK)
@@ -526,7 +531,7 @@ hetcclResult_t hetcclCommTuningKey(hetcclComm_t c, char* key, size_t capacity) {
 }
 
 const char* hetcclAlgoName(hetcclAlgo_t a) {
-  static const char* names[] = {"auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot"};
+  static const char* names[] = {"auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot", "twoshot"};
   return a >= 0 && a < hetcclNumAlgos ? names[a] : "invalid";
 }
 
@@ -542,7 +547,7 @@ hetcclResult_t hetcclAlgoFromName(const char* name, hetcclAlgo_t* algo) {
     return hetcclSuccess;
   }
   return record(hetcclInvalidArgument, std::string("unknown algorithm '") + name +
-                                           "' (ring|tree|halving_doubling|hierarchical|ps|auto)");
+                                           "' (ring|tree|halving_doubling|hierarchical|ps|oneshot|twoshot|auto)");
 }
 
 hetcclResult_t hetcclAllReduce(const void* send, void* recv, size_t count, hetcclDataType_t dt, hetcclRedOp_t op,

@@ -60,7 +60,8 @@ static void resolveConfig(hetcclComm* c, const hetcclConfig_t* cfg) {
   std::string envAlgo = envStr("HETCCL_ALGO");
   if (c->algo == hetcclAlgoAuto && !envAlgo.empty()) {
     if (hetcclAlgoFromName(envAlgo.c_str(), &c->algo) != hetcclSuccess)
-      fail(hetcclInvalidArgument, "HETCCL_ALGO='" + envAlgo + "' is not ring|tree|halving_doubling|hierarchical|ps|oneshot|auto");
+      fail(hetcclInvalidArgument,
+           "HETCCL_ALGO='" + envAlgo + "' is not ring|tree|halving_doubling|hierarchical|ps|oneshot|twoshot|auto");
   }
   c->topkRatio = cfg->topkRatio > 0 ? cfg->topkRatio : 0.01;
   c->compression = cfg->compression;
@@ -131,32 +132,40 @@ static void setupShm(hetcclComm* c, const IdData& id, Rendezvous& rv, const std:
                      const Deadline& dl) {
   uint64_t ring = uint64_t(envInt("HETCCL_SHM_BYTES", 4 << 20));
   if (ring < 4096 || ring % 16 != 0) fail(hetcclInvalidArgument, "HETCCL_SHM_BYTES must be a multiple of 16, >= 4096");
-  // The board of the one-shot all-reduce; every local rank must agree, as
-  // for the ring size (a mismatch is a clear error when segments open).
-  int64_t board = envInt("HETCCL_ONESHOT_BYTES", -1);
-  if (board < -1 || board > (16 << 20))
-    fail(hetcclInvalidArgument, "HETCCL_ONESHOT_BYTES must be between 0 (off) and 16 MiB");
+  // The board of the one-shot and two-shot all-reduces and the one-shot
+  // limit; every local rank must agree, as for the ring size (a mismatch is
+  // a clear error when segments open, naming the variable).
+  int64_t board = envInt("HETCCL_BOARD_BYTES", -1);
+  if (board < -1 || board > (64 << 20))
+    fail(hetcclInvalidArgument, "HETCCL_BOARD_BYTES must be between 0 (no board) and 64 MiB");
+  int64_t oneShot = envInt("HETCCL_ONESHOT_BYTES", -1);
+  if (oneShot < -1 || oneShot > (64 << 20))
+    fail(hetcclInvalidArgument, "HETCCL_ONESHOT_BYTES must be between 0 (off) and 64 MiB");
+  if (board >= 0 && oneShot > board)
+    fail(hetcclInvalidArgument, "HETCCL_ONESHOT_BYTES (" + std::to_string(oneShot) +
+                                    ") is larger than the board that holds its messages, HETCCL_BOARD_BYTES (" +
+                                    std::to_string(board) + ")");
+  if (board < 0) board = std::max<int64_t>(kDefaultBoardBytes, oneShot);
+  if (oneShot < 0) oneShot = c->nranks == 2 ? kDefaultOneShotBytesTwoRanks : kDefaultOneShotBytes;
   // Only when every rank is on this host (then every local rank sees the
   // same, so the segments agree); else no board at all.
   bool allLocal = local.size() == size_t(c->nranks);
-  c->oneShotBytes = allLocal ? uint64_t(board >= 0 ? board : kDefaultOneShotBytes) : 0;
-  c->oneShotLimit = !allLocal ? 0
-                    : board >= 0 ? uint64_t(board)
-                    : c->nranks == 2 ? uint64_t(kDefaultOneShotBytesTwoRanks)
-                                     : uint64_t(kDefaultOneShotBytes);
+  c->boardBytes = allLocal ? uint64_t(board) : 0;
+  c->oneShotLimit = allLocal ? std::min(uint64_t(oneShot), c->boardBytes) : 0;
   uint32_t nslots = uint32_t(local.size());
   auto localIdx = [&](int r) {
     for (size_t i = 0; i < local.size(); ++i)
       if (local[i] == r) return uint32_t(i);
     return uint32_t(0);
   };
-  c->shm.push_back(ShmSegment::create(shmName(id.jobId, c->rank), c->rank, nslots, ring, c->oneShotBytes));
+  c->shm.push_back(
+      ShmSegment::create(shmName(id.jobId, c->rank), c->rank, nslots, ring, c->boardBytes, c->oneShotLimit));
   rv.barrier(dl); // every segment exists
   std::vector<ShmSegment*> segOf(c->nranks, nullptr);
   segOf[c->rank] = c->shm[0].get();
   for (int r : local) {
     if (r == c->rank) continue;
-    c->shm.push_back(ShmSegment::open(shmName(id.jobId, r), nslots, ring, c->oneShotBytes));
+    c->shm.push_back(ShmSegment::open(shmName(id.jobId, r), nslots, ring, c->boardBytes, c->oneShotLimit));
     segOf[r] = c->shm.back().get();
   }
   c->segOfRank = segOf;

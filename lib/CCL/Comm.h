@@ -35,13 +35,14 @@ struct hetcclComm {
   std::vector<std::unique_ptr<hetccl::ShmSegment>> shm; // [0] is ours
   std::vector<hetccl::ShmSegment*> segOfRank;           // null for ranks not on this host
 
-  // The one-shot all-reduce (Algorithms/OneShot.cpp): the board's bytes per
-  // slot (HETCCL_ONESHOT_BYTES; 0 = off, and always 0 unless every rank is
-  // on this host), the largest all-reduce that uses it, and how many calls
-  // did.
-  uint64_t oneShotBytes = 0;
+  // The board of the one-shot and two-shot all-reduces (Transport/ShmBoard.h):
+  // its bytes per slot (HETCCL_BOARD_BYTES; 0 = none, and always 0 unless
+  // every rank is on this host), the largest all-reduce `auto` runs one-shot
+  // (HETCCL_ONESHOT_BYTES, at most the board), and how many board calls
+  // (one-shot calls and two-shot chunks) this rank has made.
+  uint64_t boardBytes = 0;
   uint64_t oneShotLimit = 0;
-  uint64_t oneShotCalls = 0;
+  uint64_t boardCalls = 0;
 
   // The tuning database's all-reduce choices for this communicator: (largest
   // size in bytes served, algorithm), ascending (Algorithms/Tuned.cpp); empty

@@ -62,6 +62,7 @@ TEST(OneShot, MismatchedCountsFailEveryRankNamingTheBytes) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
     hetcclComm_t comm = initRank(rank, n, id, 30000);
     RCHECK(comm, "init");
+    RCALL(hetcclCommSetAlgorithm(comm, hetcclAlgoOneShot)); // two ranks' auto is two-shot
     std::vector<float> buf(12, 1.0f);
     size_t count = rank == 0 ? 10 : 12;
     hetcclResult_t res = hetcclAllReduce(buf.data(), buf.data(), count, hetcclFloat32, hetcclSum, comm);
@@ -98,7 +99,7 @@ TEST(OneShot, SigkilledPeerEndsTheWaitWithAnError) {
   EXPECT_EQ(r[2].signal, SIGKILL);
 }
 
-TEST(OneShot, BoardSizesThatDifferAcrossRanksAreAClearError) {
+TEST(OneShot, LimitsThatDifferAcrossRanksAreAClearError) {
   auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
     if (rank == 1) setenv("HETCCL_ONESHOT_BYTES", "4096", 1);
     hetcclConfig_t cfg = HETCCL_CONFIG_INITIALIZER;

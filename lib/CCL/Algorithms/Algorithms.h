@@ -61,6 +61,15 @@ bool oneShotApplies(const hetcclComm* c, size_t bytes);
 // input into recv first.
 void oneShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e);
 
+// Algorithms/TwoShot.cpp (reduce-scatter + all-gather through the boards,
+// every rank on one host, any size in board-sized chunks)
+bool twoShotApplies(const hetcclComm* c);
+// Whether `auto` runs it (above the one-shot limit): with three or more
+// ranks always; with two below and above the ring's sizes (ShmBoard.h).
+bool twoShotWins(const hetcclComm* c, size_t bytes);
+// Reads `send` and writes `recv` (the same buffer in place).
+void twoShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e);
+
 // Algorithms/Hierarchical.cpp (groups by host and device kind)
 void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
 
@@ -70,8 +79,9 @@ void loadTunedAllReduce(hetcclComm* c, Rendezvous& rv, const Deadline& dl);
 // This communicator's all-reduce key in the database, up to the size.
 std::string tuningKey(const hetcclComm* c);
 // The algorithm an all-reduce of `bytes` runs: the set one; for auto the
-// tuned choice, else one-shot below its crossover, else the cost table
-// (oneshot where the board cannot hold the message: auto's choice).
+// tuned choice, else (every rank on this host) one-shot up to its limit and
+// two-shot above, else the cost table (oneshot where the board cannot hold
+// the message and twoshot without a board: auto's choice).
 hetcclAlgo_t allReduceAlgorithm(const hetcclComm* c, size_t bytes);
 
 // Algorithms/Select.cpp: the cost table behind `auto`.

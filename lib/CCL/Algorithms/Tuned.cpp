@@ -96,10 +96,14 @@ hetcclAlgo_t allReduceAlgorithm(const hetcclComm* c, size_t bytes) {
         a = algo;
         break;
       }
-  if (a == hetcclAlgoOneShot && (bytes == 0 || bytes > c->oneShotBytes)) a = hetcclAlgoAuto; // board too small
+  if (a == hetcclAlgoOneShot && (bytes == 0 || bytes > c->boardBytes)) a = hetcclAlgoAuto; // board too small
+  if (a == hetcclAlgoTwoShot && (bytes == 0 || !twoShotApplies(c))) a = hetcclAlgoAuto;    // no board
   // With one (host, kind) group the hierarchical algorithm is the ring.
   if (a == hetcclAlgoHierarchical && c->groups.size() < 2) a = hetcclAlgoRing;
-  if (a == hetcclAlgoAuto) a = oneShotApplies(c, bytes) ? hetcclAlgoOneShot : pickAllReduce(c, bytes);
+  if (a == hetcclAlgoAuto)
+    a = oneShotApplies(c, bytes)   ? hetcclAlgoOneShot
+        : twoShotWins(c, bytes) ? hetcclAlgoTwoShot
+                                : pickAllReduce(c, bytes);
   return a;
 }
 

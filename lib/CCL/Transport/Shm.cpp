@@ -35,7 +35,7 @@ static size_t segBytes(uint32_t nslots, uint64_t ringBytes, uint64_t boardBytes)
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int ownerRank, uint32_t nslots,
-                                               uint64_t ringBytes, uint64_t boardBytes) {
+                                               uint64_t ringBytes, uint64_t boardBytes, uint64_t oneShotLimit) {
   std::unique_ptr<ShmSegment> s(new ShmSegment);
   s->name_ = name;
   s->size_ = segBytes(nslots, ringBytes, boardBytes);
@@ -65,6 +65,7 @@ std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int owne
   h->nslots = nslots;
   h->ringBytes = ringBytes;
   h->boardBytes = boardBytes;
+  h->oneShotLimit = oneShotLimit;
   for (uint32_t i = 0; i < nslots; ++i) new (s->slot(i)) ShmLink::Ring{{0}, {0}};
   if (boardBytes) initBoard(s->board());
   std::atomic_thread_fence(std::memory_order_release);
@@ -73,7 +74,7 @@ std::unique_ptr<ShmSegment> ShmSegment::create(const std::string& name, int owne
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, uint32_t nslots, uint64_t ringBytes,
-                                             uint64_t boardBytes) {
+                                             uint64_t boardBytes, uint64_t oneShotLimit) {
   std::unique_ptr<ShmSegment> s(new ShmSegment);
   s->name_ = name;
   s->size_ = segBytes(nslots, ringBytes, boardBytes);
@@ -83,7 +84,7 @@ std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, uint32_t n
   if (fstat(fd, &st) != 0 || size_t(st.st_size) != s->size_) {
     close(fd);
     fail(hetcclRemoteError,
-         "shm segment " + name + " has the wrong size (mismatched HETCCL_SHM_BYTES or HETCCL_ONESHOT_BYTES?)");
+         "shm segment " + name + " has the wrong size (mismatched HETCCL_SHM_BYTES or HETCCL_BOARD_BYTES?)");
   }
   s->base_ = mmap(nullptr, s->size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
@@ -94,6 +95,10 @@ std::unique_ptr<ShmSegment> ShmSegment::open(const std::string& name, uint32_t n
   if (s->header()->magic != kSegMagic || s->header()->nslots != nslots || s->header()->ringBytes != ringBytes ||
       s->header()->boardBytes != boardBytes)
     fail(hetcclRemoteError, "shm segment " + name + " is not a hetccl segment of this job");
+  if (s->header()->oneShotLimit != oneShotLimit)
+    fail(hetcclInvalidArgument, "rank " + std::to_string(s->header()->ownerRank) + " runs all-reduces one-shot up to " +
+                                    std::to_string(s->header()->oneShotLimit) + " bytes, this rank up to " +
+                                    std::to_string(oneShotLimit) + " (mismatched HETCCL_ONESHOT_BYTES?)");
   return s;
 }
 

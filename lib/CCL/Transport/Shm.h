@@ -5,9 +5,9 @@
 // a byte is copied once in and once out, and a reduction can read straight
 // from the ring.
 //
-// After the rings, a segment holds the owner's small-message board
-// (ShmBoard.h): where the one-shot all-reduce publishes this rank's input
-// for the peers to read in place.
+// After the rings, a segment holds the owner's board (ShmBoard.h): where
+// the one-shot and two-shot all-reduces publish this rank's input for the
+// peers to read in place.
 //
 // A segment also carries an error word: a rank that fails writes its rank
 // into the error word of every local peer, so their waits end at once
@@ -34,17 +34,19 @@ struct ShmSegHeader {
   int32_t ownerRank;
   uint32_t nslots;
   uint64_t ringBytes;
-  uint64_t boardBytes; // data bytes per board slot (0: no board)
+  uint64_t boardBytes;   // data bytes per board slot (0: no board)
+  uint64_t oneShotLimit; // the owner's one-shot limit: every local rank must use the same
 };
 
 class ShmSegment {
 public:
   // Creates (owner) or opens a segment of `nslots` rings of ringBytes each
-  // and a board of two slots of boardBytes each.
-  static std::unique_ptr<ShmSegment> create(const std::string& name, int ownerRank, uint32_t nslots,
-                                            uint64_t ringBytes, uint64_t boardBytes);
+  // and a board of two slots of boardBytes each; open() checks that the
+  // owner uses the same sizes and one-shot limit.
+  static std::unique_ptr<ShmSegment> create(const std::string& name, int ownerRank, uint32_t nslots, uint64_t ringBytes,
+                                            uint64_t boardBytes, uint64_t oneShotLimit);
   static std::unique_ptr<ShmSegment> open(const std::string& name, uint32_t nslots, uint64_t ringBytes,
-                                          uint64_t boardBytes);
+                                          uint64_t boardBytes, uint64_t oneShotLimit);
   ~ShmSegment();
   void unlink(); // remove the name; mappings stay valid
   ShmSegHeader* header() const { return static_cast<ShmSegHeader*>(base_); }

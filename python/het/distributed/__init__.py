@@ -39,7 +39,7 @@ from ..errors import HetError
 _REPO = Path(__file__).resolve().parents[3]
 
 BACKEND = "hetccl"
-ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot")
+ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "hierarchical", "ps", "oneshot", "twoshot")
 COMPRESSIONS = ("none", "fp16", "bf16", "int8", "topk")
 
 

@@ -15,8 +15,9 @@ namespace {
 hetcclAlgo_t algorithmNamed(const std::string& name) {
   hetcclAlgo_t algo;
   if (hetcclAlgoFromName(name.c_str(), &algo) != hetcclSuccess)
-    throw py::value_error("hetccl: unknown algorithm '" + name +
-                          "' (auto, ring, tree, halving_doubling, hierarchical, ps, oneshot)");
+    throw py::value_error(
+        "hetccl: unknown algorithm '" + name +
+        "' (auto, ring, tree, halving_doubling, hierarchical, ps, oneshot, twoshot)");
   return algo;
 }
 
