@@ -50,11 +50,9 @@ void check(hetcclResult_t result, hetcclComm_t comm, const char *what) {
 }
 
 /// One rank's part; rank 0 returns the result text for the parent.
-std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
-  hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
-  config.timeoutMs = o.timeoutMs;
-  hetcclComm_t comm = nullptr;
-  check(hetcclCommInitRank(&comm, o.ranks, id, rank, &config), nullptr, "init");
+/// One rank's part of the sweep over `comm`; every rank returns the same
+/// text (the times are the slowest rank's).
+std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
   char key[256];
   check(hetcclCommTuningKey(comm, key, sizeof key), comm, "tuning key");
   std::vector<hetcclAlgo_t> candidates = o.candidates;
@@ -125,8 +123,53 @@ std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
       out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << " " << int(c.ran)
           << "\n";
   }
-  hetcclCommDestroy(comm);
   return out.str();
+}
+
+/// One forked rank: its own communicator, destroyed at the end.
+std::string runRank(const SweepOptions &o, const hetcclUniqueId &id, int rank) {
+  hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = o.timeoutMs;
+  hetcclComm_t comm = nullptr;
+  check(hetcclCommInitRank(&comm, o.ranks, id, rank, &config), nullptr, "init");
+  std::string text = sweepOnComm(o, comm, rank);
+  hetcclCommDestroy(comm);
+  return text;
+}
+
+void checkOptions(const SweepOptions &o) {
+  if (o.sizes.empty() || o.rounds < 1)
+    throw std::runtime_error("a collective sweep needs sizes and at least one round");
+}
+
+SweepResult parseSweep(const std::string &text, size_t expectedSizes) {
+  SweepResult result;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    if (word == "key") {
+      in >> std::ws;
+      std::getline(in, result.key);
+    } else if (word == "size") {
+      SizeResult size;
+      in >> size.bytes >> size.iterations;
+      result.sizes.push_back(size);
+    } else if (word == "candidate" && !result.sizes.empty()) {
+      int algo, ran;
+      CandidateTime c;
+      in >> algo >> c.seconds >> c.rounds >> ran;
+      c.algo = hetcclAlgo_t(algo);
+      c.ran = hetcclAlgo_t(ran);
+      result.sizes.back().candidates.push_back(c);
+    } else {
+      throw std::runtime_error("internal error: unreadable sweep output near '" + word + "'");
+    }
+  }
+  if (result.sizes.size() != expectedSizes)
+    throw std::runtime_error("internal error: the sweep reported " +
+                             std::to_string(result.sizes.size()) + " sizes of " +
+                             std::to_string(expectedSizes));
+  return result;
 }
 
 } // namespace
@@ -155,40 +198,51 @@ SweepResult sweepAllReduce(const SweepOptions &o) {
   if (o.ranks < 2)
     throw std::runtime_error("a collective sweep needs at least 2 ranks, got " +
                              std::to_string(o.ranks));
-  if (o.sizes.empty() || o.rounds < 1)
-    throw std::runtime_error("a collective sweep needs sizes and at least one round");
+  checkOptions(o);
   std::string text = runForkedRanks(o.ranks, "collective sweep",
                                     [&](const hetcclUniqueId &id, int rank) {
                                       return runRank(o, id, rank);
                                     });
+  return parseSweep(text, o.sizes.size());
+}
 
-  SweepResult result;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    if (word == "key") {
-      in >> std::ws;
-      std::getline(in, result.key);
-    } else if (word == "size") {
-      SizeResult size;
-      in >> size.bytes >> size.iterations;
-      result.sizes.push_back(size);
-    } else if (word == "candidate" && !result.sizes.empty()) {
-      int algo, ran;
-      CandidateTime c;
-      in >> algo >> c.seconds >> c.rounds >> ran;
-      c.algo = hetcclAlgo_t(algo);
-      c.ran = hetcclAlgo_t(ran);
-      result.sizes.back().candidates.push_back(c);
-    } else {
-      throw std::runtime_error("internal error: unreadable sweep output near '" + word + "'");
-    }
+LaunchedSweepRank::LaunchedSweepRank(int64_t timeoutMs) {
+  hetcclConfig_t config = HETCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = timeoutMs;
+  hetcclComm_t comm = nullptr;
+  if (hetcclCommInitFromEnv(&comm, &config) != hetcclSuccess)
+    throw std::runtime_error(std::string("cannot join the launched job: ") +
+                             hetcclGetLastError(nullptr));
+  comm_ = comm;
+  try {
+    check(hetcclCommUserRank(comm, &rank_), comm, "rank");
+    check(hetcclCommCount(comm, &ranks_), comm, "rank count");
+  } catch (const RankFailure &e) {
+    hetcclCommDestroy(comm);
+    throw std::runtime_error(e.what());
   }
-  if (result.sizes.size() != o.sizes.size())
-    throw std::runtime_error("internal error: the sweep reported " +
-                             std::to_string(result.sizes.size()) + " sizes of " +
-                             std::to_string(o.sizes.size()));
-  return result;
+}
+
+LaunchedSweepRank::~LaunchedSweepRank() { hetcclCommDestroy(comm_); }
+
+bool LaunchedSweepRank::allReady(bool ready) {
+  int32_t mine = ready ? 1 : 0, all = 0;
+  if (hetcclAllReduce(&mine, &all, 1, hetcclInt32, hetcclMin, comm_) != hetcclSuccess)
+    throw std::runtime_error(std::string("collective sweep, rank ") + std::to_string(rank_) + ": " +
+                             hetcclGetLastError(comm_));
+  return all == 1;
+}
+
+SweepResult LaunchedSweepRank::sweep(const SweepOptions &o) {
+  checkOptions(o);
+  if (ranks_ < 2)
+    throw std::runtime_error("a collective sweep needs at least 2 ranks; the launched job has " +
+                             std::to_string(ranks_));
+  try {
+    return parseSweep(sweepOnComm(o, comm_, rank_), o.sizes.size());
+  } catch (const RankFailure &e) {
+    throw std::runtime_error("collective sweep, rank " + std::to_string(rank_) + ": " + e.what());
+  }
 }
 
 std::string sweepDetails(const SizeResult &size, int rounds) {

@@ -68,27 +68,54 @@ double busGBs(uint64_t bytes, int ranks, double seconds) {
   return seconds > 0 ? 2.0 * (ranks - 1) / ranks * double(bytes) / seconds / 1e9 : 0;
 }
 
-int collectives(int ranks, const std::string &dbPath, const std::vector<std::string> &sizeTexts,
-                int rounds, bool checkOnly, int waitMs) {
+int collectives(int ranks, bool launched, const std::string &dbPath,
+                const std::vector<std::string> &sizeTexts, int rounds, bool checkOnly, int waitMs) {
   SweepOptions options;
   options.ranks = ranks;
   options.rounds = rounds;
   for (const std::string &text : sizeTexts)
     options.sizes.push_back(parseSize(text));
-  std::unique_ptr<TuningDatabase> db;
-  if (checkOnly) {
-    // The ranks' hetccl reads the database itself, as a job's would.
-    db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadOnly, waitMs);
+  // The ranks' hetccl reads the database itself in a check, as a job's
+  // would (rank 0 reads it at init); a sweep measures the algorithms, not
+  // a previous table.
+  if (checkOnly)
     setenv("HETCCL_TUNING_DB", dbPath.c_str(), 1);
-    options.includeAuto = true;
-  } else {
-    db = TuningDatabase::open(dbPath, TuningDatabase::Mode::ReadWrite, waitMs);
-    unsetenv("HETCCL_TUNING_DB"); // measure the algorithms, not a previous table
+  else
+    unsetenv("HETCCL_TUNING_DB");
+  options.includeAuto = checkOnly;
+  // Launched: this process is one rank of a job (on any host); rank 0
+  // reports and writes, the database need exist on its host only.
+  std::unique_ptr<LaunchedSweepRank> launchedRank;
+  if (launched) {
+    launchedRank = std::make_unique<LaunchedSweepRank>(options.timeoutMs);
+    ranks = launchedRank->ranks();
   }
-  std::printf("all-reduce, f32 sum, %d local ranks, %d rounds; time per call (best round, "
+  const bool reports = !launchedRank || launchedRank->rank() == 0;
+  std::unique_ptr<TuningDatabase> db;
+  std::string dbError;
+  try {
+    if (reports)
+      db = TuningDatabase::open(
+          dbPath, checkOnly ? TuningDatabase::Mode::ReadOnly : TuningDatabase::Mode::ReadWrite,
+          waitMs);
+  } catch (const std::exception &e) {
+    dbError = e.what();
+  }
+  if (launchedRank && !launchedRank->allReady(dbError.empty()) && dbError.empty())
+    dbError = "rank 0 cannot use the tuning database; nothing was measured";
+  if (!dbError.empty())
+    throw std::runtime_error(dbError);
+  SweepResult result;
+  if (launchedRank) {
+    result = launchedRank->sweep(options);
+    if (!reports)
+      return 0;
+  }
+  std::printf("all-reduce, f32 sum, %d %s ranks, %d rounds; time per call (best round, "
               "slowest rank) and busbw\n",
-              ranks, rounds);
-  SweepResult result = sweepAllReduce(options);
+              ranks, launchedRank ? "launched" : "local", rounds);
+  if (!launchedRank)
+    result = sweepAllReduce(options);
   std::printf("%s<size>  on %s, het %s\n", result.key.c_str(), hostIdentity().c_str(),
               hetVersion().c_str());
   bool allWithin = true;
@@ -200,11 +227,18 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(0, 600000));
 
   auto *coll = app.add_subcommand("collectives", "time every all-reduce algorithm at each size "
-                                                 "on local ranks; record the fastest");
+                                                 "on local ranks (or the ranks of a launched "
+                                                 "job); record the fastest");
   int ranks = 2, rounds = 5;
-  bool check = false;
+  bool check = false, launched = false;
   std::vector<std::string> sizes = {"4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M"};
-  coll->add_option("-n,--np", ranks, "local ranks (default 2; -np N works too)")->check(CLI::Range(2, 64));
+  auto *npOption = coll->add_option("-n,--np", ranks, "local ranks (default 2; -np N works too)")
+                       ->check(CLI::Range(2, 64));
+  coll->add_flag("--launched", launched,
+                 "this process is one rank of a job started by a launcher "
+                 "(het-run, mpirun, srun: RANK, WORLD_SIZE, HETCCL_ROOT, HETCCL_TOKEN), "
+                 "across hosts; rank 0 prints and writes --db")
+      ->excludes(npOption);
   coll->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
   coll->add_option("--sizes", sizes, "message sizes (default 4K,16K,...,64M)")->delimiter(',');
   coll->add_option("--rounds", rounds, "interleaved rounds (default 5)")->check(CLI::Range(1, 100));
@@ -248,7 +282,7 @@ int main(int argc, char **argv) {
   }
   try {
     if (coll->parsed())
-      return collectives(ranks, dbPath, sizes, rounds, check, waitMs);
+      return collectives(ranks, launched, dbPath, sizes, rounds, check, waitMs);
 #ifdef HET_TUNE_KERNELS
     if (kernels.command->parsed())
       return runKernels(kernels, waitMs);

@@ -56,6 +56,30 @@ struct SweepResult {
 /// std::runtime_error naming the rank that failed and why.
 SweepResult sweepAllReduce(const SweepOptions &options);
 
+/// This process as one rank of a job a launcher started (het-run, mpirun,
+/// srun; hetccl's environment bootstrap: RANK, WORLD_SIZE, HETCCL_ROOT,
+/// HETCCL_TOKEN), so that a sweep spans hosts: the records are keyed by
+/// that job's shape (nodes, links). `options.ranks` is not used.
+class LaunchedSweepRank {
+public:
+  /// Joins the job; throws std::runtime_error with hetccl's reason.
+  explicit LaunchedSweepRank(int64_t timeoutMs);
+  ~LaunchedSweepRank();
+  LaunchedSweepRank(const LaunchedSweepRank &) = delete;
+  LaunchedSweepRank &operator=(const LaunchedSweepRank &) = delete;
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+  /// Every rank of the job calls it; every rank gets the same result.
+  SweepResult sweep(const SweepOptions &options);
+  /// Every rank calls it: whether every rank is ready (so that one rank's
+  /// failure, such as rank 0's database, stops all of them at once).
+  bool allReady(bool ready);
+
+private:
+  hetcclComm_t comm_ = nullptr;
+  int rank_ = 0, ranks_ = 0;
+};
+
 /// The JSON `details` of a record: every candidate's time, how measured.
 std::string sweepDetails(const SizeResult &size, int rounds);
 
