@@ -140,10 +140,57 @@ func.func @bad_attribute(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #c = affine_map<(d0, d1, d2) -> (d0, d2)>
 func.func @unreadable_attribute(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20xf32>) {
-  // expected-error @+1 {{het.contraction_tiling 'rows=lots' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'}}
+  // expected-error @+1 {{het.contraction_tiling 'rows=lots' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns [rblock=<N>]'}}
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
     ins(%A, %B : memref<6x5xf32>, memref<5x20xf32>) outs(%C : memref<6x20xf32>)
     attrs = {het.contraction_tiling = "rows=lots"} {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d1)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d2)>
+// A cache block of 2 along the reduction of 5: an outer loop over block
+// starts (step 2), the tiles inside it, and each tile's reduction loop from
+// the block's start to min(start + 2, 5); the accumulators go through the
+// output between blocks.
+// CHECK-LABEL: func.func @reduction_blocks
+// CHECK: %[[C5:.*]] = arith.constant 5 : index
+// CHECK: scf.for %[[START:.*]] = %{{.*}} to %[[C5]] step %[[C2:.*]] {
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[START]], %{{.*}}
+// CHECK:   %[[END:.*]] = arith.minsi %[[NEXT]], %{{.*}}
+// CHECK:   vector.load %arg2
+// CHECK:   scf.for %{{.*}} = %[[START]] to %[[END]] step %{{.*}} iter_args
+// CHECK:   vector.store %{{.*}}, %arg2
+func.func @reduction_blocks(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+    ins(%A, %B : memref<6x5xf32>, memref<5x20xf32>) outs(%C : memref<6x20xf32>)
+    attrs = {het.contraction_tiling = "row=d0 rows=2 width=8 vectors=1 order=rows rblock=2"} {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d1)>
+#b = affine_map<(d0, d1, d2) -> (d1, d2)>
+#c = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @zero_reduction_block(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20xf32>) {
+  // expected-error @+1 {{het.contraction_tiling 'row=d0 rows=2 width=8 vectors=1 order=rows rblock=0' is not}}
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
+    ins(%A, %B : memref<6x5xf32>, memref<5x20xf32>) outs(%C : memref<6x20xf32>)
+    attrs = {het.contraction_tiling = "row=d0 rows=2 width=8 vectors=1 order=rows rblock=0"} {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %o, %p : f32

@@ -864,7 +864,8 @@ int main(int argc, char **argv) {
   options.threadedLoops = threadedLoops;
   if (!contractionTiling.empty() && !tilingEverywhere())
     return fail("--contraction-tiling '" + contractionTiling +
-                "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'");
+                "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
+                "[rblock=<N>]'");
   options.contractionTilingEverywhere = tilingEverywhere();
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);

@@ -6,12 +6,20 @@
 // contraction (on buffers, after deallocation) by a register-tiled,
 // vectorized loop nest chosen by a ContractionTiling:
 //
-//   for the other parallel dims:               (outermost one scf.parallel)
-//     for row blocks of `rows` / vector blocks of `vectors` x `width` columns
-//       acc[rows][vectors] = out tile                  (vector registers)
-//       for every reduction point, in iteration order:
-//         acc[i][j] = acc[i][j] + in0 * in1            (vector loads, broadcasts)
-//       out tile = acc
+//   for blocks of `reductionBlock` along the outermost reduction dim:  (if set)
+//     for the other parallel dims:             (outermost one scf.parallel)
+//       for row blocks of `rows` / vector blocks of `vectors` x `width` columns
+//         acc[rows][vectors] = out tile                (vector registers)
+//         for every reduction point of the block, in iteration order:
+//           acc[i][j] = acc[i][j] + in0 * in1          (vector loads, broadcasts)
+//         out tile = acc
+//
+// The reduction block is cache blocking: every output tile streams its
+// inputs over the whole reduction, which for a convolution's filter
+// gradient (a sum over the batch and the image) means re-reading megabytes
+// from L3 or memory per tile; a block of a few batch elements stays in L2
+// while every tile passes over it. The accumulators go through the output
+// between blocks, exactly, so each sum keeps its order.
 //
 // `vecDim`, the vector dimension, is the output's innermost (contiguous)
 // dimension; `rowDim` is another parallel dimension of the output. Each
@@ -55,8 +63,12 @@ struct ContractionTiling {
   unsigned width = 16;  ///< f32 lanes per vector
   unsigned vectors = 1; ///< vectors per register block row
   bool rowsOutside = true; ///< row blocks in the outer loop (else column blocks)
+  /// Iterations of the outermost reduction dimension per cache block (0: no
+  /// blocking, the whole reduction per tile).
+  unsigned reductionBlock = 0;
 
-  /// "row=d0 rows=4 width=16 vectors=2 order=rows" (what the database stores).
+  /// "row=d0 rows=4 width=16 vectors=2 order=rows", with " rblock=8" when
+  /// blocked (what the database stores).
   std::string str() const;
   /// The inverse of str(); std::nullopt for anything it did not write.
   static std::optional<ContractionTiling> parse(llvm::StringRef text);
@@ -84,6 +96,12 @@ std::string contractionSignature(linalg::GenericOp op);
 /// rows, 1-4 vectors of `widths` lanes, both loop orders.
 std::vector<ContractionTiling> contractionTilingCandidates(linalg::GenericOp op,
                                                            llvm::ArrayRef<unsigned> widths);
+
+/// Cache-blocked variants of `tilings` for `op`: reduction blocks of 1, 2,
+/// 4, 8, 16 and 32 iterations of its outermost reduction dimension (those
+/// shorter than it). het-tune times them on the best register tilings.
+std::vector<ContractionTiling> reductionBlockCandidates(linalg::GenericOp op,
+                                                        llvm::ArrayRef<ContractionTiling> tilings);
 
 /// Checks `tiling` against `op` (its row dimension is a parallel output
 /// dimension other than the vector one; sizes are positive).

@@ -28,6 +28,8 @@ std::string ContractionTiling::str() const {
   llvm::raw_string_ostream os(text);
   os << "row=d" << rowDim << " rows=" << rows << " width=" << width << " vectors=" << vectors
      << " order=" << (rowsOutside ? "rows" : "columns");
+  if (reductionBlock)
+    os << " rblock=" << reductionBlock;
   return text;
 }
 
@@ -35,7 +37,7 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
   ContractionTiling tiling;
   llvm::SmallVector<llvm::StringRef> fields;
   text.trim().split(fields, ' ', -1, /*KeepEmpty=*/false);
-  if (fields.size() != 5)
+  if (fields.size() != 5 && fields.size() != 6)
     return std::nullopt;
   auto number = [](llvm::StringRef field, llvm::StringRef name, unsigned &value) {
     return field.consume_front(name) && !field.getAsInteger(10, value);
@@ -49,6 +51,9 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
   else if (fields[4] == "order=columns")
     tiling.rowsOutside = false;
   else
+    return std::nullopt;
+  if (fields.size() == 6 &&
+      (!number(fields[5], "rblock=", tiling.reductionBlock) || tiling.reductionBlock == 0))
     return std::nullopt;
   if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0 || tiling.rows > 64 ||
       tiling.width > 64 || tiling.vectors > 16)
@@ -200,6 +205,27 @@ LogicalResult mlir::het::verifyTiling(linalg::GenericOp op, const ContractionTil
     return failure();
   }
   return success();
+}
+
+std::vector<ContractionTiling>
+mlir::het::reductionBlockCandidates(linalg::GenericOp op,
+                                    llvm::ArrayRef<ContractionTiling> tilings) {
+  std::vector<ContractionTiling> candidates;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  auto outermost = llvm::find(iterators, utils::IteratorType::reduction);
+  if (outermost == iterators.end())
+    return candidates;
+  int64_t size = ranges[outermost - iterators.begin()];
+  for (const ContractionTiling &tiling : tilings)
+    for (unsigned block : {1u, 2u, 4u, 8u, 16u, 32u}) {
+      if (block >= size)
+        break;
+      ContractionTiling blocked = tiling;
+      blocked.reductionBlock = block;
+      candidates.push_back(blocked);
+    }
+  return candidates;
 }
 
 std::vector<ContractionTiling>

@@ -67,6 +67,27 @@ public:
   }
 
   void build(OpBuilder &b) {
+    unsigned block = tiling.reductionBlock;
+    if (block == 0 || reductions.empty() || block >= ranges[reductions.front()]) {
+      buildTiles(b);
+      return;
+    }
+    // Cache blocks of the outermost reduction dimension, in order; the
+    // last may be shorter.
+    int64_t size = ranges[reductions.front()];
+    b.create<scf::ForOp>(loc, constant(b, 0), constant(b, size), constant(b, block), ValueRange{},
+                         [&](OpBuilder &nb, Location, Value start, ValueRange) {
+                           blockBegin = start;
+                           blockEnd = nb.create<arith::MinSIOp>(
+                               loc, nb.create<arith::AddIOp>(loc, start, constant(nb, block)),
+                               constant(nb, size));
+                           buildTiles(nb);
+                           nb.create<scf::YieldOp>(loc);
+                         });
+  }
+
+private:
+  void buildTiles(OpBuilder &b) {
     SmallVector<Value> dims(ranges.size(), constant(b, 0));
     if (otherParallel.empty()) {
       buildBlocks(b, dims, /*parallelOuter=*/true);
@@ -87,7 +108,6 @@ public:
                               });
   }
 
-private:
   Value constant(OpBuilder &b, int64_t value) {
     return b.create<arith::ConstantIndexOp>(loc, value);
   }
@@ -221,9 +241,11 @@ private:
     if (level == reductions.size())
       return multiplyAdd(b, dims, accumulators, rowIndex, colIndex, widths);
     unsigned d = reductions[level];
+    // The outermost reduction runs over the current cache block, if any.
+    bool blocked = level == 0 && blockBegin;
     auto loop = b.create<scf::ForOp>(
-        loc, constant(b, 0), constant(b, ranges[d]), constant(b, 1), accumulators,
-        [&](OpBuilder &nb, Location, Value iv, ValueRange carried) {
+        loc, blocked ? blockBegin : constant(b, 0), blocked ? blockEnd : constant(b, ranges[d]),
+        constant(b, 1), accumulators, [&](OpBuilder &nb, Location, Value iv, ValueRange carried) {
           SmallVector<Value> inner(dims);
           inner[d] = iv;
           nb.create<scf::YieldOp>(
@@ -287,6 +309,7 @@ private:
   unsigned vecDim = 0;
   SmallVector<unsigned> reductions, otherParallel;
   bool mulSwapped = false, addOutFirst = true;
+  Value blockBegin, blockEnd; // the current cache block of reductions.front(), if blocked
 };
 
 struct TileContractionsPass
@@ -318,7 +341,8 @@ struct TileContractionsPass
       if (!everywhere)
         return emitError(UnknownLoc::get(&getContext()))
                << "het-tile-contractions: tiling '" << tilingOption
-               << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns'";
+               << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
+                  "[rblock=<N>]'";
     }
     return success();
   }
@@ -339,7 +363,7 @@ struct TileContractionsPass
         if (!tiling) {
           op.emitError() << "het.contraction_tiling '" << text.getValue()
                          << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> "
-                            "order=rows|columns'";
+                            "order=rows|columns [rblock=<N>]'";
           return signalPassFailure();
         }
       } else if (lookup) {
@@ -374,7 +398,7 @@ struct TileContractionsPass
   Option<std::string> tilingOption{
       *this, "tiling",
       llvm::cl::desc("tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
-                     "vectors=<N> order=rows|columns'")};
+                     "vectors=<N> order=rows|columns [rblock=<N>]'")};
   ContractionTilingLookup lookup;
   std::optional<ContractionTiling> everywhere;
 };
