@@ -15,7 +15,7 @@
 // are the same bits on every rank and from run to run.
 #include "Algorithms/Algorithms.h"
 
-#include "Algorithms/BoardWait.h"
+#include "Algorithms/BoardCall.h"
 #include "Common/Error.h"
 #include "Transport/ShmBoard.h"
 
@@ -54,25 +54,13 @@ Share shareOf(size_t count, size_t elemSize, int q, int p) {
 void twoShotChunk(hetcclComm* c, const char* send, char* recv, size_t count, uint64_t totalBytes, const Elem& e) {
   const size_t bytes = count * e.size;
   const int p = c->nranks, me = c->rank;
-  const uint64_t k = ++c->boardCalls; // the board's call counter, shared with one-shot
-  const int slot = int(k & 1);
-  char* mine = c->segOfRank[me]->board();
-  BoardControl* myCtl = boardControl(mine);
-  char* myData = boardData(mine, c->boardBytes, slot);
-  failIfPeerReportedError(c);
+  BoardCall call(c, "two-shot");
+  char* myData = call.data(me);
 
-  // 1. Slot k%2 held call k-2: every peer must be done with it. Then
-  //    publish this rank's input.
-  if (k > 2)
-    for (int r = 0; r < p; ++r) {
-      if (r == me) continue;
-      BoardControl* ctl = boardControl(c->segOfRank[r]->board());
-      waitOnBoard(
-          c, r, [&] { return ctl->done.load(std::memory_order_acquire) >= k - 2; }, "reading call k-2", "two-shot");
-    }
-  // Only the peers read this rank's input, and only their shares of it;
-  // this rank reads its own share from `send` -- unless `send` is `recv`
-  // and the sum starts with another rank's share (which overwrites it).
+  // 1. Publish this rank's input. Only the peers read it, and only their
+  //    shares of it; this rank reads its own share from `send` -- unless
+  //    `send` is `recv` and the sum starts with another rank's share (which
+  //    overwrites it).
   const Share own = shareOf(count, e.size, me, p);
   const size_t ownOffset = own.begin * e.size, ownBytes = own.count * e.size;
   const bool ownFromSend = send != recv || me == 0;
@@ -82,23 +70,13 @@ void twoShotChunk(hetcclComm* c, const char* send, char* recv, size_t count, uin
   } else {
     memcpy(myData, send, bytes);
   }
-  myCtl->slot[slot].bytes = bytes;
-  myCtl->slot[slot].totalBytes = totalBytes;
-  myCtl->slot[slot].seq.store(k, std::memory_order_release);
+  call.publish(bytes, totalBytes);
 
   // 2. Reduce this rank's share in rank order: ((x0 op x1) op x2) ...
   for (int r = 0; r < p; ++r) {
-    char* board = c->segOfRank[r]->board();
-    BoardSlot& s = boardControl(board)->slot[slot];
-    if (r != me)
-      waitOnBoard(
-          c, r, [&] { return s.seq.load(std::memory_order_acquire) == k; }, "its input", "two-shot");
-    if (s.bytes != bytes || s.totalBytes != totalBytes)
-      fail(hetcclInvalidUsage, "rank " + std::to_string(r) + " all-reduces " + std::to_string(s.totalBytes) +
-                                   " bytes where this rank has " + std::to_string(totalBytes) +
-                                   " (mismatched counts, types or collectives across ranks?)");
+    const char* board = call.input(r, bytes, totalBytes);
     if (ownBytes == 0) continue;
-    const char* in = r == me && ownFromSend ? send + ownOffset : boardData(board, c->boardBytes, slot) + ownOffset;
+    const char* in = r == me && ownFromSend ? send + ownOffset : board + ownOffset;
     if (r == 0) {
       if (in != recv + ownOffset) memcpy(recv + ownOffset, in, ownBytes);
     } else {
@@ -108,23 +86,19 @@ void twoShotChunk(hetcclComm* c, const char* send, char* recv, size_t count, uin
   // Only this rank reads its share of its own board: the reduced share
   // replaces its input there.
   if (ownBytes) memcpy(myData + ownOffset, recv + ownOffset, ownBytes);
-  myCtl->slot[slot].reduced.store(k, std::memory_order_release);
+  call.control(me)->slot[call.slot()].reduced.store(call.number(), std::memory_order_release);
 
   // 3. Gather the peers' reduced shares.
   for (int i = 1; i < p; ++i) {
     const int r = (me + i) % p; // start with the next rank: peers do not all read one board at once
     const Share theirs = shareOf(count, e.size, r, p);
-    char* board = c->segOfRank[r]->board();
-    BoardSlot& s = boardControl(board)->slot[slot];
+    BoardSlot& s = call.control(r)->slot[call.slot()];
     waitOnBoard(
-        c, r, [&] { return s.reduced.load(std::memory_order_acquire) == k; }, "its reduced share", "two-shot");
-    if (theirs.count)
-      memcpy(recv + theirs.begin * e.size, boardData(board, c->boardBytes, slot) + theirs.begin * e.size,
-             theirs.count * e.size);
+        c, r, [&] { return s.reduced.load(std::memory_order_acquire) == call.number(); }, "its reduced share",
+        "two-shot");
+    if (theirs.count) memcpy(recv + theirs.begin * e.size, call.data(r) + theirs.begin * e.size, theirs.count * e.size);
   }
-
-  // 4. This rank has read call k: its slot k%2 may be reused by the peers.
-  myCtl->done.store(k, std::memory_order_release);
+  call.finish();
 }
 
 } // namespace
