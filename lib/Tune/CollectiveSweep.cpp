@@ -5,9 +5,12 @@
 // timed over a fixed number of calls; the slowest rank's mean is the
 // candidate's time for the round (an all-reduce of the times with max), so
 // every rank sees the same numbers and makes the same decisions. A
-// candidate's result is its best round (the least disturbed, as
-// hetccl-compare keeps); each round starts with the next candidate. After the first round,
-// candidates slower than twice the best so far are dropped: they cannot win. A candidate that does
+// candidate's result is its median round (what a job meets most of the
+// time: with more ranks than cores, the best round is a lucky pairing of
+// ranks by the scheduler, and two algorithms' best rounds may rank them
+// the other way round from their usual times); each round starts with the
+// next candidate. After the first round, candidates slower than twice the
+// best so far are dropped: they cannot win. A candidate that does
 // not apply (one-shot beyond the board, for instance: hetccl would run
 // another algorithm) is never timed under its name.
 //
@@ -34,10 +37,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Calls per round: enough for ~256 MiB of traffic (tens of milliseconds,
-/// longer than a scheduler's time slice), at least 5, at most 20000.
+/// Calls per round: enough for ~32 MiB of traffic, at least 5, at most
+/// 2000 (a few to tens of milliseconds). Short rounds, many of them: with
+/// more ranks than cores a round's time depends on how the scheduler pairs
+/// the ranks, which holds for a while; long rounds gave the same code
+/// 0.6-1.1x of itself from round to round, 15 short ones 0.98-1.04x.
 int iterationsFor(uint64_t bytes) {
-  return int(std::clamp<uint64_t>((256ull << 20) / std::max<uint64_t>(bytes, 1), 5, 20000));
+  return int(std::clamp<uint64_t>((32ull << 20) / std::max<uint64_t>(bytes, 1), 5, 2000));
 }
 
 struct RankFailure : std::runtime_error {
@@ -72,8 +78,14 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
     struct Live {
       hetcclAlgo_t algo;
       hetcclAlgo_t ran;
-      double best = 1e300;
+      std::vector<double> times; // per round: the slowest rank's mean
       int rounds = 0;
+      double first() const { return times.empty() ? 1e300 : times.front(); }
+      double median() const {
+        std::vector<double> sorted(times);
+        std::sort(sorted.begin(), sorted.end());
+        return sorted.empty() ? 1e300 : sorted[(sorted.size() - 1) / 2];
+      }
       bool alive = true;
     };
     std::vector<Live> live;
@@ -84,7 +96,7 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
       hetcclAlgo_t runs;
       check(hetcclCommPickAlgorithm(comm, count * sizeof(float), &runs), comm, "pick");
       if (a == hetcclAlgoAuto || runs == a)
-        live.push_back({a, runs});
+        live.push_back({a, runs, {}});
     }
     for (int round = 0; round < o.rounds; ++round) {
       // Each round starts with another candidate, so that none is always
@@ -105,22 +117,22 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
         check(hetcclCommSetAlgorithm(comm, hetcclAlgoRing), comm, "set algorithm");
         check(hetcclAllReduce(&mean, &slowest, 1, hetcclFloat64, hetcclMax, comm), comm,
               "all-reduce of the times");
-        c.best = std::min(c.best, slowest);
+        c.times.push_back(slowest);
         ++c.rounds;
       }
       if (round == 0) {
         double fastest = 1e300;
         for (const Live &c : live)
           if (c.algo != hetcclAlgoAuto)
-            fastest = std::min(fastest, c.best);
+            fastest = std::min(fastest, c.first());
         for (Live &c : live)
-          if (c.algo != hetcclAlgoAuto && c.best > 2 * fastest)
+          if (c.algo != hetcclAlgoAuto && c.first() > 2 * fastest)
             c.alive = false;
       }
     }
     out << "size " << bytes << " " << iterations << "\n";
     for (const Live &c : live)
-      out << "candidate " << int(c.algo) << " " << c.best << " " << c.rounds << " " << int(c.ran)
+      out << "candidate " << int(c.algo) << " " << c.median() << " " << c.rounds << " " << int(c.ran)
           << "\n";
   }
   return out.str();
@@ -254,7 +266,7 @@ std::string sweepDetails(const SizeResult &size, int rounds) {
                                     {"op", "sum"},
                                     {"calls_per_round", size.iterations},
                                     {"rounds", rounds},
-                                    {"statistic", "best round's mean, slowest rank"},
+                                    {"statistic", "median round's mean, slowest rank"},
                                     {"candidates", candidates}};
   return details.dump();
 }

@@ -111,7 +111,7 @@ int collectives(int ranks, bool launched, const std::string &dbPath,
     if (!reports)
       return 0;
   }
-  std::printf("all-reduce, f32 sum, %d %s ranks, %d rounds; time per call (best round, "
+  std::printf("all-reduce, f32 sum, %d %s ranks, %d rounds; time per call (median round, "
               "slowest rank) and busbw\n",
               ranks, launchedRank ? "launched" : "local", rounds);
   if (!launchedRank)
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
   auto *coll = app.add_subcommand("collectives", "time every all-reduce algorithm at each size "
                                                  "on local ranks (or the ranks of a launched "
                                                  "job); record the fastest");
-  int ranks = 2, rounds = 5;
+  int ranks = 2, rounds = 15;
   bool check = false, launched = false;
   std::vector<std::string> sizes = {"4K", "16K", "64K", "256K", "1M", "4M", "16M", "64M"};
   auto *npOption = coll->add_option("-n,--np", ranks, "local ranks (default 2; -np N works too)")
@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
       ->excludes(npOption);
   coll->add_option("--db", dbPath, "the tuning database (created if missing)")->required();
   coll->add_option("--sizes", sizes, "message sizes (default 4K,16K,...,64M)")->delimiter(',');
-  coll->add_option("--rounds", rounds, "interleaved rounds (default 5)")->check(CLI::Range(1, 100));
+  coll->add_option("--rounds", rounds, "interleaved rounds (default 15)")->check(CLI::Range(1, 100));
   coll->add_flag("--check", check,
                  "write nothing: time auto as tuned by --db against every "
                  "fixed algorithm");

@@ -24,13 +24,13 @@ struct SweepOptions {
   /// with HETCCL_TUNING_DB): the check that a tuned auto is as fast as the
   /// best fixed algorithm. auto is never dropped.
   bool includeAuto = false;
-  int rounds = 5;
+  int rounds = 15;
   int64_t timeoutMs = 120000;
 };
 
 struct CandidateTime {
   hetcclAlgo_t algo = hetcclAlgoAuto;
-  double seconds = 0;                // best round's mean time per call (slowest rank)
+  double seconds = 0;                // median round's mean time per call (slowest rank)
   int rounds = 0;                    // rounds measured (fewer: dropped as unable to win)
   hetcclAlgo_t ran = hetcclAlgoAuto; // for auto: the algorithm it ran
 };
