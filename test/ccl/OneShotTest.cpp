@@ -3,6 +3,7 @@
 // (CollectivesTest) checks its results for every type and op; these check
 // what is particular to it: the same bits on every rank in rank order, the
 // two board slots under skewed ranks, and its error paths.
+#include "BoardTests.h"
 #include "Harness.h"
 
 #include <gtest/gtest.h>
@@ -18,18 +19,6 @@
 
 using namespace hetccltest;
 
-namespace {
-
-// Rank r's input for call k: floats whose sum depends on the order.
-std::vector<float> inputOf(int r, int k, size_t count) {
-  std::mt19937 g(uint32_t(1000 * k + r));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = u(g) * std::pow(10.0f, float(int(g() % 7) - 3));
-  return v;
-}
-
-} // namespace
 
 // 300 calls of sizes up to 16 KiB, every rank sleeping now and then so some
 // run ahead by a call or two: every result must equal ((x0 + x1) + x2) + x3
@@ -41,14 +30,10 @@ TEST(OneShot, RankOrderSumOnEveryRankUnderSkew) {
     std::mt19937 g(uint32_t(rank + 7));
     for (int k = 0; k < 300; ++k) {
       size_t count = 1 + size_t(k * 37) % 4096;
-      std::vector<float> buf = inputOf(rank, k, count);
+      std::vector<float> buf = orderSensitiveInput(rank, k, count);
       if (g() % 8 == 0) usleep(g() % 300);
       RCALL(hetcclAllReduce(buf.data(), buf.data(), count, hetcclFloat32, hetcclSum, comm));
-      std::vector<float> want = inputOf(0, k, count);
-      for (int q = 1; q < n; ++q) {
-        std::vector<float> x = inputOf(q, k, count);
-        for (size_t i = 0; i < count; ++i) want[i] += x[i];
-      }
+      std::vector<float> want = rankOrderSum(n, k, count);
       RCHECK(memcmp(want.data(), buf.data(), count * 4) == 0, "call %d (%zu floats) differs from the rank-order sum",
              k, count);
     }
@@ -78,21 +63,8 @@ TEST(OneShot, MismatchedCountsFailEveryRankNamingTheBytes) {
 }
 
 TEST(OneShot, SigkilledPeerEndsTheWaitWithAnError) {
-  auto r = runRanks(3, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initRank(rank, n, id, 20000);
-    RCHECK(comm, "init");
-    float x = 1;
-    RCALL(hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm));
-    if (rank == 2) kill(getpid(), SIGKILL);
-    double t0 = nowSec();
-    hetcclResult_t res = hetcclAllReduce(&x, &x, 1, hetcclFloat32, hetcclSum, comm);
-    double waited = nowSec() - t0;
-    RCHECK(res == hetcclSystemError || res == hetcclRemoteError, "got %s: %s", hetcclGetErrorString(res),
-           hetcclGetLastError(comm));
-    RCHECK(waited < 5.0, "the error took %.1f s (timeout 20 s)", waited);
-    hetcclCommDestroy(comm);
-    return 0;
-  }, 120, {2});
+  auto r = runRanks(
+      3, [](int rank, int n, const hetcclUniqueId& id) { return peerKilledBetweenCalls(rank, n, id, 1); }, 120, {2});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].status, 0);
   EXPECT_EQ(r[1].status, 0);

@@ -5,6 +5,7 @@
 // share reduced in rank order, the same bits on every rank, chunks through
 // a small board under skewed ranks (interleaved with one-shot calls, which
 // share the board), where auto picks it, and its error paths.
+#include "BoardTests.h"
 #include "Harness.h"
 
 #include <gtest/gtest.h>
@@ -22,24 +23,6 @@ using namespace hetccltest;
 
 namespace {
 
-// Rank r's input for call k: floats whose sum depends on the order.
-std::vector<float> inputOf(int r, int k, size_t count) {
-  std::mt19937 g(uint32_t(1000 * k + r));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = u(g) * std::pow(10.0f, float(int(g() % 7) - 3));
-  return v;
-}
-
-std::vector<float> rankOrderSum(int n, int k, size_t count) {
-  std::vector<float> want = inputOf(0, k, count);
-  for (int q = 1; q < n; ++q) {
-    std::vector<float> x = inputOf(q, k, count);
-    for (size_t i = 0; i < count; ++i) want[i] += x[i];
-  }
-  return want;
-}
-
 // 120 calls through a 4 KiB board (so up to 40 chunks a call, shares of a
 // few cache lines and empty ones), two-shot calls with one-shot ones among them,
 // in place and out of place, ranks sleeping now and then so some run ahead.
@@ -51,7 +34,7 @@ int skewedCalls(int rank, int n, const hetcclUniqueId& id) {
   std::mt19937 g(uint32_t(rank + 11));
   for (int k = 0; k < 120; ++k) {
     size_t count = k % 3 == 0 ? 1 + size_t(k) % 250 : 1 + size_t(k * 997) % 40000;
-    std::vector<float> in = inputOf(rank, k, count), out(count);
+    std::vector<float> in = orderSensitiveInput(rank, k, count), out(count);
     float* dst = k % 2 ? in.data() : out.data();
     if (g() % 8 == 0) usleep(g() % 300);
     hetcclAlgo_t want = count * 4 <= 1024 ? hetcclAlgoOneShot : hetcclAlgoTwoShot, ran = hetcclAlgoAuto;
@@ -149,24 +132,9 @@ TEST(TwoShot, MismatchedCountsFailEveryRankNamingTheBytes) {
 // A rank killed between chunks of a large all-reduce: the others' waits end
 // with an error well before the timeout.
 TEST(TwoShot, SigkilledPeerEndsTheWaitWithAnError) {
-  auto r = runRanks(3,
-                    [](int rank, int n, const hetcclUniqueId& id) {
-                      hetcclComm_t comm = initRank(rank, n, id, 20000);
-                      RCHECK(comm, "init");
-                      std::vector<float> x(1 << 20, 1.0f);
-                      RCALL(hetcclAllReduce(x.data(), x.data(), x.size(), hetcclFloat32, hetcclSum, comm));
-                      if (rank == 2) kill(getpid(), SIGKILL);
-                      double t0 = nowSec();
-                      hetcclResult_t res =
-                          hetcclAllReduce(x.data(), x.data(), x.size(), hetcclFloat32, hetcclSum, comm);
-                      double waited = nowSec() - t0;
-                      RCHECK(res == hetcclSystemError || res == hetcclRemoteError, "got %s: %s",
-                             hetcclGetErrorString(res), hetcclGetLastError(comm));
-                      RCHECK(waited < 5.0, "the error took %.1f s (timeout 20 s)", waited);
-                      hetcclCommDestroy(comm);
-                      return 0;
-                    },
-                    120, {2});
+  auto r = runRanks(
+      3, [](int rank, int n, const hetcclUniqueId& id) { return peerKilledBetweenCalls(rank, n, id, 1 << 20); }, 120,
+      {2});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].status, 0);
   EXPECT_EQ(r[1].status, 0);
