@@ -129,15 +129,10 @@ void hostAllReduce(hetcclComm* c, const void* send, void* recv, size_t count, he
   bool compressed =
       z != hetcclCompressNone && dt == hetcclFloat32 && (op == hetcclSum || op == hetcclAvg) && c->nranks > 1;
   hetcclAlgo_t a = compressed ? hetcclAlgoRing : allReduceAlgorithm(c, bytes);
-  if (!compressed && a == hetcclAlgoOneShot) {
-    // The latency path: reads `send` itself, so no copy into recv first
-    // (a third of a 4 KiB call's copies).
-    oneShotAllReduce(c, static_cast<const char*>(send), buf, count, e);
-    if (op == hetcclAvg) finalizeAvg(buf, count, dt, c->nranks);
-    return;
-  }
-  if (!compressed && a == hetcclAlgoTwoShot) {
-    twoShotAllReduce(c, static_cast<const char*>(send), buf, count, e);
+  if (!compressed && (a == hetcclAlgoOneShot || a == hetcclAlgoTwoShot)) {
+    // The board algorithms read `send` themselves, so no copy into recv
+    // first (a third of a 4 KiB one-shot call's copies).
+    (a == hetcclAlgoOneShot ? oneShotAllReduce : twoShotAllReduce)(c, static_cast<const char*>(send), buf, count, e);
     if (op == hetcclAvg) finalizeAvg(buf, count, dt, c->nranks);
     return;
   }

@@ -12,7 +12,6 @@
 #include "Algorithms/Algorithms.h"
 
 #include "Algorithms/BoardCall.h"
-#include "Common/Error.h"
 #include "Transport/ShmBoard.h"
 
 #include <cstring>

@@ -16,7 +16,6 @@
 #include "Algorithms/Algorithms.h"
 
 #include "Algorithms/BoardCall.h"
-#include "Common/Error.h"
 #include "Transport/ShmBoard.h"
 
 #include <algorithm>

@@ -159,6 +159,51 @@ struct Candidate : Timed {
   KernelFn function = nullptr;
 };
 
+/// The candidates' module (buildCandidateModule), lowered and compiled.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+compileCandidates(mlir::linalg::GenericOp op,
+                  const std::vector<mlir::het::ContractionTiling> &tilings) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildCandidateModule(op, tilings);
+  if (failed(lowerToLLVMDialect(*module)))
+    return llvm::createStringError("could not lower them");
+  return compile(*module);
+}
+
+KernelFn lookupKernel(mlir::ExecutionEngine &engine, const std::string &name) {
+  auto address = engine.lookup(name);
+  if (!address) {
+    llvm::consumeError(address.takeError());
+    return nullptr;
+  }
+  return reinterpret_cast<KernelFn>(*address);
+}
+
+/// The compiled candidates (@t0, @t1, ... of `engine`) that reproduce
+/// `expected` bit for bit from a zero output; the others are errors.
+std::vector<Candidate> checkedCandidates(mlir::ExecutionEngine &engine,
+                                         const std::vector<mlir::het::ContractionTiling> &tilings,
+                                         Buffers &buffers, const std::vector<float> &expected,
+                                         const std::string &signature,
+                                         std::vector<std::string> &errors) {
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < tilings.size(); ++i) {
+    Candidate candidate{tilings[i], lookupKernel(engine, "t" + std::to_string(i))};
+    if (!candidate.function) {
+      errors.push_back("no function for " + tilings[i].str() + " of " + signature);
+      continue;
+    }
+    std::fill(buffers.output.begin(), buffers.output.end(), 0.f);
+    candidate.function(buffers.inputs[0].data(), buffers.inputs[1].data(), buffers.output.data());
+    if (std::memcmp(buffers.output.data(), expected.data(), expected.size() * sizeof(float)) != 0) {
+      errors.push_back("tiling " + tilings[i].str() + " of " + signature +
+                       " does not reproduce the untiled result bit for bit");
+      continue;
+    }
+    candidates.push_back(candidate);
+  }
+  return candidates;
+}
+
 } // namespace
 
 ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cases,
@@ -182,30 +227,17 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     std::vector<mlir::het::ContractionTiling> tilings =
         mlir::het::contractionTilingCandidates(op, options.widths);
     double compileStart = steadySeconds();
-    mlir::OwningOpRef<mlir::ModuleOp> module = buildCandidateModule(op, tilings);
-    if (failed(lowerToLLVMDialect(*module))) {
-      result.errors.push_back("could not lower the candidates of " + c.signature);
-      continue;
-    }
-    auto engine = compile(*module);
+    auto engine = compileCandidates(op, tilings);
     if (!engine) {
       result.errors.push_back("could not compile the candidates of " + c.signature + ": " +
                               llvm::toString(engine.takeError()));
       continue;
     }
     double compileSeconds = steadySeconds() - compileStart;
-    auto function = [&](const std::string &name) -> KernelFn {
-      auto address = (*engine)->lookup(name);
-      if (!address) {
-        llvm::consumeError(address.takeError());
-        return nullptr;
-      }
-      return reinterpret_cast<KernelFn>(*address);
-    };
 
     Buffers buffers = makeBuffers(op);
     float *a = buffers.inputs[0].data(), *b = buffers.inputs[1].data();
-    KernelFn untiled = function("untiled");
+    KernelFn untiled = lookupKernel(**engine, "untiled");
     if (!untiled) {
       result.errors.push_back("no untiled function for " + c.signature);
       continue;
@@ -218,23 +250,8 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     // below to time the untiled loops, which add into it).
     const std::vector<float> expected = reference;
 
-    std::vector<Candidate> candidates;
-    for (size_t i = 0; i < tilings.size(); ++i) {
-      Candidate candidate{tilings[i], function("t" + std::to_string(i))};
-      if (!candidate.function) {
-        result.errors.push_back("no function for " + tilings[i].str() + " of " + c.signature);
-        continue;
-      }
-      std::fill(buffers.output.begin(), buffers.output.end(), 0.f);
-      candidate.function(a, b, buffers.output.data());
-      if (std::memcmp(buffers.output.data(), expected.data(), expected.size() * sizeof(float)) !=
-          0) {
-        result.errors.push_back("tiling " + tilings[i].str() + " of " + c.signature +
-                                " does not reproduce the untiled result bit for bit");
-        continue;
-      }
-      candidates.push_back(candidate);
-    }
+    std::vector<Candidate> candidates =
+        checkedCandidates(**engine, tilings, buffers, expected, c.signature, result.errors);
     if (candidates.empty())
       continue;
 
@@ -281,11 +298,7 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     std::vector<Candidate> blocked;
     if (!blockedTilings.empty()) {
       double blockedCompileStart = steadySeconds();
-      mlir::OwningOpRef<mlir::ModuleOp> blockedModule = buildCandidateModule(op, blockedTilings);
-      auto compiled = failed(lowerToLLVMDialect(*blockedModule))
-                          ? llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>(
-                                llvm::createStringError("could not lower"))
-                          : compile(*blockedModule);
+      auto compiled = compileCandidates(op, blockedTilings);
       if (!compiled) {
         result.errors.push_back("could not compile the cache-blocked candidates of " + c.signature +
                                 ": " + llvm::toString(compiled.takeError()));
@@ -293,25 +306,9 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
         blockedEngine = std::move(*compiled);
         compileSeconds += steadySeconds() - blockedCompileStart;
         blocked.push_back(Candidate{winner->tiling, winner->function}); // stage 1's best, again
-        for (size_t i = 0; i < blockedTilings.size(); ++i) {
-          auto address = blockedEngine->lookup("t" + std::to_string(i));
-          if (!address) {
-            llvm::consumeError(address.takeError());
-            result.errors.push_back("no function for " + blockedTilings[i].str() + " of " +
-                                    c.signature);
-            continue;
-          }
-          Candidate candidate{blockedTilings[i], reinterpret_cast<KernelFn>(*address)};
-          std::fill(buffers.output.begin(), buffers.output.end(), 0.f);
-          candidate.function(a, b, buffers.output.data());
-          if (std::memcmp(buffers.output.data(), expected.data(),
-                          expected.size() * sizeof(float)) != 0) {
-            result.errors.push_back("tiling " + blockedTilings[i].str() + " of " + c.signature +
-                                    " does not reproduce the untiled result bit for bit");
-            continue;
-          }
-          blocked.push_back(candidate);
-        }
+        for (const Candidate &k : checkedCandidates(*blockedEngine, blockedTilings, buffers,
+                                                    expected, c.signature, result.errors))
+          blocked.push_back(k);
         timeInterleaved(blocked, options.rounds, calls, /*dropAfter=*/0, /*dropFactor=*/1.3,
                         [&](Candidate &k) { k.function(a, b, buffers.output.data()); });
         // A blocked tiling wins only against stage 1's best timed in the
