@@ -8,11 +8,12 @@
 //
 //   for blocks of `reductionBlock` along the outermost reduction dim:  (if set)
 //     for the other parallel dims:             (outermost one scf.parallel)
-//       for row blocks of `rows` / vector blocks of `vectors` x `width` columns
-//         acc[rows][vectors] = out tile                (vector registers)
-//         for every reduction point of the block, in iteration order:
-//           acc[i][j] = acc[i][j] + in0 * in1          (vector loads, broadcasts)
-//         out tile = acc
+//       for blocks of `rows2` along the second row dim:                 (if set)
+//         for row blocks of `rows` / vector blocks of `vectors` x `width` columns
+//           acc[rows][rows2][vectors] = out tile         (vector registers)
+//           for every reduction point of the block, in iteration order:
+//             acc[i][k][j] = acc[i][k][j] + in0 * in1    (vector loads, broadcasts)
+//           out tile = acc
 //
 // The reduction block is cache blocking: every output tile streams its
 // inputs over the whole reduction, which for a convolution's filter
@@ -66,9 +67,19 @@ struct ContractionTiling {
   /// Iterations of the outermost reduction dimension per cache block (0: no
   /// blocking, the whole reduction per tile).
   unsigned reductionBlock = 0;
+  /// A second row dimension (with rows2 > 1): the register block is rows x
+  /// rows2 x vectors. It pays where one input varies along rowDim and the
+  /// other along rowDim2 (a filter gradient's output and input channels):
+  /// per reduction point rows + rows2 vector loads feed rows x rows2
+  /// products, where one row dimension needs a load per product.
+  unsigned rowDim2 = 0;
+  unsigned rows2 = 1;
 
-  /// "row=d0 rows=4 width=16 vectors=2 order=rows", with " rblock=8" when
-  /// blocked (what the database stores).
+  bool twoRowDims() const { return rows2 > 1; }
+
+  /// "row=d0 rows=4 width=16 vectors=2 order=rows", with " row2=d1 rows2=4"
+  /// for a second row dimension and " rblock=8" when blocked (what the
+  /// database stores).
   std::string str() const;
   /// The inverse of str(); std::nullopt for anything it did not write.
   static std::optional<ContractionTiling> parse(llvm::StringRef text);
@@ -93,7 +104,9 @@ std::string contractionSignature(linalg::GenericOp op);
 
 /// The tilings worth timing for `op` (registers permitting), for
 /// het-tune: every parallel output dimension as the row dimension, 1-8
-/// rows, 1-4 vectors of `widths` lanes, both loop orders.
+/// rows, 1-4 vectors of `widths` lanes, both loop orders; and pairs of row
+/// dimensions that split the inputs (one varies along each), 2-6 x 2-4
+/// rows of 1-2 vectors.
 std::vector<ContractionTiling> contractionTilingCandidates(linalg::GenericOp op,
                                                            llvm::ArrayRef<unsigned> widths);
 

@@ -28,6 +28,8 @@ std::string ContractionTiling::str() const {
   llvm::raw_string_ostream os(text);
   os << "row=d" << rowDim << " rows=" << rows << " width=" << width << " vectors=" << vectors
      << " order=" << (rowsOutside ? "rows" : "columns");
+  if (twoRowDims())
+    os << " row2=d" << rowDim2 << " rows2=" << rows2;
   if (reductionBlock)
     os << " rblock=" << reductionBlock;
   return text;
@@ -37,7 +39,7 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
   ContractionTiling tiling;
   llvm::SmallVector<llvm::StringRef> fields;
   text.trim().split(fields, ' ', -1, /*KeepEmpty=*/false);
-  if (fields.size() != 5 && fields.size() != 6)
+  if (fields.size() < 5 || fields.size() > 8)
     return std::nullopt;
   auto number = [](llvm::StringRef field, llvm::StringRef name, unsigned &value) {
     return field.consume_front(name) && !field.getAsInteger(10, value);
@@ -52,11 +54,23 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
     tiling.rowsOutside = false;
   else
     return std::nullopt;
-  if (fields.size() == 6 &&
-      (!number(fields[5], "rblock=", tiling.reductionBlock) || tiling.reductionBlock == 0))
+  // Optional fields, in str()'s order: row2=dN rows2=N, rblock=N.
+  size_t next = 5;
+  if (next < fields.size() && fields[next].starts_with("row2=")) {
+    if (next + 1 >= fields.size() || !number(fields[next], "row2=d", tiling.rowDim2) ||
+        !number(fields[next + 1], "rows2=", tiling.rows2) || tiling.rows2 < 2)
+      return std::nullopt;
+    next += 2;
+  }
+  if (next < fields.size()) {
+    if (!number(fields[next], "rblock=", tiling.reductionBlock) || tiling.reductionBlock == 0)
+      return std::nullopt;
+    ++next;
+  }
+  if (next != fields.size())
     return std::nullopt;
   if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0 || tiling.rows > 64 ||
-      tiling.width > 64 || tiling.vectors > 16)
+      tiling.width > 64 || tiling.vectors > 16 || tiling.rows2 > 64)
     return std::nullopt;
   return tiling;
 }
@@ -200,8 +214,18 @@ LogicalResult mlir::het::verifyTiling(linalg::GenericOp op, const ContractionTil
                   llvm::Twine(vecDim) + ")");
     return failure();
   }
-  if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0) {
+  if (tiling.rows == 0 || tiling.width == 0 || tiling.vectors == 0 || tiling.rows2 == 0) {
     fail(why, "a zero size");
+    return failure();
+  }
+  if (tiling.twoRowDims() &&
+      (tiling.rowDim2 >= iterators.size() || tiling.rowDim2 == vecDim ||
+       tiling.rowDim2 == tiling.rowDim ||
+       iterators[tiling.rowDim2] != utils::IteratorType::parallel)) {
+    fail(why, "second row dimension d" + llvm::Twine(tiling.rowDim2) +
+                  " is not a parallel output dimension other than the vector one (d" +
+                  llvm::Twine(vecDim) + ") and the row one (d" + llvm::Twine(tiling.rowDim) +
+                  ")");
     return failure();
   }
   return success();
@@ -250,6 +274,39 @@ mlir::het::contractionTilingCandidates(linalg::GenericOp op, llvm::ArrayRef<unsi
             continue;
           for (bool rowsOutside : {true, false})
             candidates.push_back({rowDim, rows, width, vectors, rowsOutside});
+        }
+      }
+    }
+  }
+  // Two row dimensions, where each input varies along one of them only
+  // (so a block reuses each load across the other): rows x rows2 x vectors.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto splitsInputs = [&](unsigned a, unsigned b) {
+    return maps[0].isFunctionOfDim(a) != maps[0].isFunctionOfDim(b) &&
+           maps[1].isFunctionOfDim(a) != maps[1].isFunctionOfDim(b) &&
+           maps[0].isFunctionOfDim(a) != maps[1].isFunctionOfDim(a);
+  };
+  for (AffineExpr e : outMap.getResults().drop_back()) {
+    unsigned rowDim = cast<AffineDimExpr>(e).getPosition();
+    for (AffineExpr e2 : outMap.getResults().drop_back()) {
+      unsigned rowDim2 = cast<AffineDimExpr>(e2).getPosition();
+      if (rowDim2 == rowDim || !splitsInputs(rowDim, rowDim2))
+        continue;
+      for (unsigned rows : {2u, 4u, 6u}) {
+        for (unsigned rows2 : {2u, 4u}) {
+          if (rows > ranges[rowDim] || rows2 > ranges[rowDim2])
+            continue;
+          for (unsigned width : widths) {
+            for (unsigned vectors : {1u, 2u}) {
+              if (rows * rows2 * vectors > 24 ||
+                  (vectors > 1 && int64_t(width) * vectors > ranges[vecDim]))
+                continue;
+              ContractionTiling tiling{rowDim, rows, width, vectors, /*rowsOutside=*/true};
+              tiling.rowDim2 = rowDim2;
+              tiling.rows2 = rows2;
+              candidates.push_back(tiling);
+            }
+          }
         }
       }
     }

@@ -56,7 +56,8 @@ public:
     for (unsigned d = 0; d < iterators.size(); ++d) {
       if (iterators[d] == utils::IteratorType::reduction)
         reductions.push_back(d);
-      else if (d != vecDim && d != tiling.rowDim)
+      else if (d != vecDim && d != tiling.rowDim &&
+               !(tiling.twoRowDims() && d == tiling.rowDim2))
         otherParallel.push_back(d);
     }
     Block &body = op.getRegion().front();
@@ -90,7 +91,7 @@ private:
   void buildTiles(OpBuilder &b) {
     SmallVector<Value> dims(ranges.size(), constant(b, 0));
     if (otherParallel.empty()) {
-      buildBlocks(b, dims, /*parallelOuter=*/true);
+      buildRow2Blocks(b, dims, /*parallelOuter=*/true);
       return;
     }
     SmallVector<Value> lower, upper, steps;
@@ -104,22 +105,45 @@ private:
                                 SmallVector<Value> inner(dims);
                                 for (auto [d, iv] : llvm::zip(otherParallel, ivs))
                                   inner[d] = iv;
-                                buildBlocks(nb, inner, /*parallelOuter=*/false);
+                                buildRow2Blocks(nb, inner, /*parallelOuter=*/false);
                               });
+  }
+
+  /// Blocks of `rows2` along the second row dimension (one block of one
+  /// row without it), each holding the row and column blocks.
+  void buildRow2Blocks(OpBuilder &b, SmallVector<Value> dims, bool parallelOuter) {
+    if (!tiling.twoRowDims()) {
+      row2Start = Value();
+      row2Count = 1;
+      buildBlocks(b, dims, parallelOuter);
+      return;
+    }
+    for (const BlockRange &range : blockRanges(ranges[tiling.rowDim2], tiling.rows2)) {
+      forEachStart(b, range, parallelOuter, [&](OpBuilder &nb, Value start) {
+        row2Start = start;
+        row2Count = range.count;
+        buildBlocks(nb, dims, /*parallelOuter=*/false);
+      });
+    }
   }
 
   Value constant(OpBuilder &b, int64_t value) {
     return b.create<arith::ConstantIndexOp>(loc, value);
   }
 
-  SmallVector<BlockRange> rowRanges() const {
-    int64_t size = ranges[tiling.rowDim], main = size / tiling.rows * tiling.rows;
+  /// Blocks of `rows` along a dimension of `size`, then one tail block.
+  static SmallVector<BlockRange> blockRanges(int64_t size, unsigned rows) {
+    int64_t main = size / rows * rows;
     SmallVector<BlockRange> result;
     if (main > 0)
-      result.push_back({0, main, tiling.rows, tiling.rows, {}});
+      result.push_back({0, main, rows, rows, {}});
     if (main < size)
       result.push_back({main, main + 1, 1, unsigned(size - main), {}});
     return result;
+  }
+
+  SmallVector<BlockRange> rowRanges() const {
+    return blockRanges(ranges[tiling.rowDim], tiling.rows);
   }
 
   SmallVector<BlockRange> columnRanges() const {
@@ -202,9 +226,13 @@ private:
   void buildBlock(OpBuilder &b, SmallVector<Value> dims, Value row0, unsigned rows, Value col0,
                   ArrayRef<unsigned> widths) {
     Type f32 = b.getF32Type();
-    SmallVector<Value> rowIndex, colIndex;
+    SmallVector<Value> rowIndex, row2Index, colIndex;
     for (unsigned i = 0; i < rows; ++i)
       rowIndex.push_back(i == 0 ? row0 : b.create<arith::AddIOp>(loc, row0, constant(b, i)));
+    for (unsigned k = 0; k < row2Count; ++k)
+      row2Index.push_back(!row2Start ? Value()
+                          : k == 0   ? row2Start
+                                     : b.create<arith::AddIOp>(loc, row2Start, constant(b, k)));
     unsigned offset = 0;
     for (unsigned w : widths) {
       colIndex.push_back(offset == 0 ? col0
@@ -212,34 +240,40 @@ private:
       offset += w;
     }
     Value out = op.getDpsInits()[0];
+    // Accumulator (i, k, j) of rows x rows2 x vectors, at position
+    // (i * rows2 + k) * vectors + j.
+    auto at = [&](unsigned i, unsigned k, unsigned j) {
+      SmallVector<Value> point(dims);
+      point[tiling.rowDim] = rowIndex[i];
+      if (row2Start)
+        point[tiling.rowDim2] = row2Index[k];
+      point[vecDim] = colIndex[j];
+      return point;
+    };
     SmallVector<Value> accumulators;
-    for (unsigned i = 0; i < rows; ++i) {
-      for (unsigned j = 0; j < widths.size(); ++j) {
-        dims[tiling.rowDim] = rowIndex[i];
-        dims[vecDim] = colIndex[j];
-        accumulators.push_back(b.create<vector::LoadOp>(loc, VectorType::get({widths[j]}, f32),
-                                                        out, indices(b, maps[2], dims)));
-      }
-    }
+    for (unsigned i = 0; i < rows; ++i)
+      for (unsigned k = 0; k < row2Count; ++k)
+        for (unsigned j = 0; j < widths.size(); ++j)
+          accumulators.push_back(b.create<vector::LoadOp>(
+              loc, VectorType::get({widths[j]}, f32), out, indices(b, maps[2], at(i, k, j))));
     SmallVector<Value> sums =
-        buildReductions(b, dims, 0, accumulators, rowIndex, colIndex, widths);
-    for (unsigned i = 0; i < rows; ++i) {
-      for (unsigned j = 0; j < widths.size(); ++j) {
-        dims[tiling.rowDim] = rowIndex[i];
-        dims[vecDim] = colIndex[j];
-        b.create<vector::StoreOp>(loc, sums[i * widths.size() + j], out,
-                                  indices(b, maps[2], dims));
-      }
-    }
+        buildReductions(b, dims, 0, accumulators, rowIndex, row2Index, colIndex, widths);
+    unsigned position = 0;
+    for (unsigned i = 0; i < rows; ++i)
+      for (unsigned k = 0; k < row2Count; ++k)
+        for (unsigned j = 0; j < widths.size(); ++j)
+          b.create<vector::StoreOp>(loc, sums[position++], out,
+                                    indices(b, maps[2], at(i, k, j)));
   }
 
   /// The reduction loops, outermost first (the evaluator's order), carrying
   /// the accumulators.
   SmallVector<Value> buildReductions(OpBuilder &b, SmallVector<Value> dims, unsigned level,
                                      ValueRange accumulators, ArrayRef<Value> rowIndex,
-                                     ArrayRef<Value> colIndex, ArrayRef<unsigned> widths) {
+                                     ArrayRef<Value> row2Index, ArrayRef<Value> colIndex,
+                                     ArrayRef<unsigned> widths) {
     if (level == reductions.size())
-      return multiplyAdd(b, dims, accumulators, rowIndex, colIndex, widths);
+      return multiplyAdd(b, dims, accumulators, rowIndex, row2Index, colIndex, widths);
     unsigned d = reductions[level];
     // The outermost reduction runs over the current cache block, if any.
     bool blocked = level == 0 && blockBegin;
@@ -249,53 +283,59 @@ private:
           SmallVector<Value> inner(dims);
           inner[d] = iv;
           nb.create<scf::YieldOp>(
-              loc, buildReductions(nb, inner, level + 1, carried, rowIndex, colIndex, widths));
+              loc, buildReductions(nb, inner, level + 1, carried, rowIndex, row2Index, colIndex,
+                                   widths));
         });
     return SmallVector<Value>(loop.getResults());
   }
 
   SmallVector<Value> multiplyAdd(OpBuilder &b, SmallVector<Value> dims, ValueRange accumulators,
-                                 ArrayRef<Value> rowIndex, ArrayRef<Value> colIndex,
-                                 ArrayRef<unsigned> widths) {
+                                 ArrayRef<Value> rowIndex, ArrayRef<Value> row2Index,
+                                 ArrayRef<Value> colIndex, ArrayRef<unsigned> widths) {
     Type f32 = b.getF32Type();
-    // Each input's value for block element (i, j), read once: keyed by the
-    // row if it depends on it and by the vector (or its width, for a
-    // broadcast scalar) otherwise.
-    std::map<std::tuple<unsigned, unsigned, unsigned, bool>, Value> values;
-    std::map<std::pair<unsigned, unsigned>, Value> scalars;
-    auto input = [&](unsigned k, unsigned i, unsigned j) -> Value {
-      AffineMap map = maps[k];
+    // Each input's value for block element (i, k, j), read once: keyed by
+    // the row and the second row where it depends on them, and by the
+    // vector (or its width, for a broadcast scalar).
+    std::map<std::tuple<unsigned, unsigned, unsigned, unsigned, bool>, Value> values;
+    std::map<std::tuple<unsigned, unsigned, unsigned>, Value> scalars;
+    auto input = [&](unsigned n, unsigned i, unsigned k, unsigned j) -> Value {
+      AffineMap map = maps[n];
       bool byRow = map.isFunctionOfDim(tiling.rowDim), byVector = map.isFunctionOfDim(vecDim);
-      unsigned row = byRow ? i : 0, key = byVector ? j : widths[j];
-      auto found = values.find({k, row, key, byVector});
+      bool byRow2 = !row2Index.empty() && row2Index[0] && map.isFunctionOfDim(tiling.rowDim2);
+      unsigned row = byRow ? i : 0, row2 = byRow2 ? k : 0, key = byVector ? j : widths[j];
+      auto found = values.find({n, row, row2, key, byVector});
       if (found != values.end())
         return found->second;
       SmallVector<Value> at(dims);
       at[tiling.rowDim] = rowIndex[row];
+      if (byRow2)
+        at[tiling.rowDim2] = row2Index[row2];
       at[vecDim] = colIndex[byVector ? j : 0];
-      Value operand = op.getDpsInputs()[k], value;
+      Value operand = op.getDpsInputs()[n], value;
       auto type = VectorType::get({widths[j]}, f32);
       if (byVector) {
         value = b.create<vector::LoadOp>(loc, type, operand, indices(b, map, at));
       } else {
-        Value &scalar = scalars[{k, row}];
+        Value &scalar = scalars[{n, row, row2}];
         if (!scalar)
           scalar = b.create<memref::LoadOp>(loc, operand, indices(b, map, at));
         value = b.create<vector::BroadcastOp>(loc, type, scalar);
       }
-      values[{k, row, key, byVector}] = value;
+      values[{n, row, row2, key, byVector}] = value;
       return value;
     };
     SmallVector<Value> sums;
-    unsigned columns = widths.size();
-    for (unsigned i = 0; i < accumulators.size() / columns; ++i) {
-      for (unsigned j = 0; j < columns; ++j) {
-        Value a = input(0, i, j), c = input(1, i, j);
-        Value product = mulSwapped ? b.create<arith::MulFOp>(loc, c, a)
-                                   : b.create<arith::MulFOp>(loc, a, c);
-        Value acc = accumulators[i * columns + j];
-        sums.push_back(addOutFirst ? b.create<arith::AddFOp>(loc, acc, product)
-                                   : b.create<arith::AddFOp>(loc, product, acc));
+    unsigned columns = widths.size(), rows2 = std::max<size_t>(row2Index.size(), 1);
+    for (unsigned i = 0; i < accumulators.size() / (columns * rows2); ++i) {
+      for (unsigned k = 0; k < rows2; ++k) {
+        for (unsigned j = 0; j < columns; ++j) {
+          Value a = input(0, i, k, j), c = input(1, i, k, j);
+          Value product = mulSwapped ? b.create<arith::MulFOp>(loc, c, a)
+                                     : b.create<arith::MulFOp>(loc, a, c);
+          Value acc = accumulators[sums.size()];
+          sums.push_back(addOutFirst ? b.create<arith::AddFOp>(loc, acc, product)
+                                     : b.create<arith::AddFOp>(loc, product, acc));
+        }
       }
     }
     return sums;
@@ -310,6 +350,8 @@ private:
   SmallVector<unsigned> reductions, otherParallel;
   bool mulSwapped = false, addOutFirst = true;
   Value blockBegin, blockEnd; // the current cache block of reductions.front(), if blocked
+  Value row2Start;            // the current block of the second row dimension, if any
+  unsigned row2Count = 1;     // its rows
 };
 
 struct TileContractionsPass
@@ -342,7 +384,7 @@ struct TileContractionsPass
         return emitError(UnknownLoc::get(&getContext()))
                << "het-tile-contractions: tiling '" << tilingOption
                << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
-                  "[rblock=<N>]'";
+                  "[row2=d<N> rows2=<N>] [rblock=<N>]'";
     }
     return success();
   }
@@ -363,7 +405,7 @@ struct TileContractionsPass
         if (!tiling) {
           op.emitError() << "het.contraction_tiling '" << text.getValue()
                          << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> "
-                            "order=rows|columns [rblock=<N>]'";
+                            "order=rows|columns [row2=d<N> rows2=<N>] [rblock=<N>]'";
           return signalPassFailure();
         }
       } else if (lookup) {
@@ -398,7 +440,7 @@ struct TileContractionsPass
   Option<std::string> tilingOption{
       *this, "tiling",
       llvm::cl::desc("tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
-                     "vectors=<N> order=rows|columns [rblock=<N>]'")};
+                     "vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [rblock=<N>]'")};
   ContractionTilingLookup lookup;
   std::optional<ContractionTiling> everywhere;
 };
