@@ -95,7 +95,9 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
   pm.addPass(createConvertHetToLinalgPass(options.library));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createFuseElementwisePass());
+  if (options.splitInnermostReductions)
+    pm.addNestedPass<func::FuncOp>(createSplitInnermostReductionsPass());
   pm.addPass(createCanonicalizerPass());
 
   bufferization::OneShotBufferizationOptions bufferization;
@@ -183,6 +185,15 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
 }
 
+namespace {
+struct HetLowerToLLVMOptions : public PassPipelineOptions<HetLowerToLLVMOptions> {
+  Option<std::string> library{*this, "library",
+                              llvm::cl::desc("kernels: dnnl (default), reference or mlir "
+                                             "(generated, as het-compile --library)"),
+                              llvm::cl::init("dnnl")};
+};
+} // namespace
+
 void mlir::het::registerHetConversionPasses() {
   registerConvertHetToLinalgPass();
   registerBuildEntryPointsPass();
@@ -198,11 +209,18 @@ void mlir::het::registerHetConversionPasses() {
   registerConvertHetToRuntimePass();
   registerTileContractionsPass();
   registerTileTransposesPass();
-  PassPipelineRegistration<>(
+  registerSplitInnermostReductionsPass();
+  registerFuseElementwisePass();
+  PassPipelineRegistration<HetLowerToLLVMOptions>(
       "het-lower-to-llvm",
-      "From a training step (het-training-pipeline output) to the LLVM dialect, with "
-      "oneDNN kernels",
-      [](OpPassManager &pm) { buildHetToLLVMPipeline(pm, CpuPipelineOptions{}); });
+      "From a training step (het-training-pipeline output) to the LLVM dialect, as "
+      "het-compile lowers it (--mlir-print-ir-before=<pass> shows any stage)",
+      [](OpPassManager &pm, const HetLowerToLLVMOptions &options) {
+        CpuPipelineOptions cpu;
+        // An unknown name is convert-het-to-linalg's error, naming the choices.
+        cpu.library = parseKernelLibrary(options.library).value_or(KernelLibrary::Dnnl);
+        buildHetToLLVMPipeline(pm, cpu);
+      });
 }
 
 void mlir::het::registerCodegenDialects(DialectRegistry &registry) {

@@ -149,11 +149,27 @@ FailureOr<std::string> describeTensorType(Operation *where, Type type);
 std::unique_ptr<Pass> createTileTransposesPass();
 void registerTileTransposesPass();
 
+/// `het-split-innermost-reductions`: a sum (on tensors) whose innermost
+/// loop is a reduction becomes partial sums along that dimension (parallel,
+/// so vectorizable, and tilable where the sum is of products) and a short
+/// sum of them: batch norm's per-channel statistics, for one (CPU only).
+std::unique_ptr<Pass> createSplitInnermostReductionsPass();
+void registerSplitInnermostReductionsPass();
+
+/// `het-fuse-elementwise`: MLIR's element-wise fusion, fusing a producer
+/// only into a consumer that uses each of its elements once (or a producer
+/// that computes nothing), so no element is computed twice.
+std::unique_ptr<Pass> createFuseElementwisePass();
+void registerFuseElementwisePass();
+
 /// Options of the whole lowering.
 struct CpuPipelineOptions {
   KernelLibrary library = KernelLibrary::Dnnl;
   /// Fuse element-wise linalg ops before bufferization (-O1 and up).
   bool fuseElementwise = true;
+  /// Sums over an innermost dimension as vectorizable partial sums
+  /// (het-split-innermost-reductions; GPU builds map reductions themselves).
+  bool splitInnermostReductions = true;
   /// One function per distinct layer computation (het-outline-layers).
   bool outlineLayers = true;
   /// Free buffers at their last use (het-free-at-last-use) rather than at

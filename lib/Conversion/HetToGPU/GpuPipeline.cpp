@@ -69,6 +69,7 @@ CpuPipelineOptions gpuStepOptions(const GpuTarget &target) {
   options.outlineLayers = false;
   options.elideOutParamCopies = false;
   options.threadedLoops = false;
+  options.splitInnermostReductions = false;
   return options;
 }
 } // namespace
@@ -135,6 +136,8 @@ CpuPipelineOptions mlir::het::gpuPipelineOptions(CpuPipelineOptions options,
   // Every target maps with the same block size, so the first one's mapping
   // serves all.
   GpuTarget mapping = targets.front();
+  // Reductions are mapped onto blocks (BlockReductions.cpp), not split.
+  options.splitInnermostReductions = false;
   if (emulate) {
     options.afterBufferization = [mapping](OpPassManager &pm) {
       addGpuMappingPasses(pm, mapping);
