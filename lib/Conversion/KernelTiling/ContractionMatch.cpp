@@ -218,14 +218,12 @@ LogicalResult mlir::het::verifyTiling(linalg::GenericOp op, const ContractionTil
     fail(why, "a zero size");
     return failure();
   }
-  if (tiling.twoRowDims() &&
-      (tiling.rowDim2 >= iterators.size() || tiling.rowDim2 == vecDim ||
-       tiling.rowDim2 == tiling.rowDim ||
-       iterators[tiling.rowDim2] != utils::IteratorType::parallel)) {
+  if (tiling.twoRowDims() && (tiling.rowDim2 >= iterators.size() || tiling.rowDim2 == vecDim ||
+                              tiling.rowDim2 == tiling.rowDim ||
+                              iterators[tiling.rowDim2] != utils::IteratorType::parallel)) {
     fail(why, "second row dimension d" + llvm::Twine(tiling.rowDim2) +
                   " is not a parallel output dimension other than the vector one (d" +
-                  llvm::Twine(vecDim) + ") and the row one (d" + llvm::Twine(tiling.rowDim) +
-                  ")");
+                  llvm::Twine(vecDim) + ") and the row one (d" + llvm::Twine(tiling.rowDim) + ")");
     return failure();
   }
   return success();

@@ -161,7 +161,8 @@ void split(RewriterBase &rewriter, linalg::GenericOp op) {
     outDims.push_back(getAffineDimExpr(d, context));
   SmallVector<AffineMap> sumMaps{AffineMap::getMultiDimIdentityMap(rank + 1, context),
                                  AffineMap::get(rank + 1, 0, outDims, context)};
-  bool outFirst = outputAdd(op).getLhs() == op.getRegion().front().getArgument(op.getNumDpsInputs());
+  bool outFirst =
+      outputAdd(op).getLhs() == op.getRegion().front().getArgument(op.getNumDpsInputs());
   auto sum = rewriter.create<linalg::GenericOp>(
       loc, TypeRange{outType}, ValueRange{partial.getResult(0)}, op.getDpsInits(), sumMaps,
       sumIterators, [&](OpBuilder &b, Location l, ValueRange args) {

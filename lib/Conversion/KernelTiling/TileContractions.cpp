@@ -56,8 +56,7 @@ public:
     for (unsigned d = 0; d < iterators.size(); ++d) {
       if (iterators[d] == utils::IteratorType::reduction)
         reductions.push_back(d);
-      else if (d != vecDim && d != tiling.rowDim &&
-               !(tiling.twoRowDims() && d == tiling.rowDim2))
+      else if (d != vecDim && d != tiling.rowDim && !(tiling.twoRowDims() && d == tiling.rowDim2))
         otherParallel.push_back(d);
     }
     Block &body = op.getRegion().front();
@@ -254,16 +253,15 @@ private:
     for (unsigned i = 0; i < rows; ++i)
       for (unsigned k = 0; k < row2Count; ++k)
         for (unsigned j = 0; j < widths.size(); ++j)
-          accumulators.push_back(b.create<vector::LoadOp>(
-              loc, VectorType::get({widths[j]}, f32), out, indices(b, maps[2], at(i, k, j))));
+          accumulators.push_back(b.create<vector::LoadOp>(loc, VectorType::get({widths[j]}, f32),
+                                                          out, indices(b, maps[2], at(i, k, j))));
     SmallVector<Value> sums =
         buildReductions(b, dims, 0, accumulators, rowIndex, row2Index, colIndex, widths);
     unsigned position = 0;
     for (unsigned i = 0; i < rows; ++i)
       for (unsigned k = 0; k < row2Count; ++k)
         for (unsigned j = 0; j < widths.size(); ++j)
-          b.create<vector::StoreOp>(loc, sums[position++], out,
-                                    indices(b, maps[2], at(i, k, j)));
+          b.create<vector::StoreOp>(loc, sums[position++], out, indices(b, maps[2], at(i, k, j)));
   }
 
   /// The reduction loops, outermost first (the evaluator's order), carrying
@@ -282,9 +280,8 @@ private:
         constant(b, 1), accumulators, [&](OpBuilder &nb, Location, Value iv, ValueRange carried) {
           SmallVector<Value> inner(dims);
           inner[d] = iv;
-          nb.create<scf::YieldOp>(
-              loc, buildReductions(nb, inner, level + 1, carried, rowIndex, row2Index, colIndex,
-                                   widths));
+          nb.create<scf::YieldOp>(loc, buildReductions(nb, inner, level + 1, carried, rowIndex,
+                                                       row2Index, colIndex, widths));
         });
     return SmallVector<Value>(loop.getResults());
   }
@@ -330,8 +327,8 @@ private:
       for (unsigned k = 0; k < rows2; ++k) {
         for (unsigned j = 0; j < columns; ++j) {
           Value a = input(0, i, k, j), c = input(1, i, k, j);
-          Value product = mulSwapped ? b.create<arith::MulFOp>(loc, c, a)
-                                     : b.create<arith::MulFOp>(loc, a, c);
+          Value product =
+              mulSwapped ? b.create<arith::MulFOp>(loc, c, a) : b.create<arith::MulFOp>(loc, a, c);
           Value acc = accumulators[sums.size()];
           sums.push_back(addOutFirst ? b.create<arith::AddFOp>(loc, acc, product)
                                      : b.create<arith::AddFOp>(loc, product, acc));
