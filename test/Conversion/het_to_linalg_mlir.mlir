@@ -77,17 +77,16 @@ func.func @linear_grad(%dy: tensor<8x3xf32>, %x: tensor<8x4xf32>, %w: tensor<3x4
 
 // -----
 
-// conv2d (stride 2, padding 1, dilation 2, bias): the zero-bordered input
-// is a gather (tensor.generate, tensor.extract), then one contraction over
+// conv2d (stride 2, padding 1, dilation 2, bias): the input inserted into
+// zeros (a fill, then tensor.insert_slice), then one contraction over
 // (n, f, c, kh, kw, oh, ow) reading (n, c, oh*2 + kh*2, ow*2 + kw*2), then
 // the bias.
 // CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, d5 * 2 + d3 * 2, d6 * 2 + d4 * 2)>
 // CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>
 // CHECK-DAG: #[[Y:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>
 // CHECK-LABEL: func.func @conv2d
-// CHECK: %[[P:.*]] = tensor.generate
-// CHECK: tensor.extract
-// CHECK: } : tensor<2x3x11x11xf32>
+// CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<2x3x11x11xf32>
+// CHECK: %[[P:.*]] = tensor.insert_slice %arg0 into %[[Z]][0, 0, 1, 1] [2, 3, 9, 9] [1, 1, 1, 1] : tensor<2x3x9x9xf32> into tensor<2x3x11x11xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[W]], #[[Y]]], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]} ins(%[[P]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<4x3x3x3xf32>)
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x4x4x4xf32>, tensor<4xf32>)
 // CHECK-NOT: hetrt_
@@ -118,17 +117,14 @@ func.func @conv2d_grad_filter(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x3x9x9xf32>)
 
 // -----
 
-// conv2d_grad_input: dy spread out by the stride (the remainder test) in a
-// border of (K-1)d - p = 3, the filter flipped (K-1-k maps) into [C, F,
+// conv2d_grad_input: dy spread out by the stride (a strided insert_slice
+// into zeros) in a border of (K-1)d - p = 3, the filter flipped (K-1-k maps) into [C, F,
 // KH, KW], then a stride-1 correlation.
 // CHECK-DAG: #[[FLIP:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>
 // CHECK-DAG: #[[SPREAD:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, d5 + d3 * 2, d6 + d4 * 2)>
 // CHECK-LABEL: func.func @conv2d_grad_input
-// CHECK: %[[S:.*]] = tensor.generate
-// CHECK: arith.remui
-// CHECK: arith.divui
-// CHECK: tensor.extract
-// CHECK: } : tensor<2x4x13x13xf32>
+// CHECK: %[[Z:.*]] = linalg.fill {{.*}} -> tensor<2x4x13x13xf32>
+// CHECK: %[[S:.*]] = tensor.insert_slice %arg0 into %[[Z]][0, 0, 3, 3] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf32> into tensor<2x4x13x13xf32>
 // CHECK: %[[F:.*]] = linalg.generic {indexing_maps = [#[[FLIP]], {{.*}}]} ins(%{{.*}} : tensor<4x3x3x3xf32>) outs(%{{.*}} : tensor<3x4x3x3xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[SPREAD]], {{.*}}]{{.*}} ins(%[[S]], %[[F]] : tensor<2x4x13x13xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x9x9xf32>)
 // CHECK-NOT: hetrt_
