@@ -140,7 +140,7 @@ func.func @bad_attribute(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6
 #b = affine_map<(d0, d1, d2) -> (d1, d2)>
 #c = affine_map<(d0, d1, d2) -> (d0, d2)>
 func.func @unreadable_attribute(%A: memref<6x5xf32>, %B: memref<5x20xf32>, %C: memref<6x20xf32>) {
-  // expected-error @+1 {{het.contraction_tiling 'rows=lots' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [rblock=<N>]'}}
+  // expected-error @+1 {{het.contraction_tiling 'rows=lots' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'}}
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "reduction", "parallel"]}
     ins(%A, %B : memref<6x5xf32>, memref<5x20xf32>) outs(%C : memref<6x20xf32>)
     attrs = {het.contraction_tiling = "rows=lots"} {

@@ -55,3 +55,35 @@ func.func @filter_gradient(%dy: memref<5x4x16xf32>, %x: memref<5x4x16xf32>, %out
   }
   return
 }
+
+// A tap dimension k (out[f, c, k, w] += dy[n, f, w] * x[n, c, w + k]): by
+// default the other parallel dimensions are an scf.parallel around all
+// blocks; with others=inside a loop over k runs inside each block pair, so
+// consecutive register blocks read the same dy and x rows (shifted by k)
+// from the L1 cache. The blocks' own loops then come first.
+// RUN: het-opt %s --het-tile-contractions="tiling='row=d0 rows=2 width=16 vectors=1 order=rows row2=d1 rows2=3 others=inside'" | FileCheck %s --check-prefix=INSIDE
+// CHECK-LABEL: func.func @taps
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} step %c2
+// CHECK: vector.load %arg2
+// INSIDE-LABEL: func.func @taps
+// INSIDE-NOT: scf.parallel
+// INSIDE: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c2
+// INSIDE-NEXT: arith.constant
+// INSIDE: scf.for %[[K:.*]] = %{{.*}} to %c3{{.*}} step %c1
+// INSIDE: vector.load %arg2[%{{.*}}, %{{.*}}, %[[K]], %{{.*}}]
+// INSIDE: scf.for {{.*}} iter_args
+// INSIDE: vector.load %arg1[%{{.*}}, %{{.*}}, %{{.*}}]
+#tdy = affine_map<(f, c, k, n, w) -> (n, f, w)>
+#tx = affine_map<(f, c, k, n, w) -> (n, c, w + k)>
+#tout = affine_map<(f, c, k, n, w) -> (f, c, k, w)>
+func.func @taps(%dy: memref<5x4x16xf32>, %x: memref<5x3x18xf32>, %out: memref<4x3x3x16xf32>) {
+  linalg.generic {indexing_maps = [#tdy, #tx, #tout], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+    ins(%dy, %x : memref<5x4x16xf32>, memref<5x3x18xf32>) outs(%out : memref<4x3x3x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

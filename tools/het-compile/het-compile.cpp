@@ -865,7 +865,7 @@ int main(int argc, char **argv) {
   if (!contractionTiling.empty() && !tilingEverywhere())
     return fail("--contraction-tiling '" + contractionTiling +
                 "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
-                "[row2=d<N> rows2=<N>] [rblock=<N>]'");
+                "[row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'");
   options.contractionTilingEverywhere = tilingEverywhere();
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);

@@ -10,6 +10,7 @@
 //     for the other parallel dims:             (outermost one scf.parallel)
 //       for blocks of `rows2` along the second row dim:                 (if set)
 //         for row blocks of `rows` / vector blocks of `vectors` x `width` columns
+//          [for the other parallel dims, when `othersInside`, instead of above]
 //           acc[rows][rows2][vectors] = out tile         (vector registers)
 //           for every reduction point of the block, in iteration order:
 //             acc[i][k][j] = acc[i][k][j] + in0 * in1    (vector loads, broadcasts)
@@ -75,11 +76,18 @@ struct ContractionTiling {
   unsigned rowDim2 = 0;
   unsigned rows2 = 1;
 
+  /// The other parallel dimensions looped inside each row/column block
+  /// rather than outside all blocks: successive register blocks then reuse
+  /// the same input rows from the L1 cache (a filter gradient's 9 taps read
+  /// the same dy and x rows, shifted), where outside every tap streams them
+  /// from L2.
+  bool othersInside = false;
+
   bool twoRowDims() const { return rows2 > 1; }
 
   /// "row=d0 rows=4 width=16 vectors=2 order=rows", with " row2=d1 rows2=4"
-  /// for a second row dimension and " rblock=8" when blocked (what the
-  /// database stores).
+  /// for a second row dimension, " others=inside" and " rblock=8" when
+  /// blocked (what the database stores).
   std::string str() const;
   /// The inverse of str(); std::nullopt for anything it did not write.
   static std::optional<ContractionTiling> parse(llvm::StringRef text);

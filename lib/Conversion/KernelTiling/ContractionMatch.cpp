@@ -30,6 +30,8 @@ std::string ContractionTiling::str() const {
      << " order=" << (rowsOutside ? "rows" : "columns");
   if (twoRowDims())
     os << " row2=d" << rowDim2 << " rows2=" << rows2;
+  if (othersInside)
+    os << " others=inside";
   if (reductionBlock)
     os << " rblock=" << reductionBlock;
   return text;
@@ -39,7 +41,7 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
   ContractionTiling tiling;
   llvm::SmallVector<llvm::StringRef> fields;
   text.trim().split(fields, ' ', -1, /*KeepEmpty=*/false);
-  if (fields.size() < 5 || fields.size() > 8)
+  if (fields.size() < 5 || fields.size() > 9)
     return std::nullopt;
   auto number = [](llvm::StringRef field, llvm::StringRef name, unsigned &value) {
     return field.consume_front(name) && !field.getAsInteger(10, value);
@@ -54,13 +56,18 @@ std::optional<ContractionTiling> ContractionTiling::parse(llvm::StringRef text) 
     tiling.rowsOutside = false;
   else
     return std::nullopt;
-  // Optional fields, in str()'s order: row2=dN rows2=N, rblock=N.
+  // Optional fields, in str()'s order: row2=dN rows2=N, others=inside,
+  // rblock=N.
   size_t next = 5;
   if (next < fields.size() && fields[next].starts_with("row2=")) {
     if (next + 1 >= fields.size() || !number(fields[next], "row2=d", tiling.rowDim2) ||
         !number(fields[next + 1], "rows2=", tiling.rows2) || tiling.rows2 < 2)
       return std::nullopt;
     next += 2;
+  }
+  if (next < fields.size() && fields[next] == "others=inside") {
+    tiling.othersInside = true;
+    ++next;
   }
   if (next < fields.size()) {
     if (!number(fields[next], "rblock=", tiling.reductionBlock) || tiling.reductionBlock == 0)
@@ -303,6 +310,12 @@ mlir::het::contractionTilingCandidates(linalg::GenericOp op, llvm::ArrayRef<unsi
               tiling.rowDim2 = rowDim2;
               tiling.rows2 = rows2;
               candidates.push_back(tiling);
+              // The remaining parallel dimensions (a filter's taps) inside
+              // the blocks too, where there are any.
+              if (outMap.getNumResults() > 3) {
+                tiling.othersInside = true;
+                candidates.push_back(tiling);
+              }
             }
           }
         }

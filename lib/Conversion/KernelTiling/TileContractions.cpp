@@ -89,7 +89,7 @@ public:
 private:
   void buildTiles(OpBuilder &b) {
     SmallVector<Value> dims(ranges.size(), constant(b, 0));
-    if (otherParallel.empty()) {
+    if (otherParallel.empty() || tiling.othersInside) {
       buildRow2Blocks(b, dims, /*parallelOuter=*/true);
       return;
     }
@@ -199,11 +199,33 @@ private:
             const BlockRange &colRange = rowsOutside ? i : o;
             Value row0 = rowsOutside ? outerStart : innerStart;
             Value col0 = rowsOutside ? innerStart : outerStart;
-            buildBlock(ib, dims, row0, rowRange.count, col0, colRange.widths);
+            forEachOther(ib, dims, 0, [&](OpBuilder &tb, SmallVector<Value> at) {
+              buildBlock(tb, at, row0, rowRange.count, col0, colRange.widths);
+            });
           });
         }
       });
     }
+  }
+
+  /// With othersInside, loops over the other parallel dimensions around each
+  /// register block (so consecutive blocks reuse the same rows of the inputs,
+  /// in the L1 cache: a filter gradient's taps); otherwise they are outside
+  /// (buildTiles) and `body` runs once.
+  void forEachOther(OpBuilder &b, SmallVector<Value> dims, unsigned level,
+                    function_ref<void(OpBuilder &, SmallVector<Value>)> body) {
+    if (!tiling.othersInside || level == otherParallel.size()) {
+      body(b, dims);
+      return;
+    }
+    unsigned d = otherParallel[level];
+    b.create<scf::ForOp>(loc, constant(b, 0), constant(b, ranges[d]), constant(b, 1), ValueRange{},
+                         [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                           SmallVector<Value> inner(dims);
+                           inner[d] = iv;
+                           forEachOther(nb, inner, level + 1, body);
+                           nb.create<scf::YieldOp>(loc);
+                         });
   }
 
   /// Indices of `map` at the iteration point `dims`.
@@ -381,7 +403,7 @@ struct TileContractionsPass
         return emitError(UnknownLoc::get(&getContext()))
                << "het-tile-contractions: tiling '" << tilingOption
                << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
-                  "[row2=d<N> rows2=<N>] [rblock=<N>]'";
+                  "[row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'";
     }
     return success();
   }
@@ -400,9 +422,10 @@ struct TileContractionsPass
         fromAttribute = true;
         tiling = ContractionTiling::parse(text.getValue());
         if (!tiling) {
-          op.emitError() << "het.contraction_tiling '" << text.getValue()
-                         << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> "
-                            "order=rows|columns [row2=d<N> rows2=<N>] [rblock=<N>]'";
+          op.emitError()
+              << "het.contraction_tiling '" << text.getValue()
+              << "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> "
+                 "order=rows|columns [row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'";
           return signalPassFailure();
         }
       } else if (lookup) {
@@ -436,8 +459,9 @@ struct TileContractionsPass
 
   Option<std::string> tilingOption{
       *this, "tiling",
-      llvm::cl::desc("tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
-                     "vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [rblock=<N>]'")};
+      llvm::cl::desc(
+          "tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
+          "vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'")};
   ContractionTilingLookup lookup;
   std::optional<ContractionTiling> everywhere;
 };
