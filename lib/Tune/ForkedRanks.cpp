@@ -2,6 +2,8 @@
 
 #include "ForkedRanks.h"
 
+#include "het/Support/CoreBinding.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,12 +24,23 @@ std::string runForkedRanks(int ranks, const std::string &what,
     throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   std::fflush(nullptr);
   std::vector<pid_t> children;
+  // Each rank on its own cores, as het-run binds a job's ranks by default:
+  // forked ranks start on the tuner's core, and the scheduler moved a
+  // spin-waiting rank away only after seconds -- the first sizes of a 2-rank
+  // sweep ran 3-5x slow for every algorithm, and recorded noise.
+  std::vector<int> cpus = het::support::allowedCpus();
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t pid = fork();
     if (pid < 0)
       throw std::runtime_error(std::string("fork: ") + strerror(errno));
     if (pid == 0) {
       close(fds[0]);
+      if (!cpus.empty()) {
+        std::string why = het::support::bindProcess(het::support::coresOfRank(cpus, rank, ranks));
+        if (!why.empty())
+          std::fprintf(stderr, "het-tune: warning: %s rank %d runs unbound: %s\n", what.c_str(),
+                       rank, why.c_str());
+      }
       int status = 0;
       try {
         std::string text = run(id, rank);
