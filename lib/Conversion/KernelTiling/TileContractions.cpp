@@ -26,6 +26,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include <map>
@@ -66,17 +67,29 @@ public:
     addOutFirst = add.getLhs() == body.getArgument(2);
   }
 
-  void build(OpBuilder &b) {
+  /// `zeroed`: the output holds +0.0 everywhere (a fill just before, which
+  /// the caller removes): the first pass starts its accumulators from zero
+  /// vectors instead of loading them. 0.0 + p is then computed exactly as
+  /// before, so the bits do not change; the memset and the loads go.
+  void build(OpBuilder &b, bool zeroed) {
     unsigned block = tiling.reductionBlock;
+    startFromZero = zeroed;
     if (block == 0 || reductions.empty() || block >= ranges[reductions.front()]) {
       buildTiles(b);
       return;
     }
     // Cache blocks of the outermost reduction dimension, in order; the
-    // last may be shorter.
-    int64_t size = ranges[reductions.front()];
-    b.create<scf::ForOp>(loc, constant(b, 0), constant(b, size), constant(b, block), ValueRange{},
-                         [&](OpBuilder &nb, Location, Value start, ValueRange) {
+    // last may be shorter. The first is peeled when it starts from zero.
+    int64_t size = ranges[reductions.front()], first = 0;
+    if (zeroed) {
+      blockBegin = constant(b, 0);
+      blockEnd = constant(b, block);
+      buildTiles(b);
+      startFromZero = false;
+      first = block;
+    }
+    b.create<scf::ForOp>(loc, constant(b, first), constant(b, size), constant(b, block),
+                         ValueRange{}, [&](OpBuilder &nb, Location, Value start, ValueRange) {
                            blockBegin = start;
                            blockEnd = nb.create<arith::MinSIOp>(
                                loc, nb.create<arith::AddIOp>(loc, start, constant(nb, block)),
@@ -272,11 +285,19 @@ private:
       return point;
     };
     SmallVector<Value> accumulators;
-    for (unsigned i = 0; i < rows; ++i)
-      for (unsigned k = 0; k < row2Count; ++k)
-        for (unsigned j = 0; j < widths.size(); ++j)
-          accumulators.push_back(b.create<vector::LoadOp>(loc, VectorType::get({widths[j]}, f32),
-                                                          out, indices(b, maps[2], at(i, k, j))));
+    for (unsigned i = 0; i < rows; ++i) {
+      for (unsigned k = 0; k < row2Count; ++k) {
+        for (unsigned j = 0; j < widths.size(); ++j) {
+          auto type = VectorType::get({widths[j]}, f32);
+          if (startFromZero)
+            accumulators.push_back(b.create<arith::ConstantOp>(
+                loc, type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f))));
+          else
+            accumulators.push_back(
+                b.create<vector::LoadOp>(loc, type, out, indices(b, maps[2], at(i, k, j))));
+        }
+      }
+    }
     SmallVector<Value> sums =
         buildReductions(b, dims, 0, accumulators, rowIndex, row2Index, colIndex, widths);
     unsigned position = 0;
@@ -369,6 +390,7 @@ private:
   SmallVector<unsigned> reductions, otherParallel;
   bool mulSwapped = false, addOutFirst = true;
   Value blockBegin, blockEnd; // the current cache block of reductions.front(), if blocked
+  bool startFromZero = false; // accumulators start at +0.0 instead of the output's values
   Value row2Start;            // the current block of the second row dimension, if any
   unsigned row2Count = 1;     // its rows
 };
@@ -475,9 +497,21 @@ LogicalResult mlir::het::tileContraction(RewriterBase &rewriter, linalg::Generic
     return op.emitError() << "cannot tile this contraction: " << why;
   if (failed(verifyTiling(op, tiling, &why)))
     return op.emitError() << "tiling '" << tiling.str() << "' does not fit: " << why;
+  // A fill of +0.0 of the very output just before (how HetToLinalg
+  // initializes every contraction): the accumulators start from zero
+  // vectors and the fill goes. Nothing runs between them, and the tiles
+  // write every output element.
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  bool zeroed = false;
+  if (fill && fill.getOutputs().size() == 1 && fill.getOutputs()[0] == op.getDpsInits()[0]) {
+    FloatAttr value;
+    zeroed = matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isPosZero();
+  }
   rewriter.setInsertionPoint(op);
-  NestBuilder(op, tiling).build(rewriter);
+  NestBuilder(op, tiling).build(rewriter, zeroed);
   rewriter.eraseOp(op);
+  if (zeroed)
+    rewriter.eraseOp(fill);
   return success();
 }
 
