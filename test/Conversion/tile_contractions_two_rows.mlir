@@ -11,8 +11,9 @@
 #out = affine_map<(f, c, n, w) -> (f, c, w)>
 // CHECK-LABEL: func.func @filter_gradient
 // CHECK-NOT: linalg.generic
-// The main c block (3 rows, starting at 0), f blocks of 2.
-// CHECK: scf.for {{.*}} step %c2
+// The main c block (3 rows, starting at 0: no loop), f blocks of 2 (the
+// threads split them).
+// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to ({{.*}}) step (%c2{{.*}})
 // CHECK-COUNT-6: vector.load %arg2[{{.*}}] : memref<4x4x16xf32>, vector<16xf32>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-NEXT: vector.load %arg0[{{.*}}] : memref<5x4x16xf32>, vector<16xf32>
@@ -31,7 +32,7 @@
 // CHECK: scf.yield
 // CHECK-COUNT-6: vector.store {{.*}}, %arg2[{{.*}}] : memref<4x4x16xf32>, vector<16xf32>
 // The tail of one c-row (c = 3): 2 accumulators, 2 loads of dy and 1 of x.
-// CHECK: scf.for {{.*}} step %c2
+// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to ({{.*}}) step (%c2{{.*}})
 // CHECK-COUNT-2: vector.load %arg2[%{{.*}}, %c3, %{{.*}}]
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
 // CHECK-NEXT: vector.load %arg0
@@ -63,12 +64,11 @@ func.func @filter_gradient(%dy: memref<5x4x16xf32>, %x: memref<5x4x16xf32>, %out
 // from the L1 cache. The blocks' own loops then come first.
 // RUN: het-opt %s --het-tile-contractions="tiling='row=d0 rows=2 width=16 vectors=1 order=rows row2=d1 rows2=3 others=inside'" | FileCheck %s --check-prefix=INSIDE
 // CHECK-LABEL: func.func @taps
-// CHECK: scf.parallel
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c3{{.*}}) step (%c1{{.*}})
 // CHECK: scf.for {{.*}} step %c2
 // CHECK: vector.load %arg2
 // INSIDE-LABEL: func.func @taps
-// INSIDE-NOT: scf.parallel
-// INSIDE: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c2
+// INSIDE: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c2{{.*}})
 // INSIDE-NEXT: arith.constant
 // INSIDE: scf.for %[[K:.*]] = %{{.*}} to %c3{{.*}} step %c1
 // INSIDE: vector.load %arg2[%{{.*}}, %{{.*}}, %[[K]], %{{.*}}]

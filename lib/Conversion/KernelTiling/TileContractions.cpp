@@ -131,10 +131,12 @@ private:
       return;
     }
     for (const BlockRange &range : blockRanges(ranges[tiling.rowDim2], tiling.rows2)) {
+      // A range of one block makes no loop: the threads split the blocks inside.
+      bool oneBlock = range.end - range.begin <= range.step;
       forEachStart(b, range, parallelOuter, [&](OpBuilder &nb, Value start) {
         row2Start = start;
         row2Count = range.count;
-        buildBlocks(nb, dims, /*parallelOuter=*/false);
+        buildBlocks(nb, dims, parallelOuter && oneBlock);
       });
     }
   }
