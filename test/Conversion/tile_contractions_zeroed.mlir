@@ -18,9 +18,14 @@
 // BLOCKED-NOT: linalg.fill
 // BLOCKED: arith.constant dense<0.000000e+00> : vector<16xf32>
 // BLOCKED: scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}} step %c1{{.*}} iter_args
-// BLOCKED: scf.for %{{.*}} = %c2{{.*}} to %c5{{.*}} step %c2
+// BLOCKED: scf.for %[[BLOCK:[a-z0-9_]+]] = %c2{{.*}} to %c5{{.*}} step %c2
+// BLOCKED-NOT: dense<0.000000e+00>
 // BLOCKED: vector.load %arg2
+// BLOCKED-NEXT: vector.load %arg2
+// BLOCKED-NOT: dense<0.000000e+00>
+// BLOCKED: scf.for %{{.*}} = %[[BLOCK]] to
 // BLOCKED: return
+// BLOCKED-LABEL: func.func @not_zeroed
 func.func @zeroed(%a: memref<4x5xf32>, %b: memref<5x16xf32>, %c: memref<4x16xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
