@@ -343,7 +343,7 @@ private:
     auto input = [&](unsigned n, unsigned i, unsigned k, unsigned j) -> Value {
       AffineMap map = maps[n];
       bool byRow = map.isFunctionOfDim(tiling.rowDim), byVector = map.isFunctionOfDim(vecDim);
-      bool byRow2 = !row2Index.empty() && row2Index[0] && map.isFunctionOfDim(tiling.rowDim2);
+      bool byRow2 = row2Start && map.isFunctionOfDim(tiling.rowDim2);
       unsigned row = byRow ? i : 0, row2 = byRow2 ? k : 0, key = byVector ? j : widths[j];
       auto found = values.find({n, row, row2, key, byVector});
       if (found != values.end())
@@ -367,7 +367,7 @@ private:
       return value;
     };
     SmallVector<Value> sums;
-    unsigned columns = widths.size(), rows2 = std::max<size_t>(row2Index.size(), 1);
+    unsigned columns = widths.size(), rows2 = row2Index.size();
     for (unsigned i = 0; i < accumulators.size() / (columns * rows2); ++i) {
       for (unsigned k = 0; k < rows2; ++k) {
         for (unsigned j = 0; j < columns; ++j) {
