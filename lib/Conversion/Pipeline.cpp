@@ -187,10 +187,13 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
 
 namespace {
 struct HetLowerToLLVMOptions : public PassPipelineOptions<HetLowerToLLVMOptions> {
-  Option<std::string> library{*this, "library",
-                              llvm::cl::desc("kernels: dnnl (default), reference or mlir "
-                                             "(generated, as het-compile --library)"),
-                              llvm::cl::init("dnnl")};
+  // An enum: a name that is none of these is an option error naming them.
+  Option<KernelLibrary> library{
+      *this, "library", llvm::cl::desc("kernels, as het-compile --library"),
+      llvm::cl::init(KernelLibrary::Dnnl),
+      llvm::cl::values(clEnumValN(KernelLibrary::Dnnl, "dnnl", "oneDNN (default)"),
+                       clEnumValN(KernelLibrary::Reference, "reference", "het's loops"),
+                       clEnumValN(KernelLibrary::Mlir, "mlir", "generated from linalg"))};
 };
 } // namespace
 
@@ -217,8 +220,7 @@ void mlir::het::registerHetConversionPasses() {
       "het-compile lowers it (--mlir-print-ir-before=<pass> shows any stage)",
       [](OpPassManager &pm, const HetLowerToLLVMOptions &options) {
         CpuPipelineOptions cpu;
-        // An unknown name is convert-het-to-linalg's error, naming the choices.
-        cpu.library = parseKernelLibrary(options.library).value_or(KernelLibrary::Dnnl);
+        cpu.library = options.library;
         buildHetToLLVMPipeline(pm, cpu);
       });
 }
