@@ -1,6 +1,7 @@
 #include "Comm.h"
 
 #include "Auth/Hmac.h"
+#include "Bootstrap/InheritedListener.h"
 #include "Common/Error.h"
 #include "Common/Log.h"
 #include "Algorithms/Algorithms.h"
@@ -293,6 +294,8 @@ hetcclComm* commInit(int nranks, const hetcclUniqueId& uid, int rank, const hetc
 
   Rendezvous rv(id, rank, nranks, abortFlag);
   if (opts && opts->rootListen) rv.adoptListener(std::move(opts->rootListen));
+  else if (rank == 0)
+    if (Fd inherited = takeInheritedRootListener(id)) rv.adoptListener(std::move(inherited));
   c->peers = rv.exchange(mine, dl);
   buildTopology(c.get());
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <optional>
 #include <poll.h>
 #include <pthread.h>
 #include <stdexcept>
@@ -83,7 +84,7 @@ struct Stream {
 };
 
 [[noreturn]] void execRank(const JobOptions &o, int local, int outFd, int errFd,
-                           const std::string &root, const std::string &token) {
+                           const std::string &root, const std::string &token, int rootListenFd) {
   // Die with het-run even if it is SIGKILLed: no orphaned rank keeps running.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() == 1) _exit(127);
@@ -96,6 +97,15 @@ struct Stream {
   ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nranks).c_str(), 1);
   ::setenv("HETCCL_ROOT", root.c_str(), 1);
+  ::unsetenv("HETCCL_ROOT_FD"); // never a stale one from het-run's own environment
+  if (rootListenFd >= 0) {
+    int kept = ::dup(rootListenFd); // a dup is not close-on-exec: rank 0 gets it
+    if (kept < 0) {
+      dprintf(2, "het-run: cannot hand the root socket to rank 0: %s\n", std::strerror(errno));
+      _exit(127);
+    }
+    ::setenv("HETCCL_ROOT_FD", std::to_string(kept).c_str(), 1);
+  }
   ::setenv("HETCCL_TOKEN", token.c_str(), 1);
   ::setenv("HET_RESTART", std::to_string(o.attempt).c_str(), 1);
   if (o.collectiveTimeoutMs > 0)
@@ -152,27 +162,56 @@ std::string randomToken() {
   return s;
 }
 
-int freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(e));
+namespace {
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks; port()
+/// says which. Closed on destruction (and, being close-on-exec, in ranks).
+class LoopbackListener {
+public:
+  LoopbackListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0)
+      throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd_, 128) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+      int e = errno;
+      ::close(fd_);
+      throw std::runtime_error(std::string("cannot listen on a free loopback port: ") +
+                               std::strerror(e));
+    }
+    port_ = ntohs(a.sin_port);
   }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+  ~LoopbackListener() { close(); }
+  LoopbackListener(const LoopbackListener &) = delete;
+  LoopbackListener &operator=(const LoopbackListener &) = delete;
+  int fd() const { return fd_; }
+  int port() const { return port_; }
+  void close() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+
+private:
+  int fd_ = -1, port_ = 0;
+};
+} // namespace
+
+int freeLoopbackPort() { return LoopbackListener().port(); }
 
 JobResult runJob(const JobOptions &o) {
   JobResult res;
-  std::string root = o.root.empty() ? "127.0.0.1:" + std::to_string(freeLoopbackPort()) : o.root;
+  // Without --root, het-run listens at the root address itself and hands
+  // the socket to rank 0 (HETCCL_ROOT_FD): a port merely picked here could
+  // be taken by any process on the host before rank 0 binds it.
+  std::optional<LoopbackListener> rootListener;
+  if (o.root.empty())
+    rootListener.emplace();
+  std::string root = rootListener ? "127.0.0.1:" + std::to_string(rootListener->port()) : o.root;
+  int rootFd = rootListener ? rootListener->fd() : -1;
   std::string token = o.token.empty() ? randomToken() : o.token;
   double t0 = now();
   std::fprintf(stderr, "het-run: attempt %d: starting %d rank%s (root %s)\n", o.attempt, o.nranks,
@@ -217,7 +256,8 @@ JobResult runJob(const JobOptions &o) {
       for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
       abandon("fork");
     }
-    if (pid == 0) execRank(o, r, out[1], err[1], root, token);
+    if (pid == 0)
+      execRank(o, r, out[1], err[1], root, token, o.globalRank(r) == 0 ? rootFd : -1);
     ::setpgid(pid, pid); // also here: no race with the child's own call
     ::close(out[1]);
     ::close(err[1]);
@@ -227,6 +267,10 @@ JobResult runJob(const JobOptions &o) {
     pids[r] = pid;
     ++alive;
   }
+  // Rank 0 holds the root socket now; het-run's copy would keep the port
+  // bound after rank 0 is gone.
+  if (rootListener)
+    rootListener->close();
 
   bool failing = false;
   double failAt = 0, termAt = 0;

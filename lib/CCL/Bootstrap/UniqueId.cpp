@@ -30,7 +30,7 @@ hetcclUniqueId encodeId(const IdData& d) {
 
 // The root address from the environment, if any: HETCCL_ROOT wins over the
 // torchrun pair MASTER_ADDR/MASTER_PORT.
-static bool rootFromEnv(SockAddr* out) {
+bool rootFromEnv(SockAddr *out) {
   const char* root = getenv("HETCCL_ROOT");
   if (root && *root) {
     *out = parseHostPort(root);

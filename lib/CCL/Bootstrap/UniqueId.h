@@ -27,6 +27,9 @@ IdData decodeId(const hetcclUniqueId& id); // throws on a malformed id
 hetcclUniqueId encodeId(const IdData& d);
 void makeUniqueId(hetcclUniqueId* id);
 void uniqueIdFromEnv(hetcclUniqueId* id);
+// The root address the environment names: HETCCL_ROOT, else the torchrun
+// pair MASTER_ADDR/MASTER_PORT. False if neither is set.
+bool rootFromEnv(SockAddr *out);
 // hetcclGetUniqueIdAt: root "host:port", port 0 = a free port of host now.
 void makeUniqueIdForRoot(hetcclUniqueId* id, const std::string& root);
 // A fresh id (random token, random job id other than avoidJobId) whose root
