@@ -5,7 +5,8 @@
 # two halves over TCP. usage: two_launchers.sh OUT_DIR EXECUTABLE ARGS...
 set -euo pipefail
 out="$1"; shift
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A port below the ephemeral range, where no connect() can take it first.
+port=$(PYTHONPATH="$(dirname "$0")/../../python/distributed" python3 -c 'from launch import free_port; print(free_port())')
 export HETCCL_TOKEN=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 HETCCL_HOST=node-a het-run -n 2 --world-size 4 --rank-offset 0 --root "127.0.0.1:$port" \
   --timeout-ms 20000 --job-timeout-s 120 "$@" > "$out/node-a.out" 2>&1 &

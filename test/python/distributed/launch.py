@@ -2,6 +2,7 @@
 MASTER_ADDR, MASTER_PORT on loopback) and collects what they printed."""
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -15,6 +16,24 @@ REPO = HERE.parents[2]
 
 
 def free_port() -> int:
+    """A loopback port free now, below the kernel's ephemeral range when it
+    can be (as hetccl's own pick, lib/CCL/Bootstrap/UniqueId.cpp): a port in
+    that range can be taken as the source port of any connect() on the host
+    before rank 0 binds it, and then rank 0 fails ("Address already in use")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    floor = max(1024, low - 16384)
+    for _ in range(64):
+        port = random.randrange(floor, low) if floor < low else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
