@@ -18,7 +18,8 @@ hooks in `het.distributed.hooks` compress gradients (int8, top-k) with error
 feedback.
 
 Under het-run (which sets HETCCL_ROOT but not MASTER_ADDR/MASTER_PORT), the
-c10d store of `init_process_group()` listens on HETCCL_ROOT.
+c10d store of `init_process_group()` is served at HETCCL_ROOT, on the socket
+het-run listens on and hands to rank 0 (HETCCL_ROOT_FD).
 """
 
 import datetime
@@ -140,6 +141,30 @@ def _rendezvous_from_het_run():
     if sep and host and port.isdigit():
         os.environ["MASTER_ADDR"] = host
         os.environ["MASTER_PORT"] = port
+        _serve_store_on_inherited_socket(host, int(port))
+
+
+# Rank 0's c10d store server, on het-run's socket; kept for the process's life.
+_root_store = None
+
+
+def _serve_store_on_inherited_socket(host: str, port: int):
+    """het-run listens at HETCCL_ROOT itself and hands rank 0 the socket
+    (HETCCL_ROOT_FD), so nothing on the host can take the port before rank 0
+    binds it; the c10d store's own bind would then fail (EADDRINUSE). Rank 0
+    serves the store on that socket instead: a multi-tenant server, which the
+    store env:// initialisation makes later (multi-tenant, same port) reuses.
+    torch's libuv server takes no listening socket, so this one is the
+    classic server."""
+    global _root_store
+    fd = os.environ.pop("HETCCL_ROOT_FD", None)
+    if fd is None:
+        return
+    if not fd.isdigit():
+        raise HetError(f"HETCCL_ROOT_FD={fd!r} is not a file descriptor number")
+    _root_store = dist.TCPStore(host, port, None, True, datetime.timedelta(minutes=30),
+                                wait_for_workers=False, multi_tenant=True, master_listen_fd=int(fd),
+                                use_libuv=False)
 
 
 def backend(group=None) -> "HetcclBackend":
