@@ -181,3 +181,36 @@ func.func @generated_norm_and_pooling(%x: tensor<2x4x8x8xf32>, %g: tensor<4xf32>
       : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
   return %n, %p : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>
 }
+
+// -----
+
+// Pooling gradients whose windows tile the input exactly (2x2 with stride
+// 2 on an even plane; a global average pool) scatter into the windows: one
+// all-parallel generic over [n, c, oh, kh, ow, kw], reading the argmax and
+// dy (or the scaled dy) at (n, c, i, j), collapsed to [n, c, h, w]. No zero
+// fill, no reduction, no gathers (tensor.extract). The overlapping 3x3
+// windows with padding keep the gather form.
+// CHECK-DAG: #[[AT_OUTPUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)>
+// CHECK-DAG: #[[ALL:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>
+// CHECK-LABEL: func.func @tiling_windows
+// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-NOT: linalg.fill
+// CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[AT_OUTPUT]], #[[AT_OUTPUT]], #[[ALL]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%[[ARGMAX]]#1, %arg0 : tensor<2x4x4x4xi64>, tensor<2x4x4x4xf32>) outs(%{{.*}} : tensor<2x4x4x2x4x2xf32>)
+// CHECK-NOT: tensor.extract
+// CHECK: arith.cmpi eq
+// CHECK: tensor.collapse_shape %[[MAX]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x4x4x2x4x2xf32> into tensor<2x4x8x8xf32>
+// CHECK: %[[AVG:.*]] = linalg.generic {indexing_maps = [#[[AT_OUTPUT]], #[[ALL]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}} : tensor<2x4x1x1xf32>) outs(%{{.*}} : tensor<2x4x1x8x1x8xf32>)
+// CHECK: tensor.collapse_shape %[[AVG]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x4x1x8x1x8xf32> into tensor<2x4x8x8xf32>
+// CHECK: linalg.fill
+// CHECK: tensor.extract
+func.func @tiling_windows(%dy: tensor<2x4x4x4xf32>, %x: tensor<2x4x8x8xf32>, %dg: tensor<2x4x1x1xf32>,
+                          %dp: tensor<2x4x4x4xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %0 = het.max_pool2d_grad %dy, %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+      : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %1 = het.avg_pool2d_grad %dg {kernel = array<i64: 8, 8>, strides = array<i64: 8, 8>}
+      : tensor<2x4x1x1xf32> -> tensor<2x4x8x8xf32>
+  %2 = het.max_pool2d_grad %dp, %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1>}
+      : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %0, %1, %2 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}
