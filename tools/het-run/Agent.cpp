@@ -14,6 +14,7 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -104,12 +105,25 @@ int runAgent(const AgentOptions &a) {
     return 1;
   }
   std::string host = hostName();
+  // The port this agent offers the coordinator for the job's root, held
+  // listening (on the address the coordinator sees) until rank 0 takes the
+  // socket over: one merely found free could be taken before rank 0 binds.
+  std::optional<RootListener> offered;
+  auto offerPort = [&]() -> int {
+    offered.reset();
+    try {
+      offered.emplace(channel->localAddress());
+    } catch (const std::exception &) {
+      offered.emplace(); // not IPv4 (hetccl's root must be): loopback's port, not held there
+    }
+    return offered->port();
+  };
   const char *token = std::getenv("HETCCL_TOKEN");
   if (!channel->send({{"hello",
                        {{"group", a.group},
                         {"host", host},
                         {"token", token ? token : ""},
-                        {"free_port", freeLoopbackPort()}}}})) {
+                        {"free_port", offerPort()}}}})) {
     std::fprintf(stderr, "het-run: --join: the coordinator at %s closed the connection\n",
                  a.coordinator.c_str());
     return 1;
@@ -228,6 +242,9 @@ int runAgent(const AgentOptions &a) {
     }
     o.failWaitMs = a.failWaitMs;
     o.graceMs = a.graceMs;
+    // The root is the port this agent offered: its rank 0 gets the socket.
+    if (offered && o.root == channel->localAddress() + ":" + std::to_string(offered->port()))
+      o.rootListenFd = offered->fd();
     o.env.push_back(metrics->rankEnvironment());
     std::vector<std::string> groups;
     for (const auto &vars : o.rankEnv) {
@@ -261,7 +278,7 @@ int runAgent(const AgentOptions &a) {
                            {"last_step", metrics->lastStep()},
                            {"seconds", r.seconds},
                            {"fates", fatesJson(r, o)},
-                           {"free_port", freeLoopbackPort()}};
+                           {"free_port", offerPort()}};
     if (int sig = stopSignal()) {
       // SIGTERM to the agent (a node drained, a pod evicted): its devices
       // leave the job; say so rather than report ranks stopped on purpose.

@@ -153,10 +153,12 @@ bool AgentChannel::receiveBytes(size_t n, std::string &bytes) {
 
 void AgentChannel::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
-std::string AgentChannel::peerAddress() const {
+/// The numeric host of one end of `fd` (getpeername or getsockname); "" if
+/// it cannot be had.
+static std::string numericHost(int fd, int (*end)(int, sockaddr *, socklen_t *)) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;
-  if (::getpeername(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+  if (end(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
     return "";
   char host[NI_MAXHOST];
   if (::getnameinfo(reinterpret_cast<sockaddr *>(&a), len, host, sizeof host, nullptr, 0,
@@ -164,6 +166,10 @@ std::string AgentChannel::peerAddress() const {
     return "";
   return host;
 }
+
+std::string AgentChannel::peerAddress() const { return numericHost(fd_, ::getpeername); }
+
+std::string AgentChannel::localAddress() const { return numericHost(fd_, ::getsockname); }
 
 AgentListener::AgentListener(const std::string &address, int port) {
   addrinfo hints{}, *found = nullptr;

@@ -43,6 +43,8 @@ public:
   void shutdown();
   /// The peer's IP address, as a string.
   std::string peerAddress() const;
+  /// This end's numeric address (the one the coordinator sees as ours).
+  std::string localAddress() const;
 
 private:
   int fd_;

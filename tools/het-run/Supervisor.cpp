@@ -162,56 +162,40 @@ std::string randomToken() {
   return s;
 }
 
-namespace {
-/// A TCP socket listening on 127.0.0.1 at a port the kernel picks; port()
-/// says which. Closed on destruction (and, being close-on-exec, in ranks).
-class LoopbackListener {
-public:
-  LoopbackListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0)
-      throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
-      int e = errno;
-      ::close(fd_);
-      throw std::runtime_error(std::string("cannot listen on a free loopback port: ") +
-                               std::strerror(e));
-    }
-    port_ = ntohs(a.sin_port);
+RootListener::RootListener(const std::string &ipv4) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, ipv4.c_str(), &a.sin_addr) != 1)
+    throw std::runtime_error("cannot listen on '" + ipv4 + "': not an IPv4 address");
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0)
+    throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  socklen_t len = sizeof a;
+  if (::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd_, 128) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+    int e = errno;
+    close();
+    throw std::runtime_error("cannot listen on a free port of " + ipv4 + ": " + std::strerror(e));
   }
-  ~LoopbackListener() { close(); }
-  LoopbackListener(const LoopbackListener &) = delete;
-  LoopbackListener &operator=(const LoopbackListener &) = delete;
-  int fd() const { return fd_; }
-  int port() const { return port_; }
-  void close() {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = -1;
-  }
+  port_ = ntohs(a.sin_port);
+}
 
-private:
-  int fd_ = -1, port_ = 0;
-};
-} // namespace
-
-int freeLoopbackPort() { return LoopbackListener().port(); }
+void RootListener::close() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
+}
 
 JobResult runJob(const JobOptions &o) {
   JobResult res;
   // Without --root, het-run listens at the root address itself and hands
   // the socket to rank 0 (HETCCL_ROOT_FD): a port merely picked here could
   // be taken by any process on the host before rank 0 binds it.
-  std::optional<LoopbackListener> rootListener;
+  std::optional<RootListener> rootListener;
   if (o.root.empty())
     rootListener.emplace();
   std::string root = rootListener ? "127.0.0.1:" + std::to_string(rootListener->port()) : o.root;
-  int rootFd = rootListener ? rootListener->fd() : -1;
+  int rootFd = rootListener ? rootListener->fd() : o.rootListenFd;
   std::string token = o.token.empty() ? randomToken() : o.token;
   double t0 = now();
   std::fprintf(stderr, "het-run: attempt %d: starting %d rank%s (root %s)\n", o.attempt, o.nranks,

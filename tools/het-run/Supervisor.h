@@ -24,6 +24,10 @@ struct JobOptions {
   /// het-run --join agent holds the ranks the coordinator gives it).
   std::vector<int> ranks;
   std::string root;      // "": 127.0.0.1 and a free port
+  /// With `root`: a socket already listening at root's port, which the rank
+  /// whose RANK is 0 gets as HETCCL_ROOT_FD (a --join agent holds the port
+  /// it offered the coordinator); -1: rank 0 binds the port itself.
+  int rootListenFd = -1;
   std::string token;     // "": a fresh random token
   std::vector<std::string> argv;
   int64_t collectiveTimeoutMs = 0; // 0: leave HETCCL_TIMEOUT_MS alone
@@ -73,8 +77,23 @@ struct JobResult {
 
 /// A fresh random job token (64 hex characters).
 std::string randomToken();
-/// A TCP port on 127.0.0.1 that was free a moment ago.
-int freeLoopbackPort();
+/// A TCP socket listening on an IPv4 address at a port the kernel picks,
+/// held until a rank takes it over: a port merely found free could be taken
+/// by any process on the host before rank 0 binds it. Close-on-exec; closed
+/// on destruction.
+class RootListener {
+public:
+  explicit RootListener(const std::string &ipv4 = "127.0.0.1"); // throws
+  ~RootListener() { close(); }
+  RootListener(const RootListener &) = delete;
+  RootListener &operator=(const RootListener &) = delete;
+  int fd() const { return fd_; }
+  int port() const { return port_; }
+  void close();
+
+private:
+  int fd_ = -1, port_ = 0;
+};
 
 /// Runs one attempt of the job. Prints progress lines "het-run: ..." to
 /// stderr. Returns once every rank has been reaped.
