@@ -9,8 +9,9 @@
 // time: with more ranks than cores, the best round is a lucky pairing of
 // ranks by the scheduler, and two algorithms' best rounds may rank them
 // the other way round from their usual times); each round starts with the
-// next candidate. After the first round, candidates slower than twice the
-// best so far are dropped: they cannot win. A candidate that does
+// next candidate. After three rounds, candidates whose median so far is
+// slower than twice the fastest's are dropped: they cannot win; the best
+// is chosen among those that ran every round. A candidate that does
 // not apply (one-shot beyond the board, for instance: hetccl would run
 // another algorithm) is never timed under its name.
 //
@@ -46,6 +47,13 @@ int iterationsFor(uint64_t bytes) {
   return int(std::clamp<uint64_t>((32ull << 20) / std::max<uint64_t>(bytes, 1), 5, 2000));
 }
 
+/// Rounds every candidate runs before those slower than twice the fastest
+/// (median so far) are dropped. After one round, a single slow round --
+/// the scheduler pairing two ranks on one core for a while -- dropped the
+/// algorithm that won every later round (two-shot at 64 MiB, 2 ranks:
+/// 1.93 GB/s in round 0, the fastest in the check after).
+constexpr int kRoundsBeforeDropping = 3;
+
 struct RankFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -80,7 +88,6 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
       hetcclAlgo_t ran;
       std::vector<double> times; // per round: the slowest rank's mean
       int rounds = 0;
-      double first() const { return times.empty() ? 1e300 : times.front(); }
       double median() const {
         std::vector<double> sorted(times);
         std::sort(sorted.begin(), sorted.end());
@@ -120,20 +127,24 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
         c.times.push_back(slowest);
         ++c.rounds;
       }
-      if (round == 0) {
+      if (round + 1 == kRoundsBeforeDropping) {
         double fastest = 1e300;
         for (const Live &c : live)
           if (c.algo != hetcclAlgoAuto)
-            fastest = std::min(fastest, c.first());
+            fastest = std::min(fastest, c.median());
         for (Live &c : live)
-          if (c.algo != hetcclAlgoAuto && c.first() > 2 * fastest)
+          if (c.algo != hetcclAlgoAuto && c.median() > 2 * fastest)
             c.alive = false;
       }
     }
     out << "size " << bytes << " " << iterations << "\n";
-    for (const Live &c : live)
-      out << "candidate " << int(c.algo) << " " << c.median() << " " << c.rounds << " " << int(c.ran)
-          << "\n";
+    for (const Live &c : live) {
+      out << "candidate " << int(c.algo) << " " << c.median() << " " << c.rounds << " "
+          << int(c.ran);
+      for (double t : c.times)
+        out << " " << t;
+      out << "\n";
+    }
   }
   return out.str();
 }
@@ -170,6 +181,11 @@ SweepResult parseSweep(const std::string &text, size_t expectedSizes) {
       int algo, ran;
       CandidateTime c;
       in >> algo >> c.seconds >> c.rounds >> ran;
+      std::string times;
+      std::getline(in, times);
+      std::istringstream roundsIn(times);
+      for (double t; roundsIn >> t;)
+        c.roundSeconds.push_back(t);
       c.algo = hetcclAlgo_t(algo);
       c.ran = hetcclAlgo_t(ran);
       result.sizes.back().candidates.push_back(c);
@@ -187,9 +203,16 @@ SweepResult parseSweep(const std::string &text, size_t expectedSizes) {
 } // namespace
 
 const CandidateTime &SizeResult::best() const {
+  // Among the candidates that ran every round: a dropped one's median is of
+  // its few rounds, which the others' medians are not comparable with (one
+  // lucky round made a dropped tree the record at 1 MiB, 4 ranks).
+  int most = 0;
+  for (const CandidateTime &c : candidates)
+    if (c.algo != hetcclAlgoAuto)
+      most = std::max(most, c.rounds);
   const CandidateTime *best = nullptr;
   for (const CandidateTime &c : candidates)
-    if (c.algo != hetcclAlgoAuto && (!best || c.seconds < best->seconds))
+    if (c.algo != hetcclAlgoAuto && c.rounds == most && (!best || c.seconds < best->seconds))
       best = &c;
   if (!best)
     throw std::runtime_error("no algorithm applies to an all-reduce of " + std::to_string(bytes) +
@@ -205,6 +228,18 @@ const CandidateTime *SizeResult::fixed(hetcclAlgo_t algo) const {
 }
 
 const CandidateTime *SizeResult::autoResult() const { return fixed(hetcclAlgoAuto); }
+
+double pairedRatio(const CandidateTime &a, const CandidateTime &b) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < std::min(a.roundSeconds.size(), b.roundSeconds.size()); ++r)
+    if (b.roundSeconds[r] > 0)
+      ratios.push_back(a.roundSeconds[r] / b.roundSeconds[r]);
+  if (ratios.empty())
+    return 0;
+  std::sort(ratios.begin(), ratios.end());
+  size_t n = ratios.size();
+  return n % 2 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+}
 
 SweepResult sweepAllReduce(const SweepOptions &o) {
   if (o.ranks < 2)

@@ -33,19 +33,28 @@ struct CandidateTime {
   double seconds = 0;                // median round's mean time per call (slowest rank)
   int rounds = 0;                    // rounds measured (fewer: dropped as unable to win)
   hetcclAlgo_t ran = hetcclAlgoAuto; // for auto: the algorithm it ran
+  std::vector<double> roundSeconds;  // each round's mean time per call (slowest rank), in order
 };
 
 struct SizeResult {
   uint64_t bytes = 0;
   int iterations = 0; // calls per round
   std::vector<CandidateTime> candidates;
-  /// The fastest fixed algorithm (auto excluded).
+  /// The fastest fixed algorithm (auto excluded) among those that ran every
+  /// round (none dropped).
   const CandidateTime &best() const;
   /// auto's result, when measured; null otherwise.
   const CandidateTime *autoResult() const;
   /// A fixed algorithm's result; null if it was not timed.
   const CandidateTime *fixed(hetcclAlgo_t algo) const;
 };
+
+/// a's time over b's, paired by round: the median over the rounds both ran
+/// of a's round time / b's (0 if they share none). Candidates take turns
+/// within each round, so a pair ran seconds apart: what changes between
+/// rounds (the scheduler's pairing of ranks and cores, other load) divides
+/// out, where a ratio of two medians keeps it.
+double pairedRatio(const CandidateTime &a, const CandidateTime &b);
 
 struct SweepResult {
   std::string key; // the communicator's key: "allreduce ranks=.. nodes=.. link=.. bytes="
