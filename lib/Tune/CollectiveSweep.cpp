@@ -54,6 +54,13 @@ int iterationsFor(uint64_t bytes) {
 /// 1.93 GB/s in round 0, the fastest in the check after).
 constexpr int kRoundsBeforeDropping = 3;
 
+/// A candidate's time: its median round (the lower of the middle two for an
+/// even count), from each round's mean time per call.
+double medianRound(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times.empty() ? 1e300 : times[(times.size() - 1) / 2];
+}
+
 struct RankFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -76,6 +83,7 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
   if (o.includeAuto)
     candidates.insert(candidates.begin(), hetcclAlgoAuto);
   std::ostringstream out;
+  out.precision(17); // round times travel to the parent as text: every bit of them
   out << "key " << key << "\n";
   for (uint64_t bytes : o.sizes) {
     size_t count = std::max<size_t>(bytes / sizeof(float), 1);
@@ -87,12 +95,7 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
       hetcclAlgo_t algo;
       hetcclAlgo_t ran;
       std::vector<double> times; // per round: the slowest rank's mean
-      int rounds = 0;
-      double median() const {
-        std::vector<double> sorted(times);
-        std::sort(sorted.begin(), sorted.end());
-        return sorted.empty() ? 1e300 : sorted[(sorted.size() - 1) / 2];
-      }
+      double median() const { return medianRound(times); }
       bool alive = true;
     };
     std::vector<Live> live;
@@ -125,7 +128,6 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
         check(hetcclAllReduce(&mean, &slowest, 1, hetcclFloat64, hetcclMax, comm), comm,
               "all-reduce of the times");
         c.times.push_back(slowest);
-        ++c.rounds;
       }
       if (round + 1 == kRoundsBeforeDropping) {
         double fastest = 1e300;
@@ -139,8 +141,7 @@ std::string sweepOnComm(const SweepOptions &o, hetcclComm_t comm, int rank) {
     }
     out << "size " << bytes << " " << iterations << "\n";
     for (const Live &c : live) {
-      out << "candidate " << int(c.algo) << " " << c.median() << " " << c.rounds << " "
-          << int(c.ran);
+      out << "candidate " << int(c.algo) << " " << int(c.ran);
       for (double t : c.times)
         out << " " << t;
       out << "\n";
@@ -180,12 +181,14 @@ SweepResult parseSweep(const std::string &text, size_t expectedSizes) {
     } else if (word == "candidate" && !result.sizes.empty()) {
       int algo, ran;
       CandidateTime c;
-      in >> algo >> c.seconds >> c.rounds >> ran;
+      in >> algo >> ran;
       std::string times;
       std::getline(in, times);
       std::istringstream roundsIn(times);
       for (double t; roundsIn >> t;)
         c.roundSeconds.push_back(t);
+      c.seconds = medianRound(c.roundSeconds);
+      c.rounds = int(c.roundSeconds.size());
       c.algo = hetcclAlgo_t(algo);
       c.ran = hetcclAlgo_t(ran);
       result.sizes.back().candidates.push_back(c);

@@ -109,13 +109,17 @@ int runAgent(const AgentOptions &a) {
   // listening (on the address the coordinator sees) until rank 0 takes the
   // socket over: one merely found free could be taken before rank 0 binds.
   std::optional<RootListener> offered;
+  std::string offeredRoot; // host:port of `offered`, as a start order names the root
   auto offerPort = [&]() -> int {
     offered.reset();
+    std::string address = channel->localAddress();
     try {
-      offered.emplace(channel->localAddress());
+      offered.emplace(address);
     } catch (const std::exception &) {
-      offered.emplace(); // not IPv4 (hetccl's root must be): loopback's port, not held there
+      address = "127.0.0.1"; // not IPv4 (hetccl's root must be): loopback's port, not held there
+      offered.emplace(address);
     }
+    offeredRoot = address + ":" + std::to_string(offered->port());
     return offered->port();
   };
   const char *token = std::getenv("HETCCL_TOKEN");
@@ -243,7 +247,7 @@ int runAgent(const AgentOptions &a) {
     o.failWaitMs = a.failWaitMs;
     o.graceMs = a.graceMs;
     // The root is the port this agent offered: its rank 0 gets the socket.
-    if (offered && o.root == channel->localAddress() + ":" + std::to_string(offered->port()))
+    if (offered && o.root == offeredRoot)
       o.rootListenFd = offered->fd();
     o.env.push_back(metrics->rankEnvironment());
     std::vector<std::string> groups;

@@ -203,6 +203,25 @@ Value buildAvgPool(OpBuilder &b, Location loc, Value x, const Window &g, Type el
   return dividedByCounts(b, loc, sums, g);
 }
 
+/// In a window generic, the flat index row * w + col (i64) in the unpadded
+/// input plane of the element at output (i, j), window offset (a, b): row =
+/// i * sh + a - ph, col = j * sw + b - pw. `rowDims` and `colDims` are the
+/// loop dimensions of (i, a) and (j, b).
+Value flatPlaneIndex(OpBuilder &b, Location l, const Window &g,
+                     std::pair<unsigned, unsigned> rowDims, std::pair<unsigned, unsigned> colDims) {
+  auto coordinate = [&](std::pair<unsigned, unsigned> dims, int64_t stride, int64_t pad) {
+    Value at = b.create<arith::AddIOp>(
+        l,
+        b.create<arith::MulIOp>(l, b.create<linalg::IndexOp>(l, dims.first), index(b, l, stride)),
+        b.create<linalg::IndexOp>(l, dims.second));
+    Value unpadded = b.create<arith::SubIOp>(l, at, index(b, l, pad));
+    return b.create<arith::IndexCastOp>(l, b.getI64Type(), unpadded).getResult();
+  };
+  Value row = coordinate(rowDims, g.sh, g.ph), col = coordinate(colDims, g.sw, g.pw);
+  return b.create<arith::AddIOp>(
+      l, b.create<arith::MulIOp>(l, row, b.create<arith::ConstantIntOp>(l, g.w, 64)), col);
+}
+
 /// Each output's first maximum as a flat index h * W + w into its input
 /// plane (-1 if the window has no real input above minus infinity).
 Value buildArgmax(OpBuilder &b, Location loc, Value x, const Window &g, Type element) {
@@ -222,18 +241,7 @@ Value buildArgmax(OpBuilder &b, Location loc, Value x, const Window &g, Type ele
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value greater = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], a[2]);
         // Row and column in the unpadded plane: i*sh + a - ph, j*sw + b - pw.
-        auto coordinate = [&](int64_t outDim, int64_t offsetDim, int64_t stride, int64_t pad) {
-          Value at = nb.create<arith::AddIOp>(
-              l,
-              nb.create<arith::MulIOp>(l, nb.create<linalg::IndexOp>(l, outDim),
-                                       index(nb, l, stride)),
-              nb.create<linalg::IndexOp>(l, offsetDim));
-          Value unpadded = nb.create<arith::SubIOp>(l, at, index(nb, l, pad));
-          return nb.create<arith::IndexCastOp>(l, nb.getI64Type(), unpadded).getResult();
-        };
-        Value row = coordinate(2, 4, g.sh, g.ph), col = coordinate(3, 5, g.sw, g.pw);
-        Value flat = nb.create<arith::AddIOp>(
-            l, nb.create<arith::MulIOp>(l, row, nb.create<arith::ConstantIntOp>(l, g.w, 64)), col);
+        Value flat = flatPlaneIndex(nb, l, g, {2, 4}, {3, 5});
         return SmallVector<Value>{nb.create<arith::SelectOp>(l, greater, a[0], a[2]),
                                   nb.create<arith::SelectOp>(l, greater, flat, a[3])};
       })[1];
@@ -329,18 +337,8 @@ Value buildMaxPoolGrad(OpBuilder &b, Location loc, Value dy, Value x, const Wind
     return scatterIntoWindows(
         b, loc, g, element, {argmax, dy}, [&](OpBuilder &nb, Location l, ValueRange at) -> Value {
           // This element's flat index in its plane: (i*kh + a) * w + j*kw + b.
-          auto along = [&](int64_t outDim, int64_t offsetDim, int64_t kernel) {
-            return nb.create<arith::AddIOp>(
-                l,
-                nb.create<arith::MulIOp>(l, nb.create<linalg::IndexOp>(l, outDim),
-                                         index(nb, l, kernel)),
-                nb.create<linalg::IndexOp>(l, offsetDim));
-          };
-          Value here = nb.create<arith::AddIOp>(
-              l, nb.create<arith::MulIOp>(l, along(2, 3, g.kh), index(nb, l, g.w)),
-              along(4, 5, g.kw));
-          Value hereI64 = nb.create<arith::IndexCastOp>(l, nb.getI64Type(), here);
-          Value isWinner = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, at[0], hereI64);
+          Value here = flatPlaneIndex(nb, l, g, {2, 3}, {4, 5});
+          Value isWinner = nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, at[0], here);
           return nb.create<arith::SelectOp>(l, isWinner, at[1], constantLike(nb, l, element, 0.0));
         });
   return gatherFromOutputs(
