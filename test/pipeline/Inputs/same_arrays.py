@@ -6,6 +6,8 @@ import sys
 import numpy as np
 
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if not a.files:
+    sys.exit(f"{sys.argv[1]} holds no arrays: nothing to compare")
 if sorted(a.files) != sorted(b.files):
     sys.exit(f"different arrays: {sorted(a.files)} vs {sorted(b.files)}")
 for name in a.files:
