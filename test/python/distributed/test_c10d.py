@@ -22,7 +22,18 @@ def test_every_collective_matches_gloo(world):
     ranks = launch("collectives_worker.py", world, "--big", timeout=600)
     assert_all_ok(ranks)
     for r in ranks:
-        assert re.search(r"\d+ cases bit-exact against gloo", r.output), describe(ranks)
+        # The worker fails on any difference from the exact result, and on
+        # any difference from Gloo but the known Gloo defect (its
+        # reduce_scatter_tensor sums where MIN is asked: 8 dtypes x 2 sizes).
+        # Here: the cases compared with Gloo are most of them (334-414 per
+        # rank, 2026-12-06), not zero; those without a Gloo counterpart
+        # (118-177) are checked against the exact result only.
+        counts = re.search(r"^RESULT counts=(\d+),(\d+),(\d+)$", r.output, re.M)
+        assert counts, describe(ranks)
+        gloo, reference_only, gloo_wrong = map(int, counts.groups())
+        assert gloo >= 300, (f"rank {r.rank}: only {gloo} cases compared with gloo", describe(ranks))
+        assert reference_only <= 200, (f"rank {r.rank}: {reference_only} cases without gloo", describe(ranks))
+        assert gloo_wrong <= (16 if world > 1 else 0), describe(ranks)
 
 
 def test_mismatched_counts_fail_every_rank():
