@@ -10,8 +10,10 @@
 #include "het-c/hetccl.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -23,6 +25,27 @@
 namespace {
 
 using Results = std::map<size_t, double>; // bytes -> seconds
+
+// The run's private scratch folder (mkdtemp under $TMPDIR or /tmp): the
+// workers' result files and Gloo's file store live there, so no other
+// process can predict, pre-create or read them; removed at exit.
+std::string scratch;
+
+void makeScratch() {
+  const char* tmp = getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/hetccl-compare-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back(0);
+  if (!mkdtemp(buf.data())) {
+    fprintf(stderr, "hetccl-compare: cannot make a scratch folder %s: %s\n", pattern.c_str(), strerror(errno));
+    exit(1);
+  }
+  scratch = buf.data();
+  atexit([] {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch, ignored);
+  });
+}
 
 std::string selfDir() {
   char buf[4096];
@@ -50,7 +73,7 @@ Results parse(const std::string& path) {
 Results runHetccl(int n) {
   hetcclUniqueId id;
   if (hetcclGetUniqueId(&id) != hetcclSuccess) return {};
-  std::string out = "/tmp/hetccl-compare-" + std::to_string(getpid()) + ".txt";
+  std::string out = scratch + "/hetccl.txt";
   fflush(stdout);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
@@ -89,7 +112,7 @@ Results runHetccl(int n) {
 Results runMpi(int n) {
   std::string worker = selfDir() + "/hetccl-compare-mpi";
   if (access(worker.c_str(), X_OK) != 0) return {};
-  std::string out = "/tmp/hetccl-compare-mpi-" + std::to_string(getpid()) + ".txt";
+  std::string out = scratch + "/mpi.txt";
   std::string cmd = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np " +
                     std::to_string(n) + " " + worker + " > " + out + " 2>/dev/null";
   if (system(cmd.c_str()) != 0) fprintf(stderr, "mpirun failed: %s\n", cmd.c_str());
@@ -101,9 +124,11 @@ Results runMpi(int n) {
 Results runGloo(int n) {
   std::string worker = selfDir() + "/hetccl-compare-gloo";
   if (access(worker.c_str(), X_OK) != 0) return {};
-  std::string dir = "/tmp/hetccl-compare-gloo-" + std::to_string(getpid());
-  std::string out = dir + ".txt";
-  if (system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) != 0) return {};
+  std::string dir = scratch + "/gloo-store";
+  std::string out = scratch + "/gloo.txt";
+  std::error_code error;
+  std::filesystem::remove_all(dir, error);
+  if (!std::filesystem::create_directory(dir, error)) return {};
   fflush(stdout);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
@@ -120,8 +145,7 @@ Results runGloo(int n) {
   for (pid_t p : pids) waitpid(p, nullptr, 0);
   Results r = parse(out);
   unlink(out.c_str());
-  if (system(("rm -rf " + dir).c_str()) != 0) {
-  }
+  std::filesystem::remove_all(dir, error);
   return r;
 }
 
@@ -161,6 +185,7 @@ int main(int argc, char** argv) {
       rounds = std::max(1, atoi(argv[i + 1]));
     }
   }
+  makeScratch();
   printf("# best of %d interleaved rounds per library (the host is shared; the best round is the least disturbed)\n",
          rounds);
   for (int n : nps) {

@@ -24,6 +24,7 @@ het-run listens on and hands to rank 0 (HETCCL_ROOT_FD).
 
 import datetime
 import glob
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -133,7 +134,10 @@ def _rendezvous_from_het_run():
     """het-run gives its ranks HETCCL_ROOT (and RANK, WORLD_SIZE) but not
     torchrun's MASTER_ADDR/MASTER_PORT; env:// initialisation then uses
     HETCCL_ROOT for the c10d store. Nothing else listens there: the backend
-    makes its own ids (on a free port) and passes them through the store."""
+    makes its own ids (on a free port) and passes them through the store.
+    Rank 0's store server starts only when env:// initialisation asks for
+    the store (_serve_root_store_lazily): importing this module starts
+    nothing."""
     root = os.environ.get("HETCCL_ROOT")
     if not root or os.environ.get("MASTER_ADDR") or os.environ.get("MASTER_PORT"):
         return
@@ -141,28 +145,54 @@ def _rendezvous_from_het_run():
     if sep and host and port.isdigit():
         os.environ["MASTER_ADDR"] = host
         os.environ["MASTER_PORT"] = port
-        _serve_store_on_inherited_socket(host, int(port))
+        if "HETCCL_ROOT_FD" in os.environ:
+            _serve_root_store_lazily(host, int(port))
 
 
-# Rank 0's c10d store server, on het-run's socket; kept for the process's life.
+# Rank 0's c10d store server, on het-run's socket; kept for the process's
+# life once env:// initialisation has started it.
 _root_store = None
 
 
-def _serve_store_on_inherited_socket(host: str, port: int):
+def _serve_root_store_lazily(host: str, port: int):
+    """Wraps torch's env:// rendezvous handler so that rank 0's store server
+    starts on the first env:// initialisation, with that call's timeout, and
+    never in a program that does not initialise a process group.
+    torch.distributed has no public way to wrap a bundled handler
+    (register_rendezvous_handler refuses a scheme it has), so this replaces
+    the entry in its handler table; a torch without that table gets the
+    server at once, as before."""
+    # the module, not the function torch.distributed re-exports under its name
+    rdzv = importlib.import_module("torch.distributed.rendezvous")
+
+    handlers = getattr(rdzv, "_rendezvous_handlers", None)
+    env_handler = handlers.get("env") if isinstance(handlers, dict) else None
+    if env_handler is None:
+        _serve_store_on_inherited_socket(host, port, datetime.timedelta(minutes=30))
+        return
+
+    def env_with_root_store(url, timeout=dist.default_pg_timeout, **kwargs):
+        _serve_store_on_inherited_socket(host, port, timeout)
+        return env_handler(url, timeout=timeout, **kwargs)
+
+    handlers["env"] = env_with_root_store
+
+
+def _serve_store_on_inherited_socket(host: str, port: int, timeout: datetime.timedelta):
     """het-run listens at HETCCL_ROOT itself and hands rank 0 the socket
     (HETCCL_ROOT_FD), so nothing on the host can take the port before rank 0
     binds it; the c10d store's own bind would then fail (EADDRINUSE). Rank 0
     serves the store on that socket instead: a multi-tenant server, which the
-    store env:// initialisation makes later (multi-tenant, same port) reuses.
+    store env:// initialisation makes next (multi-tenant, same port) reuses.
     torch's libuv server takes no listening socket, so this one is the
-    classic server."""
+    classic server. Only the first call serves: the socket is handed once."""
     global _root_store
     fd = os.environ.pop("HETCCL_ROOT_FD", None)
     if fd is None:
         return
     if not fd.isdigit():
         raise HetError(f"HETCCL_ROOT_FD={fd!r} is not a file descriptor number")
-    _root_store = dist.TCPStore(host, port, None, True, datetime.timedelta(minutes=30),
+    _root_store = dist.TCPStore(host, port, None, True, timeout,
                                 wait_for_workers=False, multi_tenant=True, master_listen_fd=int(fd),
                                 use_libuv=False)
 
