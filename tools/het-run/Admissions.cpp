@@ -2,6 +2,8 @@
 #include "Admissions.h"
 #include "Metrics.h"
 
+#include "het/Run/RequestSignature.h"
+
 #include <httplib.h>
 
 #include <stdexcept>
@@ -56,7 +58,8 @@ std::map<std::string, int> LostDevices::lost() const {
   return out;
 }
 
-std::string admitDevices(const std::string &address, const std::string &group, int count) {
+std::string admitDevices(const std::string &address, const std::string &group, int count,
+                         const std::string &token) {
   auto [host, port] = hostAndPort(address, "--admit");
   httplib::Client client(host, port);
   client.set_connection_timeout(2);
@@ -64,7 +67,9 @@ std::string admitDevices(const std::string &address, const std::string &group, i
   httplib::Params params{{"group", group}};
   if (count > 0)
     params.emplace("count", std::to_string(count));
-  auto res = client.Post("/admit", params);
+  httplib::Headers headers{
+      {het::run::kSignatureHeader, het::run::signRequest(token, "POST", "/admit", params)}};
+  auto res = client.Post("/admit", headers, params);
   if (!res)
     throw std::runtime_error("no het-run serves metrics at " + address + " (" +
                              httplib::to_string(res.error()) + ")");

@@ -3,7 +3,7 @@
 // het-run --elastic keeps the devices its job has lost, by the group of the
 // cluster spec it was started with. An operator (or a node agent) says a
 // device is back with `het-run --admit HOST:PORT --group G`, a POST to the
-// job's metrics server: within --loss-grace-s of a loss the job restarts
+// job's metrics server signed with the job token: within --loss-grace-s of a loss the job restarts
 // under its plan as if nothing was lost; later, the running job stops at
 // its next checkpoint and is planned again for the larger cluster.
 // Thread-safe: the HTTP server admits while het-run's loop takes.
@@ -40,9 +40,11 @@ private:
 };
 
 /// Asks the het-run serving metrics at HOST:PORT to re-admit `count` (0:
-/// all) lost devices of `group`; returns its answer. Throws
-/// std::runtime_error with the reason when it refuses or cannot be reached.
-std::string admitDevices(const std::string &address, const std::string &group, int count);
+/// all) lost devices of `group`, the request signed with the job token
+/// `token`; returns its answer. Throws std::runtime_error with the reason
+/// when it refuses or cannot be reached.
+std::string admitDevices(const std::string &address, const std::string &group, int count,
+                         const std::string &token);
 
 } // namespace hetrun
 

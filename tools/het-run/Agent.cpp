@@ -4,6 +4,8 @@
 #include "Metrics.h"
 #include "Supervisor.h"
 
+#include "het/Run/JobToken.h"
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -45,13 +47,14 @@ nlohmann::json fatesJson(const JobResult &r, const JobOptions &o) {
 }
 /// The job options of a start order; throws on a field missing or of
 /// another type.
-void readStart(const nlohmann::json &s, const std::string &workDir, JobOptions &o) {
+void readStart(const nlohmann::json &s, const std::string &workDir, const std::string &jobToken,
+               JobOptions &o) {
   o.attempt = s.at("attempt").get<int>();
   o.ranks = s.at("ranks").get<std::vector<int>>();
   o.nranks = static_cast<int>(o.ranks.size());
   o.worldSize = s.at("world").get<int>();
   o.root = s.at("root").get<std::string>();
-  o.token = s.at("token").get<std::string>();
+  o.token = het::run::attemptToken(jobToken, o.attempt, o.root);
   o.argv = s.at("args").get<std::vector<std::string>>();
   std::string program = s.at("program").get<std::string>();
   if (program.empty() || program.find('/') != std::string::npos)
@@ -96,7 +99,7 @@ int runAgent(const AgentOptions &a) {
   try {
     metrics = std::make_unique<JobMetrics>(a.metricsLog, 0);
     if (a.metricsPort >= 0) {
-      int port = metrics->serve(a.metricsAddress, a.metricsPort);
+      int port = metrics->serve(a.metricsAddress, a.metricsPort, a.token, a.consoleAuth);
       std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
                    a.metricsAddress.c_str(), port);
     }
@@ -122,31 +125,21 @@ int runAgent(const AgentOptions &a) {
     offeredRoot = address + ":" + std::to_string(offered->port());
     return offered->port();
   };
-  const char *token = std::getenv("HETCCL_TOKEN");
-  if (!channel->send({{"hello",
-                       {{"group", a.group},
-                        {"host", host},
-                        {"token", token ? token : ""},
-                        {"free_port", offerPort()}}}})) {
-    std::fprintf(stderr, "het-run: --join: the coordinator at %s closed the connection\n",
-                 a.coordinator.c_str());
-    return 1;
-  }
+  // Both prove the job token before anything else (AgentChannel.h); the
+  // token itself is never sent.
   nlohmann::json reply;
-  if (!channel->receive(reply, a.joinTimeoutS)) {
-    std::fprintf(stderr, "het-run: --join: no answer from the coordinator at %s\n",
-                 a.coordinator.c_str());
+  try {
+    reply = channel->answerChallenge(
+        a.token, {{"group", a.group}, {"host", host}, {"free_port", offerPort()}},
+        a.peerTimeoutS);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "het-run: --join: the coordinator at %s %s\n", a.coordinator.c_str(), e.what());
     return 1;
   }
   auto text = [](const nlohmann::json &j, const char *key) {
     return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
                                                                   : std::string();
   };
-  if (reply.contains("refused") || !reply.contains("welcome")) {
-    std::fprintf(stderr, "het-run: --join: the coordinator at %s refused this agent: %s\n",
-                 a.coordinator.c_str(), text(reply, "refused").c_str());
-    return 1;
-  }
   // The coordinator shows every rank of the job (/metrics, /status).
   AgentChannel *relay = channel.get();
   metrics->forwardLines([relay](const std::string &line) { relay->send({{"metrics", line}}); });
@@ -162,18 +155,39 @@ int runAgent(const AgentOptions &a) {
   std::atomic<int> stopAttempt{-1}, checkpointAttempt{-1};
   std::string stopReason;
   bool gone = false;
+  std::string lostWhy; // why the coordinator's channel ended, if not a close
   std::thread reader([&] {
     for (;;) {
       nlohmann::json m;
-      if (!channel->receive(m))
+      bool timedOut = false;
+      if (!channel->receive(m, a.peerTimeoutS, &timedOut)) {
+        lostWhy = timedOut ? "the coordinator sent nothing for " +
+                                 std::to_string(static_cast<int>(a.peerTimeoutS)) +
+                                 " s (stalled, or cut off)"
+                           : channel->error();
         break;
+      }
+      if (m.contains("ping"))
+        continue;
       try {
         if (m.contains("program")) {
           std::string name = m["program"].at("name").get<std::string>(), bytes;
           size_t size = m["program"].at("bytes").get<size_t>();
-          if (name.empty() || name.find('/') != std::string::npos ||
-              !channel->receiveBytes(size, bytes))
+          std::string digest = m["program"].at("sha256").get<std::string>();
+          if (name.empty() || name.find('/') != std::string::npos) {
+            lostWhy = "an executable named '" + name + "' (not a plain file name)";
+            break;
+          }
+          if (!channel->receiveBytes(size, bytes, a.peerTimeoutS)) {
+            lostWhy = "the executable " + name + " did not arrive whole: " + channel->error();
             break; // the stream cannot be followed any more
+          }
+          // Run only what the coordinator announced (in a sealed message).
+          if (std::string got = het::run::sha256Hex(bytes); got != digest) {
+            lostWhy = "the executable " + name + " arrived with SHA-256 " + got +
+                      ", not the " + digest + " the coordinator announced; not written";
+            break;
+          }
           // Written aside and renamed: a rank never executes half a file.
           std::string path = workDir + "/" + name, part = path + ".part";
           std::ofstream out(part, std::ios::binary | std::ios::trunc);
@@ -199,8 +213,19 @@ int runAgent(const AgentOptions &a) {
     }
     std::lock_guard<std::mutex> lock(mutex);
     gone = true;
-    stopReason = "the coordinator is gone";
+    stopReason = lostWhy.empty() ? "the coordinator is gone" : lostWhy;
     cv.notify_all();
+  });
+  // Say something every quarter of the peer timeout: the coordinator takes
+  // an agent silent for the whole timeout for gone.
+  std::thread pinger([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!gone && !cv.wait_for(lock, std::chrono::duration<double>(a.peerTimeoutS / 4),
+                                 [&] { return gone; })) {
+      lock.unlock();
+      channel->send({{"ping", nlohmann::json::object()}});
+      lock.lock();
+    }
   });
 
   int status = 1;
@@ -214,7 +239,8 @@ int runAgent(const AgentOptions &a) {
       }
       if (orders.empty()) {
         std::fprintf(stderr, "het-run: %s\n",
-                     stopSignal() ? "interrupted" : "the coordinator is gone; stopping");
+                     stopSignal() ? "interrupted"
+                                  : (stopReason + "; stopping (coordinator " + a.coordinator + ")").c_str());
         status = stopSignal() ? 128 + stopSignal() : 1;
         break;
       }
@@ -234,7 +260,7 @@ int runAgent(const AgentOptions &a) {
     const nlohmann::json &s = order["start"];
     JobOptions o;
     try {
-      readStart(s, workDir, o);
+      readStart(s, workDir, a.token, o);
     } catch (const std::exception &e) {
       // Not a coordinator of this version: say so rather than guess.
       std::fprintf(stderr, "het-run: --join: a start order that cannot be read: %s\n", e.what());
@@ -295,6 +321,12 @@ int runAgent(const AgentOptions &a) {
   metrics->forwardLines(nullptr);
   channel->shutdown();
   reader.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    gone = true;
+  }
+  cv.notify_all();
+  pinger.join();
   return status;
 }
 

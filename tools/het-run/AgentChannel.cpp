@@ -1,6 +1,9 @@
 //===- AgentChannel.cpp - messages between a coordinator and its agents ---===//
 #include "AgentChannel.h"
 
+#include "het/Run/ChannelAuth.h"
+#include "het/Run/JobToken.h"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
@@ -46,6 +49,104 @@ AgentChannel::AgentChannel(int fd) : fd_(fd) {
 
 AgentChannel::~AgentChannel() { ::close(fd_); }
 
+nlohmann::json AgentChannel::offerChallenge(const std::string &token, double timeoutS,
+                                            std::string &why) {
+  const std::string nonce = het::run::randomHex(16);
+  if (!send({{"challenge", {{"nonce", nonce}, {"protocol", het::run::kChannelProtocol}}}})) {
+    why = "the peer closed the connection";
+    return nullptr;
+  }
+  nlohmann::json hello;
+  bool timedOut = false;
+  if (!receive(hello, timeoutS, &timedOut) || !hello.contains("hello") ||
+      !hello["hello"].is_object()) {
+    why = timedOut ? "no hello within " + std::to_string(static_cast<int>(timeoutS)) + " s"
+                   : "not an agent (no hello)";
+    return nullptr;
+  }
+  nlohmann::json h = hello["hello"];
+  auto text = [&](const char *key) {
+    return h.contains(key) && h[key].is_string() ? h[key].get<std::string>() : std::string();
+  };
+  int64_t freePort = h.contains("free_port") && h["free_port"].is_number_integer()
+                         ? h["free_port"].get<int64_t>()
+                         : 0;
+  if (!h.contains("protocol") || h["protocol"] != het::run::kChannelProtocol) {
+    why = "an agent of another het-run version (handshake protocol " +
+          (h.contains("protocol") ? h["protocol"].dump() : std::string("1")) + ", this one's " +
+          std::to_string(het::run::kChannelProtocol) + ")";
+    send({{"refused", why}});
+    return nullptr;
+  }
+  std::string theirNonce = text("nonce");
+  std::string want = het::run::agentProof(token, nonce, theirNonce, text("group"), text("host"),
+                                          freePort);
+  if (theirNonce.size() < 16 || !het::run::equalInConstantTime(want, text("proof"))) {
+    why = "the agent could not prove the job token";
+    send({{"refused", "this agent's job token is not this job's"}});
+    return nullptr;
+  }
+  seal_ = std::make_unique<het::run::MessageSeal>(het::run::sessionKey(token, nonce, theirNonce),
+                                                  /*coordinatorSide=*/true);
+  return h;
+}
+
+nlohmann::json AgentChannel::answerChallenge(const std::string &token, nlohmann::json hello,
+                                             double timeoutS) {
+  nlohmann::json challenge;
+  bool timedOut = false;
+  if (!receive(challenge, timeoutS, &timedOut))
+    throw std::runtime_error(timedOut ? "sent no challenge within " +
+                                            std::to_string(static_cast<int>(timeoutS)) +
+                                            " s (stalled, or not a het-run coordinator)"
+                                      : "closed the connection before its challenge");
+  if (challenge.contains("refused"))
+    throw std::runtime_error("refused this agent: " + (challenge["refused"].is_string()
+                                                           ? challenge["refused"].get<std::string>()
+                                                           : challenge["refused"].dump()));
+  if (!challenge.contains("challenge") || !challenge["challenge"].is_object() ||
+      !challenge["challenge"].contains("nonce") || !challenge["challenge"]["nonce"].is_string())
+    throw std::runtime_error("sent no challenge: not a het-run coordinator of this version (one "
+                             "of before 2026-12-06 trusts any agent: upgrade it)");
+  std::string theirNonce = challenge["challenge"]["nonce"].get<std::string>();
+  std::string nonce = het::run::randomHex(16);
+  hello["nonce"] = nonce;
+  hello["protocol"] = het::run::kChannelProtocol;
+  hello["proof"] = het::run::agentProof(token, theirNonce, nonce, hello.value("group", ""),
+                                        hello.value("host", ""), hello.value("free_port", 0));
+  if (!send({{"hello", hello}}))
+    throw std::runtime_error("closed the connection");
+  // Its answer: a refusal (plain), or the welcome sealed with the session
+  // key, which only a holder of the token can make.
+  std::string line;
+  if (!receiveLine(line, timeoutS, &timedOut))
+    throw std::runtime_error(timedOut ? "did not answer the hello within " +
+                                            std::to_string(static_cast<int>(timeoutS)) +
+                                            " s (stalled)"
+                                      : "closed the connection after the hello");
+  nlohmann::json plain = nlohmann::json::parse(line, nullptr, false);
+  if (plain.is_object() && plain.contains("refused"))
+    throw std::runtime_error("refused this agent: " +
+                             (plain["refused"].is_string() ? plain["refused"].get<std::string>()
+                                                           : plain["refused"].dump()));
+  auto seal = std::make_unique<het::run::MessageSeal>(
+      het::run::sessionKey(token, theirNonce, nonce), /*coordinatorSide=*/false);
+  std::string json, why;
+  if (!seal->open(line, json, why))
+    throw std::runtime_error("could not prove it holds the job token (" + why +
+                             "): not this job's coordinator; nothing it sends is run");
+  nlohmann::json welcome = nlohmann::json::parse(json, nullptr, false);
+  // Refused after the proof (no place in its group, no such group).
+  if (welcome.is_object() && welcome.contains("refused"))
+    throw std::runtime_error("refused this agent: " + (welcome["refused"].is_string()
+                                                           ? welcome["refused"].get<std::string>()
+                                                           : welcome["refused"].dump()));
+  if (!welcome.is_object() || !welcome.contains("welcome"))
+    throw std::runtime_error("sent a first message that is not a welcome");
+  seal_ = std::move(seal);
+  return welcome;
+}
+
 std::unique_ptr<AgentChannel> AgentChannel::connect(const std::string &address, double timeoutS) {
   auto [host, port] = split(address);
   double until = now() + timeoutS;
@@ -79,9 +180,9 @@ std::unique_ptr<AgentChannel> AgentChannel::connect(const std::string &address, 
 
 bool AgentChannel::send(const nlohmann::json &message, const std::string &bytes) {
   // Invalid UTF-8 (a rank's label) is replaced, not thrown.
-  std::string text =
-      message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" + bytes;
+  std::string json = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::lock_guard<std::mutex> lock(sendMutex_);
+  std::string text = (seal_ ? seal_->seal(json) : json) + "\n" + bytes;
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::send(fd_, text.data() + done, text.size() - done, MSG_NOSIGNAL);
@@ -94,26 +195,29 @@ bool AgentChannel::send(const nlohmann::json &message, const std::string &bytes)
   return true;
 }
 
-bool AgentChannel::receive(nlohmann::json &message, double timeoutS, bool *timedOut) {
+bool AgentChannel::receiveLine(std::string &line, double timeoutS, bool *timedOut) {
   if (timedOut)
     *timedOut = false;
+  error_.clear();
   double until = timeoutS < 0 ? 0 : now() + timeoutS;
   for (;;) {
     size_t nl = buffer_.find('\n');
     if (nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
+      line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
-      message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      return message.is_object();
+      return true;
     }
-    if (buffer_.size() > (1u << 20))
-      return false; // no message is that long: not a peer of ours
+    if (buffer_.size() > (1u << 20)) {
+      error_ = "a line of more than 1 MiB: not a peer of ours";
+      return false;
+    }
     int wait = -1;
     if (timeoutS >= 0) {
       double left = until - now();
       if (left <= 0) {
         if (timedOut)
           *timedOut = true;
+        error_ = "nothing received for " + std::to_string(static_cast<int>(timeoutS)) + " s";
         return false;
       }
       wait = static_cast<int>(left * 1000) + 1;
@@ -134,12 +238,42 @@ bool AgentChannel::receive(nlohmann::json &message, double timeoutS, bool *timed
   }
 }
 
-bool AgentChannel::receiveBytes(size_t n, std::string &bytes) {
-  if (n > (size_t(4) << 30))
+bool AgentChannel::receive(nlohmann::json &message, double timeoutS, bool *timedOut) {
+  std::string line;
+  if (!receiveLine(line, timeoutS, timedOut))
+    return false;
+  if (seal_) {
+    std::string json;
+    if (!seal_->open(line, json, error_))
+      return false;
+    line = std::move(json);
+  }
+  message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object()) {
+    error_ = "a line that is not a JSON object";
+    return false;
+  }
+  return true;
+}
+
+bool AgentChannel::receiveBytes(size_t n, std::string &bytes, double timeoutS) {
+  error_.clear();
+  if (n > (size_t(4) << 30)) {
+    error_ = "an announced size of more than 4 GiB";
     return false; // no executable is that large: not a peer of ours
+  }
   bytes = buffer_.substr(0, std::min(n, buffer_.size()));
   buffer_.erase(0, bytes.size());
   while (bytes.size() < n) {
+    // A stalled sender: no byte for timeoutS ends the transfer.
+    pollfd p{fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, timeoutS < 0 ? -1 : static_cast<int>(timeoutS * 1000) + 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r == 0) {
+      error_ = "the transfer stalled: nothing for " + std::to_string(static_cast<int>(timeoutS)) + " s";
+      return false;
+    }
     char chunk[65536];
     ssize_t got = ::recv(fd_, chunk, std::min(sizeof chunk, n - bytes.size()), 0);
     if (got < 0 && errno == EINTR)

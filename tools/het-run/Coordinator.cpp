@@ -4,6 +4,7 @@
 #include "Metrics.h"
 
 #include "het/Plan/ClusterSurvivors.h"
+#include "het/Run/JobToken.h"
 
 #include <algorithm>
 #include <chrono>
@@ -41,17 +42,17 @@ std::string baseName(const std::string &path) {
 } // namespace
 
 Coordinator::Coordinator(const nlohmann::json &spec, const het::plan::Cluster &original,
-                         const std::string &address, int port, JobMetrics *metrics)
-    : spec_(spec), metrics_(metrics) {
+                         const std::string &address, int port, JobMetrics *metrics,
+                         std::string token, double peerTimeoutS)
+    : spec_(spec), token_(std::move(token)), peerTimeoutS_(peerTimeoutS), metrics_(metrics) {
   for (const auto &g : original.groups) {
     perNode_[g.name] = g.devicesPerNode;
     nodes_[g.name] = g.nodes;
     groupOrder_.push_back(g.name);
   }
-  if (const char *t = std::getenv("HETCCL_TOKEN"))
-    token_ = t;
   listener_ = std::make_unique<AgentListener>(address, port);
   acceptor_ = std::thread([this] { acceptLoop(); });
+  pinger_ = std::thread([this] { pingLoop(); });
 }
 
 Coordinator::~Coordinator() {
@@ -60,6 +61,8 @@ Coordinator::~Coordinator() {
     stopping_ = true;
   }
   acceptor_.join();
+  changed_.notify_all();
+  pinger_.join();
   listener_->close();
   for (auto &a : agents_)
     a->channel->shutdown();
@@ -87,27 +90,21 @@ void Coordinator::acceptLoop() {
     std::unique_ptr<AgentChannel> channel = listener_->accept(0.2);
     if (!channel)
       continue;
-    nlohmann::json hello;
-    if (!channel->receive(hello, 5.0) || !hello.contains("hello") || !hello["hello"].is_object())
-      continue; // not an agent
-    const nlohmann::json &h = hello["hello"];
+    // Only agents that prove the job token join: they receive executables
+    // and run them. The hello is awaited at most 5 s (a peer that connects
+    // and says nothing holds up the next agent that long, no longer).
+    std::string why;
+    const nlohmann::json h = channel->offerChallenge(token_, 5.0, why);
+    if (h.is_null()) {
+      std::fprintf(stderr, "het-run: refused a connection from %s: %s\n",
+                   channel->peerAddress().c_str(), why.c_str());
+      std::fflush(stderr);
+      continue;
+    }
     auto text = [&](const char *key) {
       return h.contains(key) && h[key].is_string() ? h[key].get<std::string>() : std::string();
     };
     std::string group = text("group"), host = text("host");
-    // With a job token (HETCCL_TOKEN, the Kubernetes secret), only agents
-    // that know it join: they receive executables and rendezvous tokens.
-    if (!token_.empty()) {
-      std::string theirs = text("token");
-      unsigned diff = theirs.size() != token_.size();
-      for (size_t i = 0; i < token_.size(); ++i)
-        diff |= static_cast<unsigned char>(token_[i]) ^
-                static_cast<unsigned char>(i < theirs.size() ? theirs[i] : 0);
-      if (diff) {
-        channel->send({{"refused", "the agent's HETCCL_TOKEN is not this job's"}});
-        continue;
-      }
-    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (!nodes_.count(group)) {
       std::string groups;
@@ -145,11 +142,36 @@ void Coordinator::acceptLoop() {
   }
 }
 
+void Coordinator::pingLoop() {
+  // Each side says something at least every quarter of the peer timeout,
+  // so silence for the whole timeout means a peer stalled or cut off.
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    changed_.wait_for(lock, std::chrono::duration<double>(peerTimeoutS_ / 4));
+    std::vector<AgentChannel *> alive;
+    for (const auto &a : agents_)
+      if (a->alive)
+        alive.push_back(a->channel.get());
+    lock.unlock();
+    for (AgentChannel *c : alive)
+      c->send({{"ping", nlohmann::json::object()}});
+    lock.lock();
+  }
+}
+
 void Coordinator::readLoop(Agent *a) {
+  std::string why;
   for (;;) {
     nlohmann::json m;
-    if (!a->channel->receive(m))
+    bool timedOut = false;
+    if (!a->channel->receive(m, peerTimeoutS_, &timedOut)) {
+      why = timedOut ? "sent nothing for " + std::to_string(static_cast<int>(peerTimeoutS_)) +
+                           " s (stalled)"
+                     : a->channel->error();
       break;
+    }
+    if (m.contains("ping"))
+      continue;
     if (m.contains("metrics") && m["metrics"].is_string()) {
       if (metrics_)
         metrics_->ingest(m["metrics"].get<std::string>());
@@ -166,8 +188,10 @@ void Coordinator::readLoop(Agent *a) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (a->alive && !stopping_)
-    std::fprintf(stderr, "het-run: agent %d (group %s, host %s) is gone\n", a->id, a->group.c_str(),
-                 a->host.c_str());
+    std::fprintf(stderr, "het-run: agent %d (group %s, host %s) is gone%s%s\n", a->id,
+                 a->group.c_str(), a->host.c_str(), why.empty() ? "" : ": ", why.c_str());
+  if (a->alive && !stopping_)
+    a->channel->shutdown(); // a stalled one hears no more of this job
   a->alive = false;
   changed_.notify_all();
 }
@@ -297,7 +321,9 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
     nlohmann::json start;
   };
   std::vector<Order> orders;
-  std::string token = randomToken(), name = baseName(program);
+  // The ranks' rendezvous token is derived from the job token by both
+  // ends (attemptToken), so no secret crosses the channel.
+  std::string name = baseName(program), digest = het::run::sha256Hex(bytes);
   std::vector<std::string> args(base.argv.begin() + 1, base.argv.end());
   nlohmann::json env = nlohmann::json::object();
   for (const auto &[k, v] : base.env)
@@ -312,7 +338,6 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
                          {"ranks", a->ranks},
                          {"world", world},
                          {"root", root},
-                         {"token", token},
                          {"program", name},
                          {"args", args},
                          {"timeout_ms", base.collectiveTimeoutMs},
@@ -331,7 +356,9 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
   for (size_t i = 0; i < orders.size(); ++i) {
     Order &o = orders[i];
     bool ok = !o.withProgram ||
-              o.channel->send({{"program", {{"name", name}, {"bytes", bytes.size()}}}}, bytes);
+              o.channel->send(
+                  {{"program", {{"name", name}, {"bytes", bytes.size()}, {"sha256", digest}}}},
+                  bytes);
     sent[i] = ok && o.channel->send(o.start);
   }
   lock.lock();

@@ -43,9 +43,11 @@ public:
   /// Listens for agents on address:port (0: a free port) for the cluster
   /// `original` (its spec's JSON in `spec`); throws std::runtime_error.
   /// The agents' ranks' metrics lines go to `metrics` (the coordinator's
-  /// /metrics and /status), if not null.
+  /// /metrics and /status), if not null. Only agents that prove `token`
+  /// (the job token) join; one silent for `peerTimeoutS` is gone.
   Coordinator(const nlohmann::json &spec, const het::plan::Cluster &original,
-              const std::string &address, int port, JobMetrics *metrics);
+              const std::string &address, int port, JobMetrics *metrics, std::string token,
+              double peerTimeoutS);
   ~Coordinator();
   int port() const;
 
@@ -88,15 +90,17 @@ private:
     std::thread reader;
   };
   void acceptLoop();
+  void pingLoop();
   void readLoop(Agent *agent);
   int usable(const std::string &group) const; // alive agents of a group (lock held)
 
   nlohmann::json spec_;
-  std::string token_; // HETCCL_TOKEN: agents must present it ("": none needed)
+  std::string token_;  // the job token: agents prove it, and so does the coordinator
+  double peerTimeoutS_; // an agent silent this long is gone
   std::map<std::string, int> perNode_, nodes_; // by group
   std::vector<std::string> groupOrder_;
   std::unique_ptr<AgentListener> listener_;
-  std::thread acceptor_;
+  std::thread acceptor_, pinger_;
   bool stopping_ = false;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

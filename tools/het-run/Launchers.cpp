@@ -24,6 +24,11 @@ std::string shellQuote(const std::string &w) {
 }
 
 namespace {
+// In a pod, the metrics server listens on the pod's addresses so that
+// Prometheus can scrape /metrics (het-run's default is loopback); its
+// state-changing endpoints need the job token (the Secret) either way.
+constexpr const char *kPodMetricsAddress = " --metrics-address 0.0.0.0";
+
 std::string program(const LaunchSpec &s) {
   std::string p;
   for (const std::string &a : s.argv) p += (p.empty() ? "" : " ") + shellQuote(a);
@@ -169,7 +174,8 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                       (s.collectiveTimeoutMs > 0
                            ? " --timeout-ms " + std::to_string(s.collectiveTimeoutMs)
                            : "") +
-                      " --metrics-port " + std::to_string(s.metricsPort) + " -- " + program(s);
+                      " --metrics-port " + std::to_string(s.metricsPort) + kPodMetricsAddress +
+                      " -- " + program(s);
     json container = {
         {"name", "coordinator"},
         {"image", s.image},
@@ -200,7 +206,7 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
     // pod i of this task is rankBase + i * devicesPerNode.
     std::string cmd = s.elastic
                           ? "exec het-run --join " + coordinator + " --group " + shellQuote(g.name) +
-                                " --metrics-port " + std::to_string(s.metricsPort)
+                                " --metrics-port " + std::to_string(s.metricsPort) + kPodMetricsAddress
                           : "exec het-run -n " + std::to_string(g.devicesPerNode) + " --world-size " +
                       std::to_string(world) + " --rank-offset $((" + std::to_string(rankBase) +
                       " + VC_TASK_INDEX * " + std::to_string(g.devicesPerNode) + ")) --root " +
@@ -208,7 +214,8 @@ std::string volcanoJobYaml(const LaunchSpec &s) {
                       (s.collectiveTimeoutMs > 0
                            ? " --timeout-ms " + std::to_string(s.collectiveTimeoutMs)
                            : "") +
-                      " --metrics-port " + std::to_string(s.metricsPort) + " -- " + program(s);
+                      " --metrics-port " + std::to_string(s.metricsPort) + kPodMetricsAddress +
+                      " -- " + program(s);
     json container = {
         {"name", "rank"},
         {"image", s.image},

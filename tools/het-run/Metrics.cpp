@@ -2,6 +2,8 @@
 #include "Metrics.h"
 #include "Admissions.h"
 
+#include "het/Run/RequestSignature.h"
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -91,15 +93,58 @@ std::pair<std::string, std::string> JobMetrics::rankEnvironment() const {
   return {"HET_METRICS_FD", std::to_string(writeFd_)};
 }
 
-int JobMetrics::serve(const std::string &address, int port) {
+namespace {
+/// Answers a refused request: 401 asks for the credential, 403 refuses
+/// it; logged, so an operator sees who tried.
+void refuse(const httplib::Request &req, httplib::Response &res, const het::run::Verdict &v) {
+  res.status = v.status;
+  if (v.status == 401)
+    res.set_header("WWW-Authenticate", "HetSignature, Bearer");
+  res.set_content(v.reason + "\n", "text/plain; charset=utf-8");
+  std::fprintf(stderr, "het-run: refused %s %s from %s: %s\n", req.method.c_str(), req.path.c_str(),
+               req.remote_addr.c_str(), v.reason.c_str());
+}
+} // namespace
+
+int JobMetrics::serve(const std::string &address, int port, const std::string &token,
+                      bool protectViews) {
+  if (!token.empty())
+    verifier_ = std::make_unique<het::run::RequestVerifier>(token);
+  protectViews_ = protectViews && verifier_;
+  // A read-only view: open, or (--console-auth) for holders of the token.
+  auto reader = [this](const httplib::Request &req, httplib::Response &res) {
+    if (!protectViews_)
+      return true;
+    het::run::Verdict v = verifier_->verifyReader(
+        req.method, req.path, req.params, req.get_header_value(het::run::kSignatureHeader),
+        req.get_header_value("Authorization"), het::run::unixNow());
+    if (!v.ok())
+      refuse(req, res, v);
+    return v.ok();
+  };
+  // A request that changes the job: signed with the job token, or refused.
+  auto writer = [this](const httplib::Request &req, httplib::Response &res) {
+    het::run::Verdict v =
+        verifier_ ? verifier_->verifySigned(req.method, req.path, req.params,
+                                            req.get_header_value(het::run::kSignatureHeader),
+                                            het::run::unixNow())
+                  : het::run::Verdict{403, "this server has no job token: it changes nothing"};
+    if (!v.ok())
+      refuse(req, res, v);
+    return v.ok();
+  };
   http_ = std::make_unique<httplib::Server>();
-  http_->Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
-    res.set_content(prometheus(), "text/plain; version=0.0.4; charset=utf-8");
+  http_->Get("/metrics", [this, reader](const httplib::Request &req, httplib::Response &res) {
+    if (reader(req, res))
+      res.set_content(prometheus(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  http_->Get("/status", [this](const httplib::Request &, httplib::Response &res) {
-    res.set_content(status(), "text/plain; charset=utf-8");
+  http_->Get("/status", [this, reader](const httplib::Request &req, httplib::Response &res) {
+    if (reader(req, res))
+      res.set_content(status(), "text/plain; charset=utf-8");
   });
-  http_->Post("/admit", [this](const httplib::Request &req, httplib::Response &res) {
+  http_->Post("/admit", [this, writer](const httplib::Request &req, httplib::Response &res) {
+    if (!writer(req, res))
+      return;
     LostDevices *devices = admissions_.load();
     if (!devices) {
       res.status = 404;
@@ -433,17 +478,21 @@ std::pair<std::string, int> hostAndPort(const std::string &address, const char *
   return {address.substr(0, colon), static_cast<int>(port)};
 }
 
-std::string fetchStatus(const std::string &address) {
+std::string fetchStatus(const std::string &address, const std::string &token) {
   auto [host, port] = hostAndPort(address, "--status");
   httplib::Client client(host, port);
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
-  auto res = client.Get("/status");
+  httplib::Headers headers;
+  if (!token.empty())
+    headers.emplace("Authorization", "Bearer " + token);
+  auto res = client.Get("/status", headers);
   if (!res)
     throw std::runtime_error("no het-run serves metrics at " + address + " (" +
                              httplib::to_string(res.error()) + ")");
   if (res->status != 200)
-    throw std::runtime_error(address + "/status answered HTTP " + std::to_string(res->status));
+    throw std::runtime_error(address + "/status answered HTTP " + std::to_string(res->status) +
+                             ": " + res->body);
   return res->body;
 }
 

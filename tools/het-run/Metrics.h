@@ -6,6 +6,10 @@
 // serves them as Prometheus text (/metrics) and as a status table of the
 // ranks by device group (/status, which `het-run --status HOST:PORT`
 // prints). --metrics-log F appends every line, timed, as JSON lines.
+// Requests that change the job (POST /admit) must be signed with the job
+// token (het/Run/RequestSignature.h); with --console-auth the read-only
+// views need the token too. Refusals are 401 (no credential) or 403, and
+// change nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +32,9 @@
 namespace httplib {
 class Server;
 }
+namespace het::run {
+class RequestVerifier;
+}
 
 namespace hetrun {
 
@@ -43,7 +50,10 @@ public:
   std::pair<std::string, std::string> rankEnvironment() const;
   /// Serves /metrics and /status on address:port (port 0: a free one);
   /// returns the port. Throws std::runtime_error when it cannot bind.
-  int serve(const std::string &address, int port);
+  /// Requests that change the job are checked against `token` (the job
+  /// token; empty: every such request is refused), and so are the
+  /// read-only views when `protectViews`.
+  int serve(const std::string &address, int port, const std::string &token, bool protectViews);
   /// Also serve POST /admit?group=G[&count=N] (het-run --admit) from now
   /// on; without it the server answers that the job is not elastic.
   void acceptAdmissions(LostDevices *devices);
@@ -97,6 +107,8 @@ private:
   std::unique_ptr<httplib::Server> http_;
   std::function<void(const std::string &)> forward_;
   std::atomic<LostDevices *> admissions_{nullptr};
+  std::unique_ptr<het::run::RequestVerifier> verifier_;
+  bool protectViews_ = false;
   std::string admissionRefusal_ =
       "this job is not elastic (het-run --elastic): it has no lost devices to re-admit";
 };
@@ -105,9 +117,10 @@ private:
 std::pair<std::string, int> hostAndPort(const std::string &address, const char *option,
                                         bool portZero = false);
 
-/// Fetches http://address/status (het-run --status); throws
-/// std::runtime_error naming the address when it cannot.
-std::string fetchStatus(const std::string &address);
+/// Fetches http://address/status (het-run --status), with the job token
+/// as a bearer credential when one is given; throws std::runtime_error
+/// naming the address when it cannot.
+std::string fetchStatus(const std::string &address, const std::string &token);
 
 } // namespace hetrun
 

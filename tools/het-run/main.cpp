@@ -16,6 +16,7 @@
 #include "het/Plan/ClusterSpec.h"
 #include "het/Plan/ClusterSurvivors.h"
 #include "het/Plan/DeviceCatalog.h"
+#include "het/Run/JobToken.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <regex>
 #include <unistd.h>
@@ -60,7 +62,9 @@ int main(int argc, char **argv) {
   std::string clusterFile, emitK8s, image = "het:latest", jobName = "het-job", root;
   bool printLaunchers = false, elastic = false;
   int spares = 0, metricsPort = -1;
-  std::string metricsAddress = "0.0.0.0", metricsLog, statusOf;
+  std::string metricsAddress = "127.0.0.1", metricsLog, statusOf, tokenFile;
+  bool consoleAuth = false;
+  double peerTimeoutS = 30;
   double lossGraceS = 0, joinTimeoutS = 300;
   std::string admitAt, admitGroup, coordinateAt, joinAt, workDir;
   int admitCount = 0;
@@ -132,8 +136,24 @@ int main(int argc, char **argv) {
                  "Serve the ranks' live metrics: Prometheus text at /metrics, the ranks by "
                  "device group at /status (0: a free port, printed)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--metrics-address", metricsAddress, "Address to serve metrics on")
+  app.add_option("--metrics-address", metricsAddress,
+                 "Address to serve metrics on (0.0.0.0: every address of this host; what "
+                 "changes the job needs the job token either way)")
       ->capture_default_str();
+  app.add_option("--token-file", tokenFile,
+                 "The job token (authenticates --admit, --status with --console-auth, and "
+                 "agents and their coordinator to each other): read from F, or, serving a job "
+                 "without HETCCL_TOKEN, generated and written to F (mode 0600). HETCCL_TOKEN "
+                 "takes precedence. A job that serves and has neither writes a fresh token to "
+                 "a private file and prints where");
+  app.add_flag("--console-auth", consoleAuth,
+               "The read-only views (/metrics, /status) need the job token too (Authorization: "
+               "Bearer <token>); by default they are open and only what changes the job is "
+               "protected");
+  app.add_option("--peer-timeout-s", peerTimeoutS,
+                 "--coordinate and --join: a coordinator or agent that sends nothing this long "
+                 "(they ping every quarter of it) is gone")
+      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
   app.add_option("--metrics-log", metricsLog,
                  "Append every rank's per-step metrics (and each attempt) to F as JSON lines");
   app.add_option("--status", statusOf,
@@ -168,13 +188,24 @@ int main(int argc, char **argv) {
     }
   };
   if (!statusOf.empty())
-    return askServer([&] { return hetrun::fetchStatus(statusOf); });
+    return askServer([&] {
+      // The token if there is one: a server with --console-auth asks for it.
+      std::string token;
+      try {
+        token = het::run::resolveJobToken(tokenFile, false, "het-run --status").value;
+      } catch (const std::exception &) {
+      }
+      return hetrun::fetchStatus(statusOf, token);
+    });
   if (!admitAt.empty()) {
     if (admitGroup.empty()) {
       std::fprintf(stderr, "het-run: --admit needs --group (the group whose devices are back)\n");
       return 2;
     }
-    return askServer([&] { return hetrun::admitDevices(admitAt, admitGroup, admitCount); });
+    return askServer([&] {
+      std::string token = het::run::resolveJobToken(tokenFile, false, "het-run --admit").value;
+      return hetrun::admitDevices(admitAt, admitGroup, admitCount, token);
+    });
   }
   if (!joinAt.empty()) {
     if (admitGroup.empty()) {
@@ -197,6 +228,14 @@ int main(int argc, char **argv) {
     agent.metricsLog = metricsLog;
     agent.failWaitMs = failWaitMs;
     agent.graceMs = graceMs;
+    agent.peerTimeoutS = peerTimeoutS;
+    agent.consoleAuth = consoleAuth;
+    try {
+      agent.token = het::run::resolveJobToken(tokenFile, false, "het-run --join").value;
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
     return hetrun::runAgent(agent);
   }
   if (!admitGroup.empty() || admitCount > 0) {
@@ -387,6 +426,35 @@ int main(int argc, char **argv) {
 
   installSignalHandlers();
 
+  // The job token, wherever this het-run serves a control plane (metrics
+  // server, or agents to coordinate): HETCCL_TOKEN, --token-file, or a
+  // fresh one in a private file, removed when the job ends.
+  std::optional<het::run::JobToken> jobToken;
+  struct RemoveAtExit {
+    std::string path;
+    ~RemoveAtExit() {
+      if (!path.empty())
+        ::unlink(path.c_str());
+    }
+  } generatedTokenFile;
+  if (metricsPort >= 0 || !coordinateAt.empty()) {
+    try {
+      jobToken = het::run::resolveJobToken(tokenFile, true, coordinateAt.empty() ? "job" : "coordinator");
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "het-run: %s\n", e.what());
+      return 2;
+    }
+    if (jobToken->generated && tokenFile.empty())
+      generatedTokenFile.path = jobToken->file;
+    std::fprintf(stderr, "het-run: job token: %s%s\n", jobToken->source.c_str(),
+                 jobToken->file.empty() ? ""
+                                        : (" (het-run --admit/--status/--join: --token-file " +
+                                           jobToken->file + ")").c_str());
+  } else if (consoleAuth) {
+    std::fprintf(stderr, "het-run: --console-auth protects the views of --metrics-port: give one\n");
+    return 2;
+  }
+
   std::unique_ptr<hetrun::JobMetrics> metrics;
   // --elastic reads the ranks' steps too, to say how many a loss cost.
   if (metricsPort >= 0 || !metricsLog.empty() || elastic) {
@@ -399,7 +467,7 @@ int main(int argc, char **argv) {
         metrics->refuseAdmissions("this job's devices are re-admitted by their agents joining "
                                   "(het-run --join), not by --admit");
       if (metricsPort >= 0) {
-        int port = metrics->serve(metricsAddress, metricsPort);
+        int port = metrics->serve(metricsAddress, metricsPort, jobToken->value, consoleAuth);
         std::fprintf(stderr, "het-run: metrics at http://%s:%d/metrics, status at /status\n",
                      metricsAddress.c_str(), port);
       }
@@ -415,7 +483,8 @@ int main(int argc, char **argv) {
     try {
       auto [host, port] = hetrun::hostAndPort(coordinateAt, "--coordinate", /*portZero=*/true);
       coordinator = std::make_unique<hetrun::Coordinator>(plans->originalSpec(), *cluster, host,
-                                                          port, metrics.get());
+                                                          port, metrics.get(), jobToken->value,
+                                                          peerTimeoutS);
       std::fprintf(stderr, "het-run: coordinating at %s:%d; waiting up to %g s for an agent on "
                            "every node (het-run --join %s:%d --group G)\n",
                    host.c_str(), coordinator->port(), joinTimeoutS, host.c_str(), coordinator->port());

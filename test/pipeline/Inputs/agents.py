@@ -1,7 +1,10 @@
 """A multi-node elastic job on this host: a coordinator (het-run --elastic
 --coordinate 127.0.0.1:0 HET_RUN_ARGS) and one het-run --join agent per
---agent GROUP:HOST[:TOKEN] (HETCCL_HOST=HOST, HETCCL_TOKEN=TOKEN if given, so the agents' ranks talk over TCP as
-separate machines would). Events: --on PATTERN ACTION, once, when a line of
+--agent GROUP:HOST[:TOKEN] (HETCCL_HOST=HOST, so the agents' ranks talk over TCP as
+separate machines would). The job token: HETCCL_TOKEN if our environment
+has it, else the coordinator writes a fresh one to OUT.token
+(--token-file), which the agents read; an agent given a TOKEN gets
+HETCCL_TOKEN=TOKEN instead (another job's, to be refused). Events: --on PATTERN ACTION, once, when a line of
 the coordinator's or an agent's output matches PATTERN: "join GROUP:HOST"
 starts another agent, "kill GROUP" SIGKILLs the newest agent of GROUP (its
 ranks die with it, as with a machine gone). The coordinator's output goes to
@@ -45,7 +48,7 @@ def start_agent(spec):
     if token:
         env["HETCCL_TOKEN"] = token[0]
     p = subprocess.Popen(["het-run", "--join", f"127.0.0.1:{port}", "--group", group,
-                          "--join-timeout-s", "60"],
+                          "--join-timeout-s", "60", "--token-file", token_file],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     agents.append((spec, p, log))
     threading.Thread(target=pump, args=(p.stdout, open(log, "w")), daemon=True).start()
@@ -73,7 +76,11 @@ def pump(stream, sink):
         act(line)
 
 
-coordinator = subprocess.Popen(["het-run", "--elastic", "--coordinate", "127.0.0.1:0"] + job,
+token_file = out + ".token"
+if os.path.exists(token_file):
+    os.unlink(token_file)  # a fresh token per run
+coordinator = subprocess.Popen(["het-run", "--elastic", "--coordinate", "127.0.0.1:0",
+                                "--token-file", token_file] + job,
                                stderr=subprocess.PIPE, text=True)
 for line in coordinator.stderr:
     sys.stderr.write(line)
