@@ -195,22 +195,34 @@ print(sum(g["replicas"] * s.get("tensor_parallel", 1)
 devices=$(python3 -c 'import json, sys
 print(sum(d["count"] for n in json.load(open(sys.argv[1]))["nodes"] for d in n["devices"]))' "$two_kinds")
 mlir_ranks="$((devices - 2)),$((devices - 1))"
-echo "het: het-run --elastic: pipelined training ($ranks ranks) with async checkpoints; ranks $mlir_ranks (cpu.mlir) are SIGKILLed at step 150, and their devices come back while the survivors train:"
+echo "het: het-run --elastic: pipelined training ($ranks ranks) with async checkpoints; ranks $mlir_ranks (cpu.mlir) are SIGKILLed at step 150, and their devices come back while het-run re-plans:"
 "$here/build/bin/het-run" --cluster "$two_kinds" --elastic --fail-wait-ms 3000 --timeout-ms 10000 \
-  --metrics-log "$out/metrics.jsonl" --metrics-port 0 --metrics-address 127.0.0.1 \
+  --metrics-log "$out/metrics.jsonl" --metrics-port 0 --metrics-address 127.0.0.1 --token-file "$out/job.token" \
   "$out/pipeline" --steps 300 --print-every 50 "${pipeline_data[@]}" \
   --checkpoint-dir "$out/checkpoints" --checkpoint-every 20 --kill-rank "$mlir_ranks" --kill-step 150 \
   > "$out/het-run.txt" 2>&1 &
 job=$!
-# Once the survivors run under their new plan, the cpu.mlir devices are
-# back (what a node agent would tell het-run): het-run --admit. The job
-# stops after its next checkpoint and goes back to its first plan.
+# While het-run re-plans for the survivors, the cpu.mlir devices come back
+# (what a node agent would tell het-run): het-run --admit, signed with the
+# job token het-run wrote to job.token (only this user can read it). The survivors'
+# attempt starts with the stop already asked (het-run holds the request
+# until a rank can take it), trains to its first checkpoint and stops; the
+# job goes back to its first plan. Admitting at the re-plan line, not
+# later, makes that order certain: a later admission could find the
+# survivors done. Every part announced above must happen, or the main job
+# fails saying which did not.
 admitted=""
 while kill -0 "$job" 2>/dev/null; do
-  if [ -z "$admitted" ] && grep -q 'attempt 1: starting' "$out/het-run.txt"; then
+  if [ -z "$admitted" ] && grep -q 'het-run: elastic: lost .* re-planning for the' "$out/het-run.txt"; then
     port=$(sed -n 's|.*metrics at http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$out/het-run.txt")
-    "$here/build/bin/het-run" --admit "127.0.0.1:$port" --group mlir > "$out/admit.txt" 2>&1 \
-      || { cat "$out/admit.txt"; echo "het: het-run --admit failed" >&2; }
+    if ! "$here/build/bin/het-run" --admit "127.0.0.1:$port" --group mlir --token-file "$out/job.token" \
+        > "$out/admit.txt" 2>&1; then
+      kill "$job" 2>/dev/null || true
+      wait "$job" 2>/dev/null || true
+      cat "$out/het-run.txt" "$out/admit.txt"
+      echo "het: het-run --admit failed; the main job stops here" >&2
+      exit 1
+    fi
     admitted=1
   fi
   sleep 0.05
@@ -218,7 +230,19 @@ done
 wait "$job" || { cat "$out/het-run.txt"; echo "het: het-run failed" >&2; exit 1; }
 grep -E 'het-run:|\] rank [0-9]:|SIGKILL|resumed|stopped|step [0-9]+ loss|iteration time|predicted|checkpoint stall' \
   "$out/het-run.txt" | grep -vE '^\[rank [1-9][0-9]*\] (resumed|stopped|checkpoint stall)' | sed 's/^/het:   /'
-[ -z "$admitted" ] || echo "het:   (while the survivors trained) het-run --admit 127.0.0.1:$port --group mlir: $(cat "$out/admit.txt")"
+expect() { # expect WHAT PATTERN: the job's output must show WHAT happened
+  grep -qE "$2" "$out/het-run.txt" \
+    || { echo "het: the elastic job did not $1 (no line matching '$2' in $out/het-run.txt)" >&2; exit 1; }
+}
+expect "lose the cpu.mlir ranks and re-plan" 'het-run: elastic: lost rank .* re-planning for the 2 devices left'
+[ -n "$admitted" ] || { echo "het: het-run never re-planned, so the devices were never re-admitted" >&2; exit 1; }
+expect "resume the survivors from a resharded checkpoint" 'het-run: elastic: restarting on 2 ranks .* from the newest checkpoint \(resharded'
+expect "stop the survivors for the re-admitted devices" 'het-run: elastic: the ranks stopped after the checkpoint of step [0-9]+ for the re-admitted devices \(mlir x2\)'
+expect "go back to its first plan on every device" "het-run: attempt 2: starting $devices ranks"
+[ "$(grep -cE '^\[rank 0\] resumed from step [0-9]+ \(resharded' "$out/het-run.txt")" -ge 2 ] \
+  || { echo "het: rank 0 did not resume twice from resharded checkpoints (survivors, then the first plan)" >&2; exit 1; }
+expect "finish" "het-run: all $devices ranks finished"
+echo "het:   (while het-run re-planned) het-run --admit 127.0.0.1:$port --group mlir --token-file job.token: $(cat "$out/admit.txt")"
 echo "het:   per-step metrics of every rank (het-run --metrics-log): $(grep -c '"step"' "$out/metrics.jsonl") lines in $out/metrics.jsonl"
 # The same checkpoints under another plan: one rank of the cpu.onednn kind
 # takes the whole model, reads each layer's state from the ranks that
