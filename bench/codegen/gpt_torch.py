@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager twin of examples/models/make_gpt.py, for gpt_bench.py.
 
-    python gpt_torch.py BLOCKS STEPS THREADS [--batch B --seq T --vocab V --dim D --heads H]
+    python gpt_torch.py BLOCKS STEPS THREADS [--batch B --seq T --vocab V --dim D --heads H] [--bf16]
 
 Same layout as the het model: token + position embeddings, pre-norm blocks
 with separate q/k/v projections, causal attention (scaled_dot_product_attention),
@@ -65,6 +65,7 @@ def main():
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--dim", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--bf16", action="store_true", help="under torch.autocast(cpu, bfloat16)")
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
@@ -75,7 +76,8 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model(tokens, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = model(tokens, targets)
         loss.backward()
         opt.step()
 

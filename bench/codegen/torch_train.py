@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch eager side of bench.py: trains MLP or CNN, prints samples/s.
 
-    python torch_train.py MLP|CNN STEPS THREADS [cpu|cuda]
+    python torch_train.py MLP|CNN STEPS THREADS [cpu|cuda] [bf16]
+
+bf16: the step under torch.autocast(device, dtype=torch.bfloat16) (what
+bench/precision/bench.py compares het --precision bf16 with).
 
 The models mirror bench/codegen/mlp_784.mlir and cnn_b64.mlir (same shapes,
 batch, SGD learning rate); the first step is a warm-up, as on het's side.
@@ -29,7 +32,7 @@ def torch_models(torch):
     return {"MLP": mlp, "CNN": cnn}
 
 
-def run(make, steps, threads, device="cpu"):
+def run(make, steps, threads, device="cpu", autocast=False):
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     model, shape, lr = make()
@@ -43,7 +46,8 @@ def run(make, steps, threads, device="cpu"):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -62,5 +66,6 @@ def run(make, steps, threads, device="cpu"):
 if __name__ == "__main__":
     name, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
-    samples, ms = run(torch_models(torch)[name], steps, threads, device)
+    autocast = len(sys.argv) > 5 and sys.argv[5] == "bf16"
+    samples, ms = run(torch_models(torch)[name], steps, threads, device, autocast)
     print(f"samples/s {samples:.1f} ms {ms:.3f} torch {torch.__version__}")

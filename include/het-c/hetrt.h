@@ -15,9 +15,11 @@
  * `buffers`: the op's operands, then its results (fresh, uninitialized).
  * `meta`: operand count, result count, then rank and sizes of each buffer,
  * then the op's attributes (lib/Conversion/HetToLinalg/HetToRuntime.cpp).
- * A rank word's high 32 bits give the buffer's layout: 0 row-major, 1 a
+ * A rank word's bits 32-39 give the buffer's layout: 0 row-major, 1 a
  * [N, C, H, W] activation stored channel-blocked as oneDNN's convolutions
- * want it (lib/Runtime/KernelCall.h, docs/codegen.md).
+ * want it; bits 40-47 its element format: 0 f32 (or i64 indices), 1 bf16,
+ * 2 f16 (mixed precision: oneDNN's matrix products and convolutions take
+ * bf16/f16 buffers) (lib/Runtime/KernelCall.h, docs/codegen.md).
  *
  *===----------------------------------------------------------------------===*/
 

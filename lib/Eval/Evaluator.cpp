@@ -17,9 +17,11 @@
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <variant>
 
 using namespace mlir;
@@ -56,6 +58,7 @@ private:
   }
 
   LogicalResult execute(Operation *op);
+  void roundToDeclaredFormats(Operation *op);
   LogicalResult executeHet(Operation *op);
   LogicalResult executeArith(Operation *op);
   LogicalResult checkArgument(unsigned index, const HostArray &array);
@@ -187,15 +190,43 @@ template <typename T> LogicalResult Interpreter<T>::execute(Operation *op) {
     if (!isa<RankedTensorType>(type))
       return op->emitOpError("produces ")
              << type << ", which the reference evaluator does not handle";
+  LogicalResult result = failure();
   try {
     if (isa<HetDialect>(op->getDialect()))
-      return executeHet(op);
-    if (isa<arith::ArithDialect>(op->getDialect()))
-      return executeArith(op);
+      result = executeHet(op);
+    else if (isa<arith::ArithDialect>(op->getDialect()))
+      result = executeArith(op);
+    else
+      return op->emitOpError("is not supported by the reference evaluator");
   } catch (const KernelError &error) {
     return op->emitOpError(error.what());
   }
-  return op->emitOpError("is not supported by the reference evaluator");
+  if (succeeded(result))
+    roundToDeclaredFormats(op);
+  return result;
+}
+
+/// Kernels compute in the evaluator's precision (T); a result declared in a
+/// narrower format (bf16, f16: mixed precision) is rounded to it, to nearest
+/// with ties to even, as a bf16 kernel that accumulates in f32 rounds its
+/// output. So a mixed-precision step evaluates as the compiled one runs.
+template <typename T> void Interpreter<T>::roundToDeclaredFormats(Operation *op) {
+  for (Value result : op->getResults()) {
+    auto element = dyn_cast<FloatType>(cast<RankedTensorType>(result.getType()).getElementType());
+    if (!element || element.getWidth() >= 32)
+      continue;
+    const llvm::fltSemantics &format = element.getFloatSemantics();
+    Tensor<T> &tensor = std::get<Tensor<T>>(values[result]);
+    for (T &value : tensor.data) {
+      // Through double: exact for T = float and double; the 80-bit
+      // evaluator rounds to double first (bf16 and f16 have far fewer bits).
+      llvm::APFloat x(static_cast<double>(value));
+      bool lostInformation = false;
+      x.convert(format, llvm::APFloat::rmNearestTiesToEven, &lostInformation);
+      x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lostInformation);
+      value = static_cast<T>(x.convertToDouble());
+    }
+  }
 }
 
 /// Arith ops a training step uses on whole tensors: constants, the Adam step
@@ -516,6 +547,51 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
         set(o.getGradInput(),
             sliceGrad(floats(o.getGradOutput()), vectorOf(o.getAxes()), vectorOf(o.getStarts()),
                       vectorOf(o.getSteps()), Shape(type.getShape().begin(), type.getShape().end())));
+        return success();
+      })
+      // Loss scaling (torch.amp.GradScaler). The reciprocal of the scale is
+      // taken in f64 and rounded to f32, as PyTorch takes it.
+      .Case([&](UnscaleGradientsOp o) {
+        T scale = floats(o.getScale())[0];
+        T inverse = static_cast<T>(static_cast<float>(1.0 / static_cast<double>(scale)));
+        bool found = false;
+        for (auto [gradient, unscaled] : llvm::zip(o.getGradients(), o.getUnscaled())) {
+          Tensor<T> g = floats(gradient);
+          for (T &v : g.data) {
+            found |= !std::isfinite(static_cast<double>(v));
+            v *= inverse;
+          }
+          set(unscaled, std::move(g));
+        }
+        set(o.getFoundInf(), Tensor<T>(Shape{}, found ? T(1) : T(0)));
+        return success();
+      })
+      .Case([&](SelectOp o) {
+        bool pick = floats(o.getPredicate())[0] != T(0);
+        values[o.getResult()] = values.at(pick ? o.getOnTrue() : o.getOnFalse());
+        return success();
+      })
+      .Case([&](LossScaleUpdateOp o) {
+        // PyTorch's _amp_update_scale_, on the scale's ratio to init_scale.
+        double ratio = floats(o.getRatio())[0], count = floats(o.getGrowthTracker())[0];
+        if (floats(o.getFoundInf())[0] != T(0)) {
+          ratio *= o.getBackoffFactor().convertToDouble();
+          count = 0;
+        } else if (count + 1 >= static_cast<double>(o.getGrowthInterval())) {
+          double grown = ratio * o.getGrowthFactor().convertToDouble();
+          if (std::isfinite(static_cast<float>(grown * o.getInitScale().convertToDouble())))
+            ratio = grown;
+          count = 0;
+        } else {
+          count += 1;
+        }
+        set(o.getNewRatio(), Tensor<T>(Shape{}, static_cast<T>(static_cast<float>(ratio))));
+        set(o.getNewGrowthTracker(), Tensor<T>(Shape{}, static_cast<T>(count)));
+        return success();
+      })
+      // Rounded to the result's format after it runs (roundToDeclaredFormats).
+      .Case([&](CastOp o) {
+        set(o.getResult(), floats(o.getInput()));
         return success();
       })
       .Case([&](ReshapeOp o) -> LogicalResult {

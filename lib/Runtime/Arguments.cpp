@@ -97,7 +97,7 @@ Buffer::Buffer(size_t n) : bytes(n) {
   std::memset(memory.get(), 0, bytes);
 }
 
-size_t bytesOf(const TensorInfo &t) { return t.count() * (t.isInteger ? 8 : 4); }
+size_t bytesOf(const TensorInfo &t) { return t.count() * t.elementBytes; }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s;

@@ -26,6 +26,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -34,6 +35,7 @@
 #include <vector>
 
 using het::rt::BufferLayout;
+using het::rt::ElementFormat;
 using het::rt::KernelCall;
 using het::rt::product;
 using tag = dnnl::memory::format_tag;
@@ -51,14 +53,29 @@ dnnl::stream &stream() {
   return s;
 }
 
-dnnl::memory::desc plain(const dims &d, const dims &strides) {
-  return dnnl::memory::desc(d, dt::f32, strides);
+/// oneDNN's data type of a buffer in the format the call's meta gives
+/// (mixed precision: bf16 and f16 products and convolutions accumulate in
+/// f32 inside the primitive and round their outputs).
+dt typeOf(ElementFormat format) {
+  switch (format) {
+  case ElementFormat::BF16:
+    return dt::bf16;
+  case ElementFormat::F16:
+    return dt::f16;
+  case ElementFormat::F32:
+    break;
+  }
+  return dt::f32;
 }
-dnnl::memory::desc rowMajor(const dims &d) {
+
+dnnl::memory::desc plain(const dims &d, const dims &strides, dt type = dt::f32) {
+  return dnnl::memory::desc(d, type, strides);
+}
+dnnl::memory::desc rowMajor(const dims &d, dt type = dt::f32) {
   dims strides(d.size(), 1);
   for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * d[i + 1];
-  return plain(d, strides);
+  return plain(d, strides, type);
 }
 dnnl::memory wrap(const dnnl::memory::desc &md, void *p) {
   return dnnl::memory(md, engine(), p);
@@ -69,11 +86,12 @@ tag blockedTag() { return het::rt::channelBlock() == 16 ? tag::nChw16c : tag::nC
 
 /// How het stores an activation buffer: [N, C] or NCHW row-major, or
 /// NCHW channel-blocked where the call's meta says so.
-dnnl::memory::desc activation(const std::vector<int64_t> &shape, BufferLayout layout) {
+dnnl::memory::desc activation(const std::vector<int64_t> &shape, BufferLayout layout,
+                              dt type = dt::f32) {
   dims d(shape.begin(), shape.end());
   if (d.size() != 4)
-    return dnnl::memory::desc(d, dt::f32, d.size() == 2 ? tag::nc : tag::x);
-  return dnnl::memory::desc(d, dt::f32,
+    return dnnl::memory::desc(d, type, d.size() == 2 ? tag::nc : tag::x);
+  return dnnl::memory::desc(d, type,
                             layout == BufferLayout::ChannelBlocked ? blockedTag() : tag::nchw);
 }
 
@@ -143,6 +161,7 @@ template <typename Build> Site &site(const int64_t *meta, Build build) {
 /// stored transposed; batch dims broadcast (size 1).
 struct MatmulShape {
   dims a, aStrides, b, bStrides, c;
+  dt aType = dt::f32, bType = dt::f32, cType = dt::f32; // the buffers' formats
 };
 
 MatmulShape matmulShape(std::vector<int64_t> lhs, std::vector<int64_t> rhs, bool tl, bool tr) {
@@ -184,16 +203,18 @@ dnnl::primitive buildMatmul(const MatmulShape &m, const dnnl::memory::desc *bias
                             const dnnl::post_ops &post = dnnl::post_ops()) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(post);
-  auto a = plain(m.a, m.aStrides), b = plain(m.b, m.bStrides), c = rowMajor(m.c);
+  auto a = plain(m.a, m.aStrides, m.aType), b = plain(m.b, m.bStrides, m.bType),
+       c = rowMajor(m.c, m.cType);
   auto desc = bias ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c);
   return dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine()));
 }
 
 void runMatmul(Site &s, size_t index, const MatmulShape &m, void *a, void *b, void *c,
                void *bias = nullptr, const dnnl::memory::desc *biasDesc = nullptr) {
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(plain(m.a, m.aStrides), a)},
-                                             {DNNL_ARG_WEIGHTS, wrap(plain(m.b, m.bStrides), b)},
-                                             {DNNL_ARG_DST, wrap(rowMajor(m.c), c)}};
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, wrap(plain(m.a, m.aStrides, m.aType), a)},
+      {DNNL_ARG_WEIGHTS, wrap(plain(m.b, m.bStrides, m.bType), b)},
+      {DNNL_ARG_DST, wrap(rowMajor(m.c, m.cType), c)}};
   if (bias)
     args.emplace(DNNL_ARG_BIAS, wrap(*biasDesc, bias));
   s.primitives[index].execute(stream(), args);
@@ -210,6 +231,7 @@ int64_t leading(const std::vector<int64_t> &shape) {
 struct Conv {
   dims src, weights, dst, strides, dilation, padding;
   dnnl::memory::desc srcMd, weightsMd, dstMd;
+  dt type = dt::f32;
 };
 
 /// x and y with their layouts in het's buffers.
@@ -223,34 +245,39 @@ Conv convShape(const KernelCall &c, const std::vector<int64_t> &x, BufferLayout 
   v.strides = {c.attribute(0), c.attribute(1)};
   v.padding = {c.attribute(2), c.attribute(3)};
   v.dilation = {c.attribute(4) - 1, c.attribute(5) - 1};
-  v.srcMd = activation(x, xLayout);
-  v.dstMd = activation(y, yLayout);
+  // One format for the call (het-autocast casts a convolution's operands
+  // alike, and autodiff builds its gradients from them).
+  v.type = typeOf(c.formats.front());
+  v.srcMd = activation(x, xLayout, v.type);
+  v.dstMd = activation(y, yLayout, v.type);
   if (groups == 1) {
     v.weights = dims(w.begin(), w.end());
-    v.weightsMd = dnnl::memory::desc(v.weights, dt::f32, tag::oihw);
+    v.weightsMd = dnnl::memory::desc(v.weights, v.type, tag::oihw);
   } else {
     v.weights = {groups, w[0] / groups, w[1], w[2], w[3]};
-    v.weightsMd = dnnl::memory::desc(v.weights, dt::f32, tag::goihw);
+    v.weightsMd = dnnl::memory::desc(v.weights, v.type, tag::goihw);
   }
   return v;
 }
 
-dnnl::memory::desc anyLayout(const dims &d) { return dnnl::memory::desc(d, dt::f32, tag::any); }
+dnnl::memory::desc anyLayout(const dims &d, dt type = dt::f32) {
+  return dnnl::memory::desc(d, type, tag::any);
+}
 
 dnnl::convolution_forward::primitive_desc convForwardPd(const Conv &v, bool withBias) {
   auto biasMd = dnnl::memory::desc({v.weights.size() == 5 ? v.weights[0] * v.weights[1]
                                                            : v.weights[0]},
-                                   dt::f32, tag::x);
+                                   v.type, tag::x);
   auto desc = withBias ? dnnl::convolution_forward::desc(
                              dnnl::prop_kind::forward_training,
-                             dnnl::algorithm::convolution_direct, anyLayout(v.src),
-                             anyLayout(v.weights), biasMd, anyLayout(v.dst), v.strides,
-                             v.dilation, v.padding, v.padding)
+                             dnnl::algorithm::convolution_direct, anyLayout(v.src, v.type),
+                             anyLayout(v.weights, v.type), biasMd, anyLayout(v.dst, v.type),
+                             v.strides, v.dilation, v.padding, v.padding)
                        : dnnl::convolution_forward::desc(
                              dnnl::prop_kind::forward_training,
-                             dnnl::algorithm::convolution_direct, anyLayout(v.src),
-                             anyLayout(v.weights), anyLayout(v.dst), v.strides, v.dilation,
-                             v.padding, v.padding);
+                             dnnl::algorithm::convolution_direct, anyLayout(v.src, v.type),
+                             anyLayout(v.weights, v.type), anyLayout(v.dst, v.type), v.strides,
+                             v.dilation, v.padding, v.padding);
   return dnnl::convolution_forward::primitive_desc(desc, engine());
 }
 
@@ -411,6 +438,62 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   stream().wait();
 }
 
+/// Round-to-nearest-even of an f32 to bf16's bits.
+uint16_t toBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it a (quiet) NaN
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float fromBf16(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+/// linear_grad on bf16 (or f16) buffers: dx = dy w and dw = dy^T x as
+/// oneDNN matmuls in the buffers' format (f32 accumulation inside), db the
+/// column sums of dy accumulated in f32 and rounded once, as PyTorch's bf16
+/// linear backward gives them.
+void linearGradLowPrecision(const int64_t *meta, const KernelCall &c, int64_t rows, int64_t k,
+                            int64_t n) {
+  dt type = typeOf(c.operandFormat(0));
+  bool inputGrad = !c.attribute(0);
+  // dy [rows, n] x w [n, k] -> dx [rows, k]; dy^T [n, rows] x x [rows, k] -> dw [n, k].
+  MatmulShape dx{{rows, n}, {n, 1}, {n, k}, {k, 1}, {rows, k}, type, type, type};
+  MatmulShape dw{{n, rows}, {1, n}, {rows, k}, {k, 1}, {n, k}, type, type, type};
+  Site &s = site(meta, [&](Site &s) {
+    s.primitives.push_back(buildMatmul(dx, nullptr));
+    s.primitives.push_back(buildMatmul(dw, nullptr));
+    s.scratch.resize(n);
+  });
+  if (inputGrad)
+    runMatmul(s, 0, dx, c.operand(0), c.operand(2), c.result(0));
+  runMatmul(s, 1, dw, c.operand(0), c.operand(1), c.result(1));
+  std::vector<float> &sums = s.scratch;
+  std::fill(sums.begin(), sums.end(), 0.0f);
+  if (type == dt::bf16) {
+    const auto *dy = static_cast<const uint16_t *>(c.buffers[0]);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        sums[j] += fromBf16(dy[r * n + j]);
+    auto *db = static_cast<uint16_t *>(c.buffers[c.numOperands + 2]);
+    for (int64_t j = 0; j < n; ++j)
+      db[j] = toBf16(sums[j]);
+  } else {
+    const auto *dy = static_cast<const _Float16 *>(c.buffers[0]);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        sums[j] += static_cast<float>(dy[r * n + j]);
+    auto *db = static_cast<_Float16 *>(c.buffers[c.numOperands + 2]);
+    for (int64_t j = 0; j < n; ++j)
+      db[j] = static_cast<_Float16>(sums[j]);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -419,6 +502,9 @@ void hetrt_dnnl_matmul(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   MatmulShape m = matmulShape(c.operandShape(0), c.operandShape(1), c.attribute(0) != 0,
                               c.attribute(1) != 0);
+  m.aType = typeOf(c.operandFormat(0));
+  m.bType = typeOf(c.operandFormat(1));
+  m.cType = typeOf(c.resultFormat(0));
   Site &s = site(meta, [&](Site &s) { s.primitives.push_back(buildMatmul(m, nullptr)); });
   runMatmul(s, 0, m, c.operand(0), c.operand(1), c.result(0));
 }
@@ -431,7 +517,8 @@ void hetrt_dnnl_linear(const int64_t *meta, void *const *buffers) {
   const auto &x = c.operandShape(0);
   int64_t k = x.back(), n = c.operandShape(1)[0], rows = leading(x);
   bool hasBias = c.numOperands == 3;
-  if ((c.attribute(1) & 1) && c.attribute(0) == 0) {
+  // OpenBLAS multiplies f32 only; a tuning record never sends bf16 there.
+  if ((c.attribute(1) & 1) && c.attribute(0) == 0 && c.allF32()) {
     float *y = c.result(0);
     if (hasBias)
       for (int64_t r = 0; r < rows; ++r)
@@ -440,8 +527,9 @@ void hetrt_dnnl_linear(const int64_t *meta, void *const *buffers) {
                      c.operand(1), y, /*accumulate=*/hasBias);
     return;
   }
-  MatmulShape m{{rows, k}, {k, 1}, {k, n}, {1, k}, {rows, n}};
-  auto biasMd = rowMajor({1, n});
+  MatmulShape m{{rows, k}, {k, 1}, {k, n}, {1, k}, {rows, n}, typeOf(c.operandFormat(0)),
+                typeOf(c.operandFormat(1)), typeOf(c.resultFormat(0))};
+  auto biasMd = rowMajor({1, n}, hasBias ? typeOf(c.operandFormat(2)) : dt::f32);
   Site &s = site(meta, [&](Site &s) {
     dnnl::post_ops post;
     if (c.attribute(0) == 1)
@@ -460,6 +548,10 @@ void hetrt_dnnl_linear_grad(const int64_t *meta, void *const *buffers) {
   KernelCall c(meta, buffers);
   const auto &x = c.operandShape(1);
   int64_t k = x.back(), n = c.operandShape(2)[0], rows = leading(x);
+  if (!c.allF32()) {
+    linearGradLowPrecision(meta, c, rows, k, n);
+    return;
+  }
   auto engineOf = [&](int bit) {
     return (c.attribute(1) >> bit) & 1 ? het::rt::GemmEngine::OpenBlas
                                        : het::rt::GemmEngine::OneDnn;
@@ -495,7 +587,7 @@ void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers) {
                                              {DNNL_ARG_DST, s.staged[2].output(c.result(0))}};
   if (hasBias)
     args.emplace(DNNL_ARG_BIAS,
-                 wrap(dnnl::memory::desc({v.dst[1]}, dt::f32, tag::x), c.operand(2)));
+                 wrap(dnnl::memory::desc({v.dst[1]}, v.type, tag::x), c.operand(2)));
   s.primitives[0].execute(stream(), args);
   s.staged[2].finish(c.result(0));
   stream().wait();
@@ -508,8 +600,8 @@ void hetrt_dnnl_conv2d_grad_input(const int64_t *meta, void *const *buffers) {
                      c.operandShape(0), c.operandLayout(0));
   Site &s = site(meta, [&](Site &s) {
     auto desc = dnnl::convolution_backward_data::desc(
-        dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),
-        anyLayout(v.dst), v.strides, v.dilation, v.padding, v.padding);
+        dnnl::algorithm::convolution_direct, anyLayout(v.src, v.type), anyLayout(v.weights, v.type),
+        anyLayout(v.dst, v.type), v.strides, v.dilation, v.padding, v.padding);
     auto pd = dnnl::convolution_backward_data::primitive_desc(desc, engine(),
                                                               convForwardPd(v, false));
     s.primitives.push_back(dnnl::convolution_backward_data(pd));
@@ -531,8 +623,8 @@ void hetrt_dnnl_conv2d_grad_filter(const int64_t *meta, void *const *buffers) {
                      c.operandShape(0), c.operandLayout(0));
   Site &s = site(meta, [&](Site &s) {
     auto desc = dnnl::convolution_backward_weights::desc(
-        dnnl::algorithm::convolution_direct, anyLayout(v.src), anyLayout(v.weights),
-        anyLayout(v.dst), v.strides, v.dilation, v.padding, v.padding);
+        dnnl::algorithm::convolution_direct, anyLayout(v.src, v.type), anyLayout(v.weights, v.type),
+        anyLayout(v.dst, v.type), v.strides, v.dilation, v.padding, v.padding);
     auto pd = dnnl::convolution_backward_weights::primitive_desc(desc, engine(),
                                                                  convForwardPd(v, false));
     s.primitives.push_back(dnnl::convolution_backward_weights(pd));

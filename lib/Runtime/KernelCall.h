@@ -15,7 +15,7 @@
 
 namespace het::rt {
 
-/// How a buffer's elements are stored: the high half of its rank word.
+/// How a buffer's elements are laid out: bits 32-39 of its rank word.
 enum class BufferLayout : int64_t {
   RowMajor = 0,
   /// A [N, C, H, W] activation as [N, C/b, H, W, b] (oneDNN's nChw16c or
@@ -25,10 +25,15 @@ enum class BufferLayout : int64_t {
   ChannelBlocked = 1,
 };
 
+/// A buffer's element format: bits 40-47 of its rank word (mixed precision;
+/// include/het-c/hetrt.h).
+enum class ElementFormat : int64_t { F32 = 0, BF16 = 1, F16 = 2 };
+
 struct KernelCall {
   int64_t numOperands = 0, numResults = 0;
   std::vector<std::vector<int64_t>> shapes; // operands, then results
   std::vector<BufferLayout> layouts;        // operands, then results
+  std::vector<ElementFormat> formats;       // operands, then results
   const int64_t *attributes = nullptr;
   void *const *buffers = nullptr;
 
@@ -39,7 +44,8 @@ struct KernelCall {
     for (int64_t i = 0; i < numOperands + numResults; ++i) {
       int64_t word = *cursor++;
       int64_t rank = word & 0xffffffff;
-      layouts.push_back(static_cast<BufferLayout>(word >> 32));
+      layouts.push_back(static_cast<BufferLayout>((word >> 32) & 0xff));
+      formats.push_back(static_cast<ElementFormat>((word >> 40) & 0xff));
       shapes.emplace_back(cursor, cursor + rank);
       cursor += rank;
     }
@@ -50,6 +56,16 @@ struct KernelCall {
   const std::vector<int64_t> &resultShape(int i) const { return shapes[numOperands + i]; }
   BufferLayout operandLayout(int i) const { return layouts[i]; }
   BufferLayout resultLayout(int i) const { return layouts[numOperands + i]; }
+  ElementFormat operandFormat(int i) const { return formats[i]; }
+  ElementFormat resultFormat(int i) const { return formats[numOperands + i]; }
+  /// Whether every buffer is f32 (or i64): what kernels without a
+  /// mixed-precision path accept.
+  bool allF32() const {
+    for (ElementFormat f : formats)
+      if (f != ElementFormat::F32)
+        return false;
+    return true;
+  }
   float *operand(int i) const { return static_cast<float *>(buffers[i]); }
   const int64_t *indices(int i) const { return static_cast<const int64_t *>(buffers[i]); }
   float *result(int i) const { return static_cast<float *>(buffers[numOperands + i]); }

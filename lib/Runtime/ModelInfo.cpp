@@ -19,9 +19,12 @@ namespace {
 bool readTensor(std::istringstream &line, TensorInfo &t) {
   std::string type;
   int64_t rank = 0;
-  if (!(line >> t.name >> type >> rank) || (type != "f32" && type != "i64") || rank < 0)
+  if (!(line >> t.name >> type >> rank) ||
+      (type != "f32" && type != "i64" && type != "bf16" && type != "f16") || rank < 0)
     return false;
   t.isInteger = type == "i64";
+  t.format = type;
+  t.elementBytes = t.isInteger ? 8 : type == "f32" ? 4 : 2;
   t.shape.resize(rank);
   for (int64_t &s : t.shape)
     if (!(line >> s))

@@ -3,7 +3,7 @@
 // CHECK: convert-het-to-linalg: library must be 'dnnl', 'reference', 'mlir' or 'cudnn', got 'mkl'
 
 func.func @f64_library_op(%x: tensor<8x4xf64>, %w: tensor<3x4xf64>) -> tensor<8x3xf64> {
-  // expected-error @below {{CPU code generation supports f32 data (and i64 indices), got 'tensor<8x4xf64>'}}
+  // expected-error @below {{CPU code generation supports f32, bf16 and f16 data (and i64 indices), got 'tensor<8x4xf64>'}}
   %y = het.linear %x, %w : tensor<8x4xf64>, tensor<3x4xf64> -> tensor<8x3xf64>
   return %y : tensor<8x3xf64>
 }

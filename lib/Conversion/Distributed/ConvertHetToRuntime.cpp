@@ -433,6 +433,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
   if (stages.empty() || clusters.size() != 1)
     return module.emitError("convert-het-to-runtime needs one het.cluster and its het.stage ops "
                             "(run het-partition and het-pipeline-schedule first)");
+  for (StageOp stage : stages)
+    widenLowPrecisionCommunication(stage);
   PipelineDescription d;
   std::map<std::string, int> stageIndex;
   for (auto [j, stage] : llvm::enumerate(stages))

@@ -22,6 +22,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -30,7 +32,10 @@ using namespace mlir::het;
 namespace {
 
 /// "f32 2 32 64": element type, rank, sizes.
-FailureOr<std::string> describeType(Operation *where, Type type) {
+/// `low`: a pipeline stage function's boundary, where bf16 and f16
+/// activations pass between its forward and backward; a training step's
+/// arguments are f32 and i64 only.
+FailureOr<std::string> describeType(Operation *where, Type type, bool low = false) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape()) {
     where->emitError("CPU code generation needs statically shaped tensors at the function "
@@ -45,8 +50,14 @@ FailureOr<std::string> describeType(Operation *where, Type type) {
     os << "f32";
   else if (element.isInteger(64))
     os << "i64";
+  else if (low && element.isBF16())
+    os << "bf16"; // mixed precision: activations a pipeline stage keeps for its backward
+  else if (low && element.isF16())
+    os << "f16";
   else {
-    where->emitError("CPU code generation supports f32 and i64 arguments, got ") << type;
+    where->emitError(low ? "CPU code generation supports f32, bf16, f16 and i64 arguments, got "
+                         : "CPU code generation supports f32 and i64 arguments, got ")
+        << type;
     return failure();
   }
   os << ' ' << tensor.getRank();
@@ -115,7 +126,26 @@ void useRunningStatistics(func::FuncOp function) {
 
 } // namespace
 
+/// A training step's arguments and results cross into the runtime's
+/// buffers, which hold f32 and i64 (parameters, state, data, the loss):
+/// mixed precision casts inside the step and keeps those f32.
+static LogicalResult checkStepBoundaryType(func::FuncOp step, Type type, const std::string &name) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isBF16() || element.isF16())
+    return step.emitError("the training step's '")
+           << name << "' is " << type
+           << ": parameters, optimizer state, data and the loss stay f32 (or i64); mixed "
+              "precision casts inside the step (het-compile --precision bf16, het-autocast)";
+  return success();
+}
+
 FailureOr<std::string> mlir::het::describeStep(func::FuncOp step) {
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (failed(checkStepBoundaryType(step, step.getArgumentTypes()[i], argumentName(step, i))))
+      return failure();
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (failed(checkStepBoundaryType(step, step.getResultTypes()[i], resultName(step, i))))
+      return failure();
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "step " << step.getName() << ' ' << step.getNumArguments() << ' '
@@ -136,7 +166,7 @@ FailureOr<std::string> mlir::het::describeStep(func::FuncOp step) {
 }
 
 FailureOr<std::string> mlir::het::describeTensorType(Operation *where, Type type) {
-  return describeType(where, type);
+  return describeType(where, type, /*low=*/true);
 }
 
 namespace {

@@ -92,6 +92,7 @@ struct ConvertHetToLinalgPass
         }
         functionLibrary = *parsed;
       }
+      widenLowPrecision(function, functionLibrary);
       // Generated kernels have no batch-norm kernel: its statistics and
       // normalization become sums and element-wise ops, lowered below like
       // any others (BatchNormDecomposition.h).

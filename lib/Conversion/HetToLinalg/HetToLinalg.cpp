@@ -35,7 +35,7 @@ bool mlir::het::isLoweredToLinalg(Operation *op) {
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
              SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, RMSNormOp,
              RMSNormGradOp, CrossEntropyOp, CrossEntropyGradOp, SGDOp, AdamOp, TransferOp,
-             BatchNormRunningStatsOp>(op) ||
+             BatchNormRunningStatsOp, CastOp, UnscaleGradientsOp, SelectOp, LossScaleUpdateOp>(op) ||
          isLayoutLoweredToLinalg(op);
 }
 
@@ -56,6 +56,18 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
     return constantLike(nb, l, like.getType(), v);
   };
   return llvm::TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
+      // arith.extf or arith.truncf (to nearest, ties to even) per element;
+      // bf16 conversions are expanded into integer code before LLVM
+      // (Pipeline.cpp), the others are LLVM's fpext/fptrunc.
+      .Case([&](CastOp o) {
+        Type to = resultType().getElementType();
+        unsigned from = cast<FloatType>(o.getInput().getType().getElementType()).getWidth();
+        return single({o.getInput()}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          if (cast<FloatType>(to).getWidth() > from)
+            return nb.create<arith::ExtFOp>(l, to, a[0]);
+          return nb.create<arith::TruncFOp>(l, to, a[0]);
+        });
+      })
       .Case([&](ReluOp o) {
         return single({o.getInput()}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
           return reluScalar(nb, l, a[0]);
@@ -556,6 +568,88 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
                   l, nb.create<arith::MulFOp>(l, keep, a[1]),
                   nb.create<arith::MulFOp>(l, m, unbiased));
               return SmallVector<Value>{newMean, newVar};
+            });
+      })
+      // Loss scaling (torch.amp.GradScaler's unscale_, its skipped step and
+      // update). 1 / scale is taken in f64 and rounded to f32, as PyTorch
+      // takes it; an element is not finite where x - x is NaN (no fast-math
+      // flags here, so LLVM keeps the subtraction).
+      .Case([&](UnscaleGradientsOp o) -> FailureOr<SmallVector<Value>> {
+        auto scalar = RankedTensorType::get({}, b.getF32Type());
+        Value inverse =
+            buildElementwise(b, loc, TypeRange{scalar}, ValueRange{o.getScale()},
+                             [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                               Value wide = nb.create<arith::ExtFOp>(l, nb.getF64Type(), a[0]);
+                               Value one = nb.create<arith::ConstantOp>(l, nb.getF64FloatAttr(1.0));
+                               Value reciprocal = nb.create<arith::DivFOp>(l, one, wide);
+                               return {nb.create<arith::TruncFOp>(l, nb.getF32Type(), reciprocal)};
+                             })[0];
+        Value found = filledTensor(b, loc, {}, b.getF32Type(), 0.0);
+        SmallVector<Value> results{found};
+        for (Value gradient : o.getGradients()) {
+          auto type = cast<RankedTensorType>(gradient.getType());
+          Type element = type.getElementType();
+          results.push_back(buildElementwise(
+              b, loc, TypeRange{type}, ValueRange{gradient, inverse},
+              [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                Value factor = a[1];
+                if (element != factor.getType())
+                  factor = nb.create<arith::TruncFOp>(l, element, factor);
+                return {nb.create<arith::MulFOp>(l, a[0], factor)};
+              })[0]);
+          Value nonFinite = buildReduction(
+              b, loc, gradient, scalar, {}, 0.0, [&](OpBuilder &nb, Location l, Value acc, Value x) {
+                Value difference = nb.create<arith::SubFOp>(l, x, x);
+                Value nan = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNO, difference,
+                                                     difference);
+                Value one = nb.create<arith::ConstantOp>(l, nb.getF32FloatAttr(1.0));
+                return nb.create<arith::SelectOp>(l, nan, one, acc).getResult();
+              });
+          results[0] = buildElementwise(b, loc, TypeRange{scalar}, ValueRange{results[0], nonFinite},
+                                        [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                                          return {nb.create<arith::MaximumFOp>(l, a[0], a[1])};
+                                        })[0];
+        }
+        return results;
+      })
+      .Case([&](SelectOp o) -> FailureOr<SmallVector<Value>> {
+        return buildElementwise(b, loc, TypeRange{resultType()},
+                                ValueRange{o.getPredicate(), o.getOnTrue(), o.getOnFalse()},
+                                [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                                  Value zero = nb.create<arith::ConstantOp>(l, nb.getF32FloatAttr(0.0));
+                                  Value set = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNE,
+                                                                       a[0], zero);
+                                  return {nb.create<arith::SelectOp>(l, set, a[1], a[2])};
+                                });
+      })
+      .Case([&](LossScaleUpdateOp o) -> FailureOr<SmallVector<Value>> {
+        double growth = o.getGrowthFactor().convertToDouble();
+        double backoff = o.getBackoffFactor().convertToDouble();
+        double init = o.getInitScale().convertToDouble();
+        double interval = static_cast<double>(o.getGrowthInterval());
+        return buildElementwise(
+            b, loc, op->getResultTypes(),
+            ValueRange{o.getFoundInf(), o.getRatio(), o.getGrowthTracker()},
+            [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+              auto f32 = [&](double v) -> Value {
+                return nb.create<arith::ConstantOp>(l, nb.getF32FloatAttr(static_cast<float>(v)));
+              };
+              Value found = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::UNE, a[0], f32(0));
+              Value ratio = a[1], count = a[2];
+              Value next = nb.create<arith::AddFOp>(l, count, f32(1));
+              Value reached = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGE, next,
+                                                       f32(interval));
+              Value grown = nb.create<arith::MulFOp>(l, ratio, f32(growth));
+              Value scale = nb.create<arith::MulFOp>(l, grown, f32(init));
+              Value difference = nb.create<arith::SubFOp>(l, scale, scale);
+              Value finite = nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::ORD, difference,
+                                                      difference);
+              Value grownIfFinite = nb.create<arith::SelectOp>(l, finite, grown, ratio);
+              Value goodRatio = nb.create<arith::SelectOp>(l, reached, grownIfFinite, ratio);
+              Value goodCount = nb.create<arith::SelectOp>(l, reached, f32(0), next);
+              Value backedOff = nb.create<arith::MulFOp>(l, ratio, f32(backoff));
+              return {nb.create<arith::SelectOp>(l, found, backedOff, goodRatio),
+                      nb.create<arith::SelectOp>(l, found, f32(0), goodCount)};
             });
       })
       .Case([&](SGDOp o) -> FailureOr<SmallVector<Value>> {

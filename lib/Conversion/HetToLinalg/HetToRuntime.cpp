@@ -149,6 +149,20 @@ bool mlir::het::hasCudnnKernel(Operation *op) {
   return isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op);
 }
 
+bool mlir::het::hasLowPrecisionKernel(Operation *op, KernelLibrary library) {
+  // Debian 12's oneDNN (2.6) has bf16 matmuls and convolutions on AVX-512
+  // CPUs but no f16 ones ("could not create a primitive descriptor"): f16
+  // ops compute in f32 between casts (f16 storage) like the rest.
+  auto isF16 = [](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && tensor.getElementType().isF16();
+  };
+  if (llvm::any_of(op->getOperandTypes(), isF16) || llvm::any_of(op->getResultTypes(), isF16))
+    return false;
+  return library == KernelLibrary::Dnnl && hasDnnlKernel(op) &&
+         isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op);
+}
+
 bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
@@ -162,21 +176,29 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, Module
   Location loc = op->getLoc();
   SmallVector<Type> bufferTypes(op->getOperandTypes());
   bufferTypes.append(op->getResultTypes().begin(), op->getResultTypes().end());
-  // The runtime kernels are written for f32 (and i64 indices).
+  StringRef opName = op->getName().stripDialect();
+  bool dnnl = library == KernelLibrary::Dnnl && hasDnnlKernel(op);
+  bool cudnn = library == KernelLibrary::Cudnn && hasCudnnKernel(op);
+  // The runtime kernels are written for f32 (and i64 indices); oneDNN's
+  // matrix products and convolutions also take bf16 and f16
+  // (hasLowPrecisionKernel; het-widen-low-precision gives every other op
+  // f32 buffers first).
+  bool lowPrecision = hasLowPrecisionKernel(op, library);
   for (Type type : bufferTypes) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape())
       return op->emitOpError("needs static tensor shapes for CPU code generation, got ")
              << type;
     Type element = tensor.getElementType();
-    if (!element.isF32() && !element.isInteger(64))
-      return op->emitOpError("CPU code generation supports f32 data (and i64 indices), got ")
+    bool low = element.isBF16() || element.isF16();
+    if (!element.isF32() && !element.isInteger(64) && !(low && lowPrecision))
+      return op->emitOpError(lowPrecision || !low
+                                 ? "CPU code generation supports f32, bf16 and f16 data (and "
+                                   "i64 indices), got "
+                                 : "has no bf16/f16 kernel here (het-widen-low-precision "
+                                   "computes such ops in f32), got ")
              << type;
   }
-
-  StringRef opName = op->getName().stripDialect();
-  bool dnnl = library == KernelLibrary::Dnnl && hasDnnlKernel(op);
-  bool cudnn = library == KernelLibrary::Cudnn && hasCudnnKernel(op);
   std::string callee = llvm::formatv("hetrt_{0}_{1}",
                                      dnnl    ? "dnnl"
                                      : cudnn ? "cudnn"
@@ -213,7 +235,10 @@ SmallVector<Value> mlir::het::emitRuntimeCall(OpBuilder &b, ModuleOp module, Loc
   for (auto [index, type] : llvm::enumerate(bufferTypes)) {
     auto tensor = cast<RankedTensorType>(type);
     bool blocked = index < channelBlocked.size() && channelBlocked[index];
-    meta.push_back(tensor.getRank() | (blocked ? kChannelBlockedWord : 0));
+    // The element format in bits 40-47: KernelCall.h's ElementFormat.
+    Type element = tensor.getElementType();
+    int64_t format = element.isBF16() ? 1 : element.isF16() ? 2 : 0;
+    meta.push_back(tensor.getRank() | (blocked ? kChannelBlockedWord : 0) | (format << 40));
     meta.append(tensor.getShape().begin(), tensor.getShape().end());
   }
   meta.append(words.begin(), words.end());

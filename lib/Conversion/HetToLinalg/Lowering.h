@@ -5,6 +5,7 @@
 
 #include "het/Conversion/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -41,6 +42,23 @@ FailureOr<SmallVector<Value>> lowerPoolingToLinalg(OpBuilder &b, Operation *op);
 /// generated code (DropoutToLinalg.cpp).
 bool isDropoutGeneratedAsLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerDropoutToLinalg(OpBuilder &b, Operation *op);
+
+/// Ops whose library kernel takes bf16 and f16 buffers: oneDNN's matrix
+/// products and convolutions (HetToRuntime.cpp).
+bool hasLowPrecisionKernel(Operation *op, KernelLibrary library);
+
+/// Mixed precision on kernels without a bf16/f16 path: every het op of
+/// `function` with bf16 or f16 operands or results, but the casts and the
+/// ops hasLowPrecisionKernel takes, computes in f32 between casts (its
+/// operands cast up, its results cast back to their format), as PyTorch's
+/// CPU kernels compute bf16 element-wise ops in f32 and round their
+/// results (WidenLowPrecision.cpp).
+void widenLowPrecision(func::FuncOp function, KernelLibrary library);
+
+/// Mixed precision in pipelines: sends, receives and collectives of bf16 or
+/// f16 values move f32 (the sender casts up, the receiver back down, both
+/// exact): the runtime's messages, partial sums and collectives are f32.
+void widenLowPrecisionCommunication(Operation *root);
 
 /// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with
 /// KernelLibrary::Mlir those calls go to the reference kernels.

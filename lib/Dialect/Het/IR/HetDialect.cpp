@@ -174,6 +174,10 @@ bool mlir::het::startsAtOne(Value argument) {
     if (auto stats = dyn_cast<BatchNormRunningStatsOp>(user))
       if (use.get() == stats.getRunningVar())
         return true;
+    // The loss scale's ratio to init_scale (het-autodiff's loss-scale).
+    if (auto update = dyn_cast<LossScaleUpdateOp>(user))
+      if (use.get() == update.getRatio())
+        return true;
   }
   return false;
 }

@@ -3,6 +3,7 @@
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::het;
@@ -23,6 +24,37 @@ OpFoldResult SumToShapeOp::fold(FoldAdaptor) {
 OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
+  return {};
+}
+
+/// Whether converting `from` to `to` loses nothing (every value of `from`
+/// is one of `to`): f16 and bf16 to f32 or f64, f32 to f64, a type to itself.
+static bool isExactConversion(Type from, Type to) {
+  auto a = cast<FloatType>(from), b = cast<FloatType>(to);
+  if (a == b)
+    return true;
+  if (a.getWidth() >= b.getWidth())
+    return false;
+  // f16 has more mantissa bits than bf16 and bf16 more exponent range than
+  // f16: neither holds the other; everything 16-bit fits f32.
+  return !(a.isF16() && b.isBF16()) && !(a.isBF16() && b.isF16());
+}
+
+/// A cast to the same type is a no-op; a cast of an exact (widening) cast
+/// reads the original: cast(cast(x, f32), bf16) = cast(x, bf16) and
+/// cast(cast(x, f32), type(x)) = x.
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Type original = getElementTypeOrSelf(inner.getInput().getType());
+    if (isExactConversion(original, getElementTypeOrSelf(inner.getResult().getType()))) {
+      if (inner.getInput().getType() == getResult().getType())
+        return inner.getInput();
+      getInputMutable().assign(inner.getInput());
+      return getResult();
+    }
+  }
   return {};
 }
 

@@ -445,6 +445,15 @@ LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+/// The gradient of a cast is the incoming gradient in the input's format:
+/// a bf16 copy of an f32 parameter passes its gradient back in f32, where
+/// it accumulates and the optimizer reads it.
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(b.create<CastOp>(getLoc(), getInput().getType(), dys[0]));
+  return success();
+}
+
 LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   dxs.push_back(b.create<ReshapeOp>(getLoc(), getInput().getType(), dys[0]));

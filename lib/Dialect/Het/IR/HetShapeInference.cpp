@@ -799,6 +799,28 @@ LogicalResult BroadcastToOp::verify() {
   return verifyBroadcastsTo(*this, getInput(), "input", getResult(), "result");
 }
 
+LogicalResult LossScaleUpdateOp::verify() {
+  if (!(getInitScale().convertToDouble() > 0) || !std::isfinite(getInitScale().convertToDouble()))
+    return emitOpError("'init_scale' must be positive and finite");
+  if (!(getGrowthFactor().convertToDouble() > 1.0))
+    return emitOpError("'growth_factor' must be greater than 1");
+  double backoff = getBackoffFactor().convertToDouble();
+  if (!(backoff > 0.0 && backoff < 1.0))
+    return emitOpError("'backoff_factor' must be between 0 and 1");
+  if (getGrowthInterval() < 1)
+    return emitOpError("'growth_interval' must be at least 1");
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (!compatible(input.getShape(), result.getShape()))
+    return emitOpError("changes the format, not the shape: input ")
+           << input << ", result " << result;
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto input = ranked(getInput().getType());
   auto result = ranked(getResult().getType());

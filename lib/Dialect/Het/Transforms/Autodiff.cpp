@@ -114,15 +114,52 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
       it->second = b.create<AddOp>(gradient.getLoc(), it->second, gradient);
   };
 
+  // Signature: original arguments, then optimizer state.
+  MLIRContext *context = forward->getContext();
+  auto nameAttr = [&](const std::string &name) {
+    return b.getNamedAttr(HetDialect::getNameAttrName(), b.getStringAttr(name));
+  };
+  // State arguments go on the block now and into the signature once at the
+  // end: inserting them one by one rebuilds the signature and its attribute
+  // array each time, quadratic in a deep model's thousands of them.
+  SmallVector<DictionaryAttr> argumentAttrs;
+  step.getAllArgAttrs(argumentAttrs);
+  auto addState = [&](Type type, const std::string &name) {
+    argumentAttrs.push_back(b.getDictionaryAttr(
+        {nameAttr(name),
+         b.getNamedAttr(HetDialect::getStateAttrName(), UnitAttr::get(context))}));
+    return body.addArgument(type, loc);
+  };
+
+  // Dynamic loss scaling: the scale is init_scale times a state ratio
+  // that starts at 1 (so a new job needs no initial value), with the count
+  // of good steps beside it.
+  Value scaleRatio, growthTracker, lossScale;
+  auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+  if (options.lossScaling) {
+    stamper.layer = {};
+    scaleRatio = addState(scalarF32, "amp.scale_ratio");
+    growthTracker = addState(scalarF32, "amp.growth_tracker");
+    Value init = b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(scalarF32, b.getF32FloatAttr(static_cast<float>(
+                                                   options.initScale))));
+    lossScale = b.create<MulOp>(loc, scaleRatio, init);
+  }
+
   if (active.contains(loss)) {
     auto lossType = cast<RankedTensorType>(loss.getType());
     stamper.layer = loss.getDefiningOp()
                         ? loss.getDefiningOp()->getAttrOfType<IntegerAttr>(
                               HetDialect::getLayerAttrName())
                         : IntegerAttr();
-    accumulate(loss, b.create<arith::ConstantOp>(
-                         loc, DenseElementsAttr::get(
-                                  lossType, b.getFloatAttr(lossType.getElementType(), 1.0))));
+    // The backward of loss * scale starts from the scale (GradScaler.scale).
+    Value seed = lossScale;
+    if (seed && seed.getType() != lossType)
+      seed = b.create<CastOp>(loc, lossType, seed);
+    if (!seed)
+      seed = b.create<arith::ConstantOp>(
+          loc, DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    accumulate(loss, seed);
   }
 
   for (Operation *op : llvm::reverse(forwardOps)) {
@@ -148,23 +185,6 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
         accumulate(operand, gradient);
   }
 
-  // Signature: original arguments, then optimizer state.
-  MLIRContext *context = forward->getContext();
-  auto nameAttr = [&](const std::string &name) {
-    return b.getNamedAttr(HetDialect::getNameAttrName(), b.getStringAttr(name));
-  };
-  // State arguments go on the block now and into the signature once at the
-  // end: inserting them one by one rebuilds the signature and its attribute
-  // array each time, quadratic in a deep model's thousands of them.
-  SmallVector<DictionaryAttr> argumentAttrs;
-  step.getAllArgAttrs(argumentAttrs);
-  auto addState = [&](Type type, const std::string &name) {
-    argumentAttrs.push_back(b.getDictionaryAttr(
-        {nameAttr(name),
-         b.getNamedAttr(HetDialect::getStateAttrName(), UnitAttr::get(context))}));
-    return body.addArgument(type, loc);
-  };
-
   SmallVector<Value> results{loss};
   SmallVector<std::string> resultNames{"loss"};
   // State the forward model updates (BatchNorm's running statistics) keeps
@@ -182,19 +202,43 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
     adamStep = b.create<arith::AddIOp>(loc, counter, one);
   }
   SmallVector<std::pair<Value, std::string>> stateResults;
+  // Each parameter's gradient, and the layer of its first use, where its
+  // update belongs.
+  SmallVector<Value> parameterGradients;
+  SmallVector<IntegerAttr> parameterLayers;
   for (unsigned index : params) {
     Value param = step.getArgument(index);
-    std::string key = argumentName(step, index);
-    // Updates belong to the layer of the parameter's first use.
-    stamper.layer = {};
+    IntegerAttr layer;
     for (Operation *user : param.getUsers())
-      if (auto layer = user->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName())) {
-        stamper.layer = layer;
+      if ((layer = user->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName())))
         break;
-      }
+    stamper.layer = layer;
     Value gradient = gradients.lookup(param);
     if (!gradient) // the loss does not depend on it
       gradient = zerosLike(b, loc, param.getType());
+    parameterGradients.push_back(gradient);
+    parameterLayers.push_back(layer);
+  }
+  // Loss scaling: the gradients of the scaled loss divided by the scale;
+  // where any is inf or NaN, nothing below changes (GradScaler skips the
+  // optimizer's step and lowers the scale).
+  Value foundInf;
+  auto keepUnlessFound = [&](Value old, Value updated) -> Value {
+    return foundInf ? b.create<SelectOp>(loc, foundInf, old, updated).getResult() : updated;
+  };
+  if (options.lossScaling) {
+    stamper.layer = {};
+    auto unscale = b.create<UnscaleGradientsOp>(loc, scalarF32, ValueRange(parameterGradients).getTypes(),
+                                                lossScale, parameterGradients);
+    foundInf = unscale.getFoundInf();
+    parameterGradients.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
+
+  }
+  for (auto [position, index] : llvm::enumerate(params)) {
+    Value param = step.getArgument(index);
+    std::string key = argumentName(step, index);
+    stamper.layer = parameterLayers[position];
+    Value gradient = parameterGradients[position];
     switch (options.optimizer) {
     case OptimizerKind::None:
       results.push_back(gradient);
@@ -210,10 +254,11 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
                                     b.getF64FloatAttr(options.momentum),
                                     b.getF64FloatAttr(options.weightDecay),
                                     options.nesterov ? b.getUnitAttr() : UnitAttr());
-      results.push_back(update.getNewParam());
+      results.push_back(keepUnlessFound(param, update.getNewParam()));
       resultNames.push_back(key);
       if (keepsBuffer)
-        stateResults.push_back({update.getNewMomentumBuffer(), key + ".momentum_buffer"});
+        stateResults.push_back(
+            {keepUnlessFound(buffer, update.getNewMomentumBuffer()), key + ".momentum_buffer"});
       break;
     }
     case OptimizerKind::Adam: {
@@ -226,20 +271,31 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
           b.getF64FloatAttr(options.beta2), b.getF64FloatAttr(options.epsilon),
           b.getF64FloatAttr(options.weightDecay),
           options.decoupled ? b.getUnitAttr() : UnitAttr());
-      results.push_back(update.getNewParam());
+      results.push_back(keepUnlessFound(param, update.getNewParam()));
       resultNames.push_back(key);
-      stateResults.push_back({update.getNewExpAvg(), key + ".exp_avg"});
-      stateResults.push_back({update.getNewExpAvgSq(), key + ".exp_avg_sq"});
+      stateResults.push_back({keepUnlessFound(expAvg, update.getNewExpAvg()), key + ".exp_avg"});
+      stateResults.push_back(
+          {keepUnlessFound(expAvgSq, update.getNewExpAvgSq()), key + ".exp_avg_sq"});
       break;
     }
     }
+  }
+  if (options.lossScaling) {
+    stamper.layer = {};
+    auto update = b.create<LossScaleUpdateOp>(
+        loc, TypeRange{scalarF32, scalarF32}, foundInf, scaleRatio, growthTracker,
+        b.getF64FloatAttr(options.initScale), b.getF64FloatAttr(options.growthFactor),
+        b.getF64FloatAttr(options.backoffFactor), b.getI64IntegerAttr(options.growthInterval));
+    stateResults.push_back({update.getNewRatio(), "amp.scale_ratio"});
+    stateResults.push_back({update.getNewGrowthTracker(), "amp.growth_tracker"});
   }
   for (auto &[value, name] : stateResults) {
     results.push_back(value);
     resultNames.push_back(name);
   }
   if (adamStep) {
-    results.push_back(adamStep);
+    // A skipped step does not count (PyTorch's Adam never ran it).
+    results.push_back(keepUnlessFound(adamStep.getDefiningOp()->getOperand(0), adamStep));
     resultNames.push_back("adam.step");
   }
   for (auto &[value, name] : forwardState) {
@@ -303,6 +359,17 @@ struct AutodiffPass : mlir::het::impl::HetAutodiffBase<AutodiffPass> {
     options.beta2 = beta2;
     options.epsilon = epsilon;
     options.decoupled = decoupled;
+    options.lossScaling = lossScale;
+    options.initScale = initScale;
+    options.growthFactor = growthFactor;
+    options.backoffFactor = backoffFactor;
+    options.growthInterval = growthInterval;
+    if (lossScale && (!(initScale > 0) || !(growthFactor > 1) || !(backoffFactor > 0) ||
+                      !(backoffFactor < 1) || growthInterval < 1)) {
+      getOperation().emitError("het-autodiff: loss scaling needs init-scale > 0, growth-factor > 1, "
+                               "0 < backoff-factor < 1 and growth-interval >= 1");
+      return signalPassFailure();
+    }
 
     SmallVector<func::FuncOp> targets;
     ModuleOp module = getOperation();

@@ -61,22 +61,47 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("run het-fuse-attention before het-autodiff (for builds whose kernels "
                      "run het.attention as one op: CPU with oneDNN)"),
       llvm::cl::init(false)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 (default), or bf16 | fp16: het-autocast before het-autodiff (matrix "
+                     "products in the low format, f32 master weights)"),
+      llvm::cl::init("fp32")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("dynamic | none | auto (default: dynamic with fp16, none otherwise): "
+                     "loss scaling as torch.amp.GradScaler"),
+      llvm::cl::init("auto")};
+  Option<double> initScale{*this, "init-scale", llvm::cl::desc("the first loss scale"),
+                           llvm::cl::init(65536.0)};
+  Option<int64_t> growthInterval{*this, "growth-interval",
+                                 llvm::cl::desc("good steps before the loss scale doubles"),
+                                 llvm::cl::init(2000)};
 };
 } // namespace
 
 void mlir::het::registerHetTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "het-training-pipeline",
-      "forward model -> fused training step: [het-fuse-attention,] het-autodiff, canonicalize, "
+      "forward model -> fused training step: [het-fuse-attention,] [het-autocast,] het-autodiff, "
+      "canonicalize, "
       "het-fuse, canonicalize, cse",
       [](OpPassManager &pm, const TrainingPipelineOptions &options) {
         if (options.fuseAttention)
           pm.addNestedPass<func::FuncOp>(createHetFuseAttention());
+        if (options.precision != "fp32" && options.precision != "tf32") {
+          HetAutocastOptions autocast;
+          autocast.precision = options.precision;
+          pm.addNestedPass<func::FuncOp>(createHetAutocast(autocast));
+        }
         HetAutodiffOptions autodiff;
         autodiff.optimizer = options.optimizer;
         autodiff.learningRate = options.learningRate;
         autodiff.momentum = options.momentum;
         autodiff.weightDecay = options.weightDecay;
+        autodiff.lossScale = options.lossScale == "dynamic" ||
+                             (options.lossScale == "auto" && options.precision == "fp16");
+        autodiff.initScale = options.initScale;
+        autodiff.growthInterval = options.growthInterval;
         pm.addPass(createHetAutodiff(autodiff));
         pm.addPass(createCanonicalizerPass());
         if (options.fuse)

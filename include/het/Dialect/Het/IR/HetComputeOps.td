@@ -946,6 +946,29 @@ def Het_BroadcastToOp : Het_ComputeOp<"broadcast_to", [Differentiable]> {
   let hasFolder = 1;
 }
 
+def Het_CastOp : Het_ComputeOp<"cast", [Differentiable]> {
+  let summary = "the same values in another floating-point format";
+  let description = [{
+    Converts each element to the result's element type, rounding to nearest
+    (ties to even) where the result has fewer bits, exactly where it has
+    more. Mixed precision is written with it: `het-autocast` casts the
+    operands of the ops it runs in bf16 or f16, and the f32 master weights
+    (parameters stay f32; their casts are the low copies).
+
+    ```mlir
+    %w16 = het.cast %w : tensor<64x128xf32> -> tensor<64x128xbf16>
+    ```
+    Its gradient casts the incoming gradient back to the input's format, so
+    a parameter's gradient arrives in f32. A cast to the same type folds
+    away; a cast of a widening cast casts the original value directly.
+  }];
+  let arguments = (ins Het_FloatTensor:$input);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Het_ReshapeOp : Het_ComputeOp<"reshape", [Differentiable]> {
   let summary = "same elements, new shape (row-major order)";
   let description = [{
@@ -981,6 +1004,80 @@ def Het_TransposeOp : Het_InferredComputeOp<"transpose", [Differentiable]> {
 //===----------------------------------------------------------------------===//
 // Optimizer updates
 //===----------------------------------------------------------------------===//
+
+def Het_UnscaleGradientsOp : Het_ComputeOp<"unscale_gradients",
+    [AllTypesMatch<["gradients", "unscaled"]>]> {
+  let summary = "loss scaling: gradients divided by the scale, and whether any is inf or NaN";
+  let description = [{
+    The unscaling half of `torch.amp.GradScaler`'s step: each gradient of
+    the scaled loss is multiplied by `1 / scale` (the reciprocal taken in
+    f64 and rounded to f32, as PyTorch takes it), and `found_inf` is 1.0 if
+    any of their elements is infinite or NaN, else 0.0. `het-autodiff`
+    (`loss-scale`) emits it before the optimizer updates, which then keep
+    the old values where `found_inf` is set (`het.select`).
+
+    ```mlir
+    %inf, %g1, %g2 = het.unscale_gradients %scale, %dw, %db
+        : tensor<f32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<f32>, tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$scale, Variadic<Het_FloatTensor>:$gradients);
+  let results = (outs 0DTensorOf<[F32]>:$found_inf, Variadic<Het_FloatTensor>:$unscaled);
+  let assemblyFormat = [{
+    $scale (`,` $gradients^)? attr-dict `:` type($scale) (`,` type($gradients)^)? `->`
+    type($found_inf) (`,` type($unscaled)^)?
+  }];
+}
+
+def Het_SelectOp : Het_ComputeOp<"select",
+    [AllTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "one of two tensors, by a 0-d predicate";
+  let description = [{
+    `on_true` where `predicate` (a 0-d f32) is not 0, else `on_false`:
+    with loss scaling, a step whose gradients overflowed keeps every
+    parameter and optimizer state as it was.
+
+    ```mlir
+    %w1 = het.select %found_inf, %w, %w_updated : tensor<f32>, tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$predicate, AnyRankedTensor:$on_true,
+                       AnyRankedTensor:$on_false);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $on_true `,` $on_false attr-dict `:` type($predicate) `,` type($result)
+  }];
+}
+
+def Het_LossScaleUpdateOp : Het_ComputeOp<"loss_scale_update"> {
+  let summary = "dynamic loss scaling: the next scale, as torch.amp.GradScaler.update";
+  let description = [{
+    The scale is `init_scale * ratio`. After a step with `found_inf` the
+    ratio is multiplied by `backoff_factor` and the count of good steps
+    restarts at 0; after `growth_interval` good steps in a row it is
+    multiplied by `growth_factor` (unless that makes the scale infinite)
+    and the count restarts (PyTorch's `_amp_update_scale_`). The ratio
+    starts at 1 and the count at 0, so both are state a new job
+    initializes without knowing the scale.
+
+    ```mlir
+    %ratio1, %count1 = het.loss_scale_update %inf, %ratio, %count
+        {init_scale = 65536.0 : f64, growth_interval = 2000 : i64}
+        : tensor<f32>, tensor<f32>, tensor<f32> -> tensor<f32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$found_inf, 0DTensorOf<[F32]>:$ratio,
+      0DTensorOf<[F32]>:$growth_tracker, F64Attr:$init_scale,
+      DefaultValuedAttr<F64Attr, "2.0">:$growth_factor,
+      DefaultValuedAttr<F64Attr, "0.5">:$backoff_factor,
+      DefaultValuedAttr<Het_I64Attr, "2000">:$growth_interval);
+  let results = (outs 0DTensorOf<[F32]>:$new_ratio, 0DTensorOf<[F32]>:$new_growth_tracker);
+  let assemblyFormat = [{
+    $found_inf `,` $ratio `,` $growth_tracker attr-dict `:` type($found_inf) `,` type($ratio)
+    `,` type($growth_tracker) `->` type($new_ratio) `,` type($new_growth_tracker)
+  }];
+  let hasVerifier = 1;
+}
 
 def Het_SGDOp : Het_ComputeOp<"sgd", [AllTypesMatch<["param", "grad",
     "momentum_buffer", "new_param", "new_momentum_buffer"]>]> {

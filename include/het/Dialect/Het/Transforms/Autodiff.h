@@ -24,6 +24,13 @@ struct TrainingStepOptions {
   double weightDecay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   bool decoupled = false;
+  /// Dynamic loss scaling (fp16), as torch.amp.GradScaler: the backward
+  /// starts from the scale instead of 1, the parameters' gradients are
+  /// divided by it, a step whose gradients overflowed changes nothing, and
+  /// the scale is updated (state `amp.scale_ratio`, `amp.growth_tracker`).
+  bool lossScaling = false;
+  double initScale = 65536.0, growthFactor = 2.0, backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
 };
 
 /// Suffix of the generated function's name.

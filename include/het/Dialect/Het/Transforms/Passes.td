@@ -117,6 +117,46 @@ def HetFuseAttention : Pass<"het-fuse-attention", "func::FuncOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
+  let summary = "mixed precision: run matrix products in bf16 or f16, the rest as PyTorch autocast does";
+  let description = [{
+    Runs on the forward model, before `het-autodiff`, and applies PyTorch's
+    autocast policy (`aten/src/ATen/autocast_mode.cpp`, its CPU lists) by
+    inserting `het.cast`:
+
+    - **low precision** (`precision`): `het.matmul`, `het.linear`,
+      `het.conv2d`, `het.attention` -- PyTorch's mm/bmm/addmm/linear/
+      matmul/conv/scaled_dot_product_attention. Their float operands are
+      cast to bf16 (or f16) and so are their results; their gradients,
+      which autodiff builds from the same operands, run in it too.
+    - **f32**: losses (`het.cross_entropy`), normalizations (batch, layer
+      and RMS norm), `het.softmax`, reductions, and `het.elementwise`
+      chains: low operands are cast up, results are f32.
+    - **everything else** (activations, element-wise arithmetic, pooling,
+      shape ops, embeddings, dropout) runs in its operands' format; mixed
+      operands are promoted to the widest, as PyTorch's type promotion does.
+
+    Parameters stay f32: each use in a low-precision op reads a cast copy,
+    whose gradient (`het.cast` of the gradient back) arrives in f32, so the
+    master weights, their gradients and the optimizer state are f32.
+    Function results keep their declared types.
+
+    ```mlir
+    %y = het.linear %x, %w, %b : ... -> tensor<32x128xf32>
+    // becomes
+    %x16 = het.cast %x : tensor<32x64xf32> -> tensor<32x64xbf16>
+    %w16 = het.cast %w : tensor<128x64xf32> -> tensor<128x64xbf16>
+    %b16 = het.cast %b : tensor<128xf32> -> tensor<128xbf16>
+    %y = het.linear %x16, %w16, %b16 : ... -> tensor<32x128xbf16>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "the low format: bf16 or fp16">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
   let summary = "build the training step of a model: gradients and optimizer update";
   let description = [{
@@ -139,6 +179,14 @@ def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
     Backward ops inherit the `het.layer` of their forward op, and updates the
     layer of the parameter's first use, so the partitioner keeps them
     together.
+
+    With `loss-scale` (fp16) the step scales as `torch.amp.GradScaler` does:
+    the backward starts from the scale (`init-scale` times the state
+    `amp.scale_ratio`, which starts at 1), `het.unscale_gradients` divides
+    the parameters' gradients by it and reports inf/NaN, every update is
+    kept only when none was found (`het.select`; Adam's step count too),
+    and `het.loss_scale_update` backs the scale off or grows it
+    (`amp.growth_tracker` counts the good steps).
   }];
   let options = [
     Option<"function", "function", "std::string", "\"\"",
@@ -153,7 +201,16 @@ def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
     Option<"beta1", "beta1", "double", "0.9", "Adam first-moment decay">,
     Option<"beta2", "beta2", "double", "0.999", "Adam second-moment decay">,
     Option<"epsilon", "epsilon", "double", "1.0e-8", "Adam denominator term">,
-    Option<"decoupled", "decoupled", "bool", "false", "AdamW: decoupled weight decay">
+    Option<"decoupled", "decoupled", "bool", "false", "AdamW: decoupled weight decay">,
+    Option<"lossScale", "loss-scale", "bool", "false",
+           "dynamic loss scaling as torch.amp.GradScaler (for fp16)">,
+    Option<"initScale", "init-scale", "double", "65536.0", "the first loss scale">,
+    Option<"growthFactor", "growth-factor", "double", "2.0",
+           "the scale's factor after growth-interval good steps">,
+    Option<"backoffFactor", "backoff-factor", "double", "0.5",
+           "the scale's factor after a step with inf or NaN gradients">,
+    Option<"growthInterval", "growth-interval", "int64_t", "2000",
+           "good steps in a row before the scale grows">
   ];
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect", "::mlir::math::MathDialect"];

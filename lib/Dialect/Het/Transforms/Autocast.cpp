@@ -1,0 +1,151 @@
+//===- Autocast.cpp - mixed precision by PyTorch's autocast policy ---------===//
+//
+// Walks the forward model in order and gives each op the format its class
+// asks for (Passes.td, HetAutocast): the matrix-product ops run in the low
+// format, losses, normalizations, softmax, reductions and element-wise
+// chains in f32, the rest in their operands' widest format. Operands of
+// another format get a het.cast; results are retyped in place, which every
+// later op then sees as its operands' format. Casts of one value to one
+// format are made once (a parameter used by two layers has one low copy).
+//
+//===----------------------------------------------------------------------===//
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::het {
+#define GEN_PASS_DEF_HETAUTOCAST
+#include "het/Dialect/Het/Transforms/Passes.h.inc"
+} // namespace mlir::het
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+/// The float element type of `value`, or null for integer tensors and
+/// non-tensors.
+FloatType floatElement(Value value) {
+  auto tensor = dyn_cast<RankedTensorType>(value.getType());
+  return tensor ? dyn_cast<FloatType>(tensor.getElementType()) : FloatType();
+}
+
+enum class Policy { Low, F32, Widest };
+
+/// PyTorch's CPU lists, on het's ops.
+Policy policyOf(Operation *op) {
+  if (isa<MatmulOp, LinearOp, Conv2dOp, AttentionOp>(op))
+    return Policy::Low;
+  // Element-wise chains compute in f32: their bodies are scalar code in
+  // their operands' format, and PyTorch computes each bf16 element-wise op
+  // in f32 anyway (rounding after each; the chain rounds once).
+  if (isa<CrossEntropyOp, BatchNormOp, BatchNormReluOp, BatchNormInferenceOp,
+          BatchNormRunningStatsOp, LayerNormOp, RMSNormOp, SoftmaxOp, ReduceSumOp, ReduceMeanOp,
+          ReduceMaxOp, ElementwiseOp>(op))
+    return Policy::F32;
+  return Policy::Widest;
+}
+
+/// The wider of two formats (f32 where neither holds the other).
+FloatType wider(FloatType a, FloatType b, FloatType f32) {
+  if (!a)
+    return b;
+  if (!b || a == b)
+    return a;
+  if (a.getWidth() != b.getWidth())
+    return a.getWidth() > b.getWidth() ? a : b;
+  return f32; // bf16 and f16: PyTorch promotes to f32
+}
+
+struct AutocastPass : mlir::het::impl::HetAutocastBase<AutocastPass> {
+  using HetAutocastBase::HetAutocastBase;
+
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    MLIRContext *context = &getContext();
+    FloatType f32 = Float32Type::get(context);
+    FloatType low;
+    if (precision == "bf16")
+      low = BFloat16Type::get(context);
+    else if (precision == "fp16" || precision == "f16")
+      low = Float16Type::get(context);
+    else {
+      function.emitError("het-autocast: unknown precision '")
+          << precision << "' (use bf16 or fp16)";
+      return signalPassFailure();
+    }
+    bool failedHere = false;
+    function.walk([&](Operation *op) {
+      if (isa<SGDOp, AdamOp>(op)) {
+        op->emitOpError("het-autocast runs on the forward model, before het-autodiff; this is "
+                        "already a training step");
+        failedHere = true;
+      }
+    });
+    if (failedHere)
+      return signalPassFailure();
+
+    // One cast per (value, format), placed just before the first op that
+    // needs it and in that op's layer (het.layer), so that a parameter's
+    // low copy lives in the stage of the layer that reads it.
+    llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+    auto castTo = [&](Value value, FloatType format, Operation *user) -> Value {
+      if (floatElement(value) == format)
+        return value;
+      auto key = std::make_pair(value, Type(format));
+      if (Value known = casts.lookup(key))
+        return known;
+      OpBuilder b(user);
+      auto type = cast<RankedTensorType>(value.getType()).clone(format);
+      auto made = b.create<CastOp>(value.getLoc(), type, value);
+      if (Attribute layer = user->getAttr(HetDialect::getLayerAttrName()))
+        made->setAttr(HetDialect::getLayerAttrName(), layer);
+      casts[key] = made;
+      return made;
+    };
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : function.getBody().front())
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        // Results keep their declared formats.
+        auto declared = function.getFunctionType().getResults();
+        for (auto [i, operand] : llvm::enumerate(ret.getOperands()))
+          if (auto format = dyn_cast_or_null<FloatType>(getElementTypeOrSelf(declared[i])))
+            if (floatElement(operand) && floatElement(operand) != format)
+              ret.setOperand(i, castTo(operand, format, ret));
+        continue;
+      }
+      if (!isa<HetDialect>(op->getDialect()) || isa<CastOp>(op))
+        continue;
+      FloatType target;
+      switch (policyOf(op)) {
+      case Policy::Low:
+        target = low;
+        break;
+      case Policy::F32:
+        target = f32;
+        break;
+      case Policy::Widest:
+        for (Value operand : op->getOperands())
+          target = wider(target, floatElement(operand), f32);
+        break;
+      }
+      if (!target)
+        continue; // no float operand: its results keep their types
+      for (OpOperand &operand : op->getOpOperands())
+        if (FloatType format = floatElement(operand.get()); format && format != target)
+          operand.set(castTo(operand.get(), target, op));
+      for (Value result : op->getResults())
+        if (floatElement(result) && floatElement(result) != target)
+          result.setType(cast<RankedTensorType>(result.getType()).clone(target));
+    }
+  }
+};
+
+} // namespace
