@@ -73,22 +73,26 @@ def main():
                                        "12", str(a.steps), str(threads), *GPT_SIZES] + (["--bf16"] if bf16 else [])),
     }
     exes = {}
+    builds = {"fp32": ["--precision", "fp32"], "bf16": ["--precision", "bf16"],
+              "bf16 native": ["--precision", "bf16", "--bf16-products", "native"]}
     for name, (model, opts, _) in models.items():
-        for precision in ("fp32", "bf16"):
-            exes[name, precision] = os.path.join(work, f"{name.lower()}-{precision}")
-            compile_model(compiler, model, exes[name, precision], opts + ["--precision", precision])
+        for label, flags in builds.items():
+            exes[name, label] = os.path.join(work, f"{name.lower()}-{label.replace(' ', '-')}")
+            compile_model(compiler, model, exes[name, label], opts + flags)
     version = None
     print(f"\n{a.steps} steps, median of {a.rounds} alternating rounds; samples/s (peak MiB)")
-    print(f"{'model':5} {'thr':>3} {'het f32':>16} {'het bf16':>16} {'torch f32':>16} {'torch bf16':>16} "
-          f"{'het bf16/f32':>13} {'het/torch bf16':>15}")
+    print("het bf16: --bf16-products auto (here: what het-dot-peak's rates decide); "
+          "native: oneDNN's bf16 kernels")
+    print(f"{'model':5} {'thr':>3} {'het f32':>16} {'het bf16':>16} {'het bf16 native':>16} {'torch f32':>16} "
+          f"{'torch bf16':>16} {'het bf16/f32':>13} {'het/torch bf16':>15}")
     for threads in (int(t) for t in a.threads.split(",")):
         for name, (_, _, torch_cmd) in models.items():
-            runs = {k: [] for k in ("het f32", "het bf16", "torch f32", "torch bf16")}
+            runs = {k: [] for k in ("het f32", "het bf16", "het bf16 native", "torch f32", "torch bf16")}
             memory = {}
             for _ in range(a.rounds):
-                for precision in ("fp32", "bf16"):
-                    samples, _, mib = run_het(exes[name, precision], a.steps, threads, with_memory=True)
-                    key = "het f32" if precision == "fp32" else "het bf16"
+                for label in builds:
+                    samples, _, mib = run_het(exes[name, label], a.steps, threads, with_memory=True)
+                    key = "het f32" if label == "fp32" else "het " + label
                     runs[key].append(samples)
                     memory[key] = mib
                 for bf16 in (False, True):

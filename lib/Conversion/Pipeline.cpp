@@ -114,7 +114,7 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
     pm.addNestedPass<func::FuncOp>(createUpdateAfterGradientPass());
     pm.addPass(createOutlineLayersPass());
   }
-  pm.addPass(createConvertHetToLinalgPass(options.library));
+  pm.addPass(createConvertHetToLinalgPass(options.library, options.nativeBf16Products));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwisePass());

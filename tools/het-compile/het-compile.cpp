@@ -13,6 +13,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
+#include "het/Support/MultiplyAddPeaks.h"
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
@@ -132,6 +133,13 @@ cl::opt<std::string> precision(
              "norms, softmax and reductions in f32, f32 master weights and optimizer state); "
              "tf32: fp32 on CPUs (they have no TF32), TF32 tensor cores on NVIDIA GPUs"),
     cl::init("fp32"), cl::cat(category));
+cl::opt<std::string> bf16Products(
+    "bf16-products",
+    cl::desc("with --precision bf16 on the CPU: native (oneDNN's bf16 matrix products and "
+             "convolutions), f32 (the same products in f32 on the bf16-rounded operands: the "
+             "same values, the f32 FMA's speed), or auto (default: measure this core's bf16 dot "
+             "product against its f32 FMA and take the faster; het-dot-peak prints both)"),
+    cl::init("auto"), cl::cat(category));
 cl::opt<std::string> lossScale(
     "loss-scale",
     cl::desc("dynamic | none: loss scaling as torch.amp.GradScaler (default: dynamic with "
@@ -902,6 +910,20 @@ int main(int argc, char **argv) {
                 "' is not 'row=d<N> rows=<N> width=<N> vectors=<N> order=rows|columns "
                 "[row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'");
   options.contractionTilingEverywhere = tilingEverywhere();
+  if (bf16Products != "auto" && bf16Products != "native" && bf16Products != "f32")
+    return fail("unknown --bf16-products '" + bf16Products + "' (use auto, native or f32)");
+  options.nativeBf16Products = bf16Products == "native";
+  if (bf16Products == "auto" && precision == "bf16" && target == "x86_64") {
+    // A quarter second: bf16 dot product against f32 FMA on this core.
+    ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
+    options.nativeBf16Products = peaks.bf16Gflops > peaks.f32Gflops;
+    if (!options.nativeBf16Products)
+      llvm::errs() << llvm::formatv(
+          "het-compile: note: bf16 products run in f32 on their bf16-rounded operands: this "
+          "core's bf16 dot product does {0:f1} GFLOP/s, its f32 FMA {1:f1} "
+          "(--bf16-products=native overrides)\n",
+          peaks.bf16Gflops, peaks.f32Gflops);
+  }
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))

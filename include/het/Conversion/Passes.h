@@ -71,7 +71,13 @@ std::unique_ptr<Pass> createChannelBlockedActivationsPass(KernelLibrary library)
 /// A function's `het.kernel_library` attribute ("dnnl" | "reference" |
 /// "mlir") overrides `library` for the ops inside it, so one module can
 /// hold stage functions compiled for different device kinds.
-std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library);
+/// `nativeBf16Products`: oneDNN runs bf16 matrix products and convolutions
+/// as bf16 (f32 accumulation); false: they too compute in f32 on their
+/// bf16-rounded operands (the same values: a product of two bf16 values is
+/// exact in f32), on CPUs whose bf16 dot product is slower than their f32
+/// FMA (het/Support/MultiplyAddPeaks.h).
+std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library,
+                                                   bool nativeBf16Products = true);
 
 /// `het-build-entry-points`: picks the training step (`@*_train_step`),
 /// adds `@<model>_predict` (the forward function returning the logits of its
@@ -165,6 +171,9 @@ void registerFuseElementwisePass();
 /// Options of the whole lowering.
 struct CpuPipelineOptions {
   KernelLibrary library = KernelLibrary::Dnnl;
+  /// Mixed precision: bf16 products on oneDNN's bf16 kernels (true) or in
+  /// f32 on bf16-rounded operands (createConvertHetToLinalgPass).
+  bool nativeBf16Products = true;
   /// Fuse element-wise linalg ops before bufferization (-O1 and up).
   bool fuseElementwise = true;
   /// Sums over an innermost dimension as vectorizable partial sums

@@ -39,8 +39,9 @@ struct ConvertHetToLinalgPass
 
   ConvertHetToLinalgPass() = default;
   ConvertHetToLinalgPass(const ConvertHetToLinalgPass &other) : PassWrapper(other) {}
-  explicit ConvertHetToLinalgPass(KernelLibrary library) {
+  explicit ConvertHetToLinalgPass(KernelLibrary library, bool nativeBf16Products) {
     this->library = kernelLibraryName(library).str();
+    this->bf16Products = nativeBf16Products ? "native" : "f32";
   }
 
   StringRef getArgument() const override { return "convert-het-to-linalg"; }
@@ -62,6 +63,11 @@ struct ConvertHetToLinalgPass
                      "reference); "
                      "a function's het.kernel_library attribute overrides it"),
       llvm::cl::init("dnnl")};
+  Option<std::string> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("native (oneDNN's bf16 kernels) or f32 (bf16 products computed in f32 on "
+                     "their bf16-rounded operands, where the CPU's bf16 dot product is slower)"),
+      llvm::cl::init("native")};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -73,6 +79,12 @@ struct ConvertHetToLinalgPass
       return signalPassFailure();
     }
 
+    if (bf16Products != "native" && bf16Products != "f32") {
+      module.emitError("convert-het-to-linalg: bf16-products must be 'native' or 'f32', got '")
+          << bf16Products << "'";
+      return signalPassFailure();
+    }
+    bool nativeBf16 = bf16Products == "native";
     SmallVector<std::pair<Operation *, KernelLibrary>> work;
     bool failedAny = false;
     // Only function bodies compute; module-level het ops (het.cluster and
@@ -92,7 +104,7 @@ struct ConvertHetToLinalgPass
         }
         functionLibrary = *parsed;
       }
-      widenLowPrecision(function, functionLibrary);
+      widenLowPrecision(function, functionLibrary, nativeBf16);
       // Generated kernels have no batch-norm kernel: its statistics and
       // normalization become sums and element-wise ops, lowered below like
       // any others (BatchNormDecomposition.h).
@@ -177,8 +189,9 @@ StringRef mlir::het::kernelLibraryName(KernelLibrary library) {
   llvm_unreachable("unknown kernel library");
 }
 
-std::unique_ptr<Pass> mlir::het::createConvertHetToLinalgPass(KernelLibrary library) {
-  return std::make_unique<ConvertHetToLinalgPass>(library);
+std::unique_ptr<Pass> mlir::het::createConvertHetToLinalgPass(KernelLibrary library,
+                                                             bool nativeBf16Products) {
+  return std::make_unique<ConvertHetToLinalgPass>(library, nativeBf16Products);
 }
 
 namespace mlir::het {

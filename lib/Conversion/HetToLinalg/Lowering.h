@@ -53,7 +53,8 @@ bool hasLowPrecisionKernel(Operation *op, KernelLibrary library);
 /// operands cast up, its results cast back to their format), as PyTorch's
 /// CPU kernels compute bf16 element-wise ops in f32 and round their
 /// results (WidenLowPrecision.cpp).
-void widenLowPrecision(func::FuncOp function, KernelLibrary library);
+/// `nativeBf16`: false widens the bf16 products too.
+void widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16 = true);
 
 /// Mixed precision in pipelines: sends, receives and collectives of bf16 or
 /// f16 values move f32 (the sender casts up, the receiver back down, both

@@ -81,12 +81,12 @@ static bool hasLowType(Operation *op) {
   return llvm::any_of(op->getOperandTypes(), isLow) || llvm::any_of(op->getResultTypes(), isLow);
 }
 
-void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library) {
+void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16) {
   SmallVector<Operation *> ops;
   function.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!isa<HetDialect>(op->getDialect()))
       return WalkResult::advance();
-    if (hasLowType(op) && !isa<CastOp>(op) && !hasLowPrecisionKernel(op, library))
+    if (hasLowType(op) && !isa<CastOp>(op) && !(nativeBf16 && hasLowPrecisionKernel(op, library)))
       ops.push_back(op);
     return WalkResult::skip(); // het.elementwise bodies go with their op
   });
