@@ -1,6 +1,9 @@
 //===- PartitionPlan.cpp --------------------------------------------------===//
 #include "het/Partition/PartitionPlan.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/NumberFormats.h"
+
+#include <algorithm>
 
 #include <fstream>
 #include <map>
@@ -79,6 +82,19 @@ PartitionPlan readPartitionPlan(const std::string &path) {
                   ? count(groups[i], "nodes", path, at, 1)
                   : 1;
     g.memoryGib = number(groups[i], "memory_gib", path, at);
+    if (groups[i].contains("kind"))
+      g.kind = str(groups[i], "kind", path, at);
+    if (groups[i].contains("formats")) {
+      const json &formats = groups[i]["formats"];
+      if (!formats.is_array())
+        fail(path, at + ".formats", "must be a list of number formats");
+      for (const json &f : formats) {
+        if (!f.is_string() || !het::plan::knownFormat(f.get<std::string>()))
+          fail(path, at + ".formats",
+               "lists " + f.dump() + ", not a number format (fp32, tf32, bf16, fp16, fp8)");
+        g.formats.push_back(f.get<std::string>());
+      }
+    }
     p.groups.push_back(g);
   }
   if (j.contains("links")) {
@@ -104,6 +120,22 @@ PartitionPlan readPartitionPlan(const std::string &path) {
   for (const GroupInfo &g : p.groups)
     names.push_back(g.name);
   p.stages = het::plan::readStageSpecs(j, path, names);
+  // A stage trains in a format its kind has: refused here, at compile
+  // time, with the stage and kind named, never found by the ranks.
+  for (const StageInfo &stage : p.stages)
+    for (const ReplicaGroupInfo &r : stage.replicaGroups) {
+      const GroupInfo *g = p.group(r.group);
+      if (r.precision.empty() || g->formats.empty() ||
+          std::find(g->formats.begin(), g->formats.end(), r.precision) != g->formats.end())
+        continue;
+      std::string has;
+      for (const std::string &f : g->formats)
+        has += (has.empty() ? "" : ", ") + f;
+      fail(path, r.field + ".precision",
+           "stage " + stage.name + " trains group '" + g->name + "' (kind " +
+               (g->kind.empty() ? g->vendor + "/" + g->arch : g->kind) + ") in " + r.precision +
+               ", which the kind lacks (it has " + has + ")");
+    }
   return p;
 }
 
@@ -115,8 +147,8 @@ PartitionPlan fromPlan(const het::plan::Plan &plan,
   p.globalBatch = plan.globalBatch;
   p.microBatches = plan.microBatches;
   for (const auto &g : cluster.groups)
-    p.groups.push_back({g.name, g.spec->vendor, g.spec->arch, g.count(),
-                        g.nodes, g.spec->memoryGib});
+    p.groups.push_back({g.name, g.spec->vendor, g.spec->arch, g.count(), g.nodes,
+                        g.spec->memoryGib, g.kind, g.spec->formats()});
   for (size_t a = 0; a < cluster.groups.size(); ++a)
     for (size_t b = a; b < cluster.groups.size(); ++b)
       p.links.push_back({cluster.groups[a].name, cluster.groups[b].name,
@@ -126,8 +158,16 @@ PartitionPlan fromPlan(const het::plan::Plan &plan,
     const auto &s = plan.stages[j];
     StageInfo st;
     st.name = "s" + std::to_string(j);
-    for (const auto &m : s.replicaGroups)
-      st.replicaGroups.push_back({cluster.groups[m.group].name, m.replicas, m.samples});
+    for (const auto &m : s.replicaGroups) {
+      ReplicaGroupInfo r;
+      r.group = cluster.groups[m.group].name;
+      r.replicas = m.replicas;
+      r.samples = m.samples;
+      if (size_t(m.group) < plan.formats.size())
+        r.precision = plan.formats[m.group];
+      r.field = "stages[" + std::to_string(j) + "]";
+      st.replicaGroups.push_back(r);
+    }
     st.explicitShares = s.explicitShares();
     st.tensorParallel = s.tensorParallel;
     st.layerBegin = s.layerBegin;
@@ -159,9 +199,9 @@ void resolveShares(PartitionPlan &plan, long microBatchSamples) {
         long more = std::min(extra, g.replicas);
         extra -= more;
         if (more > 0)
-          even.push_back({g.group, more, base + 1});
+          even.push_back({g.group, more, base + 1, g.precision, g.field});
         if (g.replicas - more > 0)
-          even.push_back({g.group, g.replicas - more, base});
+          even.push_back({g.group, g.replicas - more, base, g.precision, g.field});
       }
       s.replicaGroups = even;
     } else {

@@ -9,44 +9,53 @@
 
 namespace het::plan {
 
-const char *toString(Precision p) {
-  switch (p) {
-  case Precision::Auto:
-    return "auto";
-  case Precision::FP32:
-    return "fp32";
-  case Precision::Mixed:
-    return "mixed";
-  }
-  return "auto";
-}
-
-bool parsePrecision(const std::string &text, Precision &out) {
-  for (auto p : {Precision::Auto, Precision::FP32, Precision::Mixed})
-    if (text == toString(p)) {
-      out = p;
-      return true;
-    }
-  return false;
-}
-
 TrainingSetup TrainingSetup::of(const ModelDesc &model, Precision precision) {
-  if (precision == Precision::Auto)
-    precision = model.bytesPerElement >= 4 ? Precision::FP32 : Precision::Mixed;
   TrainingSetup s;
+  // Auto: an fp32 model trains in fp32; a 16- or 8-bit one in each kind's
+  // best format.
+  if (precision == Precision::Auto)
+    precision = formatBytes(model.dtype) >= 4 ? Precision::FP32 : Precision::Mixed;
   s.precision = precision;
-  s.stateBytesPerParam = 16;
-  s.optimizerBytesPerParam = 28;
-  // fp32 gradients travel in fp32; mixed precision keeps 16-bit gradients
-  // (fp8 training too) and reduces them as they are.
-  s.gradientBytesPerParam = precision == Precision::FP32 ? 4 : 2;
   return s;
+}
+
+double TrainingSetup::stateBytes(const std::string &format) const {
+  int bytes = formatBytes(format);
+  return stateBytesPerParam + (bytes > 0 && bytes < 4 ? bytes : 0);
 }
 
 CostModel::CostModel(const ModelDesc &model, const Cluster &cluster,
                      const ProfileSet *profiles, std::optional<TrainingSetup> setup)
     : modelDesc(model), clusterDesc(cluster), profiles(profiles),
-      training(setup ? *setup : TrainingSetup::of(model)) {}
+      training(setup ? *setup : TrainingSetup::of(model)) {
+  for (const DeviceGroup &g : cluster.groups) {
+    std::string problem;
+    std::string format = chooseFormat(*g.spec, training.precision, model.dtype, problem);
+    // A 16-bit format asked for by name and missing is the user's error
+    // now; fp32 missing matters only where no measured profile prices the
+    // kind (table() says so then).
+    bool forced16 = training.precision == Precision::BF16 || training.precision == Precision::FP16;
+    if (format.empty() && forced16)
+      fail(cluster.file, "group '" + g.name + "'",
+           "kind " + g.kind + " " + problem + " (--precision " + toString(training.precision) +
+               ")");
+    groupFormats.push_back(format.empty() ? "fp32" : format);
+  }
+}
+
+void CostModel::trainIn(const std::vector<std::string> &formats, const std::string &file) {
+  for (size_t g = 0; g < formats.size() && g < groupFormats.size(); ++g) {
+    if (formats[g].empty() || formats[g] == groupFormats[g])
+      continue;
+    const DeviceGroup &group = clusterDesc.groups[g];
+    if (!group.spec->hasFormat(formats[g]))
+      fail(file, "group '" + group.name + "'",
+           "the plan trains kind " + group.kind + " in " + formats[g] + ", which it lacks (" +
+               "its catalog entry's peak_tflops gives " + formatList(*group.spec) + ")");
+    groupFormats[g] = formats[g];
+  }
+  cache.clear();
+}
 
 int CostModel::microBatchPerReplica(long globalBatch, int microBatches,
                                     int replicas) {
@@ -67,18 +76,21 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
   bool profiled = profiles && profiles->lookup(spec.name, tp, mbs, measured) &&
                   measured.size() == n;
 
-  const double flops = spec.flops(modelDesc.dtype);
+  // The group's format sets the peak and the bytes an activation or a
+  // weight copy takes (the model's figures are in its own dtype).
+  const std::string &format = groupFormats[g];
+  const double flops = spec.flops(format);
   if (!profiled && flops <= 0)
     fail(spec.file, "devices[" + spec.name + "].peak_tflops",
-         "no figure for the model's dtype " + modelDesc.dtype +
-             (modelDesc.dtype == "fp32" ? "" : " nor fp32") +
-             " to price it by (add one, or give --profiles for " + spec.name + ")");
+         "no figure for " + format + " to price it by (add one, or give --profiles for " +
+             spec.name + ")");
   const double bw = spec.memoryBytesPerSecond();
-  const double e = modelDesc.bytesPerElement;
+  const double scale = double(formatBytes(format)) / modelDesc.bytesPerElement;
   const Link &intra = clusterDesc.link(g, g);
 
   LayerTable t;
   t.profiled = profiled;
+  t.stateBytesPerParam = training.stateBytes(format);
   t.compute.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
   t.update.assign(n + 1, 0);
@@ -97,7 +109,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
       // ops are known, else for the layer as a whole.
       auto roofline = [&](double f, double acts, double weights) {
         return std::max(f * mbs / split / flops,
-                        (weights + acts * mbs) / split / bw);
+                        (weights + acts * mbs) * scale / split / bw);
       };
       if (!l.fwdOps.empty()) {
         fwd = bwd = 0;
@@ -109,14 +121,18 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
         for (const OpCost &op : l.bwdOps)
           bwd += roofline(op.flops, op.bytes, op.weightBytes);
       } else {
-        double weights = l.params * e;
+        double weights = l.params * modelDesc.bytesPerElement;
         fwd = roofline(l.fwdFlops, l.ioBytes, weights);
         bwd = roofline(l.bwdFlops, 2 * l.ioBytes, 2 * weights);
       }
       // Every kernel pays a fixed launch cost however small it is.
       fwd += l.fwdKernels * spec.kernelOverheadSeconds;
       bwd += l.bwdKernels * spec.kernelOverheadSeconds;
-      update = l.params / split * training.optimizerBytesPerParam / bw;
+      // The optimizer also writes the 16-bit copy the next forward reads.
+      update = l.params / split *
+               (training.optimizerBytesPerParam + t.stateBytesPerParam -
+                training.stateBytesPerParam) /
+               bw;
       if (split > 1 && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.
         double ar = ringAllReduceTime(l.outputBytes * mbs, tp, intra);
@@ -129,7 +145,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
     t.update[i + 1] = t.update[i] + update;
     t.params[i + 1] = t.params[i] + l.params / split;
     // Sequence parallelism splits the stashed activations over the TP group.
-    t.stash[i + 1] = t.stash[i] + l.stashBytes / split;
+    t.stash[i + 1] = t.stash[i] + l.stashBytes * scale / split;
   }
   return cache.emplace(key, std::move(t)).first->second;
 }
@@ -175,7 +191,7 @@ double CostModel::measuredSync(int b, int e, int replicas) const {
     if (tensors.empty() && l.params > 0)
       tensors.push_back(l.params);
     for (double elements : tensors) {
-      double bytes = elements * modelDesc.bytesPerElement;
+      double bytes = elements * training.gradientBytesPerParam;
       double t = communication->allReduce(bytes, replicas);
       if (t < 0)
         return -1;
@@ -294,7 +310,7 @@ double CostModel::capacityBytes(int g) const {
 double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
                               int mbs, int inFlight) const {
   (void)tp; // already folded into the table's prefix sums
-  return t.range(t.params, b, e) * training.stateBytesPerParam +
+  return t.range(t.params, b, e) * t.stateBytesPerParam +
          double(inFlight) * mbs * t.range(t.stash, b, e);
 }
 
@@ -457,6 +473,11 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
       return invalid(at + "the replicas' shares add up to " + std::to_string(shares) +
                      " samples, not the micro-batch's " + std::to_string(samples));
   }
+  for (size_t g = 0; g < plan.formats.size() && g < groupFormats.size(); ++g)
+    if (!plan.formats[g].empty() && plan.formats[g] != groupFormats[g])
+      return invalid("group '" + clusterDesc.groups[g].name + "' trains in " + plan.formats[g] +
+                     " by the plan but is priced in " + groupFormats[g] +
+                     " (CostModel::trainIn takes a plan's formats)");
   if (plan.stages.back().layerEnd != L)
     return invalid("the stages must cover all " + std::to_string(L) +
                    " layers");

@@ -1,5 +1,6 @@
 //===- DeviceCatalog.cpp - load device specs from data files --------------===//
 #include "het/Plan/DeviceCatalog.h"
+#include "het/Plan/NumberFormats.h"
 #include "JsonUtil.h"
 #include "het/Support/InstallLayout.h"
 
@@ -17,19 +18,23 @@ static std::string lower(std::string s) {
   return s;
 }
 
-double DeviceSpec::flops(const std::string &dtype) const {
-  auto get = [&](const std::string &t) -> double {
-    auto it = peakTflops.find(t);
-    return it == peakTflops.end() ? 0.0 : it->second;
-  };
-  double peak = get(dtype);
-  if (peak <= 0 && dtype == "bf16")
-    peak = get("fp16");
-  if (peak <= 0 && dtype == "fp16")
-    peak = get("bf16");
-  if (peak <= 0)
-    peak = get("fp32");
+double DeviceSpec::flops(const std::string &format) const {
+  auto it = peakTflops.find(format);
+  double peak = it == peakTflops.end() ? 0.0 : it->second;
   return peak * 1e12 * computeEfficiency;
+}
+
+bool DeviceSpec::hasFormat(const std::string &format) const {
+  auto it = peakTflops.find(format);
+  return it != peakTflops.end() && it->second > 0;
+}
+
+std::vector<std::string> DeviceSpec::formats() const {
+  std::vector<std::string> out;
+  for (const char *f : {"fp32", "tf32", "bf16", "fp16", "fp8"})
+    if (hasFormat(f))
+      out.push_back(f);
+  return out;
 }
 
 double DeviceSpec::memoryBytesPerSecond() const {
@@ -148,9 +153,13 @@ void DeviceCatalog::loadFile(const std::string &path, bool replace) {
     const json &peak = field(d, "peak_tflops", path, at);
     if (!peak.is_object() || peak.empty())
       fail(path, join(at, "peak_tflops"), "must be an object dtype -> TFLOP/s");
-    for (auto it = peak.begin(); it != peak.end(); ++it)
+    for (auto it = peak.begin(); it != peak.end(); ++it) {
+      if (!knownFormat(it.key()))
+        fail(path, join(at, "peak_tflops"),
+             "unknown number format '" + it.key() + "' (fp32, tf32, bf16, fp16, fp8)");
       s.peakTflops[it.key()] =
           positive(peak, it.key(), path, join(at, "peak_tflops"), s.measured);
+    }
     s.memoryGib = positive(d, "memory_gib", path, at, s.measured);
     s.memoryBandwidthGBs =
         positive(d, "memory_bandwidth_gbs", path, at, s.measured);

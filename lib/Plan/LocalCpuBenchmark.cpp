@@ -7,8 +7,16 @@
 // every core at once, each thread with its own matrices, and a 64 MiB
 // memcpy. It takes a few hundredths of a second and runs once per process.
 //
+// The CPU trains in every format het compiles for it (docs/precision.md):
+// bf16 products either on the AVX512_BF16 dot product or as f32 products
+// of the bf16-rounded operands, whichever this core runs faster
+// (het-compile --bf16-products auto), and fp16 widened to f32. So bf16 is
+// priced at the fp32 rate times the measured dot-product advantage where
+// there is one, fp16 at the fp32 rate.
+//
 //===----------------------------------------------------------------------===//
 #include "het/Plan/DeviceCatalog.h"
+#include "het/Support/MultiplyAddPeaks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -68,6 +76,12 @@ DeviceSpec measureLocalCpu(const DeviceSpec &templateSpec) {
   DeviceSpec s = templateSpec;
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   s.peakTflops["fp32"] = matmulFlopsAllCores(cores) / 1e12;
+  support::MultiplyAddPeaks peaks = support::measureMultiplyAddPeaks(0.02);
+  double bf16Advantage = peaks.f32Gflops > 0 && peaks.bf16Gflops > peaks.f32Gflops
+                             ? peaks.bf16Gflops / peaks.f32Gflops
+                             : 1.0;
+  s.peakTflops["bf16"] = s.peakTflops["fp32"] * bf16Advantage;
+  s.peakTflops["fp16"] = s.peakTflops["fp32"];
 
   const size_t bytes = 64u << 20;
   std::vector<char> src(bytes, 1), dst(bytes, 0);

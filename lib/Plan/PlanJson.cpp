@@ -3,6 +3,7 @@
 #include "het/Plan/ClusterSpec.h"
 #include "het/Plan/CostModel.h"
 #include "het/Plan/ModelDesc.h"
+#include "het/Plan/NumberFormats.h"
 #include "het/Plan/Plan.h"
 
 #include <algorithm>
@@ -46,6 +47,15 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
       fail(file, join(at, "group"), "unknown group '" + name + "' (the groups are: " + known + ")");
     return name;
   };
+  auto precisionOf = [&](const json &o, const std::string &at) -> std::string {
+    if (!o.contains("precision"))
+      return "";
+    std::string format = string(o, "precision", file, at);
+    if (!knownFormat(format))
+      fail(file, join(at, "precision"),
+           "unknown number format '" + format + "' (fp32, tf32, bf16, fp16, fp8)");
+    return format;
+  };
   const json &stages = array(j, "stages", file, "");
   std::vector<StageSpec> out;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -63,6 +73,8 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
         StageSpec::Replicas g;
         g.group = groupName(list[k], gat);
         g.replicas = integer(list[k], "replicas", file, gat, 1);
+        g.precision = precisionOf(list[k], gat);
+        g.field = gat;
         if (list[k].contains("micro_batch_size")) {
           g.samples = integer(list[k], "micro_batch_size", file, gat, 1);
           ++withShare;
@@ -85,6 +97,8 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
       StageSpec::Replicas g;
       g.group = groupName(st, at);
       g.replicas = integer(st, "replicas", file, at, 1);
+      g.precision = precisionOf(st, at);
+      g.field = at;
       s.replicaGroups.push_back(g);
     }
     if (st.contains("tensor_parallel"))
@@ -106,6 +120,11 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
 json planToJson(const Plan &plan, const Cluster &cluster,
                 const ModelDesc &model) {
   json groups = json::array(), links = json::array(), stages = json::array();
+  auto formatOf = [&](int g) -> std::string {
+    return size_t(g) < plan.formats.size() ? plan.formats[g] : "";
+  };
+  // Each group lists the formats its kind has, so het-compile can refuse
+  // a stage asked to train in one it lacks without the catalog.
   for (const auto &g : cluster.groups)
     groups.push_back({{"name", g.name},
                       {"kind", g.kind},
@@ -114,7 +133,8 @@ json planToJson(const Plan &plan, const Cluster &cluster,
                       {"count", g.count()},
                       {"devices_per_node", g.devicesPerNode},
                       {"nodes", g.nodes},
-                      {"memory_gib", g.spec->memoryGib}});
+                      {"memory_gib", g.spec->memoryGib},
+                      {"formats", g.spec->formats()}});
   for (size_t a = 0; a < cluster.groups.size(); ++a)
     for (size_t b = a; b < cluster.groups.size(); ++b)
       links.push_back(
@@ -126,16 +146,22 @@ json planToJson(const Plan &plan, const Cluster &cluster,
     json stage = {{"name", "s" + std::to_string(j)}};
     if (s.explicitShares()) {
       json members = json::array();
-      for (const ReplicaGroupPlan &g : s.replicaGroups)
-        members.push_back({{"group", cluster.groups[g.group].name},
-                           {"replicas", g.replicas},
-                           {"micro_batch_size", g.samples}});
+      for (const ReplicaGroupPlan &g : s.replicaGroups) {
+        json member = {{"group", cluster.groups[g.group].name},
+                       {"replicas", g.replicas},
+                       {"micro_batch_size", g.samples}};
+        if (!formatOf(g.group).empty())
+          member["precision"] = formatOf(g.group);
+        members.push_back(member);
+      }
       stage["replica_groups"] = members;
     } else {
       stage["group"] = cluster.groups[s.group()].name;
       stage["replicas"] = s.replicas();
       stage["micro_batch_size"] =
           CostModel::microBatchPerReplica(plan.globalBatch, plan.microBatches, s.replicas());
+      if (!formatOf(s.group()).empty())
+        stage["precision"] = formatOf(s.group());
     }
     stage["tensor_parallel"] = s.tensorParallel;
     stage["layers"] = {s.layerBegin, s.layerEnd};
@@ -169,9 +195,27 @@ Plan planFromJson(const json &j, const std::string &file,
     const StageSpec &spec = specs[i];
     std::string at = join("stages", i);
     StagePlan st;
-    for (const StageSpec::Replicas &g : spec.replicaGroups) {
+    for (size_t k = 0; k < spec.replicaGroups.size(); ++k) {
+      const StageSpec::Replicas &g = spec.replicaGroups[k];
       int index = int(std::find(names.begin(), names.end(), g.group) - names.begin());
       st.replicaGroups.push_back({index, int(g.replicas), int(g.samples)});
+      if (g.precision.empty())
+        continue;
+      // One group trains in one format, and only in one its kind has.
+      std::string field = join(g.field, "precision");
+      const DeviceGroup &group = cluster.groups[index];
+      if (!group.spec->hasFormat(g.precision))
+        fail(file, field,
+             "stage " + spec.name + " trains group '" + g.group + "' (kind " + group.kind +
+                 ") in " + g.precision + ", which the kind lacks (its catalog entry's "
+                 "peak_tflops gives " + formatList(*group.spec) + ")");
+      plan.formats.resize(cluster.groups.size());
+      if (!plan.formats[index].empty() && plan.formats[index] != g.precision)
+        fail(file, field,
+             "stage " + spec.name + " trains group '" + g.group + "' in " + g.precision +
+                 " but an earlier stage trains it in " + plan.formats[index] +
+                 "; a group trains in one format");
+      plan.formats[index] = g.precision;
     }
     st.tensorParallel = int(spec.tensorParallel);
     st.layerBegin = int(spec.layerBegin);

@@ -329,6 +329,7 @@ Plan makePlan(const CostModel &cost, const Shape &shape, const std::vector<int> 
   Plan plan;
   plan.globalBatch = globalBatch;
   plan.microBatches = shape.microBatches;
+  plan.formats = cost.formats();
   const long samples = globalBatch / std::max(1, shape.microBatches);
   std::vector<Slot> slots = expand(shape);
   for (size_t j = 0; j < slots.size(); ++j) {

@@ -199,8 +199,7 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     return closestMicro(int(std::min<long>(target, options.globalBatch)));
   };
   auto rate = [&](int g) {
-    return cluster.groups[g].count() *
-           cluster.groups[g].spec->flops(model.dtype);
+    return cluster.groups[g].count() * cluster.groups[g].spec->flops(cost.format(g));
   };
   auto makeStart = [&](const std::vector<int> &groups, int widen) {
     double totalRate = 0;
@@ -221,8 +220,7 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         int maxTp = 0;
         for (const auto &o : opts[g])
           maxTp = std::max(maxTp, o.tp);
-        double share = cluster.groups[g].count() *
-                       cluster.groups[g].spec->flops(model.dtype) / totalRate;
+        double share = rate(g) / totalRate;
         double layers = std::max(1.0, share * L);
         const GroupOption *pick = nullptr;
         for (const auto &o : opts[g]) {
@@ -233,7 +231,7 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
           double perStage = std::ceil(layers / o.stages);
           double memory =
               perStage *
-              (paramsPerLayer / o.tp * cost.setup().stateBytesPerParam +
+              (paramsPerLayer / o.tp * cost.setup().stateBytes(cost.format(g)) +
                std::min(S, s.microBatches) * mbs * stashPerLayer / o.tp);
           // Options come by ascending stage count: take the first that
           // fits (the last one if none does), never more stages than layers.

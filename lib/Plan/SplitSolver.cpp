@@ -114,7 +114,6 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   struct Stage {
     std::vector<double> sendNext, sendPrev; // by boundary layer
     double syncA[3], syncB[3];
-    double stateBytes;
     // Per member: capacity and the activation memory factor.
     std::vector<double> capacity, stashFactor;
   };
@@ -141,7 +140,6 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
       st.syncB[k] = two - one; // seconds per byte
       st.syncA[k] = one - st.syncB[k];
     }
-    st.stateBytes = cost.setup().stateBytesPerParam;
     for (const auto &member : ctx[j].members) {
       st.capacity.push_back(cost.capacityBytes(member.group));
       st.stashFactor.push_back(double(ctx[j].inFlight) * member.mbs);
@@ -186,7 +184,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         double update = 0;
         for (size_t k = 0; k < tables[j].size(); ++k) {
           const LayerTable &mt = *tables[j][k];
-          double memory = params * st.stateBytes + st.stashFactor[k] * mt.range(mt.stash, a, b);
+          double memory = params * mt.stateBytesPerParam + st.stashFactor[k] * mt.range(mt.stash, a, b);
           fits &= memory <= st.capacity[k];
           update = std::max(update, mt.range(mt.update, a, b));
         }

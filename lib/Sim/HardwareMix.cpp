@@ -90,7 +90,7 @@ std::vector<std::vector<double>> bestLayerSeconds(const Inventory &inventory,
   const int layers = int(model.layers.size());
   for (int i = 0; i < K && i < int(one.groups.size()); ++i) {
     if (one.groups[i].name != inventory.offers[i].group ||
-        one.groups[i].spec->flops(model.dtype) <= 0)
+        one.groups[i].spec->flops(cost.format(i)) <= 0)
       continue;
     const LayerTable &t = cost.table(i, 1, batch);
     for (int l = 0; l < layers; ++l)
@@ -156,7 +156,10 @@ MixResult recommendMix(const Inventory &inventory, const ModelDesc &model,
       const DeviceSpec *spec = catalog.find(o.kind);
       double devices = double(nodes) * o.devicesPerNode;
       double price = spot ? o.spotPrice : o.onDemandPrice;
-      double flops = spec->flops(model.dtype);
+      // In the format the kind would train in (NumberFormats.h).
+      std::string problem;
+      double flops =
+          spec->flops(chooseFormat(*spec, options.setup.precision, model.dtype, problem));
       rate += devices * flops;
       m.pricePerHour += devices * price;
       deviceCount += devices;

@@ -77,7 +77,10 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         DeviceSpec spec = *group.spec;
         // The achieved rate already includes memory traffic and call
         // overheads: the roofline's memory side must not count them twice.
-        spec.peakTflops = {{model.dtype, flopsPerStep / *seconds / 1e12}};
+        // The step's format is the one measured; the kind's other formats
+        // stay listed (plans name what a kind can run) at the catalog's
+        // figures, which this plan does not use.
+        spec.peakTflops[request.format] = flopsPerStep / *seconds / 1e12;
         spec.computeEfficiency = 1.0;
         spec.memoryBandwidthGBs = 1e9;
         spec.memoryEfficiency = 1.0;
@@ -96,7 +99,11 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     int smallest = cluster.groups.front().count();
     for (const DeviceGroup &group : cluster.groups)
       smallest = std::min(smallest, group.count());
-    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles);
+    Precision precision = Precision::FP32;
+    if (!parsePrecision(request.format, precision))
+      return error("--plan auto: no planner precision for the format " + request.format);
+    CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles,
+                   TrainingSetup::of(model, precision));
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);
     PlannerOptions options;
@@ -143,7 +150,8 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
             {{"name", spec.name},
              {"vendor", spec.vendor},
              {"arch", spec.arch},
-             {"peak_tflops", spec.peakTflops},
+             // Only what was measured: the step in its format.
+             {"peak_tflops", {{request.format, spec.peakTflops.at(request.format)}}},
              {"memory_gib", spec.memoryGib},
              {"memory_bandwidth_gbs", spec.memoryBandwidthGBs},
              {"intra_node_link",
@@ -199,6 +207,7 @@ llvm::Expected<double> predictPlanFile(mlir::ModuleOp module, mlir::func::FuncOp
     nlohmann::json doc = nlohmann::json::parse(in);
     Plan plan = planFromJson(doc, planFile, cluster, model);
     CostModel cost(model, cluster, &profiles);
+    cost.trainIn(plan.formats, planFile);
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);
     Evaluation ev = cost.evaluate(plan);

@@ -44,6 +44,11 @@ struct AutoPlanRequest {
   /// profiles there (het-tune stages) is priced by them and not
   /// calibrated, and measured messages price communication in the node.
   std::string tuningDb;
+  /// The number format the step is compiled in (fp32, bf16, fp16;
+  /// --precision, tf32 as fp32): the calibrated speeds are its, and every
+  /// kind of the cluster must have it (a kind that lacks it is an error
+  /// naming the group and kind).
+  std::string format = "fp32";
 };
 
 struct AutoPlanResult {

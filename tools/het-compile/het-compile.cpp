@@ -19,6 +19,9 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
+#include "het/Partition/PartitionPlan.h"
+#include "het/Partition/PipelinePrecision.h"
+#include "het/Plan/Error.h"
 
 #include "AutoPlan.h"
 #include "BuildRecord.h"
@@ -563,6 +566,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       ::het::compile::AutoPlanRequest request;
       request.tuningDb = tuningDb;
       request.clusterFile = clusterFile;
+      request.format = precision == "tf32" ? "fp32" : precision.getValue();
       request.microBatches =
           microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
       request.globalBatch = globalBatch;
@@ -913,6 +917,24 @@ int main(int argc, char **argv) {
   if (bf16Products != "auto" && bf16Products != "native" && bf16Products != "f32")
     return fail("unknown --bf16-products '" + bf16Products + "' (use auto, native or f32)");
   options.nativeBf16Products = bf16Products == "native";
+  // A plan states the format each stage trains in: compile in it, and
+  // refuse a plan and --precision that disagree, naming the stage.
+  bool precisionFromPlan = false;
+  if (!planFile.empty() && planFile != "auto") {
+    try {
+      std::string planned = ::het::partition::pipelinePrecision(
+          ::het::partition::readPartitionPlan(planFile), precision,
+          precision.getNumOccurrences() > 0);
+      if (planned != precision) {
+        llvm::errs() << "het-compile: note: " << planFile << " trains its stages in " << planned
+                     << ": compiling in " << planned << "\n";
+        precision = planned;
+        precisionFromPlan = true;
+      }
+    } catch (const ::het::plan::PlanError &e) {
+      return fail(e.what());
+    }
+  }
   if (bf16Products == "auto" && precision == "bf16" && target == "x86_64") {
     // A quarter second: bf16 dot product against f32 FMA on this core.
     ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
@@ -938,6 +960,9 @@ int main(int argc, char **argv) {
     if (rc == 0 && emit == Emit::Exe) {
       // How to build it again for other devices (het-run --elastic).
       std::vector<std::string> args(argv, argv + argc);
+      // A re-plan (--plan auto) must keep the format the plan gave.
+      if (precisionFromPlan)
+        args.insert(args.begin() + 1, "--precision=" + precision.getValue());
       static int anchor; // an address inside this executable
       std::string compiler = llvm::sys::fs::getMainExecutable(argv[0], &anchor);
       if (llvm::Error e = ::het::compile::writeBuildRecord(output, args, compiler, inputFile,

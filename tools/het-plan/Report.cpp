@@ -1,6 +1,7 @@
 //===- Report.cpp ---------------------------------------------------------===//
 #include "Report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,28 @@ std::string formatSeconds(double s) {
   else
     std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
   return buf;
+}
+
+std::string describeFormats(const CostModel &cost) {
+  // "mixed precision (bf16 on a100; fp16 with loss scaling on v100)"
+  std::vector<std::pair<std::string, std::string>> byFormat; // format -> groups
+  for (size_t g = 0; g < cost.formats().size(); ++g) {
+    const std::string &f = cost.format(int(g));
+    auto it = std::find_if(byFormat.begin(), byFormat.end(),
+                           [&](const auto &entry) { return entry.first == f; });
+    if (it == byFormat.end())
+      it = byFormat.insert(byFormat.end(), {f, ""});
+    it->second += (it->second.empty() ? "" : ", ") + cost.cluster().groups[g].name;
+  }
+  std::string out = std::string(toString(cost.setup().precision)) + " precision";
+  if (byFormat.size() == 1 && byFormat.front().first == "fp32")
+    return out;
+  out += " (";
+  for (size_t i = 0; i < byFormat.size(); ++i)
+    out += (i ? "; " : "") + byFormat[i].first +
+           (byFormat[i].first == "fp16" ? " with loss scaling" : "") + " on " +
+           byFormat[i].second;
+  return out + ")";
 }
 
 void printModel(std::ostream &os, const ModelDesc &model) {
@@ -47,8 +70,8 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   char line[512];
   std::snprintf(
       line, sizeof line,
-      "  %-5s %-10s %-12s %5s %3s %8s %-11s %5s %12s %10s %10s %21s\n", "stage",
-      "group", "kind", "devs", "tp", "replicas", "layers", "mbs", "fwd+bwd ms",
+      "  %-5s %-10s %-12s %-6s %5s %3s %8s %-11s %5s %12s %10s %10s %21s\n", "stage",
+      "group", "kind", "format", "devs", "tp", "replicas", "layers", "mbs", "fwd+bwd ms",
       "p2p ms", "sync ms", "memory / capacity");
   os << line;
   for (size_t j = 0; j < plan.stages.size(); ++j) {
@@ -69,15 +92,17 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
       const DeviceGroup &g = c.groups[m.group];
       if (k == 0)
         std::snprintf(line, sizeof line,
-                      "  s%-4zu %-10s %-12s %5d %3d %8d %-11s %5d %12.3f %10.3f "
+                      "  s%-4zu %-10s %-12s %-6s %5d %3d %8d %-11s %5d %12.3f %10.3f "
                       "%10.3f %21s%s\n",
-                      j, g.name.c_str(), g.kind.c_str(), m.replicas * s.tensorParallel,
+                      j, g.name.c_str(), g.kind.c_str(), cost.format(m.group).c_str(),
+                      m.replicas * s.tensorParallel,
                       s.tensorParallel, m.replicas, layers, ctx.members[k].mbs,
                       (sc.fwd + sc.bwd) * 1e3, sc.p2p * 1e3, sc.sync * 1e3, mem,
                       int(j) == ev.bottleneck ? "  <- bottleneck" : "");
       else
-        std::snprintf(line, sizeof line, "  %-5s %-10s %-12s %5d %3d %8d %-11s %5d\n", "+",
-                      g.name.c_str(), g.kind.c_str(), m.replicas * s.tensorParallel,
+        std::snprintf(line, sizeof line, "  %-5s %-10s %-12s %-6s %5d %3d %8d %-11s %5d\n", "+",
+                      g.name.c_str(), g.kind.c_str(), cost.format(m.group).c_str(),
+                      m.replicas * s.tensorParallel,
                       s.tensorParallel, m.replicas, "", ctx.members[k].mbs);
       os << line;
     }

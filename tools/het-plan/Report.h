@@ -17,6 +17,9 @@ std::string formatBytes(double bytes);
 std::string formatSeconds(double seconds);
 /// The per-layer costs of a model.
 void printModel(std::ostream &os, const ModelDesc &model);
+/// "fp32 precision", or "mixed precision (bf16 on a100; fp16 with loss
+/// scaling on v100)": the format each group trains in.
+std::string describeFormats(const CostModel &cost);
 /// The per-stage table of one plan.
 void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev);

@@ -155,10 +155,12 @@ int main(int argc, char **argv) {
                  "score this plan JSON instead of searching: iteration time, "
                  "per-stage times, memory per device, bottleneck");
   app.add_option("--precision", precisionName,
-                 "number formats of training: fp32 (4-byte gradients on the wire), mixed "
-                 "(16-bit weights and gradients, fp32 master copy and Adam moments), or "
-                 "auto (fp32 for an fp32 model, else mixed)")
-      ->check(CLI::IsMember({"auto", "fp32", "mixed"}));
+                 "number format each device kind trains in (docs/precision.md): mixed (bf16 "
+                 "where the kind has it, else fp16 with loss scaling, else fp32; fp32 master "
+                 "weights, gradients and Adam moments), bf16 or fp16 (every kind; one that "
+                 "lacks it is an error naming it), fp32, or auto (fp32 for an fp32 model, "
+                 "else mixed). Gradients are reduced in fp32 in every case")
+      ->check(CLI::IsMember({"auto", "fp32", "mixed", "bf16", "fp16"}));
   app.add_option("--objective", objectiveName,
                  "what the best plan minimises per iteration: time, cost (USD: the price per "
                  "hour of the devices the plan uses, from the catalog or the cluster spec's "
@@ -328,6 +330,7 @@ int main(int argc, char **argv) {
 
     if (!evaluatePath.empty()) {
       Plan plan = loadPlan(evaluatePath, cluster, model);
+      cost.trainIn(plan.formats, evaluatePath);
       Evaluation ev = cost.evaluate(plan);
       if (!ev.problem.empty() && ev.problem != "does not fit in device memory")
         fail(evaluatePath, "stages", ev.problem);
@@ -468,6 +471,9 @@ int main(int argc, char **argv) {
       out["model"] = model.name;
       out["cluster"] = cluster.name;
       out["precision"] = toString(setup.precision);
+      out["formats"] = json::object();
+      for (size_t g = 0; g < cluster.groups.size(); ++g)
+        out["formats"][cluster.groups[g].name] = cost.format(int(g));
       out["objective"] = {{"kind", toString(objective.kind)}, {"unit", unitOf(objective.kind)}};
       if (deadline > 0)
         out["objective"]["deadline_s"] = deadline;
@@ -512,8 +518,8 @@ int main(int argc, char **argv) {
       std::cout << "het-plan: model " << model.name << " ("
                 << model.layers.size() << " layers, "
                 << humanCount(model.totalParams()) << " parameters, " << model.dtype
-                << ", " << toString(setup.precision) << " precision: "
-                << setup.gradientBytesPerParam << "-byte gradients), cluster " << cluster.name << " ("
+                << ", " << describeFormats(cost) << ", " << setup.gradientBytesPerParam
+                << "-byte gradients), cluster " << cluster.name << " ("
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";

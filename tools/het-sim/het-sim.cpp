@@ -112,8 +112,8 @@ int main(int argc, char **argv) {
   app.add_option("--tuning-db", tuningDbPath,
                  "tuning database (het-tune): price passes by this host's measured stage "
                  "profiles and messages, as het-plan --tuning-db does");
-  app.add_option("--precision", precisionName, "fp32, mixed or auto (as het-plan)")
-      ->check(CLI::IsMember({"auto", "fp32", "mixed"}));
+  app.add_option("--precision", precisionName, "auto, mixed, bf16, fp16 or fp32 (as het-plan)")
+      ->check(CLI::IsMember({"auto", "fp32", "mixed", "bf16", "fp16"}));
   app.add_option("--iterations", iterations, "iterations to simulate pass by pass")
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "random seed (runs with one seed are identical)");
@@ -198,6 +198,7 @@ int main(int argc, char **argv) {
     if (communicationFound)
       cost.setMeasuredCommunication(&communication);
     Plan plan = loadPlan(planPath, cluster, model);
+    cost.trainIn(plan.formats, planPath);
     Evaluation ev = cost.evaluate(plan);
     if (!ev.problem.empty())
       fail(planPath, "stages", ev.problem);

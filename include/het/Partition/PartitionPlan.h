@@ -26,6 +26,10 @@ struct GroupInfo {
   std::string name, vendor, arch;
   long count = 1, nodes = 1;
   double memoryGib = 0;
+  /// The device kind and the number formats it has ("formats"; empty: the
+  /// plan does not say, and stage formats go unchecked).
+  std::string kind;
+  std::vector<std::string> formats;
   long devicesPerNode() const { return count / nodes; }
 };
 struct LinkInfo {
@@ -47,7 +51,8 @@ struct PartitionPlan {
   const GroupInfo *group(const std::string &name) const;
 };
 
-/// Reads a plan JSON; errors (PlanError) name the file and the field.
+/// Reads a plan JSON; errors (PlanError) name the file and the field,
+/// among them a stage's "precision" that its group's kind lacks.
 PartitionPlan readPartitionPlan(const std::string &path);
 PartitionPlan fromPlan(const het::plan::Plan &plan,
                        const het::plan::Cluster &cluster);

@@ -4,6 +4,7 @@
 
 #include "het/Plan/ClusterSpec.h"
 #include "het/Plan/ModelDesc.h"
+#include "het/Plan/NumberFormats.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Profiles.h"
 #include "het/Plan/SharedHostSchedule.h"
@@ -15,33 +16,27 @@
 
 namespace het::plan {
 
-/// The number formats a job trains in.
-enum class Precision {
-  Auto,  // fp32 for an fp32 model, mixed for a 16- or 8-bit one
-  FP32,  // weights, gradients and Adam's moments in fp32
-  Mixed, // 16-bit weights and gradients, fp32 master copy and moments
-};
-const char *toString(Precision p);
-bool parsePrecision(const std::string &text, Precision &out);
-
 struct TrainingSetup {
-  /// Bytes of state per parameter on its device: weights, gradients and
-  /// Adam's two moments (mixed precision: 2 + 2 + 12 with fp32 master copy).
+  /// Bytes of state per parameter on a device that trains in fp32: weights,
+  /// gradients and Adam's two moments, 4 + 4 + 8. A kind training in a
+  /// 16-bit format keeps the same fp32 master weights, gradients and
+  /// moments plus the 16-bit copy of the weights its forward reads
+  /// (stateBytes: 18, Megatron's figure for bf16 with fp32 gradients).
   double stateBytesPerParam = 16;
   /// Bytes of optimizer traffic per parameter (read + write of the state).
   double optimizerBytesPerParam = 28;
-  /// Bytes per gradient element on the wire.
-  double gradientBytesPerParam = 2;
+  /// Bytes per gradient element on the wire: het reduces gradients in
+  /// fp32 whatever the format (docs/precision.md).
+  double gradientBytesPerParam = 4;
   /// Fraction of device memory kept free (allocator, workspace, runtime).
   double memoryReserve = 0.1;
-  Precision precision = Precision::Mixed;
+  Precision precision = Precision::Auto;
 
-  /// The setup of Adam training `model` in `precision` (Auto: from the
-  /// model's dtype). fp32: 4 + 4 + 8 bytes of state, gradients reduced in
-  /// fp32, 16 bytes read and 12 written per step. Mixed: 2 (weights) + 2
-  /// (gradients) + 12 (fp32 master copy and moments), gradients reduced in
-  /// 16 bits (Megatron's default), 14 read and 14 written.
+  /// The setup of Adam training `model` in `precision` (auto: fp32 for an
+  /// fp32 model, else mixed; NumberFormats.h picks each kind's format).
   static TrainingSetup of(const ModelDesc &model, Precision precision = Precision::Auto);
+  /// State bytes per parameter on a device training in `format`.
+  double stateBytes(const std::string &format) const;
 };
 
 /// The model's layer costs on one (device kind, tensor-parallel degree,
@@ -54,6 +49,9 @@ struct LayerTable {
   std::vector<double> params;  // prefix sums of parameters
   std::vector<double> stash;   // prefix sums of stashed bytes per sample
   bool profiled = false;
+  /// Optimizer state and weight copies per parameter in the group's format
+  /// (TrainingSetup::stateBytes).
+  double stateBytesPerParam = 16;
   double range(const std::vector<double> &p, int b, int e) const {
     return p[e] - p[b];
   }
@@ -115,6 +113,14 @@ public:
   const ModelDesc &model() const { return modelDesc; }
   const Cluster &cluster() const { return clusterDesc; }
   const TrainingSetup &setup() const { return training; }
+  /// The number format each cluster group trains in (NumberFormats.h),
+  /// chosen from the setup's precision and each kind's formats.
+  const std::vector<std::string> &formats() const { return groupFormats; }
+  const std::string &format(int g) const { return groupFormats[g]; }
+  /// Prices the groups in `formats` instead (a plan file's; empty entries
+  /// keep the chosen one). Fails, naming `file`'s stage field, where a kind
+  /// lacks the format it is given.
+  void trainIn(const std::vector<std::string> &formats, const std::string &file);
 
   /// Layer costs for group `g` at tensor-parallel `tp` and micro-batch `mbs`
   /// per replica (cached).
@@ -203,6 +209,7 @@ private:
   const ProfileSet *profiles;
   const MeasuredCommunication *communication = nullptr;
   TrainingSetup training;
+  std::vector<std::string> groupFormats;
   /// Whether every one of `groups` lies within one node (measured
   /// communication applies).
   bool oneNode(const std::vector<int> &groups) const;

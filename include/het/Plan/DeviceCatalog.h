@@ -57,9 +57,13 @@ struct DeviceSpec {
   Power power;
   bool hasPower() const { return power.tdpWatts > 0; }
 
-  /// Achievable FLOP/s for `dtype`; bf16 and fp16 stand in for each other,
-  /// and fp32 is the last resort.
-  double flops(const std::string &dtype) const;
+  /// Achievable FLOP/s in `format` (fp32, tf32, bf16, fp16, fp8); 0 when
+  /// the kind has no such format (NumberFormats.h chooses one it has).
+  double flops(const std::string &format) const;
+  /// Whether the kind trains in `format`: its entry gives a peak for it.
+  bool hasFormat(const std::string &format) const;
+  /// The formats it has, widest first (fp32, tf32, bf16, fp16, fp8).
+  std::vector<std::string> formats() const;
   /// Achievable bytes/s of device memory.
   double memoryBytesPerSecond() const;
 };

@@ -52,6 +52,10 @@ struct Plan {
   long globalBatch = 1;
   int microBatches = 1;
   std::vector<StagePlan> stages;
+  /// The number format each cluster group trains in (NumberFormats.h),
+  /// indexed like Cluster::groups; empty, or an empty entry: not stated
+  /// (older plan files), the cost model's choice.
+  std::vector<std::string> formats;
 };
 
 /// A stage as a plan file names it (device groups by name). Both readers of
@@ -62,6 +66,8 @@ struct StageSpec {
     std::string group;
     long replicas = 1;
     long samples = 0; // per replica and micro-batch; 0: an even share
+    std::string precision; // the number format it trains in; "": not stated
+    std::string field;     // where it is in the file, for errors: stages[0].replica_groups[1]
   };
   std::string name;
   std::vector<Replicas> replicaGroups;
@@ -78,7 +84,8 @@ struct StageSpec {
 /// Reads the "stages" list of a plan JSON, in either form (docs/planner.md):
 /// `{"group", "replicas"}` or `{"replica_groups": [{"group", "replicas",
 /// "micro_batch_size"}, ...]}`, each with optional "tensor_parallel",
-/// "layers", "name", "all_reduce". `groupNames` lists the groups a stage may
+/// "layers", "name", "all_reduce", "precision" (per replica group in the
+/// second form, per stage in the first). `groupNames` lists the groups a stage may
 /// name. Errors (PlanError) name the file and the field.
 std::vector<StageSpec> readStageSpecs(const nlohmann::json &plan, const std::string &file,
                                       const std::vector<std::string> &groupNames);

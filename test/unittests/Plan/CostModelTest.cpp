@@ -180,28 +180,132 @@ TEST_F(Fixture, InvalidPlansSayWhy) {
             std::string::npos);
 }
 
-TEST_F(Fixture, GradientBytesFollowThePrecision) {
-  // An fp32 model reduces 4-byte gradients; mixed precision 2-byte ones
-  // (and a bf16 model is mixed unless told otherwise).
-  EXPECT_EQ(TrainingSetup::of(model).gradientBytesPerParam, 4);
-  EXPECT_EQ(TrainingSetup::of(model).precision, Precision::FP32);
-  EXPECT_EQ(TrainingSetup::of(model, Precision::Mixed).gradientBytesPerParam, 2);
-  ModelDesc half = model;
-  half.dtype = "bf16";
-  half.bytesPerElement = 2;
-  EXPECT_EQ(TrainingSetup::of(half).precision, Precision::Mixed);
-  EXPECT_EQ(TrainingSetup::of(half).gradientBytesPerParam, 2);
-  EXPECT_EQ(TrainingSetup::of(half, Precision::FP32).gradientBytesPerParam, 4);
-  // The sync of the same parameters doubles from mixed to fp32: 2 (1/2)
-  // n / 1e11 B/s over the node's 800 Gbit/s link, plus 2 latencies.
-  CostModel fp32(model, cluster, nullptr);
-  CostModel mixed(model, cluster, nullptr, TrainingSetup::of(model, Precision::Mixed));
+TEST_F(Fixture, GradientsTravelInFp32InEveryPrecision) {
+  // het reduces gradients in fp32 whatever the format the kinds compute
+  // in: 2 (1/2) n 4 B / 1e11 B/s over the node's 800 Gbit/s link, plus 2
+  // latencies, in fp32 and in mixed precision alike.
+  catalog.add([] {
+    DeviceSpec d = roundDevice(10);
+    d.name = "round16";
+    d.peakTflops["bf16"] = 200;
+    return d;
+  }());
+  Cluster sixteen = cluster;
+  sixteen.groups[0].spec = catalog.find("round16");
+  CostModel fp32(model, sixteen, nullptr);
+  CostModel mixed(model, sixteen, nullptr, TrainingSetup::of(model, Precision::Mixed));
+  EXPECT_EQ(fp32.format(0), "fp32");
+  EXPECT_EQ(mixed.format(0), "bf16");
   EXPECT_NEAR(fp32.syncTime(0, 1, 2, 1e6, AllReduceAlgorithm::Ring), 2e-6 + 4e6 / 1e11, 1e-15);
-  EXPECT_NEAR(mixed.syncTime(0, 1, 2, 1e6, AllReduceAlgorithm::Ring), 2e-6 + 2e6 / 1e11, 1e-15);
+  EXPECT_NEAR(mixed.syncTime(0, 1, 2, 1e6, AllReduceAlgorithm::Ring), 2e-6 + 4e6 / 1e11, 1e-15);
   Precision p;
   EXPECT_TRUE(parsePrecision("mixed", p));
   EXPECT_EQ(p, Precision::Mixed);
-  EXPECT_FALSE(parsePrecision("fp16", p));
+  EXPECT_TRUE(parsePrecision("fp16", p));
+  EXPECT_EQ(p, Precision::FP16);
+  EXPECT_FALSE(parsePrecision("int8", p));
+}
+
+TEST_F(Fixture, AFormatPricesTimeAndMemory) {
+  // bf16 at 200 TF (1e14 FLOP/s at 0.5): the compute-bound layers take
+  // half as long; activations take half the bytes; each parameter holds
+  // fp32 master weight, gradient and moments (16 B) plus its bf16 copy.
+  DeviceSpec d = roundDevice(10);
+  d.name = "round16";
+  d.peakTflops["bf16"] = 200;
+  catalog.add(d);
+  cluster.groups[0].spec = catalog.find("round16");
+  CostModel fp32(model, cluster, nullptr);
+  CostModel bf16(model, cluster, nullptr, TrainingSetup::of(model, Precision::BF16));
+  const LayerTable &a = fp32.table(0, 1, 2), &b = bf16.table(0, 1, 2);
+  EXPECT_NEAR(a.range(a.compute, 0, 1), 2 * 3e12 / 5e13, 1e-12);
+  EXPECT_NEAR(b.range(b.compute, 0, 1), 2 * 3e12 / 1e14, 1e-12);
+  EXPECT_DOUBLE_EQ(b.range(b.stash, 0, 2), a.range(a.stash, 0, 2) / 2);
+  EXPECT_DOUBLE_EQ(a.stateBytesPerParam, 16);
+  EXPECT_DOUBLE_EQ(b.stateBytesPerParam, 18);
+  EXPECT_DOUBLE_EQ(bf16.memoryBytes(b, 0, 2, 1, 2, 1), 2e6 * 18 + 2 * 2e7 / 2);
+}
+
+/// One node of 4 V100 and 4 A100-80 of the shipped catalog.
+Cluster voltaAndAmpere() {
+  nlohmann::json spec = {
+      {"name", "v100-a100"},
+      {"nodes",
+       {{{"name", "n"},
+         {"count", 1},
+         {"devices",
+          {{{"group", "v100"}, {"kind", "V100"}, {"count", 4}},
+           {{"group", "a100"}, {"kind", "A100-80"}, {"count", 4}}}},
+         {"links",
+          {{{"between", {"v100", "a100"}},
+            {"type", "pcie"},
+            {"bandwidth_gbps", 256.0},
+            {"latency_us", 5.0}}}}}}}};
+  return parseCluster(spec, "v100-a100.json", testCatalog());
+}
+
+TEST_F(Fixture, EachKindTrainsInTheBestFormatItHas) {
+  Cluster both = voltaAndAmpere();
+  // Mixed: bf16 where the kind has it, fp16 (with loss scaling) where not.
+  CostModel mixed(model, both, nullptr, TrainingSetup::of(model, Precision::Mixed));
+  EXPECT_EQ(mixed.formats(), (std::vector<std::string>{"fp16", "bf16"}));
+  // Auto: an fp32 model trains in fp32, a 16-bit one mixed.
+  EXPECT_EQ(CostModel(model, both, nullptr).formats(),
+            (std::vector<std::string>{"fp32", "fp32"}));
+  ModelDesc half = model;
+  half.dtype = "bf16";
+  half.bytesPerElement = 2;
+  EXPECT_EQ(CostModel(half, both, nullptr).formats(),
+            (std::vector<std::string>{"fp16", "bf16"}));
+  half.dtype = "fp16";
+  EXPECT_EQ(CostModel(half, both, nullptr).formats(),
+            (std::vector<std::string>{"fp16", "bf16"}));
+  // Forcing a format a kind lacks names the group and the kind.
+  try {
+    CostModel bf16(model, both, nullptr, TrainingSetup::of(model, Precision::BF16));
+    FAIL() << "bf16 on a V100 was accepted";
+  } catch (const PlanError &e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("group 'v100'"), std::string::npos) << what;
+    EXPECT_NE(what.find("kind V100 has no bf16"), std::string::npos) << what;
+    EXPECT_NE(what.find("fp32, fp16"), std::string::npos) << what;
+  }
+  EXPECT_EQ(CostModel(model, both, nullptr, TrainingSetup::of(model, Precision::FP16)).formats(),
+            (std::vector<std::string>{"fp16", "fp16"}));
+}
+
+TEST_F(Fixture, PlansStateEachGroupsFormat) {
+  Cluster both = voltaAndAmpere();
+  CostModel mixed(model, both, nullptr, TrainingSetup::of(model, Precision::Mixed));
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 2;
+  plan.stages = {{0, 1, 2, 0, 1, AllReduceAlgorithm::Ring},
+                 {1, 1, 2, 1, 2, AllReduceAlgorithm::Ring}};
+  plan.formats = mixed.formats();
+  nlohmann::json j = planToJson(plan, both, model);
+  EXPECT_EQ(j["stages"][0]["precision"], "fp16");
+  EXPECT_EQ(j["stages"][1]["precision"], "bf16");
+  EXPECT_EQ(j["groups"][0]["formats"], (nlohmann::json{"fp32", "fp16"}));
+  Plan back = planFromJson(j, "p.json", both, model);
+  EXPECT_EQ(back.formats, plan.formats);
+  // Evaluated as stated: a cost model of another precision takes them.
+  CostModel fp32(model, both, nullptr);
+  EXPECT_FALSE(fp32.evaluate(back).problem.empty());
+  fp32.trainIn(back.formats, "p.json");
+  EXPECT_DOUBLE_EQ(fp32.evaluate(back).iterationTime, mixed.evaluate(plan).iterationTime);
+  // bf16 on the V100 stage: refused, naming the stage, its field and kind.
+  j["stages"][0]["precision"] = "bf16";
+  try {
+    planFromJson(j, "p.json", both, model);
+    FAIL() << "a V100 stage in bf16 was accepted";
+  } catch (const PlanError &e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("p.json: stages[0].precision: stage s0 trains group 'v100' (kind "
+                        "V100) in bf16, which the kind lacks"),
+              std::string::npos)
+        << what;
+  }
 }
 
 TEST_F(Fixture, EveryKernelPaysTheDevicesFixedCost) {
@@ -235,8 +339,8 @@ TEST_F(Fixture, ADtypeWithoutAPeakNamesTheEntry) {
     FAIL() << "priced an fp32 model on a device with no fp32 figure";
   } catch (const PlanError &e) {
     EXPECT_EQ(std::string(e.what()),
-              "v.json: devices[halfonly].peak_tflops: no figure for the model's dtype fp32 to "
-              "price it by (add one, or give --profiles for halfonly)");
+              "v.json: devices[halfonly].peak_tflops: no figure for fp32 to price it by (add "
+              "one, or give --profiles for halfonly)");
   }
 }
 
