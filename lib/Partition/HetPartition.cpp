@@ -199,16 +199,39 @@ void HetPartitionPass::runOnOperation() {
   }
   // The stages that use an op's results: its own if it is layered, else
   // (it is copied into its users' stages) those of its users.
-  std::function<void(Operation *, std::set<int> &)> stagesUsing =
-      [&](Operation *op, std::set<int> &out) {
+  std::function<void(Operation *, std::set<int> &)> stagesUsing;
+  // The stages that use one operand of an op: a gradient's unscaling
+  // (loss scaling) is split by stage, so gradient k goes only where its
+  // unscaled copy is used, and the scale wherever any is.
+  auto stagesUsingOperand = [&](OpOperand &use, std::set<int> &out) {
+    auto unscale = dyn_cast<UnscaleGradientsOp>(use.getOwner());
+    if (!unscale) {
+      stagesUsing(use.getOwner(), out);
+      return;
+    }
+    unsigned n = use.getOperandNumber();
+    for (Value unscaled : unscale.getUnscaled())
+      if (n == 0 || unscaled == unscale.getUnscaled()[n - 1])
+        for (Operation *user : unscaled.getUsers())
+          stagesUsing(user, out);
+  };
+  stagesUsing = [&](Operation *op, std::set<int> &out) {
         auto it = stageOf.find(op);
         if (it != stageOf.end()) {
           out.insert(it->second);
           return;
         }
+        // Loss scaling's state (the scale, the count of good steps) is
+        // kept and updated alike by every stage: each decides with the
+        // job-wide found-inf, and each stage's checkpoint holds it.
+        if (isa<LossScaleUpdateOp>(op)) {
+          for (size_t j = 0; j < plan.stages.size(); ++j)
+            out.insert(int(j));
+          return;
+        }
         for (Value result : op->getResults())
-          for (Operation *user : result.getUsers())
-            stagesUsing(user, out);
+          for (OpOperand &use : result.getUses())
+            stagesUsingOperand(use, out);
       };
 
   // The cluster.
@@ -275,8 +298,8 @@ void HetPartitionPass::runOnOperation() {
     // Unlayered users (Adam's step counter) count for every stage that
     // uses their results.
     std::set<int> users;
-    for (Operation *user : arg.getUsers())
-      stagesUsing(user, users);
+    for (OpOperand &use : arg.getUses())
+      stagesUsingOperand(use, users);
     for (int s : users)
       stageArgs[s].push_back(arg.getArgNumber());
   }
@@ -353,7 +376,68 @@ void HetPartitionPass::runOnOperation() {
     return Value(); // an argument no layered op declared: not reached
   };
 
+  // Loss scaling (het-autodiff loss-scale): one het.unscale_gradients over
+  // every parameter's gradient becomes one per stage over its own, after
+  // the gradients are combined over the stage's replicas, and their
+  // found-inf flags are combined over the whole job (max over every
+  // working rank), so every rank skips the same steps and keeps the same
+  // scale. The stage's optimizer updates then read its unscaled gradients.
+  llvm::DenseSet<Value> unscaledGradients;
+  auto splitUnscale = [&](UnscaleGradientsOp unscale) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    for (size_t j = 0; j < S; ++j) {
+      OpBuilder ob = builderFor(j);
+      SmallVector<Value> gradients;
+      SmallVector<unsigned> positions;
+      for (auto [k, unscaled] : llvm::enumerate(unscale.getUnscaled())) {
+        std::set<int> users;
+        for (Operation *user : unscaled.getUsers())
+          stagesUsing(user, users);
+        if (!users.count(int(j)))
+          continue;
+        Value gradient = valueIn(unscale.getGradients()[k], int(j));
+        if (!gradient)
+          return false;
+        gradients.push_back(averaged(int(j), gradient, unscale.getLoc(), ob));
+        positions.push_back(unsigned(k));
+      }
+      Value found;
+      if (gradients.empty()) {
+        // A stage without parameters still takes part in the decision.
+        found = ob.create<arith::ConstantOp>(
+            unscale.getLoc(), DenseElementsAttr::get(scalar, ob.getF32FloatAttr(0.0f)));
+      } else {
+        // Its own copy of the scale, computed in the update (the one the
+        // last stage's backward seeds with runs per micro-batch).
+        IRMapping fresh;
+        Operation *scaleDef = unscale.getScale().getDefiningOp();
+        for (Value operand : scaleDef->getOperands())
+          fresh.map(operand, valueIn(operand, int(j)));
+        Value scale = ob.clone(*scaleDef, fresh)->getResult(0);
+        auto local = ob.create<UnscaleGradientsOp>(unscale.getLoc(), scalar,
+                                                   ValueRange(gradients).getTypes(), scale,
+                                                   gradients);
+        found = local.getFoundInf();
+        for (auto [position, result] : llvm::zip(positions, local.getUnscaled())) {
+          maps[j].map(unscale.getUnscaled()[position], result);
+          unscaledGradients.insert(unscale.getUnscaled()[position]);
+        }
+      }
+      Value agreed = ob.create<AllReduceOp>(unscale.getLoc(), scalar, found,
+                                            SymbolRefAttr::get(ctx, clusterName),
+                                            ReductionKind::Max, CollectiveAlgorithm::Ring,
+                                            CompressionKind::None, FloatAttr());
+      maps[j].map(unscale.getFoundInf(), agreed);
+    }
+    return true;
+  };
+
   for (Operation &op : body) {
+    if (auto unscale = dyn_cast<UnscaleGradientsOp>(op)) {
+      if (!splitUnscale(unscale) || broken)
+        return signalPassFailure();
+      continue;
+    }
     auto it = stageOf.find(&op);
     if (it == stageOf.end())
       continue;
@@ -368,8 +452,9 @@ void HetPartitionPass::runOnOperation() {
     Operation *copy = ob.clone(op, maps[j]);
     if (backward.contains(&op))
       copy->setAttr(HetDialect::getBackwardAttrName(), ob.getUnitAttr());
-    // An optimizer update (gradient = operand 1) uses the replicas' average.
-    if (isa<SGDOp, AdamOp>(copy)) {
+    // An optimizer update (gradient = operand 1) uses the replicas' average
+    // (with loss scaling, averaged before unscaling).
+    if (isa<SGDOp, AdamOp>(copy) && !unscaledGradients.contains(op.getOperand(1))) {
       OpBuilder before(copy);
       copy->setOperand(1,
                        averaged(j, copy->getOperand(1), op.getLoc(), before));
@@ -378,8 +463,8 @@ void HetPartitionPass::runOnOperation() {
       // Unlayered users are copied into the stages that use them, so those
       // stages receive the value too.
       std::set<int> consumers;
-      for (Operation *user : result.getUsers())
-        stagesUsing(user, consumers);
+      for (OpOperand &use : result.getUses())
+        stagesUsingOperand(use, consumers);
       consumers.erase(j);
       for (int c : consumers) {
         long channel = nextChannel[{j, c}]++;
@@ -393,8 +478,31 @@ void HetPartitionPass::runOnOperation() {
     }
   }
 
-  // Results: each stage yields what it made.
+  // Loss scaling's state update runs in every stage (each keeps the
+  // scale), and so does the skip of Adam's step counter where the stage
+  // counts steps: both are unlayered results no layered op reads.
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  std::function<bool(Value, size_t)> available = [&](Value v, size_t j) -> bool {
+    if (maps[j].lookupOrNull(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    return def && !stageOf.count(def) && !isa<LossScaleUpdateOp>(def) &&
+           llvm::all_of(def->getOperands(), [&](Value o) { return available(o, j); });
+  };
+  for (Value r : returnOp.getOperands()) {
+    Operation *def = r.getDefiningOp();
+    if (!def || stageOf.count(def) || !(isa<LossScaleUpdateOp>(def) || isa<SelectOp>(def)))
+      continue;
+    for (size_t j = 0; j < S; ++j)
+      if (!maps[j].lookupOrNull(r) &&
+          llvm::all_of(def->getOperands(), [&](Value o) { return available(o, j); })) {
+        for (Value operand : def->getOperands())
+          valueIn(operand, int(j));
+        builderFor(j).clone(*def, maps[j]);
+      }
+  }
+
+  // Results: each stage yields what it made.
   std::vector<SmallVector<Value>> yields(S);
   std::vector<SmallVector<Attribute>> yieldNames(S);
   for (auto [index, r] : llvm::enumerate(returnOp.getOperands())) {

@@ -1,4 +1,4 @@
-//===- PipelinePrecision.cpp - the number format a pipeline is compiled in -===//
+//===- PipelinePrecision.cpp - the number formats a pipeline is compiled in -===//
 #include "het/Partition/PipelinePrecision.h"
 
 #include "het/Plan/Error.h"
@@ -21,50 +21,79 @@ std::string describe(const PartitionPlan &plan, const StageInfo &stage,
   std::string kind = g && !g->kind.empty() ? g->kind : g ? g->vendor + "/" + g->arch : "?";
   return "stage " + stage.name + " (group '" + r.group + "', kind " + kind + ")";
 }
+
+std::string listOf(const std::vector<std::string> &formats) {
+  std::string out;
+  for (const std::string &f : formats)
+    out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
 } // namespace
 
-std::string pipelinePrecision(const PartitionPlan &plan, const std::string &requested,
-                              bool explicitly) {
-  std::string stated;
-  const StageInfo *statedStage = nullptr;
-  const ReplicaGroupInfo *statedGroup = nullptr;
-  for (const StageInfo &stage : plan.stages)
-    for (const ReplicaGroupInfo &r : stage.replicaGroups) {
-      const GroupInfo *g = plan.group(r.group);
-      if (explicitly) {
-        if (!r.precision.empty() && storageFormat(r.precision) != storageFormat(requested))
+PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &requested,
+                                bool explicitly) {
+  PipelineFormats out;
+  out.precision = requested;
+  if (explicitly) {
+    const std::string wanted = storageFormat(requested);
+    for (const StageInfo &stage : plan.stages)
+      for (const ReplicaGroupInfo &r : stage.replicaGroups) {
+        if (!r.precision.empty() && storageFormat(r.precision) != wanted)
           fail(plan.file, r.field + ".precision",
                describe(plan, stage, r) + " trains in " + r.precision +
                    " by the plan, but --precision asks for " + requested +
-                   " (leave --precision out to compile in the plan's format, or plan with "
+                   " (leave --precision out to compile in the plan's formats, or plan with "
                    "het-plan --precision " + requested + ")");
-        const std::string wanted = storageFormat(requested);
+        const GroupInfo *g = plan.group(r.group);
         if (g && !g->formats.empty() &&
-            std::find(g->formats.begin(), g->formats.end(), wanted) == g->formats.end()) {
-          std::string has;
-          for (const std::string &f : g->formats)
-            has += (has.empty() ? "" : ", ") + f;
+            std::find(g->formats.begin(), g->formats.end(), wanted) == g->formats.end())
           fail(plan.file, r.field,
                describe(plan, stage, r) + " has no " + wanted + ", which --precision " +
-                   requested + " asks for (the kind has " + has + ")");
-        }
+                   requested + " asks for (the kind has " + listOf(g->formats) + ")");
+      }
+    return out;
+  }
+  // Each stage's one format ("" where the plan states none).
+  std::vector<std::string> stageFormats;
+  for (const StageInfo &stage : plan.stages) {
+    const ReplicaGroupInfo *first = nullptr;
+    for (const ReplicaGroupInfo &r : stage.replicaGroups) {
+      if (!first) {
+        first = &r;
         continue;
       }
-      if (r.precision.empty())
-        continue;
-      if (stated.empty()) {
-        stated = r.precision;
-        statedStage = &stage;
-        statedGroup = &r;
-      } else if (r.precision != stated) {
+      if (r.precision != first->precision)
         fail(plan.file, r.field + ".precision",
-             describe(plan, stage, r) + " trains in " + r.precision + " but " +
-                 describe(plan, *statedStage, *statedGroup) + " in " + stated +
-                 "; het-compile builds a pipeline in one format so far (plan it with "
-                 "het-plan --precision bf16, fp16 or fp32)");
-      }
+             describe(plan, stage, r) + " trains in " +
+                 (r.precision.empty() ? "the default format" : r.precision) + " but its " +
+                 describe(plan, stage, *first) + " replicas in " +
+                 (first->precision.empty() ? "the default format" : first->precision) +
+                 "; replicas of one stage in different formats are not built yet");
     }
-  return explicitly || stated.empty() ? requested : stated;
+    stageFormats.push_back(first ? first->precision : "");
+  }
+  std::vector<std::string> stated;
+  for (const std::string &f : stageFormats)
+    if (!f.empty() && std::find(stated.begin(), stated.end(), f) == stated.end())
+      stated.push_back(f);
+  if (stated.empty())
+    return out;
+  bool uniform = stated.size() == 1 && std::none_of(stageFormats.begin(), stageFormats.end(),
+                                                    [](const std::string &f) { return f.empty(); });
+  if (uniform) {
+    out.precision = stated.front();
+    return out;
+  }
+  // Stages of different formats: each layer in its stage's (stages the
+  // plan states nothing for in `requested`).
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const StageInfo &stage = plan.stages[j];
+    if (out.layers.size() < size_t(stage.layerEnd))
+      out.layers.resize(stage.layerEnd, storageFormat(requested));
+    for (long l = stage.layerBegin; l < stage.layerEnd; ++l)
+      out.layers[l] = stageFormats[j].empty() ? storageFormat(requested) : stageFormats[j];
+  }
+  return out;
 }
 
 } // namespace het::partition

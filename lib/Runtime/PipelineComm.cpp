@@ -36,6 +36,12 @@ const ChannelInfo &PipelineComm::channel(int from, int to, int number) const {
 
 std::vector<int> PipelineComm::members(int64_t word) const {
   std::vector<int> ranks;
+  if (word == 2) {
+    for (int r = 0; r < layout.ranks(); ++r)
+      if (!layout.place(r).idle())
+        ranks.push_back(r);
+    return ranks;
+  }
   if (word == 1)
     for (int t = 0; t < layout.tensorParallel(place.stage); ++t)
       ranks.push_back(layout.rankOf(place.stage, place.replica, t));
@@ -185,9 +191,10 @@ static void receive(const int64_t *meta, void *const *buffers) {
 namespace {
 
 /// The communicator a collective runs on (word: 0 the stage's replicas, 1
-/// this replica's tensor-parallel devices); null: a group of one.
+/// this replica's tensor-parallel devices, 2 every working rank); null: a
+/// group of one.
 hetcclComm_t communicator(const PipelineComm &comm, int64_t word) {
-  return word == 1 ? comm.tensor : comm.data;
+  return word == 2 ? comm.job : word == 1 ? comm.tensor : comm.data;
 }
 
 /// A gather or scatter's group and its size; null (and the input copied to
@@ -239,7 +246,9 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
   // In place: hetccl keys top-k's error feedback by the receive buffer.
   checkCcl(hetcclAllReduce(input.data(), input.data(), count, hetcclFloat32,
                            static_cast<hetcclRedOp_t>(call.attribute(0)), group),
-           std::string(call.attribute(4) == 1 ? "tensor-parallel" : "gradient") +
+           std::string(call.attribute(4) == 2   ? "job-wide (loss scaling's found-inf)"
+                       : call.attribute(4) == 1 ? "tensor-parallel"
+                                                : "gradient") +
                " all-reduce of stage " + std::to_string(comm.place.stage),
            group);
   std::memcpy(call.result(0), input.data(), input.size());

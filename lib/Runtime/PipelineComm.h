@@ -36,6 +36,8 @@ struct PipelineComm {
   hetcclComm_t data = nullptr;   // this stage's replicas at this device (gradients,
                                  // batch statistics); null with one replica
   hetcclComm_t tensor = nullptr; // this replica's devices; null without tensor parallelism
+  hetcclComm_t job = nullptr;    // every working (not idle) rank: job-wide decisions
+                                 // (loss scaling's found-inf); null with one
   int rank = 0, worldSize = 1;
   RankPlace place;
   /// --profile-stages: no hetccl; a receive fills its buffer with synthetic

@@ -757,6 +757,18 @@ int PipelineRank::run() {
       comm.tensor = tensor;
     else if (tensor)
       hetcclCommDestroy(tensor);
+    // Every working rank: the job-wide decisions (loss scaling's found-inf).
+    hetcclComm_t job = nullptr;
+    checkCcl(hetcclCommSplit(comm.world, place.idle() ? HETCCL_SPLIT_NOCOLOR : 0, rank, &job,
+                             nullptr),
+             "making the job-wide communicator", comm.world);
+    int working = 0;
+    for (int r = 0; r < comm.layout.ranks(); ++r)
+      working += comm.layout.place(r).idle() ? 0 : 1;
+    if (!place.idle() && working > 1)
+      comm.job = job;
+    else if (job)
+      hetcclCommDestroy(job);
   }
   if (byGroup) {
     // The group this rank was started as: the cluster's order.
@@ -900,7 +912,19 @@ int PipelineRank::run() {
       std::fflush(stdout);
       hetcclFaultKillInNextSend(1);
     }
+    // Loss scaling: a step whose gradients overflowed anywhere in the job
+    // keeps everything as it was and backs the scale off; every rank
+    // decided it together (the found-inf all-reduce) and says so.
+    auto ratio = persistent_.find("amp.scale_ratio");
+    float ratioBefore = ratio != persistent_.end() ? ratio->second.f()[0] : 0.0f;
     call(variant_->update, nullptr, /*accumulate=*/false);
+    if (ratio != persistent_.end()) {
+      float ratioAfter = persistent_.at("amp.scale_ratio").f()[0];
+      if (ratioAfter < ratioBefore)
+        std::printf("rank %d: step %lld skipped: inf/NaN gradients in the job, loss scale "
+                    "x%g\n",
+                    comm.rank, static_cast<long long>(s), double(ratioAfter / ratioBefore));
+    }
     double loss = lossSum_ / static_cast<double>(M);
     if (isLastStage() && comm.data) {
       commTrace().collective("loss", comm.members(0), sizeof(double));

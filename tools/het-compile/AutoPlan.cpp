@@ -40,6 +40,9 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     for (const LayerDesc &layer : model.layers)
       flopsPerStep += (layer.fwdFlops + layer.bwdFlops) * double(model.batch);
 
+    // The format the calibrated steps are in (layers of several formats:
+    // priced as fp32 kinds, and the plan states none).
+    const std::string format = request.format.empty() ? "fp32" : request.format;
     AutoPlanResult result;
     llvm::raw_string_ostream report(result.report);
     // Measured stage profiles and messages, where the database has them.
@@ -80,7 +83,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         // The step's format is the one measured; the kind's other formats
         // stay listed (plans name what a kind can run) at the catalog's
         // figures, which this plan does not use.
-        spec.peakTflops[request.format] = flopsPerStep / *seconds / 1e12;
+        spec.peakTflops[format] = flopsPerStep / *seconds / 1e12;
         spec.computeEfficiency = 1.0;
         spec.memoryBandwidthGBs = 1e9;
         spec.memoryEfficiency = 1.0;
@@ -100,8 +103,8 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     for (const DeviceGroup &group : cluster.groups)
       smallest = std::min(smallest, group.count());
     Precision precision = Precision::FP32;
-    if (!parsePrecision(request.format, precision))
-      return error("--plan auto: no planner precision for the format " + request.format);
+    if (!parsePrecision(format, precision))
+      return error("--plan auto: no planner precision for the format " + format);
     CostModel cost(model, cluster, profiles.empty() ? nullptr : &profiles,
                    TrainingSetup::of(model, precision));
     if (communicationFound)
@@ -151,7 +154,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
              {"vendor", spec.vendor},
              {"arch", spec.arch},
              // Only what was measured: the step in its format.
-             {"peak_tflops", {{request.format, spec.peakTflops.at(request.format)}}},
+             {"peak_tflops", {{format, spec.peakTflops.at(format)}}},
              {"memory_gib", spec.memoryGib},
              {"memory_bandwidth_gbs", spec.memoryBandwidthGBs},
              {"intra_node_link",
@@ -165,7 +168,10 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         return error("cannot write the calibrated devices to " + request.devicesOut);
     }
     std::ofstream out(request.planOut);
-    nlohmann::json plan = planToJson(chosen->plan, cluster, model);
+    Plan written = chosen->plan;
+    if (request.format.empty())
+      written.formats.clear(); // layers of several formats: --layer-precisions says
+    nlohmann::json plan = planToJson(written, cluster, model);
     plan["predicted_iteration_s"] = result.predictedSeconds;
     out << plan.dump(2) << "\n";
     if (!out)

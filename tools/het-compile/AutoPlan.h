@@ -47,7 +47,8 @@ struct AutoPlanRequest {
   /// The number format the step is compiled in (fp32, bf16, fp16;
   /// --precision, tf32 as fp32): the calibrated speeds are its, and every
   /// kind of the cluster must have it (a kind that lacks it is an error
-  /// naming the group and kind).
+  /// naming the group and kind). Empty: layers of several formats
+  /// (--layer-precisions); the plan then states none.
   std::string format = "fp32";
 };
 

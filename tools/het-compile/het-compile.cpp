@@ -136,6 +136,13 @@ cl::opt<std::string> precision(
              "norms, softmax and reductions in f32, f32 master weights and optimizer state); "
              "tf32: fp32 on CPUs (they have no TF32), TF32 tensor cores on NVIDIA GPUs"),
     cl::init("fp32"), cl::cat(category));
+cl::list<std::string> layerPrecisions(
+    "layer-precisions",
+    cl::desc("the format of each layer's matrix products, by het.layer index (fp32, bf16 or "
+             "fp16, comma-separated; layers past the list take --precision): the single-rank "
+             "twin of a plan whose stages train in different formats (an fp16 kind's stage "
+             "beside a bf16 one); any fp16 layer turns on loss scaling, decided job-wide"),
+    cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> bf16Products(
     "bf16-products",
     cl::desc("with --precision bf16 on the CPU: native (oneDNN's bf16 matrix products and "
@@ -472,13 +479,22 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
 /// another kind computes the fused op as its three ops again).
 std::string trainingOptions() {
   bool attention = fuse && fuseAttention && target == "x86_64" && library == "dnnl";
+  std::string layers;
+  for (const std::string &format : layerPrecisions)
+    layers += (layers.empty() ? "" : ",") + format;
   return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3} "
                        "fuse-attention={4} precision={5} loss-scale={6} init-scale={7:e17} "
-                       "growth-interval={8}",
+                       "growth-interval={8}{9}",
                        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
                        fuse ? "true" : "false", attention ? "true" : "false",
                        precision.getValue(), lossScale.getValue(), initScale.getValue(),
-                       growthInterval.getValue());
+                       growthInterval.getValue(),
+                       layers.empty() ? std::string() : " layer-precisions=" + layers);
+}
+
+/// Whether any layer computes in `format` (--precision or --layer-precisions).
+bool usesFormat(StringRef format) {
+  return precision == format || llvm::is_contained(layerPrecisions, format.str());
 }
 
 /// The plan the pipeline was built for (the chosen one with --plan auto).
@@ -500,15 +516,6 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   }
   if (schedule != "1f1b" && schedule != "gpipe") {
     fail("unknown --schedule '" + schedule + "' (use 1f1b or gpipe)");
-    return failure();
-  }
-  // Loss scaling needs one decision per step for the whole job (every
-  // rank skips the same steps): the all-reduced found-inf flag is not
-  // built into pipelines yet. bf16 needs no scaling and runs.
-  if (lossScale == "dynamic" || (lossScale == "auto" && precision == "fp16")) {
-    fail("--precision fp16 with loss scaling runs on one rank only so far: a pipeline needs a "
-         "job-wide found-inf decision, not built yet (use --precision bf16, which needs no "
-         "loss scaling, or --loss-scale none)");
     return failure();
   }
   int compressionKind = 0;
@@ -566,7 +573,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       ::het::compile::AutoPlanRequest request;
       request.tuningDb = tuningDb;
       request.clusterFile = clusterFile;
-      request.format = precision == "tf32" ? "fp32" : precision.getValue();
+      // Per-layer formats are the plan's to state, not the planner's pick.
+      request.format = !layerPrecisions.empty() ? ""
+                       : precision == "tf32"    ? "fp32"
+                                                : precision.getValue();
       request.microBatches =
           microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
       request.globalBatch = globalBatch;
@@ -917,25 +927,58 @@ int main(int argc, char **argv) {
   if (bf16Products != "auto" && bf16Products != "native" && bf16Products != "f32")
     return fail("unknown --bf16-products '" + bf16Products + "' (use auto, native or f32)");
   options.nativeBf16Products = bf16Products == "native";
+  for (const std::string &format : layerPrecisions)
+    if (format != "fp32" && format != "bf16" && format != "fp16")
+      return fail("unknown format '" + format + "' in --layer-precisions (use fp32, bf16 or fp16)");
   // A plan states the format each stage trains in: compile in it, and
   // refuse a plan and --precision that disagree, naming the stage.
-  bool precisionFromPlan = false;
+  bool formatsFromPlan = false;
   if (!planFile.empty() && planFile != "auto") {
     try {
-      std::string planned = ::het::partition::pipelinePrecision(
-          ::het::partition::readPartitionPlan(planFile), precision,
-          precision.getNumOccurrences() > 0);
-      if (planned != precision) {
-        llvm::errs() << "het-compile: note: " << planFile << " trains its stages in " << planned
-                     << ": compiling in " << planned << "\n";
-        precision = planned;
-        precisionFromPlan = true;
+      ::het::partition::PartitionPlan plan = ::het::partition::readPartitionPlan(planFile);
+      ::het::partition::PipelineFormats planned = ::het::partition::pipelineFormats(
+          plan, precision, precision.getNumOccurrences() > 0);
+      if (!layerPrecisions.empty()) {
+        // Given by hand (or by a re-plan's build record): the plan must agree.
+        ::het::partition::PipelineFormats stated =
+            ::het::partition::pipelineFormats(plan, precision, false);
+        for (const auto &stage : plan.stages)
+          for (long l = stage.layerBegin; l < stage.layerEnd; ++l) {
+            std::string want = size_t(l) < layerPrecisions.size() ? layerPrecisions[l]
+                                                                  : precision.getValue();
+            std::string have = size_t(l) < stated.layers.size() ? stated.layers[l]
+                                                                 : stated.precision;
+            if (have != want && have != precision)
+              return fail(planFile + ": stage " + stage.name + " trains layer " +
+                          std::to_string(l) + " in " + have + " by the plan, but "
+                          "--layer-precisions asks for " + want);
+          }
+      } else if (planned.precision != precision || !planned.layers.empty()) {
+        std::string described = planned.precision;
+        if (!planned.layers.empty()) {
+          described.clear();
+          for (const std::string &f : planned.layers)
+            described += (described.empty() ? "" : ",") + f;
+          described = "layer by layer " + described;
+          layerPrecisions.clear();
+          for (const std::string &f : planned.layers)
+            layerPrecisions.push_back(f);
+        }
+        llvm::errs() << "het-compile: note: " << planFile << " trains its stages in "
+                     << described << ": compiling so"
+                     << (planned.precision == "fp16" ||
+                                 llvm::is_contained(planned.layers, "fp16")
+                             ? ", with loss scaling decided by every rank together"
+                             : "")
+                     << "\n";
+        precision = planned.precision;
+        formatsFromPlan = true;
       }
     } catch (const ::het::plan::PlanError &e) {
       return fail(e.what());
     }
   }
-  if (bf16Products == "auto" && precision == "bf16" && target == "x86_64") {
+  if (bf16Products == "auto" && usesFormat("bf16") && target == "x86_64") {
     // A quarter second: bf16 dot product against f32 FMA on this core.
     ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
     options.nativeBf16Products = peaks.bf16Gflops > peaks.f32Gflops;
@@ -960,9 +1003,15 @@ int main(int argc, char **argv) {
     if (rc == 0 && emit == Emit::Exe) {
       // How to build it again for other devices (het-run --elastic).
       std::vector<std::string> args(argv, argv + argc);
-      // A re-plan (--plan auto) must keep the format the plan gave.
-      if (precisionFromPlan)
+      // A re-plan (--plan auto) must keep the formats the plan gave.
+      if (formatsFromPlan) {
+        std::string layers;
+        for (const std::string &f : layerPrecisions)
+          layers += (layers.empty() ? "" : ",") + f;
+        if (!layers.empty())
+          args.insert(args.begin() + 1, "--layer-precisions=" + layers);
         args.insert(args.begin() + 1, "--precision=" + precision.getValue());
+      }
       static int anchor; // an address inside this executable
       std::string compiler = llvm::sys::fs::getMainExecutable(argv[0], &anchor);
       if (llvm::Error e = ::het::compile::writeBuildRecord(output, args, compiler, inputFile,

@@ -28,8 +28,10 @@
 //
 // in the KernelCall convention of the compute kernels. The communicator is
 // 0 for the stage's data-parallel replicas (a collective over the stage:
-// gradient all-reduces, batch statistics) and 1 for the tensor-parallel
-// devices of one replica (a collective over a het.tensor_parallel_group).
+// gradient all-reduces, batch statistics), 1 for the tensor-parallel
+// devices of one replica (a collective over a het.tensor_parallel_group)
+// and 2 for every working rank of the job (a collective over the
+// het.cluster: loss scaling's found-inf, once per step in the update).
 // Which ranks a rank talks to is the runtime's business
 // (lib/Runtime/Pipeline*.cpp): the IR says stages, the runtime maps them to
 // ranks and re-shards by sample range between stages of different splits.
@@ -135,19 +137,35 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, const Gpu
 }
 
 /// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
-/// devices of a replica.
+/// devices of a replica; 2: over every working rank of the job (a
+/// collective over the het.cluster: loss scaling's found-inf).
 int64_t communicatorOf(Operation *op, SymbolRefAttr group) {
-  return SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(op, group) ? 1 : 0;
+  if (SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(op, group))
+    return 1;
+  return SymbolTable::lookupNearestSymbolFrom<ClusterOp>(op, group) ? 2 : 0;
 }
 
-/// A gradient all-reduce: its result only feeds optimizer updates or
-/// leaves the stage.
+/// A collective over the whole job: once per step, in the update.
+bool jobWide(Operation *op) {
+  auto reduce = dyn_cast<AllReduceOp>(op);
+  return reduce && communicatorOf(op, reduce.getGroup()) == 2;
+}
+
+/// A gradient all-reduce: its result only feeds optimizer updates (or the
+/// loss scaler's unscaling before them) or leaves the stage.
 bool feedsUpdate(Operation *op) {
   if (!isa<AllReduceOp>(op))
     return false;
   return llvm::all_of(op->getUsers(), [](Operation *user) {
-    return isa<SGDOp, AdamOp, YieldOp>(user);
+    return isa<SGDOp, AdamOp, UnscaleGradientsOp, YieldOp>(user);
   });
+}
+
+/// Ops of the once-per-step update: the optimizer, loss scaling's
+/// unscaling, its job-wide decision and its state update.
+bool updateOp(Operation *op) {
+  return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp>(op) || feedsUpdate(op) ||
+         jobWide(op);
 }
 
 struct StageLowering {
@@ -178,7 +196,7 @@ void StageLowering::assignPhases() {
     Phase p = Forward;
     if (op.getNumOperands() == 0 && op.hasTrait<OpTrait::ConstantLike>())
       p = Anywhere; // copied into each function that uses it
-    else if (isa<SGDOp, AdamOp>(op) || feedsUpdate(&op))
+    else if (updateOp(&op))
       p = Update;
     else if (op.hasAttr(HetDialect::getBackwardAttrName()))
       p = Backward;
@@ -194,6 +212,7 @@ void StageLowering::assignPhases() {
   // counter) run in the first phase that needs them.
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (op.hasAttr(HetDialect::getLayerAttrName()) || phase[&op] == Anywhere ||
+        updateOp(&op) ||
         isa<SGDOp, AdamOp, AllReduceOp, AllGatherOp, ReduceScatterOp, SendOp, RecvOp>(op) ||
         op.hasAttr(HetDialect::getBackwardAttrName()))
       continue;

@@ -63,8 +63,15 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         Type to = resultType().getElementType();
         unsigned from = cast<FloatType>(o.getInput().getType().getElementType()).getWidth();
         return single({o.getInput()}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          if (cast<FloatType>(to).getWidth() > from)
+          unsigned width = cast<FloatType>(to).getWidth();
+          if (width > from)
             return nb.create<arith::ExtFOp>(l, to, a[0]);
+          if (width == from) {
+            // bf16 <-> f16 (layers of different formats): exactly to f32,
+            // then rounded once to the target, as the evaluator does.
+            Value wide = nb.create<arith::ExtFOp>(l, nb.getF32Type(), a[0]);
+            return nb.create<arith::TruncFOp>(l, to, wide);
+          }
           return nb.create<arith::TruncFOp>(l, to, a[0]);
         });
       })

@@ -4,7 +4,7 @@ het.cluster @lab {
   het.device_group @gpu kind #het.device<nvidia, "sm_80"> count 4 memory_gib 80.0
 }
 het.stage @s on @lab::@gpu replicas 4 layers [0, 1) (%x: tensor<8xf32>) {
-  // expected-error @+1 {{'het.all_reduce' op is over @t, which is neither a het.stage, a het.device_group nor a het.tensor_parallel_group}}
+  // expected-error @+1 {{'het.all_reduce' op is over @t, which is neither a het.stage, a het.device_group, a het.tensor_parallel_group nor a het.cluster}}
   %0 = het.all_reduce %x over @t sum : tensor<8xf32> -> tensor<8xf32>
 }
 

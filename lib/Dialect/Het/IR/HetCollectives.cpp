@@ -25,6 +25,14 @@ FailureOr<int64_t> mlir::het::resolveGroupSize(Operation *op,
     return devices.getCount();
   if (auto tensorParallel = dyn_cast_or_null<TensorParallelGroupOp>(target))
     return tensorParallel.getSize();
+  if (isa_and_nonnull<ClusterOp>(target)) {
+    // Every rank working for the job: each stage's replicas and devices.
+    int64_t ranks = 0;
+    if (auto module = target->getParentOfType<ModuleOp>())
+      for (auto stage : module.getOps<StageOp>())
+        ranks += stage.getReplicas() * stage.getTensorParallel();
+    return ranks;
+  }
   return failure();
 }
 
@@ -81,7 +89,8 @@ FailureOr<int64_t> groupSizeOrError(Operation *op, SymbolRefAttr group,
   if (failed(size)) {
     op->emitOpError("is over ")
         << group
-        << ", which is neither a het.stage, a het.device_group nor a het.tensor_parallel_group";
+        << ", which is neither a het.stage, a het.device_group, a het.tensor_parallel_group nor a "
+           "het.cluster";
     return size;
   }
   // Inside a stage, a tensor-parallel collective is among the devices of one

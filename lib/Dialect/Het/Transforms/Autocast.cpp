@@ -68,16 +68,38 @@ struct AutocastPass : mlir::het::impl::HetAutocastBase<AutocastPass> {
     func::FuncOp function = getOperation();
     MLIRContext *context = &getContext();
     FloatType f32 = Float32Type::get(context);
-    FloatType low;
-    if (precision == "bf16")
-      low = BFloat16Type::get(context);
-    else if (precision == "fp16" || precision == "f16")
-      low = Float16Type::get(context);
-    else {
+    // The format each name stands for; fp32 keeps a product in f32.
+    auto formatOf = [&](StringRef name) -> FloatType {
+      if (name == "bf16")
+        return BFloat16Type::get(context);
+      if (name == "fp16" || name == "f16")
+        return Float16Type::get(context);
+      if (name == "fp32" || name == "f32")
+        return f32;
+      return FloatType();
+    };
+    FloatType low = formatOf(precision);
+    if (!low) {
       function.emitError("het-autocast: unknown precision '")
-          << precision << "' (use bf16 or fp16)";
+          << precision << "' (use bf16, fp16 or fp32)";
       return signalPassFailure();
     }
+    SmallVector<FloatType> layerLow;
+    for (auto [layer, name] : llvm::enumerate(layerPrecisions)) {
+      layerLow.push_back(formatOf(name));
+      if (!layerLow.back()) {
+        function.emitError("het-autocast: unknown format '")
+            << name << "' for layer " << layer << " in layer-precisions (use fp32, bf16 or fp16)";
+        return signalPassFailure();
+      }
+    }
+    // The low format of `op`: its layer's, else the pass-wide one.
+    auto lowFor = [&](Operation *op) {
+      if (auto layer = op->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName()))
+        if (layer.getInt() >= 0 && size_t(layer.getInt()) < layerLow.size())
+          return layerLow[layer.getInt()];
+      return low;
+    };
     bool failedHere = false;
     function.walk([&](Operation *op) {
       if (isa<SGDOp, AdamOp>(op)) {
@@ -126,7 +148,7 @@ struct AutocastPass : mlir::het::impl::HetAutocastBase<AutocastPass> {
       FloatType target;
       switch (policyOf(op)) {
       case Policy::Low:
-        target = low;
+        target = lowFor(op);
         break;
       case Policy::F32:
         target = f32;

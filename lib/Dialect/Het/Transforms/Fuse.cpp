@@ -66,6 +66,11 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("fp32 (default), or bf16 | fp16: het-autocast before het-autodiff (matrix "
                      "products in the low format, f32 master weights)"),
       llvm::cl::init("fp32")};
+  Option<std::string> layerPrecisions{
+      *this, "layer-precisions",
+      llvm::cl::desc("the format of each layer's products (fp32|bf16|fp16, comma-separated, "
+                     "by het.layer), overriding `precision` layer by layer"),
+      llvm::cl::init("")};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("dynamic | none | auto (default: dynamic with fp16, none otherwise): "
@@ -88,9 +93,16 @@ void mlir::het::registerHetTrainingPipeline() {
       [](OpPassManager &pm, const TrainingPipelineOptions &options) {
         if (options.fuseAttention)
           pm.addNestedPass<func::FuncOp>(createHetFuseAttention());
-        if (options.precision != "fp32" && options.precision != "tf32") {
+        SmallVector<std::string> layers;
+        for (StringRef name : llvm::split(StringRef(options.layerPrecisions), ','))
+          if (!name.empty())
+            layers.push_back(name.str());
+        bool anyFp16 = options.precision == "fp16" || llvm::is_contained(layers, "fp16");
+        if ((options.precision != "fp32" && options.precision != "tf32") || !layers.empty()) {
           HetAutocastOptions autocast;
-          autocast.precision = options.precision;
+          autocast.precision =
+              options.precision == "tf32" ? std::string("fp32") : options.precision.getValue();
+          autocast.layerPrecisions = layers;
           pm.addNestedPass<func::FuncOp>(createHetAutocast(autocast));
         }
         HetAutodiffOptions autodiff;
@@ -98,8 +110,8 @@ void mlir::het::registerHetTrainingPipeline() {
         autodiff.learningRate = options.learningRate;
         autodiff.momentum = options.momentum;
         autodiff.weightDecay = options.weightDecay;
-        autodiff.lossScale = options.lossScale == "dynamic" ||
-                             (options.lossScale == "auto" && options.precision == "fp16");
+        autodiff.lossScale =
+            options.lossScale == "dynamic" || (options.lossScale == "auto" && anyFp16);
         autodiff.initScale = options.initScale;
         autodiff.growthInterval = options.growthInterval;
         pm.addPass(createHetAutodiff(autodiff));

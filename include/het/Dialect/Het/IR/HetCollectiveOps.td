@@ -57,6 +57,11 @@ def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
     region"); its gradient is then the result's gradient itself, since
     every member computes the same thing after it.
 
+    Over the `het.cluster` it spans every rank working for the job (each
+    stage's replicas and their devices): a decision the whole job must
+    share, such as loss scaling's found-inf flag (`max`), so every rank of
+    a pipeline skips the same steps.
+
     ```mlir
     %g = het.all_reduce %dw over @s1 sum algorithm hierarchical compression int8 : tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
     %h = het.all_reduce %dw over @lab::@a100 avg compression topk(0.01) : tensor<1024xf32> -> tensor<1024xf32>

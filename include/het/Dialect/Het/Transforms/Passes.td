@@ -136,6 +136,11 @@ def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
       shape ops, embeddings, dropout) runs in its operands' format; mixed
       operands are promoted to the widest, as PyTorch's type promotion does.
 
+    With `layer-precisions`, each layer's products run in that layer's
+    format (a pipeline whose stages train on kinds of different formats:
+    fp16 on a V100 stage, bf16 on an A100 one); a value passing from a
+    layer of one format to a product of another is cast to the other.
+
     Parameters stay f32: each use in a low-precision op reads a cast copy,
     whose gradient (`het.cast` of the gradient back) arrives in f32, so the
     master weights, their gradients and the optimizer state are f32.
@@ -152,7 +157,11 @@ def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"",
-           "the low format: bf16 or fp16">
+           "the low format: bf16 or fp16 (fp32: none, for layers not in layer-precisions)">,
+    ListOption<"layerPrecisions", "layer-precisions", "std::string",
+               "the low format of each layer's products (het.layer index: fp32, bf16 or "
+               "fp16), for jobs whose device kinds train in different formats; layers past "
+               "the list and unlayered ops take `precision`">
   ];
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
