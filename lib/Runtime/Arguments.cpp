@@ -97,7 +97,7 @@ Buffer::Buffer(size_t n) : bytes(n) {
   std::memset(memory.get(), 0, bytes);
 }
 
-size_t bytesOf(const TensorInfo &t) { return t.count() * t.elementBytes; }
+size_t bytesOf(const TensorInfo &t) { return t.count() * t.elementBytes(); }
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s;
@@ -153,9 +153,9 @@ std::map<std::string, eval::HostArray> loadArguments(const std::string &path,
     bool wholeBatch = batchRows >= 0 && info.isBatched(name);
     if (wholeBatch)
       shape[0] = batchRows;
-    if (array.shape != shape || array.isInteger() != t->isInteger)
+    if (array.shape != shape || array.isInteger() != t->isInteger())
       die(path + ": '" + name + "' is " + array.describe() + ", the model expects " +
-          (t->isInteger ? "i64" : "f32") + shapeText(shape) +
+          (t->isInteger() ? "i64" : "f32") + shapeText(shape) +
           (wholeBatch ? " (one row per sample of the plan's global batch)" : ""));
     byName.emplace(name, std::move(array));
   }
@@ -179,7 +179,7 @@ void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
 void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer,
                 int64_t first) {
   for (int64_t k = 0; k < t.count(); ++k) {
-    if (t.isInteger)
+    if (t.isInteger())
       buffer.i()[k] = array.integers[first + k];
     else
       buffer.f()[k] = static_cast<float>(array.floats[first + k]);

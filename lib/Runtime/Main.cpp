@@ -325,7 +325,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
         continue;
       eval::HostArray array;
       array.shape = t.shape;
-      if (t.isInteger) {
+      if (t.isInteger()) {
         array.kind = eval::ElementKind::I64;
         array.integers.assign(inputs[i].i(), inputs[i].i() + t.count());
       } else {

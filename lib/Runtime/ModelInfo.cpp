@@ -22,9 +22,7 @@ bool readTensor(std::istringstream &line, TensorInfo &t) {
   if (!(line >> t.name >> type >> rank) ||
       (type != "f32" && type != "i64" && type != "bf16" && type != "f16") || rank < 0)
     return false;
-  t.isInteger = type == "i64";
   t.format = type;
-  t.elementBytes = t.isInteger ? 8 : type == "f32" ? 4 : 2;
   t.shape.resize(rank);
   for (int64_t &s : t.shape)
     if (!(line >> s))

@@ -46,12 +46,13 @@ namespace het::rt {
 
 struct TensorInfo {
   std::string name;
-  bool isInteger = false;
-  /// Bytes per element: 4 (f32), 8 (i64), 2 (bf16 or f16: activations a
-  /// mixed-precision stage keeps between its forward and backward; steps'
-  /// arguments are f32 or i64, Arguments.cpp checks).
-  int elementBytes = 4;
-  std::string format = "f32"; // f32, i64, bf16 or f16
+  /// f32, i64, bf16 or f16 (bf16/f16: activations a mixed-precision stage
+  /// keeps between its forward and backward; steps' arguments are f32 or
+  /// i64, Arguments.cpp checks). The one record of the element type: the
+  /// predicates below derive from it, so they cannot disagree.
+  std::string format = "f32";
+  bool isInteger() const { return format == "i64"; }
+  int elementBytes() const { return isInteger() ? 8 : format == "f32" ? 4 : 2; }
   std::vector<int64_t> shape;
   std::string role, init; // inputs of the step only
   double a = 0, b = 0;    // randint bound / uniform range

@@ -269,7 +269,7 @@ void PipelineRank::setUp() {
       Buffer part(bytesOf(local));
       copyShard(static_cast<unsigned char *>(whole.memory.get()),
                 static_cast<unsigned char *>(part.memory.get()), t.shape, shard->axis,
-                shard->parts, comm.place.tp, t.isInteger ? 8 : 4, /*toWhole=*/false);
+                shard->parts, comm.place.tp, t.elementBytes(), /*toWhole=*/false);
       persistent_.emplace(t.name, std::move(part));
     } else {
       if (local.shape != t.shape)
@@ -418,7 +418,7 @@ std::vector<NeededTensor> PipelineRank::heldTensors() const {
   std::vector<NeededTensor> held;
   for (const auto &[name, buffer] : persistent_) {
     const TensorInfo &t = persistentInfo_.at(name);
-    NeededTensor n{name, t.isInteger ? "i64" : "f32", t.shape, {}};
+    NeededTensor n{name, t.isInteger() ? "i64" : "f32", t.shape, {}};
     if (const ShardInfo *shard = info_.shard(name); shard && shard->parts > 1) {
       int64_t size = t.shape.at(shard->axis);
       n.shard.axis = shard->axis;
@@ -469,7 +469,7 @@ ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
   for (const NeededTensor &t : heldTensors()) {
     const Buffer &buffer = persistent_.at(t.name);
     const TensorInfo &info = persistentInfo_.at(t.name);
-    if (info.isInteger)
+    if (info.isInteger())
       snap.put(t.name, "i64", buffer.i(), info.count(), info.shape);
     else
       snap.put(t.name, "f32", buffer.f(), info.count(), info.shape);
@@ -576,7 +576,7 @@ void PipelineRank::saveAll(const std::string &path) {
         return; // a per-stage copy of a shared counter (Adam's step)
     eval::HostArray array;
     array.shape = t.shape;
-    if (t.isInteger) {
+    if (t.isInteger()) {
       array.kind = eval::ElementKind::I64;
       const auto *p = static_cast<const int64_t *>(data);
       array.integers.assign(p, p + t.count());
@@ -615,7 +615,7 @@ void PipelineRank::saveAll(const std::string &path) {
         if (shard)
           copyShard(static_cast<unsigned char *>(gathered.memory.get()),
                     static_cast<unsigned char *>(part.memory.get()), whole.shape, shard->axis,
-                    parts, t, local.isInteger ? 8 : 4, /*toWhole=*/true);
+                    parts, t, local.elementBytes(), /*toWhole=*/true);
         else
           std::memcpy(gathered.memory.get(), part.memory.get(), part.bytes);
       }

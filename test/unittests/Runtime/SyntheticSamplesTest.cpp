@@ -24,7 +24,7 @@ TensorInfo argument(std::string init, bool integer, std::vector<int64_t> shape, 
                     double b = 0) {
   TensorInfo t;
   t.name = "x";
-  t.isInteger = integer;
+  t.format = integer ? "i64" : "f32";
   t.shape = std::move(shape);
   t.role = "data";
   t.init = std::move(init);
