@@ -26,9 +26,12 @@
 #      (staged), and a CUDA-only communicator (NCCL), each checked for exact
 #      results, with host buffers in the same run as the peer;
 #   3. the examples trained 20 steps on the GPU against the x86 trace (1e-4),
-#      and the two-stage GPU+CPU pipelines (het-run -n 2) against one rank;
+#      the MLP and GPT in bf16 (cublasGemmEx on the tensor cores) against the
+#      x86 bf16 trace (5e-2), and the two-stage GPU+CPU pipelines
+#      (het-run -n 2) against one rank;
 #   4. the bench MLP and CNN timed against PyTorch CUDA eager, same run, with
-#      cuBLAS/cuDNN calls (the default) and with every op generated;
+#      cuBLAS/cuDNN calls (the default) and with every op generated; the
+#      bench MLP in bf16 against PyTorch CUDA autocast bf16;
 #   5. where the time goes: each executable's kernels by total time
 #      (HET_GPU_PROFILE=1, docs/gpu.md), the top rows of each.
 # Results go to $OUT: gpu_check.log (everything printed) and details.tar.gz.
@@ -52,6 +55,17 @@ if [ "${1:-}" = "--prepare" ]; then
     compile "$here/examples/models/$model.mlir" "${options[@]}" -o "$dir/models/$model.x86"
     "$dir/models/$model.x86" --steps 20 --seed 2 > "$dir/models/$model.x86.txt"
   done
+  # Mixed precision: bf16 builds (cublasGemmEx on the tensor cores) against
+  # the x86 bf16 build whose products are f32 on bf16-rounded operands.
+  for model in mlp gpt; do
+    options=(--optimizer adam --lr 0.01 --precision bf16)
+    for arch in sm_80 sm_90; do
+      compile "$here/examples/models/$model.mlir" "${options[@]}" --target=cuda --gpu-arch=$arch \
+        -o "$dir/models/$model.bf16.$arch"
+    done
+    compile "$here/examples/models/$model.mlir" "${options[@]}" --bf16-products f32 -o "$dir/models/$model.bf16.x86"
+    "$dir/models/$model.bf16.x86" --steps 20 --seed 2 > "$dir/models/$model.bf16.x86.txt"
+  done
   # Pipelines: the first stage on the GPU (an H100 or A100 group), the
   # second on a cpu.onednn rank, against the one-rank trace.
   cluster="$here/examples/clusters/gpu-and-cpu.json"
@@ -73,6 +87,10 @@ if [ "${1:-}" = "--prepare" ]; then
       compile "$here/bench/codegen/$model.mlir" --target=cuda --gpu-arch=$arch --gpu-libraries=generated \
         -o "$dir/models/bench-$model.generated.$arch"
     done
+  done
+  for arch in sm_80 sm_90; do
+    compile "$here/bench/codegen/mlp_784.mlir" --target=cuda --gpu-arch=$arch --precision bf16 \
+      -o "$dir/models/bench-mlp_784.bf16.$arch"
   done
   cp "$here/build/bin/hetccl-device-test" "$here/build/bin/hetccl-bench" "$here/build/bin/het-run" "$dir/bin/"
   strip --strip-unneeded "$dir/bin/"*
@@ -198,6 +216,20 @@ for model in mlp cnn gpt; do
   fi
 done
 
+echo "   bf16 (cublasGemmEx, tensor cores) against the x86 bf16 build (20 steps, <= 5e-2: the
+   bound test/gpu/precision.test puts on the emulation of the same builds)"
+for model in mlp gpt; do
+  exe="$dir/models/$model.bf16.$arch"
+  if timeout 300 "$exe" --steps 20 --seed 2 > "$work/details/$model.bf16.gpu.txt" 2> "$work/details/$model.bf16.gpu.err"; then
+    verdict=$(python3 "$here/test/het-compile/Inputs/compare_traces.py" \
+      "$dir/models/$model.bf16.x86.txt" "$work/details/$model.bf16.gpu.txt" --tolerance 5e-2) || fail "$model bf16 trace"
+    echo "  $model bf16 ($arch): $verdict; $(grep throughput "$work/details/$model.bf16.gpu.txt")"
+  else
+    cat "$work/details/$model.bf16.gpu.err"
+    fail "$model bf16 on the GPU"
+  fi
+done
+
 echo "   pipelines: stage s0 on the GPU, s1 on a CPU rank (het-run -n 2), against one rank"
 if LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$work/lib/het-run" timeout 300 "$dir/bin/het-run" -n 2 \
     --timeout-ms 120000 "$dir/models/pipeline.$arch" --steps 20 --seed 2 \
@@ -228,5 +260,16 @@ for pair in mlp_784:MLP cnn_b64:CNN; do
     fail "bench $model"
   fi
 done
+echo "   bf16: het --precision bf16 against PyTorch CUDA autocast bf16, same run (samples/s)"
+het=$(timeout 300 "$dir/models/bench-mlp_784.bf16.$arch" --steps 50 --print-every 50 2>&1 |
+      tee "$work/details/bench-mlp_784.bf16.gpu.txt" | sed -n 's/^throughput \([0-9.]*\) samples.*/\1/p')
+torch=$(timeout 300 python3 "$here/bench/codegen/torch_train.py" MLP 50 1 cuda bf16 2>&1 |
+        tee "$work/details/bench-mlp_784.bf16.torch.txt" | sed -n 's/^samples\/s \([0-9.]*\) .*/\1/p')
+if [ -n "$het" ] && [ -n "$torch" ]; then
+  echo "  MLP bf16: het $het, PyTorch autocast $torch, het/PyTorch $(python3 -c "print(f'{$het / $torch:.3f}x')")"
+else
+  cat "$work/details/bench-mlp_784.bf16.gpu.txt" "$work/details/bench-mlp_784.bf16.torch.txt"
+  fail "bench MLP bf16"
+fi
 profile
 finish

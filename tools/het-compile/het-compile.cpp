@@ -660,6 +660,7 @@ pipelineLowering(ModuleOp pipeline, const mlir::het::CpuPipelineOptions &options
   std::string names;
   for (mlir::het::GpuTarget &t : *targets) {
     t.vendorLibraries = gpuLibraries == "vendor";
+    t.tf32 = precision == "tf32";
     names += (names.empty() ? "" : ", ") + t.label();
   }
   if (gpuEmulate)
@@ -864,6 +865,7 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(parsed.takeError()));
     gpu = *parsed;
     gpu->vendorLibraries = gpuLibraries == "vendor";
+    gpu->tf32 = precision == "tf32";
     bool gpuOutput = emit == Emit::GpuBinary || emit == Emit::GpuMlir;
     if (gpuEmulate && gpuOutput)
       return fail("--gpu-emulate builds a host executable; --emit=gpu-binary/gpu-mlir build "

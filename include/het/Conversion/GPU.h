@@ -40,6 +40,9 @@ struct GpuTarget {
   /// and convolutions as cuDNN calls (the `cudnn` kernel library) rather
   /// than generated kernels. AMD targets always generate.
   bool vendorLibraries = true;
+  /// NVIDIA with vendor libraries: f32 matrix products on the TF32 tensor
+  /// cores (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32; --precision tf32).
+  bool tf32 = false;
   /// The kernel library of the front half: cudnn on NVIDIA with vendor
   /// libraries, else mlir (every op generated).
   KernelLibrary kernelLibrary() const {
@@ -146,9 +149,12 @@ std::unique_ptr<Pass> createCopiesToLinalgPass();
 std::unique_ptr<Pass> createParallelDimsFirstPass();
 /// `het-gpu-contractions-to-cublas`: in functions compiled for NVIDIA GPUs
 /// (hetrt.gpu_target "cuda ...", or unmarked ones when `unmarkedNvidia`),
-/// every f32 matrix product of whole buffers (at most one batch dimension)
-/// becomes a call to hetrt_cublas_sgemm.
-std::unique_ptr<Pass> createContractionsToCublasPass(bool unmarkedNvidia = true);
+/// every matrix product of whole buffers (at most one batch dimension), f32
+/// or bf16/f16 operands into f32, becomes a call to hetrt_cublas_sgemm
+/// (hetrt_cublas_gemm_tf32 when `tf32`), hetrt_cublas_gemm_bf16 or
+/// hetrt_cublas_gemm_f16.
+std::unique_ptr<Pass> createContractionsToCublasPass(bool unmarkedNvidia = true,
+                                                     bool tf32 = false);
 /// `het-gpu-block-reductions`: a linalg reduction with few outputs and
 /// many terms each becomes a kernel of one `blockSize`-thread block per
 /// output, the threads' partial results combined by gpu.all_reduce (warp

@@ -2,16 +2,24 @@
 //
 // On NVIDIA GPUs cuBLAS beats a thread-per-output product by a wide margin
 // (it tiles through shared memory and registers), as oneDNN does on the
-// CPU. Every f32 contraction of the step that is one matrix product or a
+// CPU. Every contraction of the step that is one matrix product or a
 // batch of them -- one each of m, n and k, batch dimensions leading in
 // every operand, every operand a whole contiguous buffer, each input in
 // either order of its two matrix dimensions -- becomes
 //
-//   hetrt_cublas_sgemm(batch, transpose_a, transpose_b, m, n, k, a, b, c)
+//   hetrt_cublas_<kind>(batch, transpose_a, transpose_b, m, n, k, a, b, c)
 //
 // which computes, row-major, c[batch][m][n] += op(a)[batch][m][k] *
 // op(b)[batch][k][n] (the op accumulates into its output as the linalg op
-// did). The call is host code between kernels, on the process's one stream
+// did). The kind is the operands' format, the accumulator being f32:
+//
+//   sgemm       f32 operands, FP32 arithmetic (or TF32 tensor cores when the
+//               build asked for --precision tf32: hetrt_cublas_gemm_tf32)
+//   gemm_bf16   bf16 operands (mixed precision), tensor cores, f32 sums
+//   gemm_f16    f16 operands, likewise
+//
+// (lib/Runtime/Gpu/CublasGemm.cpp: cublasGemmEx with CUBLAS_COMPUTE_32F or
+// CUBLAS_COMPUTE_32F_FAST_TF32). The call is host code between kernels, on the process's one stream
 // (lib/Runtime/Gpu/CublasGemm.cpp); the choice is visible in the IR as the
 // callee, like hetrt_dnnl_* on CPUs. AMD targets keep generated products:
 // Debian packages no rocBLAS.
@@ -34,7 +42,14 @@ using namespace mlir::het;
 
 namespace {
 
-constexpr llvm::StringLiteral kCallee = "hetrt_cublas_sgemm";
+/// The callee for a product of `operands`-typed inputs into f32.
+StringRef calleeFor(Type operands, bool tf32) {
+  if (operands.isBF16())
+    return "hetrt_cublas_gemm_bf16";
+  if (operands.isF16())
+    return "hetrt_cublas_gemm_f16";
+  return tf32 ? "hetrt_cublas_gemm_tf32" : "hetrt_cublas_sgemm";
+}
 
 /// One operand's layout: which of its dimensions are which loop.
 struct MatrixLayout {
@@ -70,16 +85,18 @@ std::optional<MatrixLayout> layoutOf(AffineMap map, ArrayRef<unsigned> batch, un
   return std::nullopt;
 }
 
-bool wholeContiguousF32(Value value) {
+/// The element type of a whole contiguous buffer, or null.
+Type wholeContiguousElement(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
-  return type && type.hasStaticShape() && type.getLayout().isIdentity() &&
-         type.getElementType().isF32();
+  return type && type.hasStaticShape() && type.getLayout().isIdentity() ? type.getElementType()
+                                                                        : Type();
 }
 
 struct ContractionsToCublasPass
     : public PassWrapper<ContractionsToCublasPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ContractionsToCublasPass)
-  explicit ContractionsToCublasPass(bool unmarkedNvidia = true) : unmarkedNvidia(unmarkedNvidia) {}
+  explicit ContractionsToCublasPass(bool unmarkedNvidia = true, bool tf32 = false)
+      : unmarkedNvidia(unmarkedNvidia), tf32(tf32) {}
   StringRef getArgument() const override { return "het-gpu-contractions-to-cublas"; }
   StringRef getDescription() const override {
     return "Replace the matrix products of functions compiled for NVIDIA GPUs by cuBLAS calls";
@@ -97,14 +114,17 @@ struct ContractionsToCublasPass
   }
 
   /// The call's arguments, or failure when `op` is no single product of
-  /// whole f32 buffers.
+  /// whole buffers, f32 into f32 or two bf16 (f16) inputs into f32.
   FailureOr<SmallVector<int64_t>> shape(linalg::LinalgOp op) const {
     if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
         !linalg::isaContractionOpInterface(op))
       return failure();
-    for (OpOperand &operand : op->getOpOperands())
-      if (!wholeContiguousF32(operand.get()))
-        return failure();
+    Type aType = wholeContiguousElement(op.getDpsInputOperand(0)->get());
+    Type bType = wholeContiguousElement(op.getDpsInputOperand(1)->get());
+    Type cType = wholeContiguousElement(op.getDpsInitOperand(0)->get());
+    if (!aType || aType != bType || !cType || !cType.isF32() ||
+        !(aType.isF32() || aType.isBF16() || aType.isF16()))
+      return failure();
     FailureOr<linalg::ContractionDimensions> dims = linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 || dims->k.size() != 1)
       return failure();
@@ -144,14 +164,16 @@ struct ContractionsToCublasPass
       return;
     Type i64 = IntegerType::get(context, 64);
     Type pointer = LLVM::LLVMPointerType::get(context);
-    if (!module.lookupSymbol(kCallee)) {
-      OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-      auto declaration = b.create<func::FuncOp>(
-          module.getLoc(), kCallee,
-          b.getFunctionType({i64, i64, i64, i64, i64, i64, pointer, pointer, pointer}, {}));
-      declaration.setPrivate();
-    }
     for (auto &[op, s] : products) {
+      StringRef callee =
+          calleeFor(getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()), tf32);
+      if (!module.lookupSymbol(callee)) {
+        OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+        auto declaration = b.create<func::FuncOp>(
+            module.getLoc(), callee,
+            b.getFunctionType({i64, i64, i64, i64, i64, i64, pointer, pointer, pointer}, {}));
+        declaration.setPrivate();
+      }
       OpBuilder b(op);
       Location loc = op.getLoc();
       SmallVector<Value> arguments;
@@ -162,16 +184,17 @@ struct ContractionsToCublasPass
       arguments.push_back(bufferAddress(b, loc, a));
       arguments.push_back(bufferAddress(b, loc, bOperand));
       arguments.push_back(bufferAddress(b, loc, op.getDpsInitOperand(0)->get()));
-      b.create<func::CallOp>(loc, kCallee, TypeRange{}, arguments);
+      b.create<func::CallOp>(loc, callee, TypeRange{}, arguments);
       op->erase();
     }
   }
 
   bool unmarkedNvidia;
+  bool tf32;
 };
 
 } // namespace
 
-std::unique_ptr<Pass> mlir::het::createContractionsToCublasPass(bool unmarkedNvidia) {
-  return std::make_unique<ContractionsToCublasPass>(unmarkedNvidia);
+std::unique_ptr<Pass> mlir::het::createContractionsToCublasPass(bool unmarkedNvidia, bool tf32) {
+  return std::make_unique<ContractionsToCublasPass>(unmarkedNvidia, tf32);
 }

@@ -48,7 +48,7 @@ void mlir::het::addGpuMappingPasses(OpPassManager &pm, const GpuTarget &target) 
   pm.addPass(createCheckGpuLowerablePass());
   pm.addPass(createCopiesToLinalgPass());
   if (target.vendorLibraries)
-    pm.addPass(createContractionsToCublasPass(target.vendor == GpuVendor::Nvidia));
+    pm.addPass(createContractionsToCublasPass(target.vendor == GpuVendor::Nvidia, target.tf32));
   pm.addPass(createBlockReductionsPass(target.blockSize));
   pm.addPass(createParallelDimsFirstPass());
   pm.addPass(createGpuLinalgToParallelLoopsPass());

@@ -34,13 +34,24 @@ using namespace mlir::het::lowering;
 
 namespace {
 
-/// A linalg.generic accumulating `lhs * rhs` into `init`.
+/// `value` as `type`: extended when it is narrower (a bf16/f16 operand read
+/// by an f32 accumulator; exact).
+Value extendTo(OpBuilder &b, Location loc, Value value, Type type) {
+  return value.getType() == type ? value : b.create<arith::ExtFOp>(loc, type, value).getResult();
+}
+
+/// A linalg.generic accumulating `lhs * rhs` into `init`. 16-bit operands
+/// of an f32 accumulator are extended before the product, which is then
+/// exact (WidenLowPrecision.cpp: products on NVIDIA GPUs).
 Value buildContraction(OpBuilder &b, Location loc, Value lhs, AffineMap lhsMap, Value rhs,
                        AffineMap rhsMap, Value init, AffineMap outMap,
                        ArrayRef<utils::IteratorType> iterators) {
   return buildGeneric(b, loc, {lhs, rhs}, {lhsMap, rhsMap}, {init}, {outMap}, iterators,
                       [](OpBuilder &nb, Location l, ValueRange a) {
-                        Value product = nb.create<arith::MulFOp>(l, a[0], a[1]);
+                        Type accumulator = a[2].getType();
+                        Value product =
+                            nb.create<arith::MulFOp>(l, extendTo(nb, l, a[0], accumulator),
+                                                     extendTo(nb, l, a[1], accumulator));
                         return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[2], product)};
                       })[0];
 }
@@ -132,8 +143,8 @@ Value buildLinear(OpBuilder &b, Location loc, LinearOp op) {
                         {b.create<tensor::EmptyOp>(loc, shape, f)},
                         {b.getMultiDimIdentityMap(2)},
                         {utils::IteratorType::parallel, utils::IteratorType::parallel},
-                        [](OpBuilder &, Location, ValueRange a) {
-                          return SmallVector<Value>{a[0]};
+                        [f](OpBuilder &nb, Location l, ValueRange a) {
+                          return SmallVector<Value>{extendTo(nb, l, a[0], f)};
                         })[0];
   else
     init = filledTensor(b, loc, shape, f, 0.0);
@@ -162,7 +173,9 @@ SmallVector<Value> buildLinearGrad(OpBuilder &b, Location loc, LinearGradOp op) 
   Value dy = asMatrix(b, loc, op.getGradOutput()), x = asMatrix(b, loc, op.getInput());
   Value w = op.getWeight();
   auto wType = cast<RankedTensorType>(w.getType());
-  Type f = wType.getElementType();
+  // The accumulators' type: the weight's, or f32 for 16-bit operands
+  // accumulated in f32 (the results' type).
+  Type f = cast<RankedTensorType>(op.getGradWeight().getType()).getElementType();
   int64_t rows = cast<RankedTensorType>(x.getType()).getDimSize(0);
   int64_t out = wType.getDimSize(0), in = wType.getDimSize(1);
   AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
@@ -189,7 +202,8 @@ SmallVector<Value> buildLinearGrad(OpBuilder &b, Location loc, LinearGradOp op) 
                           {filledTensor(b, loc, {out}, f, 0.0)}, {mapOf(ctx, 2, {d1})},
                           {utils::IteratorType::reduction, utils::IteratorType::parallel},
                           [](OpBuilder &nb, Location l, ValueRange a) {
-                            return SmallVector<Value>{nb.create<arith::AddFOp>(l, a[1], a[0])};
+                            return SmallVector<Value>{nb.create<arith::AddFOp>(
+                                l, a[1], extendTo(nb, l, a[0], a[1].getType()))};
                           })[0];
   return {dx, dw, db};
 }
@@ -379,14 +393,20 @@ Value buildConv2dGradInput(OpBuilder &b, Location loc, Conv2dGradInputOp op) {
 
 /// Static f32 shapes, as the runtime kernels require: other element types
 /// take the runtime path, whose error names them, so every library accepts
-/// the same programs.
+/// the same programs. The one exception: bf16/f16 operands of a matrix
+/// product with f32 results (accumulated in f32, WidenLowPrecision.cpp).
 bool allStatic(Operation *op) {
-  auto isStatic = [](Type type) {
+  auto isStatic = [](Type type, bool lowAllowed) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    return tensor && tensor.hasStaticShape() && tensor.getElementType().isF32();
+    if (!tensor || !tensor.hasStaticShape())
+      return false;
+    Type element = tensor.getElementType();
+    return element.isF32() || (lowAllowed && (element.isBF16() || element.isF16()));
   };
-  return llvm::all_of(op->getOperandTypes(), isStatic) &&
-         llvm::all_of(op->getResultTypes(), isStatic);
+  bool lowOperands = isa<MatmulOp, LinearOp, LinearGradOp>(op);
+  return llvm::all_of(op->getOperandTypes(),
+                      [&](Type type) { return isStatic(type, lowOperands); }) &&
+         llvm::all_of(op->getResultTypes(), [&](Type type) { return isStatic(type, false); });
 }
 
 } // namespace

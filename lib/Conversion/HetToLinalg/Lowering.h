@@ -47,13 +47,20 @@ FailureOr<SmallVector<Value>> lowerDropoutToLinalg(OpBuilder &b, Operation *op);
 /// products and convolutions (HetToRuntime.cpp).
 bool hasLowPrecisionKernel(Operation *op, KernelLibrary library);
 
+/// Whether `op` is a matrix product whose generated contraction reads its
+/// bf16/f16 operands and accumulates in f32 (NVIDIA GPUs with the vendor
+/// libraries: cublasGemmEx on the tensor cores).
+bool accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library);
+
 /// Mixed precision on kernels without a bf16/f16 path: every het op of
 /// `function` with bf16 or f16 operands or results, but the casts and the
 /// ops hasLowPrecisionKernel takes, computes in f32 between casts (its
 /// operands cast up, its results cast back to their format), as PyTorch's
 /// CPU kernels compute bf16 element-wise ops in f32 and round their
 /// results (WidenLowPrecision.cpp).
-/// `nativeBf16`: false widens the bf16 products too.
+/// `nativeBf16`: false widens the bf16 products too. Matrix products that
+/// accumulatesLowPrecisionInF32 takes keep their operands and widen only
+/// their results.
 void widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16 = true);
 
 /// Mixed precision in pipelines: sends, receives and collectives of bf16 or

@@ -13,6 +13,15 @@
 // the next op widens it again: that is the rounding PyTorch does after
 // every bf16 op, and the reference evaluator after every bf16 result.
 //
+// On NVIDIA GPUs with the vendor libraries (KernelLibrary::Cudnn) the
+// matrix products keep their bf16/f16 operands and only their results
+// widen: the generated contraction reads 16-bit operands and accumulates
+// in f32 (the values an f32 product of the rounded operands gives: the
+// product of two bf16 or f16 values is exact in f32), which
+// het-gpu-contractions-to-cublas hands to cublasGemmEx on the tensor
+// cores. Their results are then rounded once, as cuBLAS's 16-bit GEMMs
+// under PyTorch's CUDA autocast round theirs.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -51,15 +60,16 @@ void widenBody(Region &body, Type f32) {
 
 } // namespace
 
-/// Rebuilds each of `ops` on f32 operands with f32 results, between casts.
-static void widen(ArrayRef<Operation *> ops) {
+/// Rebuilds each of `ops` with f32 results, between casts, and on f32
+/// operands unless `resultsOnly`.
+static void widen(ArrayRef<Operation *> ops, bool resultsOnly = false) {
   if (ops.empty())
     return;
   Type f32 = Float32Type::get(ops.front()->getContext());
   for (Operation *op : ops) {
     OpBuilder b(op);
     for (OpOperand &operand : op->getOpOperands())
-      if (isLow(operand.get().getType())) {
+      if (!resultsOnly && isLow(operand.get().getType())) {
         auto type = cast<RankedTensorType>(operand.get().getType()).clone(f32);
         operand.set(b.create<CastOp>(op->getLoc(), type, operand.get()));
       }
@@ -81,16 +91,33 @@ static bool hasLowType(Operation *op) {
   return llvm::any_of(op->getOperandTypes(), isLow) || llvm::any_of(op->getResultTypes(), isLow);
 }
 
+bool mlir::het::accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library) {
+  if (library != KernelLibrary::Cudnn || !isa<MatmulOp, LinearOp, LinearGradOp>(op))
+    return false;
+  // Every floating-point operand in one 16-bit format: a GEMM's A and B
+  // share one type (an f32 operand beside bf16 ones widens the op whole).
+  Type format;
+  for (Type type : op->getOperandTypes()) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !isLow(tensor) || (format && tensor.getElementType() != format))
+      return false;
+    format = tensor.getElementType();
+  }
+  return true;
+}
+
 void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16) {
-  SmallVector<Operation *> ops;
+  SmallVector<Operation *> ops, accumulating;
   function.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!isa<HetDialect>(op->getDialect()))
       return WalkResult::advance();
-    if (hasLowType(op) && !isa<CastOp>(op) && !(nativeBf16 && hasLowPrecisionKernel(op, library)))
-      ops.push_back(op);
+    if (!hasLowType(op) || isa<CastOp>(op) || (nativeBf16 && hasLowPrecisionKernel(op, library)))
+      return WalkResult::skip();
+    (accumulatesLowPrecisionInF32(op, library) ? accumulating : ops).push_back(op);
     return WalkResult::skip(); // het.elementwise bodies go with their op
   });
   widen(ops);
+  widen(accumulating, /*resultsOnly=*/true);
 }
 
 void mlir::het::widenLowPrecisionCommunication(Operation *root) {
