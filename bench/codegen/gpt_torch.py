@@ -2,6 +2,7 @@
 """PyTorch eager twin of examples/models/make_gpt.py, for gpt_bench.py.
 
     python gpt_torch.py BLOCKS STEPS THREADS [--batch B --seq T --vocab V --dim D --heads H] [--bf16]
+                        [--checkpoint]
 
 Same layout as the het model: token + position embeddings, pre-norm blocks
 with separate q/k/v projections, causal attention (scaled_dot_product_attention),
@@ -9,6 +10,8 @@ output projection and residual, layer norm, 4x MLP with tanh GELU and
 residual; final layer norm, a bias-free head, mean cross-entropy over every
 position. Adam (lr 0.001, PyTorch's defaults otherwise, as het's). The first
 step is a warm-up, as on het's side. Prints samples/s and ms per step.
+--checkpoint wraps each block in torch.utils.checkpoint (non-reentrant):
+PyTorch's full activation recomputation, the peer of het's --recompute full.
 """
 import argparse
 import time
@@ -16,6 +19,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class Block(nn.Module):
@@ -40,8 +44,9 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, seq, dim, heads, blocks):
+    def __init__(self, vocab, seq, dim, heads, blocks, checkpoint=False):
         super().__init__()
+        self.checkpoint = checkpoint
         self.wte = nn.Embedding(vocab, dim)
         self.wpe = nn.Embedding(seq, dim)
         self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(blocks)])
@@ -50,7 +55,10 @@ class GPT(nn.Module):
 
     def forward(self, tokens, targets):
         positions = torch.arange(tokens.shape[1])
-        x = self.blocks(self.wte(tokens) + self.wpe(positions))
+        x = self.wte(tokens) + self.wpe(positions)
+        for block in self.blocks:
+            x = (torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+                 if self.checkpoint else block(x))
         logits = self.head(self.lnf(x))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
@@ -66,10 +74,12 @@ def main():
     p.add_argument("--dim", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--bf16", action="store_true", help="under torch.autocast(cpu, bfloat16)")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="torch.utils.checkpoint around each block (full recomputation)")
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
-    model = GPT(a.vocab, a.seq, a.dim, a.heads, a.blocks)
+    model = GPT(a.vocab, a.seq, a.dim, a.heads, a.blocks, a.checkpoint)
     opt = torch.optim.Adam(model.parameters(), lr=0.001)
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq))
     targets = torch.randint(0, a.vocab, (a.batch, a.seq))

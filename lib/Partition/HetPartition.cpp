@@ -194,7 +194,10 @@ void HetPartitionPass::runOnOperation() {
       Operation *def = v.getDefiningOp();
       return def && backward.contains(def);
     });
-    if (fromGradient || op.getName().getStringRef().ends_with("_grad"))
+    // het-recompute's clones run in the backward, where their values are
+    // read (in the forward they would live as long as the kept ones).
+    if (fromGradient || op.getName().getStringRef().ends_with("_grad") ||
+        op.hasAttr(HetDialect::getRecomputedAttrName()))
       backward.insert(&op);
   }
   // The stages that use an op's results: its own if it is layered, else

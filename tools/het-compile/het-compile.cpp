@@ -143,6 +143,18 @@ cl::list<std::string> layerPrecisions(
              "twin of a plan whose stages train in different formats (an fp16 kind's stage "
              "beside a bf16 one); any fp16 layer turns on loss scaling, decided job-wide"),
     cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("activation recomputation (het-recompute): none (default), selective (the "
+             "backward recomputes the attention core, norms, activations and element-wise "
+             "chains; matrix products' results are kept) or full (only each layer's inputs are "
+             "kept; the backward recomputes the layer); the traces are bit-identical"),
+    cl::init("none"), cl::cat(category));
+cl::list<std::string> recomputeLayers(
+    "recompute-layers",
+    cl::desc("each layer's recomputation by het.layer index (none, selective or full, "
+             "comma-separated; layers past the list take --recompute)"),
+    cl::CommaSeparated, cl::cat(category));
 cl::opt<std::string> bf16Products(
     "bf16-products",
     cl::desc("with --precision bf16 on the CPU: native (oneDNN's bf16 matrix products and "
@@ -479,17 +491,20 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
 /// another kind computes the fused op as its three ops again).
 std::string trainingOptions() {
   bool attention = fuse && fuseAttention && target == "x86_64" && library == "dnnl";
-  std::string layers;
-  for (const std::string &format : layerPrecisions)
-    layers += (layers.empty() ? "" : ",") + format;
+  std::string layers = llvm::join(layerPrecisions, ",");
+  std::string recomputed = llvm::join(recomputeLayers, ",");
+  bool recomputes = recompute != "none" || !recomputed.empty();
   return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3} "
                        "fuse-attention={4} precision={5} loss-scale={6} init-scale={7:e17} "
-                       "growth-interval={8}{9}",
+                       "growth-interval={8}{9} recompute={10}{11}{12}",
                        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
                        fuse ? "true" : "false", attention ? "true" : "false",
                        precision.getValue(), lossScale.getValue(), initScale.getValue(),
                        growthInterval.getValue(),
-                       layers.empty() ? std::string() : " layer-precisions=" + layers);
+                       layers.empty() ? std::string() : " layer-precisions=" + layers,
+                       recompute.getValue(),
+                       recomputed.empty() ? std::string() : " recompute-layers=" + recomputed,
+                       recomputes ? " recompute-report=true" : "");
 }
 
 /// Whether any layer computes in `format` (--precision or --layer-precisions).
@@ -932,6 +947,15 @@ int main(int argc, char **argv) {
   for (const std::string &format : layerPrecisions)
     if (format != "fp32" && format != "bf16" && format != "fp16")
       return fail("unknown format '" + format + "' in --layer-precisions (use fp32, bf16 or fp16)");
+  auto isRecomputeMode = [](StringRef mode) {
+    return mode == "none" || mode == "selective" || mode == "full";
+  };
+  if (!isRecomputeMode(recompute))
+    return fail("unknown --recompute '" + recompute + "' (use none, selective or full)");
+  for (const std::string &mode : recomputeLayers)
+    if (!isRecomputeMode(mode))
+      return fail("unknown mode '" + mode +
+                  "' in --recompute-layers (use none, selective or full)");
   // A plan states the format each stage trains in: compile in it, and
   // refuse a plan and --precision that disagree, naming the stage.
   bool formatsFromPlan = false;

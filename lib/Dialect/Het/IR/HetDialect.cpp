@@ -52,9 +52,9 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == getParamAttrName())
     return op->emitError() << "'" << getParamAttrName()
                            << "' marks function arguments, not operations";
-  if (attr.getName() == getBackwardAttrName()) {
+  if (attr.getName() == getBackwardAttrName() || attr.getName() == getRecomputedAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << getBackwardAttrName() << "' is a unit attribute, got "
+      return op->emitError() << "'" << attr.getName().getValue() << "' is a unit attribute, got "
                              << attr.getValue();
     return success();
   }

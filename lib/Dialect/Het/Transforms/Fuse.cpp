@@ -81,6 +81,20 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<int64_t> growthInterval{*this, "growth-interval",
                                  llvm::cl::desc("good steps before the loss scale doubles"),
                                  llvm::cl::init(2000)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("none (default) | selective | full: het-recompute on the training step "
+                     "(the backward recomputes forward values instead of keeping them)"),
+      llvm::cl::init("none")};
+  Option<std::string> recomputeLayers{
+      *this, "recompute-layers",
+      llvm::cl::desc("each layer's recomputation (none|selective|full, comma-separated, by "
+                     "het.layer), overriding `recompute` layer by layer"),
+      llvm::cl::init("")};
+  Option<bool> recomputeReport{
+      *this, "recompute-report",
+      llvm::cl::desc("remark on what het-recompute recomputes and the bytes it saves"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -89,7 +103,7 @@ void mlir::het::registerHetTrainingPipeline() {
       "het-training-pipeline",
       "forward model -> fused training step: [het-fuse-attention,] [het-autocast,] het-autodiff, "
       "canonicalize, "
-      "het-fuse, canonicalize, cse",
+      "het-fuse, canonicalize, cse[, het-recompute]",
       [](OpPassManager &pm, const TrainingPipelineOptions &options) {
         if (options.fuseAttention)
           pm.addNestedPass<func::FuncOp>(createHetFuseAttention());
@@ -120,5 +134,17 @@ void mlir::het::registerHetTrainingPipeline() {
           pm.addNestedPass<func::FuncOp>(createHetFuse());
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
+        SmallVector<std::string> recomputeLayers;
+        for (StringRef name : llvm::split(StringRef(options.recomputeLayers), ','))
+          if (!name.empty())
+            recomputeLayers.push_back(name.str());
+        if (options.recompute != "none" || !recomputeLayers.empty()) {
+          // Last: the clones it makes are what the backward runs.
+          HetRecomputeOptions recompute;
+          recompute.mode = options.recompute;
+          recompute.layerModes = recomputeLayers;
+          recompute.report = options.recomputeReport;
+          pm.addNestedPass<func::FuncOp>(createHetRecompute(recompute));
+        }
       });
 }

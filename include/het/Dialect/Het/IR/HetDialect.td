@@ -81,6 +81,12 @@ def Het_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getResultNamesAttrName() {
       return ::llvm::StringLiteral("het.result_names");
     }
+    /// Discardable unit attribute het-recompute puts on the forward ops it
+    /// clones into the backward. Besides saying so, it keeps CSE (which
+    /// compares attributes) from merging a clone back into its original.
+    static constexpr ::llvm::StringLiteral getRecomputedAttrName() {
+      return ::llvm::StringLiteral("het.recomputed");
+    }
     /// Discardable attributes het-pipeline-schedule puts on a `het.stage`:
     /// the micro-batch count and the order of its forward (F<i>) and
     /// backward (B<i>) passes.

@@ -166,6 +166,49 @@ def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetRecompute : Pass<"het-recompute", "func::FuncOp"> {
+  let summary = "activation recomputation: the backward recomputes forward values instead of keeping them";
+  let description = [{
+    Runs on a training step (a function whose first result is named
+    `loss`, as `het-autodiff` builds it), after `het-autodiff`. The forward
+    is every op up to the one that computes the loss; the rest is the
+    backward and the update. A forward value the backward reads is kept in
+    memory from the forward to its last backward use; with recomputation
+    the backward clones the forward ops that compute it, just before its
+    first use there, from values that are kept anyway, and the forward's
+    copy dies in the forward.
+
+    Per layer (`het.layer`), `mode` (or that layer's entry in `layer-modes`):
+
+    - **none**: everything the backward reads stays in memory.
+    - **full**: only each layer's inputs stay (values other layers, or the
+      loss, read, parameters, data): the backward recomputes the whole
+      layer from them, as `torch.utils.checkpoint` around each block.
+    - **selective**: the matrix products' and convolutions' results stay
+      (`het.linear`, `het.matmul`, `het.conv2d`); what the backward
+      recomputes is the cheap, memory-heavy rest: the attention core (its
+      [B, H, T, T] scores and softmax), norms, element-wise chains,
+      activations, dropout, casts -- Megatron's selective recomputation.
+
+    The clones carry `het.recomputed`, so CSE, which compares attributes,
+    never merges them back into the forward's ops. Every het op is a
+    function of its operands and attributes (dropout's mask is Philox of
+    its `seed`, `stream` and the element's index), so the recomputed values
+    are bit for bit the kept ones, and the training trace is unchanged.
+    With `report`, a remark says how many ops are recomputed and how many
+    bytes the forward keeps for the backward before and after.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "none | selective | full, for layers past `layer-modes`">,
+    ListOption<"layerModes", "layer-modes", "std::string",
+               "each layer's mode by het.layer index (none, selective or full)">,
+    Option<"report", "report", "bool", "false",
+           "remark on what is recomputed and the bytes kept for the backward">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
   let summary = "build the training step of a model: gradients and optimizer update";
   let description = [{
