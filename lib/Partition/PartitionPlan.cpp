@@ -173,6 +173,7 @@ PartitionPlan fromPlan(const het::plan::Plan &plan,
     st.layerBegin = s.layerBegin;
     st.layerEnd = s.layerEnd;
     st.allReduce = het::plan::toString(s.allReduce);
+    st.recompute = het::plan::toString(s.recompute);
     p.stages.push_back(st);
   }
   return p;

@@ -63,8 +63,8 @@ int CostModel::microBatchPerReplica(long globalBatch, int microBatches,
   return int(std::max(1L, (perMicro + replicas - 1) / replicas));
 }
 
-const LayerTable &CostModel::table(int g, int tp, int mbs) const {
-  auto key = std::make_tuple(g, tp, mbs);
+const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) const {
+  auto key = std::make_tuple(g, tp, mbs, recompute);
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second;
@@ -140,12 +140,19 @@ const LayerTable &CostModel::table(int g, int tp, int mbs) const {
         bwd += 2 * ar;
       }
     }
+    double stash = l.stashBytes;
+    if (recompute == Recompute::Full) {
+      // The layer's input stays (the previous layer's output; the data for
+      // the first), and its forward runs again before its backward.
+      stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes : 0.0);
+      bwd += fwd;
+    }
     t.compute[i + 1] = t.compute[i] + fwd + bwd;
     t.fwd[i + 1] = t.fwd[i] + fwd;
     t.update[i + 1] = t.update[i] + update;
     t.params[i + 1] = t.params[i] + l.params / split;
     // Sequence parallelism splits the stashed activations over the TP group.
-    t.stash[i + 1] = t.stash[i] + l.stashBytes * scale / split;
+    t.stash[i + 1] = t.stash[i] + stash * scale / split;
   }
   return cache.emplace(key, std::move(t)).first->second;
 }
@@ -167,7 +174,7 @@ std::vector<int> CostModel::StageContext::groups() const {
 std::vector<const LayerTable *> CostModel::tables(const StageContext &ctx) const {
   std::vector<const LayerTable *> out;
   for (const Member &m : ctx.members)
-    out.push_back(&table(m.group, ctx.tp, m.mbs));
+    out.push_back(&table(m.group, ctx.tp, m.mbs, ctx.recompute));
   return out;
 }
 
@@ -392,6 +399,7 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
   ctx.inFlight = std::min(S - j, plan.microBatches);
   ctx.bestAlgorithm = false;
   ctx.algorithm = s.allReduce;
+  ctx.recompute = s.recompute;
   return ctx;
 }
 

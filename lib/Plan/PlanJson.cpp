@@ -25,6 +25,28 @@ bool StageSpec::evenShares() const {
   return true;
 }
 
+const char *toString(Recompute mode) {
+  switch (mode) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "none";
+}
+
+std::optional<Recompute> parseRecompute(const std::string &name) {
+  if (name == "none")
+    return Recompute::None;
+  if (name == "selective")
+    return Recompute::Selective;
+  if (name == "full")
+    return Recompute::Full;
+  return std::nullopt;
+}
+
 int StagePlan::replicas() const {
   int total = 0;
   for (const ReplicaGroupPlan &g : replicaGroups)
@@ -112,6 +134,12 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
     s.layerEnd = layers[1].get<long>();
     if (st.contains("all_reduce"))
       s.allReduce = string(st, "all_reduce", file, at);
+    if (st.contains("recompute")) {
+      s.recompute = string(st, "recompute", file, at);
+      if (!parseRecompute(s.recompute))
+        fail(file, join(at, "recompute"),
+             "must be none, selective or full, got '" + s.recompute + "'");
+    }
     out.push_back(s);
   }
   return out;
@@ -166,6 +194,8 @@ json planToJson(const Plan &plan, const Cluster &cluster,
     stage["tensor_parallel"] = s.tensorParallel;
     stage["layers"] = {s.layerBegin, s.layerEnd};
     stage["all_reduce"] = toString(s.allReduce);
+    if (s.recompute != Recompute::None)
+      stage["recompute"] = toString(s.recompute);
     stages.push_back(stage);
   }
   return {{"format", "het-plan/1"},
@@ -227,6 +257,7 @@ Plan planFromJson(const json &j, const std::string &file,
     if (!parseAllReduceAlgorithm(spec.allReduce, st.allReduce))
       fail(file, join(at, "all_reduce"),
            "unknown algorithm '" + spec.allReduce + "' (ring, tree, hierarchical)");
+    st.recompute = *parseRecompute(spec.recompute); // readStageSpecs checked it
     if (spec.explicitShares) {
       long total = 0;
       for (const auto &g : spec.replicaGroups)

@@ -314,6 +314,7 @@ std::vector<CostModel::StageContext> stageContexts(const CostModel &cost, const 
     StagePlan s;
     s.tensorParallel = slot.tp;
     s.replicaGroups = shareMicroBatch(cost, slot, samples);
+    s.recompute = cost.setup().recompute;
     plan.stages.push_back(s);
   }
   std::vector<CostModel::StageContext> out;
@@ -339,6 +340,7 @@ Plan makePlan(const CostModel &cost, const Shape &shape, const std::vector<int> 
     s.layerBegin = bounds[j];
     s.layerEnd = bounds[j + 1];
     s.allReduce = algorithms[j];
+    s.recompute = cost.setup().recompute;
     plan.stages.push_back(s);
   }
   return plan;

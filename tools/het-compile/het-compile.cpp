@@ -1000,6 +1000,25 @@ int main(int argc, char **argv) {
         precision = planned.precision;
         formatsFromPlan = true;
       }
+      // Activation recomputation the plan chose per stage (het-plan
+      // --recompute), unless given here layer by layer.
+      bool recomputes = llvm::any_of(plan.stages, [](const auto &stage) {
+        return stage.recompute != "none";
+      });
+      if (recomputes && recomputeLayers.empty()) {
+        std::vector<std::string> modes;
+        for (const auto &stage : plan.stages) {
+          if (modes.size() < size_t(stage.layerEnd))
+            modes.resize(stage.layerEnd, recompute.getValue());
+          for (long l = stage.layerBegin; l < stage.layerEnd; ++l)
+            modes[l] = stage.recompute;
+        }
+        for (const std::string &mode : modes)
+          recomputeLayers.push_back(mode);
+        llvm::errs() << "het-compile: note: " << planFile
+                     << " recomputes activations by stage: layer by layer "
+                     << llvm::join(recomputeLayers, ",") << "\n";
+      }
     } catch (const ::het::plan::PlanError &e) {
       return fail(e.what());
     }

@@ -8,8 +8,15 @@
 namespace het::plan {
 
 std::string formatBytes(double bytes) {
+  // GiB for device memories; MiB and KiB where GiB would print 0.0 (small
+  // models, capped test kinds).
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
+  if (bytes >= 0.05 * double(1ull << 30) || bytes == 0)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
+  else if (bytes >= 0.05 * double(1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
   return buf;
 }
 
@@ -81,9 +88,8 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
     char layers[32];
     std::snprintf(layers, sizeof layers, "[%d, %d)", s.layerBegin, s.layerEnd);
     char mem[64];
-    std::snprintf(mem, sizeof mem, "%.1f / %.1f GiB%s",
-                  sc.memoryBytes / double(1ull << 30),
-                  sc.capacityBytes / double(1ull << 30),
+    std::snprintf(mem, sizeof mem, "%s / %s%s", formatBytes(sc.memoryBytes).c_str(),
+                  formatBytes(sc.capacityBytes).c_str(),
                   sc.memoryBytes > sc.capacityBytes ? " !" : "");
     // A stage on several groups gets a row per group; the costs are the
     // stage's (its slowest member's).
@@ -112,6 +118,16 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   for (size_t j = 0; j < plan.stages.size(); ++j)
     os << " s" << j << "=" << toString(plan.stages[j].allReduce);
   os << "\n";
+  // Activation recomputation (docs/memory.md), where a stage uses it.
+  bool recomputes = false;
+  for (const StagePlan &s : plan.stages)
+    recomputes |= s.recompute != Recompute::None;
+  if (recomputes) {
+    os << "  activation recomputation per stage:";
+    for (size_t j = 0; j < plan.stages.size(); ++j)
+      os << " s" << j << "=" << toString(plan.stages[j].recompute);
+    os << "\n";
+  }
 }
 
 std::string formatObjective(double value, ObjectiveKind kind) {

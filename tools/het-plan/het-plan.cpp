@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
   bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
-  std::string precisionName = "auto", objectiveName = "time";
+  std::string precisionName = "auto", objectiveName = "time", recomputeName = "auto";
   double deadline = 0, budget = 0, maxSlowdown = 0.01, throughput = 0;
   std::string inventoryPath, writeClusterPath;
   het::sim::FailureAssumptions failureAssumptions;
@@ -161,6 +161,12 @@ int main(int argc, char **argv) {
                  "lacks it is an error naming it), fp32, or auto (fp32 for an fp32 model, "
                  "else mixed). Gradients are reduced in fp32 in every case")
       ->check(CLI::IsMember({"auto", "fp32", "mixed", "bf16", "fp16"}));
+  app.add_option("--recompute", recomputeName,
+                 "activation recomputation (docs/memory.md) of every stage: none, full (keep "
+                 "each layer's input, run its forward again before its backward), or auto "
+                 "(default: none, unless no plan fits in device memory without it; then full, "
+                 "and the plan file says so per stage for het-compile --plan)")
+      ->check(CLI::IsMember({"auto", "none", "full"}));
   app.add_option("--objective", objectiveName,
                  "what the best plan minimises per iteration: time, cost (USD: the price per "
                  "hour of the devices the plan uses, from the catalog or the cluster spec's "
@@ -259,7 +265,8 @@ int main(int argc, char **argv) {
     }
     Precision precision = Precision::Auto;
     parsePrecision(precisionName, precision);
-    const TrainingSetup setup = TrainingSetup::of(model, precision);
+    TrainingSetup setup = TrainingSetup::of(model, precision);
+    setup.recompute = recomputeName == "full" ? Recompute::Full : Recompute::None;
     if (!inventoryPath.empty()) {
       if (deadline <= 0) {
         std::cerr << "het-plan: error: --inventory needs --deadline or --throughput (see "
@@ -387,6 +394,18 @@ int main(int argc, char **argv) {
     options.unevenReplicas = !equalReplicas;
     options.objective = objective;
     PlanResult best = planPipeline(cost, options);
+    // Nothing fits in memory: recompute activations, if allowed.
+    std::string recomputeReason = recomputeName == "full" ? "--recompute full" : "";
+    if (recomputeName == "auto" && best.plans.empty() && best.constraintMisses == 0) {
+      cost.setRecompute(Recompute::Full);
+      PlanResult recomputed = planPipeline(cost, options);
+      if (!recomputed.plans.empty()) {
+        best = std::move(recomputed);
+        recomputeReason = "no plan fits in device memory without it";
+      } else {
+        cost.setRecompute(Recompute::None);
+      }
+    }
     // Nothing meets the deadline or budget: the fastest plan says how far off.
     PlanResult fastest;
     if (best.plans.empty() && best.constraintMisses > 0) {
@@ -480,6 +499,7 @@ int main(int argc, char **argv) {
       if (budget > 0)
         out["objective"]["budget_usd_per_hour"] = budget;
       out["gradient_bytes_per_param"] = setup.gradientBytesPerParam;
+      out["recompute"] = toString(cost.setup().recompute);
       out["exact"] = best.exact;
       out["planning_seconds"] = total;
       out["plans"] = json::array();
@@ -523,6 +543,9 @@ int main(int argc, char **argv) {
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
+      if (!recomputeReason.empty())
+        std::cout << "activation recomputation: full in every stage (" << recomputeReason
+                  << ")\n";
       if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
         std::cout << "objective: least " << toString(objective.kind) << " per iteration";
         if (deadline > 0)

@@ -31,6 +31,9 @@ struct TrainingSetup {
   /// Fraction of device memory kept free (allocator, workspace, runtime).
   double memoryReserve = 0.1;
   Precision precision = Precision::Auto;
+  /// The activation recomputation of the stages the planner builds (a
+  /// plan's own stages say theirs).
+  Recompute recompute = Recompute::None;
 
   /// The setup of Adam training `model` in `precision` (auto: fp32 for an
   /// fp32 model, else mixed; NumberFormats.h picks each kind's format).
@@ -113,6 +116,9 @@ public:
   const ModelDesc &model() const { return modelDesc; }
   const Cluster &cluster() const { return clusterDesc; }
   const TrainingSetup &setup() const { return training; }
+  /// Plans the planner builds from now on recompute activations so (the
+  /// layer tables of each mode are cached apart).
+  void setRecompute(Recompute recompute) { training.recompute = recompute; }
   /// The number format each cluster group trains in (NumberFormats.h),
   /// chosen from the setup's precision and each kind's formats.
   const std::vector<std::string> &formats() const { return groupFormats; }
@@ -123,8 +129,15 @@ public:
   void trainIn(const std::vector<std::string> &formats, const std::string &file);
 
   /// Layer costs for group `g` at tensor-parallel `tp` and micro-batch `mbs`
-  /// per replica (cached).
-  const LayerTable &table(int g, int tp, int mbs) const;
+  /// per replica (cached), with `recompute` (default: the setup's). Full
+  /// recomputation keeps each layer's input instead of its stash (the
+  /// previous layer's output bytes) and runs its forward again before its
+  /// backward; selective is priced as none for now (conservative: it keeps
+  /// less and adds little).
+  const LayerTable &table(int g, int tp, int mbs) const {
+    return table(g, tp, mbs, training.recompute);
+  }
+  const LayerTable &table(int g, int tp, int mbs, Recompute recompute) const;
 
   /// Micro-batch per replica: the global batch split over micro-batches,
   /// then over replicas (rounded up: the slowest replica sets the pace).
@@ -174,6 +187,7 @@ public:
     int prevReplicas = 0, nextReplicas = 0;
     long samples = 1; // per micro-batch, all replicas together
     int inFlight = 1; // micro-batches whose activations it holds (1F1B)
+    Recompute recompute = Recompute::None;
     bool bestAlgorithm = true; // pick the all-reduce; else use `algorithm`
     AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
     int replicas() const;
@@ -219,7 +233,7 @@ private:
   /// Measured gradient sync of layers [b, e) over `replicas` ranks: one
   /// all-reduce per parameter tensor; negative when not measured.
   double measuredSync(int b, int e, int replicas) const;
-  mutable std::map<std::tuple<int, int, int>, LayerTable> cache;
+  mutable std::map<std::tuple<int, int, int, Recompute>, LayerTable> cache;
 };
 
 } // namespace het::plan

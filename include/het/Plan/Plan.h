@@ -6,10 +6,19 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace het::plan {
+
+/// Activation recomputation of a stage's layers (het-recompute,
+/// docs/memory.md): none keeps every activation its backward reads; full
+/// keeps each layer's input and recomputes the layer in the backward;
+/// selective recomputes the cheap rest but keeps the products' results.
+enum class Recompute { None, Selective, Full };
+const char *toString(Recompute mode);
+std::optional<Recompute> parseRecompute(const std::string &name);
 
 struct Cluster;
 struct ModelDesc;
@@ -30,6 +39,7 @@ struct StagePlan {
   int tensorParallel = 1; // devices per replica (inside one node)
   int layerBegin = 0, layerEnd = 0;
   AllReduceAlgorithm allReduce = AllReduceAlgorithm::Ring;
+  Recompute recompute = Recompute::None;
 
   StagePlan() = default;
   /// A stage on one group with an even split.
@@ -74,6 +84,7 @@ struct StageSpec {
   long tensorParallel = 1;
   long layerBegin = 0, layerEnd = 0;
   std::string allReduce = "ring";
+  std::string recompute = "none"; // none, selective or full (checked on reading)
   /// The plan gave the shares (`replica_groups` with `micro_batch_size`).
   bool explicitShares = false;
   long replicas() const;
@@ -84,8 +95,8 @@ struct StageSpec {
 /// Reads the "stages" list of a plan JSON, in either form (docs/planner.md):
 /// `{"group", "replicas"}` or `{"replica_groups": [{"group", "replicas",
 /// "micro_batch_size"}, ...]}`, each with optional "tensor_parallel",
-/// "layers", "name", "all_reduce", "precision" (per replica group in the
-/// second form, per stage in the first). `groupNames` lists the groups a stage may
+/// "layers", "name", "all_reduce", "recompute", "precision" (per replica
+/// group in the second form, per stage in the first). `groupNames` lists the groups a stage may
 /// name. Errors (PlanError) name the file and the field.
 std::vector<StageSpec> readStageSpecs(const nlohmann::json &plan, const std::string &file,
                                       const std::vector<std::string> &groupNames);
