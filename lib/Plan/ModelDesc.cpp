@@ -44,17 +44,44 @@ static int bytesOf(const std::string &dtype, const std::string &file,
 ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
                        int heads, int seq, int vocab,
                        const std::string &dtype) {
+  DecoderShape shape;
+  shape.blocks = blocks;
+  shape.hidden = hidden;
+  shape.heads = heads;
+  shape.seq = seq;
+  shape.vocab = vocab;
+  shape.dtype = dtype;
+  return makeDecoderModel(name, shape);
+}
+
+ModelDesc makeDecoderModel(const std::string &name, const DecoderShape &shape) {
   ModelDesc m;
   m.name = name;
-  m.dtype = dtype;
-  m.bytesPerElement = bytesOf(dtype, name, "dtype");
-  const double s = seq, h = hidden, a = heads, v = vocab, e = m.bytesPerElement;
-  // Korthikanti et al. count 34*s*h + 5*a*s^2 bytes in 16-bit types.
-  const double blockStash = (34 * s * h + 5 * a * s * s) * e / 2;
+  m.dtype = shape.dtype;
+  m.bytesPerElement = bytesOf(shape.dtype, name, "dtype");
+  const double s = shape.seq, h = shape.hidden, a = shape.heads, v = shape.vocab,
+               e = m.bytesPerElement;
+  const double kv = shape.kvHeads > 0 ? shape.kvHeads : shape.heads;
+  const double f = shape.ffnHidden > 0 ? shape.ffnHidden : 4 * h;
+  const double mlpMatrices = shape.gatedMlp ? 3 : 2;
+  // Korthikanti et al. count 34*s*h + 5*a*s^2 bytes in 16-bit types for
+  // GPT's block: attention 11 s h + 5 a s^2 (its K and V 4 s h of it), MLP
+  // 19 s h (3 s h + 4 s f with f = 4h), layer norms 4 s h. Grouped-query
+  // attention shrinks K and V by kv/a; a gated MLP stashes a third f-wide
+  // tensor; FlashAttention keeps no scores.
+  const double attention =
+      (7 + 4 * kv / a) * s * h + (shape.flashAttention ? 0 : 5 * a * s * s);
+  const double mlp = 3 * s * h + (shape.gatedMlp ? 6 : 4) * s * f;
+  const double blockStash = (attention + mlp + 4 * s * h) * e / 2;
+  const double matrixParams = 2 * h * h + 2 * h * h * kv / a + mlpMatrices * h * f;
+  // Biases of Q, K, V, the projection and the MLP matrices; two norms with
+  // scale and shift (layer norm) or scale alone (RMS norm).
+  const double biasParams =
+      shape.biases ? h + 2 * h * kv / a + h + (mlpMatrices - 1) * f + h + 4 * h : 2 * h;
 
   LayerDesc emb;
   emb.name = "embedding";
-  emb.params = v * h + s * h;
+  emb.params = v * h + (shape.biases ? s * h : 0); // learned positions (GPT) or rotary
   emb.fwdFlops = 2 * s * h;
   emb.bwdFlops = 2 * emb.fwdFlops;
   emb.ioBytes = 3 * s * h * e;
@@ -64,11 +91,11 @@ ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
   emb.bwdKernels = 4;
   m.layers.push_back(emb);
 
-  for (int i = 0; i < blocks; ++i) {
+  for (int i = 0; i < shape.blocks; ++i) {
     LayerDesc b;
     b.name = "block" + std::to_string(i);
-    b.params = 12 * h * h + 13 * h;
-    b.fwdFlops = 24 * s * h * h + 4 * s * s * h;
+    b.params = matrixParams + biasParams;
+    b.fwdFlops = 2 * s * matrixParams + 4 * s * s * h;
     b.bwdFlops = 2 * b.fwdFlops;
     b.ioBytes = blockStash;
     b.outputBytes = s * h * e;
@@ -102,12 +129,31 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
   std::string name = string(j, "name", file, "");
   if (j.contains("gpt")) {
     const json &g = j["gpt"];
-    std::string dtype = stringOr(g, "dtype", "bf16", file, "gpt");
-    ModelDesc m = makeGptModel(name, int(integer(g, "blocks", file, "gpt", 1)),
-                               int(integer(g, "hidden", file, "gpt", 1)),
-                               int(integer(g, "heads", file, "gpt", 1)),
-                               int(integer(g, "seq", file, "gpt", 1)),
-                               int(integer(g, "vocab", file, "gpt", 1)), dtype);
+    DecoderShape shape;
+    shape.dtype = stringOr(g, "dtype", "bf16", file, "gpt");
+    shape.blocks = int(integer(g, "blocks", file, "gpt", 1));
+    shape.hidden = int(integer(g, "hidden", file, "gpt", 1));
+    shape.heads = int(integer(g, "heads", file, "gpt", 1));
+    shape.seq = int(integer(g, "seq", file, "gpt", 1));
+    shape.vocab = int(integer(g, "vocab", file, "gpt", 1));
+    if (g.contains("kv_heads")) {
+      shape.kvHeads = int(integer(g, "kv_heads", file, "gpt", 1));
+      if (shape.heads % shape.kvHeads != 0)
+        fail(file, "gpt.kv_heads", "must divide gpt.heads (" + std::to_string(shape.heads) + ")");
+    }
+    if (g.contains("ffn_hidden"))
+      shape.ffnHidden = int(integer(g, "ffn_hidden", file, "gpt", 1));
+    auto flag = [&](const char *key, bool fallback) {
+      if (!g.contains(key))
+        return fallback;
+      if (!g[key].is_boolean())
+        fail(file, std::string("gpt.") + key, "must be true or false");
+      return g[key].get<bool>();
+    };
+    shape.gatedMlp = flag("gated_mlp", false);
+    shape.biases = flag("biases", true);
+    shape.flashAttention = flag("flash_attention", false);
+    ModelDesc m = makeDecoderModel(name, shape);
     m.file = file;
     return m;
   }

@@ -69,6 +69,22 @@ ModelDesc makeGptModel(const std::string &name, int blocks, int hidden,
                        int heads, int seq, int vocab,
                        const std::string &dtype = "bf16");
 
+/// The same decoder with LLaMA's variations (all optional, GPT's defaults):
+/// grouped-query attention (`kvHeads` < heads: smaller K and V), a gated
+/// MLP (SwiGLU: three matrices of `ffnHidden`), no biases and RMS norms
+/// (`biases` false), and FlashAttention (no [a, s, s] scores stashed). The
+/// counts generalize the GPT ones term by term: parameters 2h^2 + 2h^2 kv/a
+/// + (2 or 3) h f per block; stash (16-bit) (11 + 4 kv/a) s h + 5 a s^2
+/// (without FlashAttention) + 3 s h + (4 or 6) s f.
+struct DecoderShape {
+  int blocks = 1, hidden = 1, heads = 1, seq = 1, vocab = 1;
+  int kvHeads = 0;   // 0: heads
+  int ffnHidden = 0; // 0: 4 * hidden
+  bool gatedMlp = false, biases = true, flashAttention = false;
+  std::string dtype = "bf16";
+};
+ModelDesc makeDecoderModel(const std::string &name, const DecoderShape &shape);
+
 /// A model description in JSON: either {"gpt": {...}} (the generator above)
 /// or {"layers": [...]} with the LayerDesc fields.
 ModelDesc loadModelJson(const std::string &path);
