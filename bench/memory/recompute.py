@@ -9,7 +9,8 @@ PyTorch twin (bench/codegen/gpt_torch.py) without and with
 torch.utils.checkpoint around each block, in the same run on the same
 machine. For each: the median step time over R alternating rounds, the
 peak resident set (the kernel's accounting of that one process, wait4),
-and for het the bytes the forward keeps for the backward as het-recompute
+for het the peak of the buffers it held (its "memory:" line: parameters,
+gradients, Adam's moments, activations, temporaries), and the bytes the forward keeps for the backward as het-recompute
 counts them (its remark at compile time). Every het build's loss trace is
 compared with the none build's: recomputation must not change one bit.
 Prints a Markdown table for docs/memory.md.
@@ -46,7 +47,7 @@ def main():
     with open(gpt, "w") as f:
         subprocess.run([sys.executable, os.path.join(ROOT, "examples", "models", "make_gpt.py"),
                         *GPT_SIZES, "--blocks", "12"], stdout=f, check=True)
-    kept, exes = {}, {}
+    kept, exes, buffers = {}, {}, {}
     for mode in MODES:
         exes[mode] = os.path.join(work, f"gpt12.{mode}")
         done = subprocess.run([compiler, gpt, "--optimizer", "adam", "--lr", "0.001",
@@ -64,6 +65,7 @@ def main():
             sys.exit(f"recompute bench: {exes[mode]} failed (exit {rc})")
         m = re.search(r"\((\d+) steps of batch \d+ in (\S+) s", out)
         losses = re.findall(r"^step \d+ loss (\S+)", out, re.M)
+        buffers.setdefault(mode, float(re.search(r"memory: peak (\S+) MiB of buffers", out).group(1)))
         return 1000.0 * float(m.group(2)) / int(m.group(1)), peak, losses
 
     def torch(checkpoint):
@@ -96,8 +98,8 @@ def main():
           f"{a.threads} threads, PyTorch {t.__version__}; median of {a.rounds} rounds of {a.steps} steps; "
           "loss traces of every het build identical")
     print()
-    print("| build | step ms | vs its none | peak resident MiB | kept for the backward MiB |")
-    print("|---|---|---|---|---|")
+    print("| build | step ms | vs its none | peak resident MiB | peak of het's buffers MiB | kept for the backward MiB |")
+    print("|---|---|---|---|---|---|")
     base = statistics.median(times["none"])
     tbase = statistics.median(times["torch"])
     for name in MODES + ["torch", "torch checkpoint"]:
@@ -106,7 +108,8 @@ def main():
         keep = f"{kept[name] / 2**20:.1f}" if name in kept and kept[name] is not None else "-"
         label = f"het --recompute {name}" if name in MODES else (
             "PyTorch" if name == "torch" else "PyTorch, checkpoint per block")
-        print(f"| {label} | {ms:.0f} | {ratio:.2f}x | {statistics.median(peaks[name]):.0f} | {keep} |")
+        held = f"{buffers[name]:.1f}" if name in buffers else "-"
+        print(f"| {label} | {ms:.0f} | {ratio:.2f}x | {statistics.median(peaks[name]):.0f} | {held} | {keep} |")
 
 
 if __name__ == "__main__":

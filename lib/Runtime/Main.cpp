@@ -11,6 +11,7 @@
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
+#include "MemoryReport.h"
 #include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
 #include "RandomState.h"
@@ -281,6 +282,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                 "first; %.3f s in all)\n",
                 static_cast<double>(timedSteps) * batch / timed, timedSteps,
                 static_cast<long long>(batch), timed, seconds);
+  if (o.steps > 0)
+    std::printf("memory: %s\n", memoryReport().c_str());
 
   if (haveEval) {
     std::vector<Buffer> predictInputs;

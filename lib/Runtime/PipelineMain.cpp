@@ -35,6 +35,7 @@
 #include "CommTrace.h"
 #include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
+#include "MemoryReport.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
 #include "RandomState.h"
@@ -1017,6 +1018,8 @@ int PipelineRank::run() {
       std::printf("plan predicted %.3f ms per iteration; measured/predicted %.2f\n",
                   1e3 * info_.predictedSeconds, median / info_.predictedSeconds);
   }
+  if (!stepSeconds.empty())
+    std::printf("rank %d: memory: %s\n", comm.rank, memoryReport().c_str());
   if (stoppedAt >= 0)
     // The checkpoint is on disk (wait() above): het-run resumes from it.
     std::printf("stopped after the checkpoint of step %lld, as het-run asked\n",

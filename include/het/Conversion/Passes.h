@@ -207,8 +207,9 @@ struct CpuPipelineOptions {
   /// --contraction-tiling; contractionTiling's records come first).
   std::optional<ContractionTiling> contractionTilingEverywhere;
   /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
-  /// malloc/free: a GPU executable's buffers are managed memory.
-  bool genericAllocation = false;
+  /// malloc/free: a GPU executable's buffers are managed memory, and every
+  /// executable counts its buffers (the peak it reports, --profile-memory).
+  bool genericAllocation = true;
   /// Passes run on the LLVM-dialect host code before the unrealized casts
   /// are reconciled (a GPU executable lowers its launches there).
   std::function<void(OpPassManager &)> beforeFinalization;

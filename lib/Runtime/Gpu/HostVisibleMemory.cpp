@@ -11,6 +11,10 @@
 // far more than a step's kernel): after the first step no driver call
 // allocates, and the blocks stay resident on the device.
 //
+// Every block is counted while it is live (its size kept by address), so
+// the process knows the peak of its buffers: what the executables report
+// beside the peak resident set (Memory.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "HostVisibleMemory.h"
@@ -30,6 +34,15 @@ namespace {
 std::mutex poolMutex;
 std::unordered_map<void *, size_t> managedSize;  // live and pooled blocks
 std::map<size_t, std::vector<void *>> freeBlocks; // pooled, by size
+std::unordered_map<void *, size_t> liveSize;      // every live block
+size_t liveBytes = 0, peakBytes = 0;
+
+/// Under poolMutex.
+void counted(void *p, size_t size) {
+  liveSize[p] = size;
+  liveBytes += size;
+  peakBytes = std::max(peakBytes, liveBytes);
+}
 } // namespace
 
 void *allocateHostVisible(size_t bytes, size_t alignment) {
@@ -37,25 +50,38 @@ void *allocateHostVisible(size_t bytes, size_t alignment) {
   if (gpu::Driver *driver = gpu::active()) {
     size = (size + 255) / 256 * 256;
     std::lock_guard<std::mutex> lock(poolMutex);
+    void *p = nullptr;
     auto it = freeBlocks.find(size);
     if (it != freeBlocks.end() && !it->second.empty()) {
-      void *p = it->second.back();
+      p = it->second.back();
       it->second.pop_back();
-      return p;
+    } else {
+      p = driver->allocateManaged(size); // 256-byte aligned or better
+      managedSize[p] = size;
     }
-    void *p = driver->allocateManaged(size); // 256-byte aligned or better
-    managedSize[p] = size;
+    counted(p, size);
     return p;
   }
   alignment = std::max<size_t>(alignment, 64);
-  return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  size = (size + alignment - 1) / alignment * alignment;
+  void *p = std::aligned_alloc(alignment, size);
+  if (p) {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    counted(p, size);
+  }
+  return p;
 }
 
 void freeHostVisible(void *pointer) {
   if (!pointer)
     return;
+  std::lock_guard<std::mutex> lock(poolMutex);
+  auto live = liveSize.find(pointer);
+  if (live != liveSize.end()) {
+    liveBytes -= live->second;
+    liveSize.erase(live);
+  }
   if (gpu::active()) {
-    std::lock_guard<std::mutex> lock(poolMutex);
     auto it = managedSize.find(pointer);
     if (it != managedSize.end()) {
       freeBlocks[it->second].push_back(pointer);
@@ -63,6 +89,11 @@ void freeHostVisible(void *pointer) {
     }
   }
   std::free(pointer);
+}
+
+BufferMemory bufferMemory() {
+  std::lock_guard<std::mutex> lock(poolMutex);
+  return {liveBytes, peakBytes};
 }
 
 } // namespace het::rt

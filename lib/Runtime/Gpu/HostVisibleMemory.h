@@ -12,6 +12,15 @@ namespace het::rt {
 void *allocateHostVisible(size_t bytes, size_t alignment = 64);
 void freeHostVisible(void *pointer);
 
+/// What the process holds in these buffers: every argument, result and
+/// optimizer-state buffer of the runtime and every buffer the compiled
+/// step allocates (parameters, gradients, state, activations, the step's
+/// temporaries); not oneDNN's scratchpads or hetccl's staging.
+struct BufferMemory {
+  size_t live = 0, peak = 0;
+};
+BufferMemory bufferMemory();
+
 } // namespace het::rt
 
 #endif
