@@ -121,6 +121,29 @@ else
   echo "het: native training, 50 steps on the synthetic batch:"
   "$out/model" --steps 50 --print-every 10 --seed 1 --threads 1 | sed 's/^/het:   /'
 fi
+# Mixed precision and memory (docs/precision.md, docs/memory.md): the
+# example GPT (Adam) trained in f32, in bf16 (PyTorch's autocast policy,
+# f32 master weights), and in f32 with full activation recomputation,
+# whose loss trace must equal the f32 one to the bit while its buffers'
+# peak falls.
+echo "het: mixed precision and activation recomputation, the example GPT (Adam), 20 steps each:"
+gpt="$here/examples/models/gpt.mlir"
+for variant in "f32:f32:" "bf16:bf16:--precision bf16" "full:f32, --recompute full:--recompute full"; do
+  tag=${variant%%:*} rest=${variant#*:}
+  name=${rest%%:*} flags=${rest#*:}
+  # shellcheck disable=SC2086
+  "$here/build/bin/het-compile" "$gpt" --optimizer adam --lr 0.01 $flags -o "$out/gpt-$tag" \
+    > "$out/gpt-$tag.compile.txt" 2>&1 \
+    || { cat "$out/gpt-$tag.compile.txt"; echo "het: het-compile of the GPT ($name) failed" >&2; exit 1; }
+  "$out/gpt-$tag" --steps 20 --print-every 19 --seed 2 --threads 1 > "$out/gpt-$tag.txt" \
+    || { cat "$out/gpt-$tag.txt"; echo "het: the GPT ($name) failed" >&2; exit 1; }
+  echo "het:   $name: $(grep '^step 19 loss' "$out/gpt-$tag.txt"); $(grep '^memory:' "$out/gpt-$tag.txt")"
+done
+if ! cmp -s <(grep '^step' "$out/gpt-f32.txt") <(grep '^step' "$out/gpt-full.txt"); then
+  echo "het: recomputation changed the GPT's loss trace" >&2
+  exit 1
+fi
+echo "het:   recomputation: the same losses to the bit; $(grep -o 'keeps .*' "$out/gpt-full.compile.txt")"
 # Kernel tuning: het-tune times each matrix product of the model's dense
 # layers on oneDNN and on OpenBLAS and records the faster per product (in
 # the database that holds the collective records); het-compile --tuning-db
