@@ -142,6 +142,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     }
     double stash = l.stashBytes;
     if (recompute == Recompute::Full) {
+      t.recomputed.push_back(stash * scale / split);
       // The layer's input stays (the previous layer's output; the data for
       // the first), and its forward runs again before its backward.
       stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes : 0.0);
@@ -318,7 +319,7 @@ double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
                               int mbs, int inFlight) const {
   (void)tp; // already folded into the table's prefix sums
   return t.range(t.params, b, e) * t.stateBytesPerParam +
-         double(inFlight) * mbs * t.range(t.stash, b, e);
+         double(inFlight) * mbs * t.range(t.stash, b, e) + double(mbs) * t.recomputePeak(b, e);
 }
 
 StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,

@@ -9,6 +9,7 @@
 #include "het/Plan/Profiles.h"
 #include "het/Plan/SharedHostSchedule.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -51,12 +52,24 @@ struct LayerTable {
   std::vector<double> update;  // prefix sums of optimizer time
   std::vector<double> params;  // prefix sums of parameters
   std::vector<double> stash;   // prefix sums of stashed bytes per sample
+  /// Per layer (not summed): under full recomputation, the activation
+  /// bytes per sample a layer holds while its backward recomputes it (its
+  /// whole stash, one layer at a time); empty otherwise.
+  std::vector<double> recomputed;
   bool profiled = false;
   /// Optimizer state and weight copies per parameter in the group's format
   /// (TrainingSetup::stateBytes).
   double stateBytesPerParam = 16;
   double range(const std::vector<double> &p, int b, int e) const {
     return p[e] - p[b];
+  }
+  /// The most any layer of [b, e) holds while it is recomputed (0 without
+  /// recomputation).
+  double recomputePeak(int b, int e) const {
+    double peak = 0;
+    for (int i = b; i < e && size_t(i) < recomputed.size(); ++i)
+      peak = std::max(peak, recomputed[i]);
+    return peak;
   }
 };
 
@@ -173,8 +186,9 @@ public:
   AllReduceAlgorithm bestAlgorithm(const std::vector<Member> &members, int tp,
                                    double params) const;
   double capacityBytes(int g) const;
-  /// Memory per device of a stage: its state (split over TP) and the
-  /// activations of `inFlight` micro-batches held under 1F1B.
+  /// Memory per device of a stage: its state (split over TP), the
+  /// activations of `inFlight` micro-batches held under 1F1B and, under full
+  /// recomputation, the one layer being recomputed for a micro-batch.
   double memoryBytes(const LayerTable &t, int b, int e, int tp, int mbs,
                      int inFlight) const;
 

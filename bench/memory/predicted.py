@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The planner's memory model against measurement, rank by rank (not a test).
+
+    python bench/memory/predicted.py [--build DIR]
+
+For each configuration (a model, a plan on this machine's two CPU kinds,
+recomputation, format) het-plan --evaluate predicts each stage's memory per
+device (parameters x state bytes + in-flight micro-batches x stashed
+activations), het-compile builds the plan and het-run trains it 4 steps;
+each rank reports the peak of the buffers it held ("rank R: memory: peak X
+MiB of buffers"). Prints a Markdown table of predicted, measured and
+measured/predicted per rank, for docs/memory.md.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-two-kinds.json")
+MODELS = os.path.join(ROOT, "examples", "models")
+
+# name, model, global batch, micro-batches, stages (make_plan.py), recompute, extra flags
+CONFIGS = [
+    ("MLP, 1 rank", "mlp.mlir", 256, 1, ["0:3=onednn:1"], None, []),
+    ("MLP, 2 stages", "mlp.mlir", 256, 2, ["0:2=onednn:1", "2:3=mlir:1"], None, []),
+    ("CNN, 1 rank", "cnn.mlir", 32, 1, ["0:4=onednn:1"], None, []),
+    ("CNN, 2 stages", "cnn.mlir", 32, 2, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
+    ("GPT, 1 rank", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, []),
+    ("GPT, 1 rank, full recomputation", "gpt.mlir", 32, 1, ["0:4=onednn:1"], "full", []),
+    ("GPT, 1 rank, bf16", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, ["--precision", "bf16"]),
+    ("GPT, 2 stages, 4 micro-batches", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
+    ("GPT, 2 stages, full recomputation", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], "full", []),
+    ("GPT, 2 x 2 replicas", "gpt.mlir", 32, 2, ["0:2=onednn:2", "2:4=mlir:2"], None, []),
+]
+
+
+def run(cmd, **kw):
+    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        sys.exit(f"memory bench: {' '.join(cmd)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    a = p.parse_args()
+    binary = lambda name: os.path.join(a.build, "bin", name)
+    work = tempfile.mkdtemp(prefix="het-memory-bench-")
+    rows, worst = [], 0.0
+    for k, (name, model, batch, micro, stages, recompute, flags) in enumerate(CONFIGS):
+        plan = os.path.join(work, f"{k}.plan.json")
+        cmd = [sys.executable, os.path.join(ROOT, "utils", "make_plan.py"), CLUSTER, plan,
+               "--global-batch", str(batch), "--micro-batches", str(micro)]
+        for s in stages:
+            cmd += ["--stage", s]
+        run(cmd)
+        if recompute:
+            with open(plan) as f:
+                j = json.load(f)
+            for s in j["stages"]:
+                s["recompute"] = recompute
+            with open(plan, "w") as f:
+                json.dump(j, f)
+        precision = flags[flags.index("--precision") + 1] if "--precision" in flags else "fp32"
+        predicted = json.loads(run([binary("het-plan"), "--cluster", CLUSTER, "--model",
+                                    os.path.join(MODELS, model), "--evaluate", plan, "--json",
+                                    "--precision", precision]))
+        exe = os.path.join(work, f"{k}.exe")
+        run([binary("het-compile"), os.path.join(MODELS, model), "--optimizer", "adam",
+             "--plan", plan, "-o", exe, *flags])
+        ranks = sum(int(s.split("=")[1].split(":")[1].split("@")[0]) for s in stages)
+        out = run([binary("het-run"), "-n", str(ranks), "--timeout-ms", "120000", exe,
+                   "--steps", "4"])
+        stage_of = {int(r): int(s) for r, s in re.findall(r"rank (\d+): stage s(\d+)", out)}
+        measured = {int(r): float(m) for r, m in
+                    re.findall(r"rank (\d+): memory: peak (\S+) MiB of buffers", out)}
+        for rank in sorted(measured):
+            stage = stage_of[rank]
+            want = predicted["stages"][stage]["memory_bytes"] / 2**20
+            ratio = measured[rank] / want
+            worst = max(worst, abs(ratio - 1))
+            rows.append(f"| {name} | {rank} (s{stage}) | {want:.3f} | {measured[rank]:.3f} | {ratio:.2f} |")
+    print(f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores); Adam; "
+          f"4 steps; predicted: het-plan --evaluate on local-two-kinds; measured: each rank's "
+          f"peak of buffers")
+    print()
+    print("| configuration | rank | predicted MiB | measured MiB | measured / predicted |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+    print(f"worst: {100 * worst:.0f} % off")
+
+
+if __name__ == "__main__":
+    main()
