@@ -29,6 +29,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+# The benchmark GPT's shape (examples/models/make_gpt.py; its PyTorch twin
+# is gpt_torch.py): gpt_bench.py, bench/precision and bench/memory use it.
+GPT_SIZES = ["--batch", "8", "--seq", "128", "--vocab", "4096", "--dim", "256", "--heads", "4"]
+
+
+def make_gpt(blocks, directory):
+    """Writes the benchmark GPT with `blocks` blocks into `directory`; returns its path."""
+    path = os.path.join(directory, f"gpt{blocks}.mlir")
+    with open(path, "w") as f:
+        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "models", "make_gpt.py"),
+                        *GPT_SIZES, "--blocks", str(blocks)], stdout=f, check=True)
+    return path
+
+
 def compile_model(compiler, model, out, extra=()):
     start = time.perf_counter()
     subprocess.run([compiler, model, "-o", out, *extra], check=True)

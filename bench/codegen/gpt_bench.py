@@ -46,16 +46,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench import run_measured  # noqa: E402  (peak RSS of one child, shared with bench.py)
-SIZES = ["--batch", "8", "--seq", "128", "--vocab", "4096", "--dim", "256", "--heads", "4"]
-
-
-def make_model(blocks, directory):
-    path = os.path.join(directory, f"gpt{blocks}.mlir")
-    with open(path, "w") as f:
-        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "models", "make_gpt.py"),
-                        *SIZES, "--blocks", str(blocks)], stdout=f, check=True)
-    return path
+# Peak RSS of one child and the benchmark GPT, shared with bench.py.
+from bench import GPT_SIZES as SIZES, make_gpt as make_model, run_measured  # noqa: E402
 
 
 def compile_model(compiler, model, out, extra, report=None):

@@ -27,9 +27,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "codegen"))
-from bench import run_measured  # noqa: E402
+from bench import GPT_SIZES, make_gpt, run_measured  # noqa: E402
 
-GPT_SIZES = ["--batch", "8", "--seq", "128", "--vocab", "4096", "--dim", "256", "--heads", "4"]
 MODES = ["none", "selective", "full"]
 
 
@@ -43,10 +42,7 @@ def main():
     a = p.parse_args()
     compiler = os.path.join(a.build, "bin", "het-compile")
     work = tempfile.mkdtemp(prefix="het-recompute-bench-")
-    gpt = os.path.join(work, "gpt12.mlir")
-    with open(gpt, "w") as f:
-        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "models", "make_gpt.py"),
-                        *GPT_SIZES, "--blocks", "12"], stdout=f, check=True)
+    gpt = make_gpt(12, work)
     kept, exes, buffers = {}, {}, {}
     for mode in MODES:
         exes[mode] = os.path.join(work, f"gpt12.{mode}")

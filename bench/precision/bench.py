@@ -28,9 +28,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "codegen"))
-from bench import run_het, run_measured  # noqa: E402
+from bench import GPT_SIZES, make_gpt, run_het, run_measured  # noqa: E402
 
-GPT_SIZES = ["--batch", "8", "--seq", "128", "--vocab", "4096", "--dim", "256", "--heads", "4"]
 
 
 def compile_model(compiler, model, out, extra):
@@ -60,10 +59,7 @@ def main():
                           text=True).stdout
     print(peak.strip())
     work = tempfile.mkdtemp(prefix="het-precision-bench-")
-    gpt = os.path.join(work, "gpt12.mlir")
-    with open(gpt, "w") as f:
-        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "models", "make_gpt.py"),
-                        *GPT_SIZES, "--blocks", "12"], stdout=f, check=True)
+    gpt = make_gpt(12, work)
     models = {
         "MLP": (os.path.join(ROOT, "bench", "codegen", "mlp_784.mlir"), ["--lr", "0.1"],
                 lambda threads, bf16: [a.torch_python, os.path.join(ROOT, "bench", "codegen", "torch_train.py"),

@@ -24,6 +24,8 @@
 #include "GemmEngines.h"
 #include "KernelCall.h"
 
+#include "Types/DataType.h" // hetccl: the bf16 conversions
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -438,22 +440,6 @@ void batchNormBackward(const int64_t *meta, void *const *buffers, bool relu) {
   stream().wait();
 }
 
-/// Round-to-nearest-even of an f32 to bf16's bits.
-uint16_t toBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it a (quiet) NaN
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float fromBf16(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof value);
-  return value;
-}
-
 /// linear_grad on bf16 (or f16) buffers: dx = dy w and dw = dy^T x as
 /// oneDNN matmuls in the buffers' format (f32 accumulation inside), db the
 /// column sums of dy accumulated in f32 and rounded once, as PyTorch's bf16
@@ -479,10 +465,10 @@ void linearGradLowPrecision(const int64_t *meta, const KernelCall &c, int64_t ro
     const auto *dy = static_cast<const uint16_t *>(c.buffers[0]);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; ++j)
-        sums[j] += fromBf16(dy[r * n + j]);
+        sums[j] += hetccl::bf16ToFloat(dy[r * n + j]);
     auto *db = static_cast<uint16_t *>(c.buffers[c.numOperands + 2]);
     for (int64_t j = 0; j < n; ++j)
-      db[j] = toBf16(sums[j]);
+      db[j] = hetccl::floatToBf16(sums[j]); // to nearest even
   } else {
     const auto *dy = static_cast<const _Float16 *>(c.buffers[0]);
     for (int64_t r = 0; r < rows; ++r)

@@ -22,6 +22,7 @@
 #include "het/Partition/PartitionPlan.h"
 #include "het/Partition/PipelinePrecision.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/Plan.h"
 
 #include "AutoPlan.h"
 #include "BuildRecord.h"
@@ -947,13 +948,10 @@ int main(int argc, char **argv) {
   for (const std::string &format : layerPrecisions)
     if (format != "fp32" && format != "bf16" && format != "fp16")
       return fail("unknown format '" + format + "' in --layer-precisions (use fp32, bf16 or fp16)");
-  auto isRecomputeMode = [](StringRef mode) {
-    return mode == "none" || mode == "selective" || mode == "full";
-  };
-  if (!isRecomputeMode(recompute))
+  if (!::het::plan::parseRecompute(recompute))
     return fail("unknown --recompute '" + recompute + "' (use none, selective or full)");
   for (const std::string &mode : recomputeLayers)
-    if (!isRecomputeMode(mode))
+    if (!::het::plan::parseRecompute(mode))
       return fail("unknown mode '" + mode +
                   "' in --recompute-layers (use none, selective or full)");
   // A plan states the format each stage trains in: compile in it, and

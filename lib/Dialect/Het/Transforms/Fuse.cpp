@@ -96,6 +96,14 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("remark on what het-recompute recomputes and the bytes it saves"),
       llvm::cl::init(false)};
 };
+/// The entries of a comma-separated per-layer option (empty ones skipped).
+SmallVector<std::string> commaList(StringRef text) {
+  SmallVector<std::string> out;
+  for (StringRef name : llvm::split(text, ','))
+    if (!name.empty())
+      out.push_back(name.str());
+  return out;
+}
 } // namespace
 
 void mlir::het::registerHetTrainingPipeline() {
@@ -107,10 +115,7 @@ void mlir::het::registerHetTrainingPipeline() {
       [](OpPassManager &pm, const TrainingPipelineOptions &options) {
         if (options.fuseAttention)
           pm.addNestedPass<func::FuncOp>(createHetFuseAttention());
-        SmallVector<std::string> layers;
-        for (StringRef name : llvm::split(StringRef(options.layerPrecisions), ','))
-          if (!name.empty())
-            layers.push_back(name.str());
+        SmallVector<std::string> layers = commaList(options.layerPrecisions);
         bool anyFp16 = options.precision == "fp16" || llvm::is_contained(layers, "fp16");
         if ((options.precision != "fp32" && options.precision != "tf32") || !layers.empty()) {
           HetAutocastOptions autocast;
@@ -134,10 +139,7 @@ void mlir::het::registerHetTrainingPipeline() {
           pm.addNestedPass<func::FuncOp>(createHetFuse());
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
-        SmallVector<std::string> recomputeLayers;
-        for (StringRef name : llvm::split(StringRef(options.recomputeLayers), ','))
-          if (!name.empty())
-            recomputeLayers.push_back(name.str());
+        SmallVector<std::string> recomputeLayers = commaList(options.recomputeLayers);
         if (options.recompute != "none" || !recomputeLayers.empty()) {
           // Last: the clones it makes are what the backward runs.
           HetRecomputeOptions recompute;

@@ -147,18 +147,11 @@ struct RecomputePass : mlir::het::impl::HetRecomputeBase<RecomputePass> {
       if (m == Mode::None || def->hasTrait<OpTrait::ConstantLike>() || !isMemoryEffectFree(def) ||
           (m == Mode::Selective && isExpensive(def)))
         return false;
+      // Backward reads are what recomputation replaces.
       std::optional<int64_t> layer = layerOf(def);
-      for (OpOperand &use : value.getUses()) {
-        Operation *user = use.getOwner();
-        if (!forward.contains(user))
-          continue; // a backward read: what recomputation replaces
-        if (layerOf(user) != layer)
-          return false;
-      }
-      for (OpOperand &use : value.getUses())
-        if (isa<func::ReturnOp>(use.getOwner()))
-          return false;
-      return true;
+      return llvm::none_of(value.getUsers(), [&](Operation *user) {
+        return isa<func::ReturnOp>(user) || (forward.contains(user) && layerOf(user) != layer);
+      });
     };
 
     int64_t keptBefore = report ? keptForBackward(block, forward) : 0;
