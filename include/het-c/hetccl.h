@@ -227,6 +227,16 @@ hetcclResult_t hetcclAllGather(const void* sendbuff, void* recvbuff, size_t send
                                hetcclDataType_t datatype, hetcclComm_t comm);
 hetcclResult_t hetcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                    hetcclDataType_t datatype, hetcclRedOp_t op, hetcclComm_t comm);
+/* Uneven blocks, as MPI_Allgatherv and MPI_Reduce_scatter: rank r's block
+ * is recvcounts[r] elements (any may be 0) at the sum of the counts before
+ * it; recvcounts has one entry per rank and is the same on every rank.
+ * AllGatherV sends recvcounts[rank] elements and receives them all;
+ * ReduceScatterV reduces the sum of the counts and keeps this rank's block.
+ * Both run the ring whatever the communicator's algorithm. */
+hetcclResult_t hetcclAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                hetcclDataType_t datatype, hetcclComm_t comm);
+hetcclResult_t hetcclReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                    hetcclDataType_t datatype, hetcclRedOp_t op, hetcclComm_t comm);
 hetcclResult_t hetcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                hetcclDataType_t datatype, int root, hetcclComm_t comm);
 hetcclResult_t hetcclReduce(const void* sendbuff, void* recvbuff, size_t count,

@@ -217,6 +217,36 @@ void hostReduceScatter(hetcclComm* c, const void* send, void* recv, size_t recvc
   if (op == hetcclAvg) finalizeAvg(recv, recvcount, dt, c->nranks);
 }
 
+// The V collectives: rank r's block is counts[r] elements at the sum of the
+// counts before it; always the ring (its chunks may be uneven; the other
+// algorithms split evenly).
+std::vector<size_t> boundsOf(const std::vector<size_t>& counts) {
+  std::vector<size_t> bounds(counts.size() + 1, 0);
+  for (size_t k = 0; k < counts.size(); ++k) bounds[k + 1] = bounds[k] + counts[k];
+  return bounds;
+}
+
+void hostAllGatherV(hetcclComm* c, const void* send, void* recv, const std::vector<size_t>& counts,
+                    hetcclDataType_t dt) {
+  size_t es = dtypeSize(dt);
+  std::vector<size_t> bounds = boundsOf(counts);
+  char* dst = static_cast<char*>(recv);
+  if (send != dst + bounds[c->rank] * es) memmove(dst + bounds[c->rank] * es, send, counts[c->rank] * es);
+  ringAllGatherV(c, allMembers(c), dst, bounds.data(), es);
+}
+
+void hostReduceScatterV(hetcclComm* c, const void* send, void* recv, const std::vector<size_t>& counts,
+                        hetcclDataType_t dt, hetcclRedOp_t op) {
+  size_t es = dtypeSize(dt);
+  std::vector<size_t> bounds = boundsOf(counts);
+  size_t total = bounds.back();
+  char* work = c->scratchBuf(1, total * es + 1);
+  memcpy(work, send, total * es);
+  ringReduceScatterV(c, allMembers(c), work, bounds.data(), elemOf(dt, op));
+  memmove(recv, work + bounds[c->rank] * es, counts[c->rank] * es);
+  if (op == hetcclAvg) finalizeAvg(recv, counts[c->rank], dt, c->nranks);
+}
+
 void hostBroadcast(hetcclComm* c, const void* send, void* recv, size_t count, hetcclDataType_t dt, int root) {
   size_t bytes = count * dtypeSize(dt);
   if (c->rank == root && send != recv) memmove(recv, send, bytes);
@@ -602,6 +632,47 @@ hetcclResult_t hetcclReduceScatter(const void* send, void* recv, size_t recvcoun
       return;
     }
     staged(c, send, inBytes, recv, bytes, [&](const void* s, void* r) { hostReduceScatter(c, s, r, recvcount, dt, op); });
+  });
+}
+
+// The counts, copied: a grouped call runs after the caller's array is gone.
+static std::vector<size_t> countsOf(const hetcclComm* c, const size_t* counts, const char* name) {
+  if (!counts) fail(hetcclInvalidArgument, std::string(name) + " is NULL");
+  return std::vector<size_t>(counts, counts + c->nranks);
+}
+
+hetcclResult_t hetcclAllGatherV(const void* send, void* recv, const size_t* recvcounts, hetcclDataType_t dt,
+                                hetcclComm_t c) {
+  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
+  std::vector<size_t> counts;
+  hetcclResult_t r = unguarded([&] { counts = countsOf(c, recvcounts, "recvcounts"); });
+  if (r != hetcclSuccess) return r;
+  return submit(c, [=] {
+    checkType(dt);
+    size_t total = boundsOf(counts).back(), mine = counts[c->rank];
+    checkBuf(send, mine, "sendbuff");
+    checkBuf(recv, total, "recvbuff");
+    if (total == 0) return;
+    staged(c, send, bytesOf(mine, dt), recv, bytesOf(total, dt),
+           [&](const void* s, void* out) { hostAllGatherV(c, s, out, counts, dt); });
+  });
+}
+
+hetcclResult_t hetcclReduceScatterV(const void* send, void* recv, const size_t* recvcounts, hetcclDataType_t dt,
+                                    hetcclRedOp_t op, hetcclComm_t c) {
+  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
+  std::vector<size_t> counts;
+  hetcclResult_t r = unguarded([&] { counts = countsOf(c, recvcounts, "recvcounts"); });
+  if (r != hetcclSuccess) return r;
+  return submit(c, [=] {
+    checkType(dt);
+    checkOp(op);
+    size_t total = boundsOf(counts).back(), mine = counts[c->rank];
+    checkBuf(send, total, "sendbuff");
+    checkBuf(recv, mine, "recvbuff");
+    if (total == 0) return;
+    staged(c, send, bytesOf(total, dt), recv, bytesOf(mine, dt),
+           [&](const void* s, void* out) { hostReduceScatterV(c, s, out, counts, dt, op); });
   });
 }
 

@@ -1,5 +1,6 @@
 // Every collective x algorithm x dtype x op x size (0, 1, odd, larger odd)
-// x in/out-of-place, on 1..8 real processes, checked bit for bit against
+// x in/out-of-place (the V collectives, which always run the ring, with
+// uneven blocks, some empty, once per dtype, op and size), on 1..8 real processes, checked bit for bit against
 // results known exactly in advance. Separate cases run the same matrix over
 // TCP on loopback, over a two-host topology (hierarchical: shm inside each
 // "host", TCP between) and on 64 MiB buffers.
@@ -76,6 +77,50 @@ int checkReduceScatter(Ctx& x, hetcclDataType_t t, hetcclRedOp_t op, size_t coun
   return 0;
 }
 
+// Uneven blocks for the V collectives: some ranks hold none.
+std::vector<size_t> unevenCounts(size_t count, int n) {
+  std::vector<size_t> counts(n);
+  for (int r = 0; r < n; ++r) counts[r] = r % 3 == 1 ? 0 : count + size_t(r);
+  return counts;
+}
+
+size_t before(const std::vector<size_t>& counts, int rank) {
+  size_t sum = 0;
+  for (int r = 0; r < rank; ++r) sum += counts[r];
+  return sum;
+}
+
+int checkReduceScatterV(Ctx& x, hetcclDataType_t t, hetcclRedOp_t op, size_t count, bool inPlace) {
+  std::vector<size_t> counts = unevenCounts(count, x.n);
+  size_t es = typeSize(t), total = before(counts, x.n), first = before(counts, x.rank), mine = counts[x.rank];
+  std::vector<char> in(total * es + 1), out(mine * es + 1, char(0xa5)), full(total * es + 1);
+  for (size_t i = 0; i < total; ++i) {
+    put(t, in.data(), i, genReduce(op, x.rank, i));
+    expectReduce(t, op, x.n, full.data(), i);
+  }
+  char* dst = inPlace ? in.data() + first * es : out.data();
+  RCALL(hetcclReduceScatterV(in.data(), dst, counts.data(), t, op, x.comm));
+  MISMATCH(x, inPlace ? "reducescatterv(in place)" : "reducescatterv", full.data() + first * es, dst, mine * es);
+  return 0;
+}
+
+int checkAllGatherV(Ctx& x, hetcclDataType_t t, size_t count, bool inPlace) {
+  std::vector<size_t> counts = unevenCounts(count, x.n);
+  size_t es = typeSize(t), total = before(counts, x.n), first = before(counts, x.rank), mine = counts[x.rank];
+  std::vector<char> in(mine * es + 1), out(total * es + 1, char(0xa5)), exp(total * es + 1);
+  for (size_t i = 0; i < mine; ++i) put(t, in.data(), i, genData(x.rank, i));
+  for (int r = 0; r < x.n; ++r)
+    for (size_t i = 0; i < counts[r]; ++i) put(t, exp.data(), before(counts, r) + i, genData(r, i));
+  const void* src = in.data();
+  if (inPlace) {
+    memcpy(out.data() + first * es, in.data(), mine * es);
+    src = out.data() + first * es;
+  }
+  RCALL(hetcclAllGatherV(src, out.data(), counts.data(), t, x.comm));
+  MISMATCH(x, inPlace ? "allgatherv(in place)" : "allgatherv", exp.data(), out.data(), total * es);
+  return 0;
+}
+
 int checkReduce(Ctx& x, hetcclDataType_t t, hetcclRedOp_t op, size_t count, bool inPlace, int root) {
   size_t es = typeSize(t);
   std::vector<char> in(count * es + 1), out(count * es + 1, char(0xa5)), exp(count * es + 1);
@@ -147,12 +192,15 @@ int runMatrix(hetcclComm_t comm, int rank, int n, const std::vector<size_t>& siz
             if (checkAllReduce(x, t, op, count, ip)) return 1;
             if (checkReduceScatter(x, t, op, count, ip)) return 1;
             if (checkReduce(x, t, op, count, ip, root)) return 1;
+            // The V collectives always run the ring: once, not per algorithm.
+            if (a == hetcclAlgoAuto && checkReduceScatterV(x, t, op, count, ip)) return 1;
           }
           x.where = std::string(hetcclAlgoName(hetcclAlgo_t(a))) + " type " + std::to_string(int(t)) + " count " +
                     std::to_string(count);
           if (checkAllGather(x, t, count, ip)) return 1;
           if (checkBroadcast(x, t, count, ip, root)) return 1;
           if (checkAllToAll(x, t, count, ip)) return 1;
+          if (a == hetcclAlgoAuto && checkAllGatherV(x, t, count, ip)) return 1;
         }
   }
   RCALL(hetcclBarrier(comm));

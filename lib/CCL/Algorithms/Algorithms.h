@@ -36,6 +36,10 @@ void ringAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, con
 void ringReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e);
 // Before: member i holds chunk i. After: every chunk everywhere.
 void ringAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t elemSize);
+// The same with member k's chunk [bounds[k], bounds[k+1]) (p + 1 bounds,
+// chunks may be empty): hetcclReduceScatterV and hetcclAllGatherV.
+void ringReduceScatterV(hetcclComm* c, const Members& m, char* buf, const size_t* bounds, const Elem& e);
+void ringAllGatherV(hetcclComm* c, const Members& m, char* buf, const size_t* bounds, size_t elemSize);
 // Pipelined chain from member `root`.
 void chainBroadcast(hetcclComm* c, const Members& m, char* buf, size_t bytes, int root);
 

@@ -9,29 +9,43 @@ namespace hetccl {
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
-void ringReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e) {
+// Member k's chunk is [bounds[k], bounds[k+1]): even chunks, or the
+// uneven ones of the V collectives.
+static std::vector<size_t> evenBounds(size_t count, int p) {
+  std::vector<size_t> bounds(p + 1);
+  for (int k = 0; k <= p; ++k) bounds[k] = chunkBegin(count, k, p);
+  return bounds;
+}
+
+void ringReduceScatterV(hetcclComm* c, const Members& m, char* buf, const size_t* bounds, const Elem& e) {
   int p = m.size(), i = m.me;
   if (p == 1) return;
   int next = m.ranks[mod(i + 1, p)], prev = m.ranks[mod(i - 1, p)];
   for (int s = 0; s < p - 1; ++s) {
     int sc = mod(i - s - 1, p), rc = mod(i - s - 2, p);
-    size_t sb = chunkBegin(count, sc, p), se = chunkBegin(count, sc + 1, p);
-    size_t rb = chunkBegin(count, rc, p), re = chunkBegin(count, rc + 1, p);
+    size_t sb = bounds[sc], se = bounds[sc + 1], rb = bounds[rc], re = bounds[rc + 1];
     c->fabric.run({P2POp::sendTo(next, buf + sb * e.size, (se - sb) * e.size),
                    P2POp::recvReduce(prev, buf + rb * e.size, (re - rb) * e.size, e.fn, e.size)});
   }
 }
 
-void ringAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t es) {
+void ringAllGatherV(hetcclComm* c, const Members& m, char* buf, const size_t* bounds, size_t es) {
   int p = m.size(), i = m.me;
   if (p == 1) return;
   int next = m.ranks[mod(i + 1, p)], prev = m.ranks[mod(i - 1, p)];
   for (int s = 0; s < p - 1; ++s) {
     int sc = mod(i - s, p), rc = mod(i - s - 1, p);
-    size_t sb = chunkBegin(count, sc, p), se = chunkBegin(count, sc + 1, p);
-    size_t rb = chunkBegin(count, rc, p), re = chunkBegin(count, rc + 1, p);
+    size_t sb = bounds[sc], se = bounds[sc + 1], rb = bounds[rc], re = bounds[rc + 1];
     c->fabric.run({P2POp::sendTo(next, buf + sb * es, (se - sb) * es), P2POp::recvFrom(prev, buf + rb * es, (re - rb) * es)});
   }
+}
+
+void ringReduceScatter(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e) {
+  ringReduceScatterV(c, m, buf, evenBounds(count, m.size()).data(), e);
+}
+
+void ringAllGather(hetcclComm* c, const Members& m, char* buf, size_t count, size_t es) {
+  ringAllGatherV(c, m, buf, evenBounds(count, m.size()).data(), es);
 }
 
 void ringAllReduce(hetcclComm* c, const Members& m, char* buf, size_t count, const Elem& e) {
