@@ -56,6 +56,10 @@ const ChannelInfo *ModelInfo::channel(int from, int to, int number) const {
   return nullptr;
 }
 
+bool ModelInfo::isShareSharded(const std::string &name) const {
+  return std::find(shareSharded.begin(), shareSharded.end(), name) != shareSharded.end();
+}
+
 const ShardInfo *ModelInfo::shard(const std::string &name) const {
   for (const ShardInfo &s : shards)
     if (s.name == name)
@@ -148,6 +152,10 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
            size_t(c.to) < info.stages.size() && c.rowsPerSample >= -1;
       c.backward = direction == "backward";
       info.channels.push_back(c);
+    } else if (keyword == "share_shard") {
+      std::string name;
+      ok = static_cast<bool>(line >> name);
+      info.shareSharded.push_back(name);
     } else if (keyword == "shard") {
       ShardInfo sh;
       ok = (line >> sh.name >> sh.axis >> sh.parts) && sh.axis >= 0 && sh.parts > 0;

@@ -27,6 +27,7 @@
 //   out <name> <f32|i64> <rank> <sizes...>                    (per output)
 //   channel <from> <to> <channel> <forward|backward> <rows-per-sample>
 //   shard <name> <axis> <parts>
+//   share_shard <name>           (state held in blocks of rows by batch share)
 // `sum`: each replica's loss is weighted by its share of the micro-batch,
 // so replicas' losses and gradients add up; `avg`: they are averaged.
 // Rows per sample of a channel: > 0 re-sharded by sample range, 0 the same
@@ -117,6 +118,9 @@ struct ModelInfo {
   std::vector<std::string> batched;
   std::vector<ChannelInfo> channels;
   std::vector<ShardInfo> shards;
+  /// Optimizer state each replica of its stage holds a block of rows of
+  /// (het-shard-optimizer; het/Support/ShareBlocks.h sizes the blocks).
+  std::vector<std::string> shareSharded;
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;
   std::string predictName;
@@ -126,6 +130,7 @@ struct ModelInfo {
   bool isBatched(const std::string &name) const;
   const ChannelInfo *channel(int from, int to, int channel) const;
   const ShardInfo *shard(const std::string &name) const;
+  bool isShareSharded(const std::string &name) const;
 };
 
 /// Parses the embedded text; on failure returns false and sets `error`.

@@ -8,6 +8,8 @@
 #include "KernelCall.h"
 #include "RankMetrics.h"
 
+#include "het/Support/ShareBlocks.h"
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -209,6 +211,32 @@ hetcclComm_t groupOf(const KernelCall &call, int64_t word, int &members) {
   return group;
 }
 
+/// Elements per row of a tensor: those after its first dimension.
+size_t rowElements(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d)
+    n *= static_cast<size_t>(shape[d]);
+  return n;
+}
+
+/// The blocks by batch share of `rows` rows over this stage's replicas
+/// (het/Support/ShareBlocks.h), checked against this rank's compiled
+/// block of `length` rows.
+std::vector<het::ShareBlock> shareBlocksHere(int64_t rows, int64_t length, const char *what) {
+  const PipelineComm &comm = pipelineComm();
+  std::vector<int64_t> shares;
+  for (int r = 0; r < comm.layout.replicas(comm.place.stage); ++r)
+    shares.push_back(comm.layout.share(comm.place.stage, r));
+  std::vector<het::ShareBlock> blocks = het::shareBlocks(rows, shares);
+  if (blocks.at(comm.place.replica).length != length)
+    throw std::runtime_error(std::string("internal error: ") + what + " of stage " +
+                             std::to_string(comm.place.stage) + " has a block of " +
+                             std::to_string(length) + " rows; the plan's shares give replica " +
+                             std::to_string(comm.place.replica) + " " +
+                             std::to_string(blocks[comm.place.replica].length));
+  return blocks;
+}
+
 /// Elements before, along and after `axis` of `shape`.
 void split(const std::vector<int64_t> &shape, int64_t axis, int64_t &outer, int64_t &along,
            int64_t &inner) {
@@ -254,11 +282,30 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
   std::memcpy(call.result(0), input.data(), input.size());
 }
 
-// Words: axis, communicator. Each member's tensor becomes its slice of the
-// result along `axis`.
+// Words: axis, communicator, by share. Each member's tensor becomes its
+// slice of the result along `axis`; with by share, its block of rows
+// (padding dropped): the updated blocks of sharded optimizer state.
 static void allGather(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
+  if (call.attribute(2)) {
+    hetcclComm_t group = communicator(comm, call.attribute(1));
+    if (!group)
+      throw std::runtime_error("internal error: a by-share all-gather over a group of one");
+    const std::vector<int64_t> &out = call.resultShape(0);
+    size_t inner = rowElements(out);
+    std::vector<het::ShareBlock> blocks =
+        shareBlocksHere(out.at(0), call.operandShape(0).at(0), "a parameter all-gather");
+    std::vector<size_t> counts;
+    for (const het::ShareBlock &b : blocks)
+      counts.push_back(static_cast<size_t>(b.held) * inner);
+    commTrace().collective("all_gather", comm.members(0), out[0] * inner * sizeof(float));
+    checkCcl(hetcclAllGatherV(call.operand(0), call.result(0), counts.data(), hetcclFloat32, group),
+             "parameter all-gather of stage " + std::to_string(comm.place.stage) +
+                 " (sharded optimizer state)",
+             group);
+    return;
+  }
   int members = 1;
   hetcclComm_t group = groupOf(call, call.attribute(1), members);
   if (!group)
@@ -278,11 +325,40 @@ static void allGather(const int64_t *meta, void *const *buffers) {
                   gathered.data() + m * count + o * along * inner, along * inner * sizeof(float));
 }
 
-// Words: reduction, axis, communicator. Member m keeps slice m (along
-// `axis`) of the reduction.
+// A by_share reduce-scatter: this replica's block of rows of the reduced
+// gradient, zeros past the end of the whole.
+static void reduceScatterByShare(const KernelCall &call, hetcclComm_t group) {
+  PipelineComm &comm = pipelineComm();
+  const std::vector<int64_t> &in = call.operandShape(0);
+  size_t inner = rowElements(in);
+  int64_t length = call.resultShape(0).at(0);
+  std::vector<het::ShareBlock> blocks = shareBlocksHere(in[0], length, "a gradient reduce-scatter");
+  std::vector<size_t> counts;
+  for (const het::ShareBlock &b : blocks)
+    counts.push_back(static_cast<size_t>(b.held) * inner);
+  const het::ShareBlock &mine = blocks[comm.place.replica];
+  float *out = call.result(0);
+  std::memset(out, 0, static_cast<size_t>(length) * inner * sizeof(float));
+  commTrace().collective("reduce_scatter", comm.members(0), in[0] * inner * sizeof(float));
+  checkCcl(hetcclReduceScatterV(call.operand(0), out, counts.data(), hetcclFloat32,
+                                static_cast<hetcclRedOp_t>(call.attribute(0)), group),
+           "gradient reduce-scatter of stage " + std::to_string(comm.place.stage) +
+               " (sharded optimizer state, " + std::to_string(mine.held) + " rows here)",
+           group);
+}
+
+// Words: reduction, axis, communicator, by share. Member m keeps slice m
+// (along `axis`) of the reduction, or with by share its block of rows.
 static void reduceScatter(const int64_t *meta, void *const *buffers) {
   KernelCall call(meta, buffers);
   PipelineComm &comm = pipelineComm();
+  if (call.attribute(3)) {
+    hetcclComm_t group = communicator(comm, call.attribute(2));
+    if (!group)
+      throw std::runtime_error("internal error: a by-share reduce-scatter over a group of one");
+    reduceScatterByShare(call, group);
+    return;
+  }
   int members = 1;
   hetcclComm_t group = groupOf(call, call.attribute(2), members);
   if (!group)
@@ -303,6 +379,20 @@ static void reduceScatter(const int64_t *meta, void *const *buffers) {
   checkCcl(hetcclReduceScatter(arranged.data(), call.result(0), count / members, hetcclFloat32,
                                static_cast<hetcclRedOp_t>(call.attribute(0)), group),
            "tensor-parallel reduce-scatter of stage " + std::to_string(comm.place.stage), group);
+}
+
+// Words: axis, communicator. This replica's block of rows of a tensor every
+// replica holds whole (a parameter whose block it updates); no messages.
+static void shard(const int64_t *meta, void *const *buffers) {
+  KernelCall call(meta, buffers);
+  const std::vector<int64_t> &in = call.operandShape(0);
+  size_t inner = rowElements(in);
+  int64_t length = call.resultShape(0).at(0);
+  het::ShareBlock mine =
+      shareBlocksHere(in.at(0), length, "a parameter's block").at(pipelineComm().place.replica);
+  float *out = call.result(0);
+  std::memset(out, 0, static_cast<size_t>(length) * inner * sizeof(float));
+  std::memcpy(out, call.operand(0) + mine.begin * inner, mine.held * inner * sizeof(float));
 }
 
 // Generated code calls these; a failure must not unwind through its frames
@@ -339,6 +429,9 @@ extern "C" void hetrt_all_gather(const int64_t *meta, void *const *buffers) {
 }
 extern "C" void hetrt_reduce_scatter(const int64_t *meta, void *const *buffers) {
   timedCollective(reduceScatter, meta, buffers);
+}
+extern "C" void hetrt_shard(const int64_t *meta, void *const *buffers) {
+  guarded(shard, meta, buffers);
 }
 
 /// The index of this rank among its replica's tensor-parallel devices (0

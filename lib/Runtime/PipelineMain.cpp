@@ -272,6 +272,17 @@ void PipelineRank::setUp() {
                 static_cast<unsigned char *>(part.memory.get()), t.shape, shard->axis,
                 shard->parts, comm.place.tp, t.elementBytes(), /*toWhole=*/false);
       persistent_.emplace(t.name, std::move(part));
+    } else if (info_.isShareSharded(t.name)) {
+      // This replica's block of rows; rows past the end of the whole stay 0.
+      het::ShareBlock mine = shareBlock(t.shape.at(0), comm.place.stage, comm.place.replica);
+      if (local.shape.empty() || local.shape[0] != mine.length)
+        die("internal error: the block of '" + t.name + "' is " + shapeText(local.shape) +
+            ", the plan's shares give " + std::to_string(mine.length) + " rows");
+      Buffer part(bytesOf(local));
+      size_t row = bytesOf(t) / static_cast<size_t>(t.shape[0]);
+      std::memcpy(part.memory.get(), static_cast<unsigned char *>(whole.memory.get()) + mine.begin * row,
+                  mine.held * row);
+      persistent_.emplace(t.name, std::move(part));
     } else {
       if (local.shape != t.shape)
         die("internal error: stage input '" + t.name + "' is " + shapeText(local.shape) +
@@ -280,6 +291,7 @@ void PipelineRank::setUp() {
     }
     persistentInfo_[t.name] = local;
   }
+  reportShardedState();
   // Outputs of the update that are state it did not read (none so far) get
   // their shapes from the update's description.
   for (const TensorInfo &t : variant_->update.outputs)
@@ -412,6 +424,38 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
   }
 }
 
+/// With sharded optimizer state: the bytes of it this rank holds against
+/// the whole, and the replica's share of the batch that sized its blocks.
+void PipelineRank::reportShardedState() const {
+  const PipelineComm &comm = pipelineComm();
+  size_t held = 0, whole = 0;
+  for (const auto &[name, buffer] : persistent_) {
+    if (!info_.isShareSharded(name))
+      continue;
+    const TensorInfo &t = info_.inputs.at(stepIndex_.at(name));
+    size_t row = bytesOf(t) / static_cast<size_t>(t.shape.at(0));
+    held += shareBlock(t.shape[0], comm.place.stage, comm.place.replica).held * row;
+    whole += bytesOf(t);
+  }
+  if (whole == 0)
+    return;
+  int64_t share = comm.layout.share(comm.place.stage, comm.place.replica), batch = 0;
+  for (int r = 0; r < comm.layout.replicas(comm.place.stage); ++r)
+    batch += comm.layout.share(comm.place.stage, r);
+  std::printf("rank %d: sharded optimizer state: %zu of %zu bytes held (%.1f%%; its share of "
+              "the batch %lld/%lld = %.1f%%)\n",
+              comm.rank, held, whole, 100.0 * held / whole, static_cast<long long>(share),
+              static_cast<long long>(batch), 100.0 * share / batch);
+}
+
+het::ShareBlock PipelineRank::shareBlock(int64_t rows, int stage, int replica) const {
+  const PipelineComm &comm = pipelineComm();
+  std::vector<int64_t> shares;
+  for (int r = 0; r < comm.layout.replicas(stage); ++r)
+    shares.push_back(comm.layout.share(stage, r));
+  return het::shareBlocks(rows, shares).at(replica);
+}
+
 /// This rank's persistent tensors as the checkpoint names them: by model
 /// name, with the part of the whole a tensor-parallel rank holds.
 std::vector<NeededTensor> PipelineRank::heldTensors() const {
@@ -427,6 +471,15 @@ std::vector<NeededTensor> PipelineRank::heldTensors() const {
       n.shard.end = n.shard.begin + size;
       n.shard.whole = t.shape;
       n.shard.whole[shard->axis] = size * shard->parts;
+    } else if (info_.isShareSharded(name)) {
+      // The real rows of this replica's block (its padding is not state).
+      const TensorInfo &whole = info_.inputs.at(stepIndex_.at(name));
+      het::ShareBlock mine = shareBlock(whole.shape.at(0), comm.place.stage, comm.place.replica);
+      n.shape[0] = mine.held;
+      n.shard.axis = 0;
+      n.shard.begin = mine.begin;
+      n.shard.end = mine.begin + mine.held;
+      n.shard.whole = whole.shape;
     }
     held.push_back(std::move(n));
   }
@@ -442,6 +495,10 @@ void PipelineRank::describeLayout() {
   for (const StageInfo &st : info_.stages)
     key += st.name + " [" + std::to_string(st.layerBegin) + "," + std::to_string(st.layerEnd) +
            ") x" + std::to_string(st.replicas()) + " tp" + std::to_string(st.tensorParallel) + ";";
+  // Sharded optimizer state: another layout, though the same ranks run
+  // the same stages (a rank's directory no longer holds all it needs).
+  if (!info_.shareSharded.empty())
+    key += "share_sharded;";
   writers_.clear();
   for (int r = 0; r < comm.layout.ranks(); ++r) {
     const RankPlace &p = comm.layout.place(r);
@@ -469,7 +526,8 @@ ckpt::Snapshot PipelineRank::snapshot(int64_t step) const {
   ckpt::Snapshot snap;
   for (const NeededTensor &t : heldTensors()) {
     const Buffer &buffer = persistent_.at(t.name);
-    const TensorInfo &info = persistentInfo_.at(t.name);
+    TensorInfo info = persistentInfo_.at(t.name);
+    info.shape = t.shape; // a block's real rows: the buffer's first ones
     if (info.isInteger())
       snap.put(t.name, "i64", buffer.i(), info.count(), info.shape);
     else
@@ -497,10 +555,13 @@ void PipelineRank::restore(const ReshardedState &state) {
         it->second + ")");
   for (auto &[name, buffer] : persistent_) {
     const std::vector<uint8_t> &bytes = state.tensors.at(name);
-    if (bytes.size() != buffer.bytes)
+    // A block by batch share holds its real rows first, then zeros.
+    bool block = info_.isShareSharded(name) && bytes.size() < buffer.bytes;
+    if (bytes.size() != buffer.bytes && !block)
       die("checkpoint tensor '" + name + "' has " + std::to_string(bytes.size()) +
           " bytes, the model's has " + std::to_string(buffer.bytes));
-    std::memcpy(buffer.memory.get(), bytes.data(), buffer.bytes);
+    std::memset(buffer.memory.get(), 0, buffer.bytes);
+    std::memcpy(buffer.memory.get(), bytes.data(), bytes.size());
   }
 }
 
@@ -593,6 +654,30 @@ void PipelineRank::saveAll(const std::string &path) {
     const StageVariant *v = st.variant(st.replicaGroups.front().variant);
     for (const TensorInfo *kept : v->keptOutputs()) {
       const TensorInfo &local = *kept;
+      if (info_.isShareSharded(local.name)) {
+        // Each replica's block of rows, joined on rank 0.
+        const TensorInfo &whole = info_.inputs.at(stepIndex_.at(local.name));
+        Buffer gathered(bytesOf(whole));
+        size_t row = bytesOf(whole) / static_cast<size_t>(whole.shape.at(0));
+        for (int r = 0; r < comm.layout.replicas(static_cast<int>(j)); ++r) {
+          het::ShareBlock b = shareBlock(whole.shape[0], static_cast<int>(j), r);
+          int owner = comm.layout.rankOf(static_cast<int>(j), r, 0);
+          unsigned char *into = static_cast<unsigned char *>(gathered.memory.get()) + b.begin * row;
+          if (comm.rank == owner && owner == 0)
+            std::memcpy(into, persistent_.at(local.name).memory.get(), b.held * row);
+          else if (comm.rank == owner)
+            checkCcl(hetcclSend(persistent_.at(local.name).memory.get(), b.held * row, hetcclUint8,
+                                0, comm.world),
+                     "sending '" + local.name + "' to rank 0", comm.world);
+          else if (comm.rank == 0)
+            checkCcl(hetcclRecv(into, b.held * row, hetcclUint8, owner, comm.world),
+                     "receiving '" + local.name + "' from rank " + std::to_string(owner),
+                     comm.world);
+        }
+        if (comm.rank == 0)
+          add(local.name, whole, gathered.memory.get());
+        continue;
+      }
       const ShardInfo *shard = info_.shard(local.name);
       int parts = shard ? shard->parts : 1;
       TensorInfo whole = local;

@@ -9,6 +9,7 @@
 #ifndef HET_LIB_RUNTIME_PIPELINERANK_H
 #define HET_LIB_RUNTIME_PIPELINERANK_H
 
+#include "het/Support/ShareBlocks.h"
 #include "Arguments.h"
 #include "ModelInfo.h"
 #include "Resharding.h"
@@ -83,6 +84,10 @@ private:
   void call(const StageFunction &f, Env *batch, bool accumulate);
   void fillBatch(int64_t step, int micro);
   std::vector<NeededTensor> heldTensors() const;
+  /// Of state held in blocks by batch share (het-shard-optimizer): the
+  /// block of stage `stage`'s replica `replica` of a tensor of `rows` rows.
+  het::ShareBlock shareBlock(int64_t rows, int stage, int replica) const;
+  void reportShardedState() const;
   void describeLayout();
   het::ckpt::Snapshot snapshot(int64_t step) const;
   void restore(const ReshardedState &state);

@@ -231,6 +231,14 @@ cl::opt<std::string> compression("compression",
                                  cl::desc("gradient all-reduce compression: none (default), "
                                           "fp16, bf16, int8, topk:<ratio>"),
                                  cl::init("none"), cl::cat(distributed));
+cl::opt<int> zeroStage("zero",
+                       cl::desc("sharded data parallelism over each stage's replicas: 0 "
+                                "(default: every replica holds all of its stage's optimizer "
+                                "state) or 1 (ZeRO-1: each replica holds and updates a block "
+                                "of rows of it, sized by its share of the batch; gradients "
+                                "are reduce-scattered and the updated blocks all-gathered; "
+                                "docs/memory.md)"),
+                       cl::init(0), cl::cat(distributed));
 cl::opt<std::string> writePlan("write-plan",
                                cl::desc("with --plan auto: where to write the chosen plan "
                                         "(default: <output>.plan.json)"),
@@ -547,6 +555,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
+  build.zeroStage = zeroStage;
   build.gpu.emulate = gpuEmulate;
   build.gpu.vendorLibraries = gpuLibraries == "vendor";
   // With a tuning database, a given plan is priced by its measurements.

@@ -49,6 +49,9 @@ struct PipelineBuildOptions {
   std::string schedule = "1f1b";   // 1f1b | gpipe
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces
+  /// Sharded data parallelism over each stage's replicas: 0 none, 1 the
+  /// optimizer state in blocks by batch share (het-shard-optimizer).
+  int zeroStage = 0;
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
   GpuStageOptions gpu;             // how stages on GPUs are built
   /// When set, each share's partitioned and scheduled module (het dialect,

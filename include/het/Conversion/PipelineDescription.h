@@ -77,6 +77,9 @@ struct PipelineDescription {
   std::vector<Stage> stages;
   std::vector<Channel> channels;
   std::vector<Shard> shards;
+  /// Optimizer state each replica of its stage holds a block of, by batch
+  /// share (het-shard-optimizer, ShareBlocks.h).
+  std::vector<std::string> shareSharded;
   double predictedSeconds = 0;
 
   /// The text of `het_model_info` after the step's own lines (`signature`,

@@ -97,4 +97,35 @@ def HetPipelineSchedule : Pass<"het-pipeline-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
 
+def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
+  let summary = "sharded data parallelism (ZeRO-1): each replica keeps and updates a block of the optimizer state";
+  let description = [{
+    Runs on partitioned stages (after `het-partition`). In every stage of
+    more than one replica (without tensor parallelism), each optimizer step
+    `het.adam`/`het.sgd` whose gradient is the stage's all-reduce and whose
+    state (Adam's moments, SGD's momentum buffer) is the stage's own becomes
+
+    ```mlir
+    %gs = het.reduce_scatter %dw over @s0 sum axis 0 by_share : tensor<128x64xf32> -> tensor<44x64xf32>
+    %ws = het.shard %w over @s0 axis 0 : tensor<128x64xf32> -> tensor<44x64xf32>
+    %ws1, %m1, %v1 = het.adam %ws, %gs, %m, %v, %step : tensor<44x64xf32>, tensor<i64>
+    %w1 = het.all_gather %ws1 over @s0 axis 0 by_share : tensor<44x64xf32> -> tensor<128x64xf32>
+    ```
+
+    so each replica holds its block of the state only (the stage's
+    arguments and results take the block's type), and the gradient's
+    all-reduce becomes a reduce-scatter and an all-gather of the same
+    bytes. Blocks are rows along the first dimension, sized by each
+    replica's share of the micro-batch (ShareBlocks.h): `samples` is the
+    share of the replicas this copy of the stages is compiled for. Tensors
+    of rank 0, and those where some replica's block would be empty, stay
+    whole. Each stage lists its sharded state in `het.sharded_state`.
+  }];
+  let options = [
+    Option<"samples", "samples", "int64_t", "0",
+           "samples of each micro-batch the replicas of this copy take (required)">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 #endif // HET_PARTITION_PASSES_TD

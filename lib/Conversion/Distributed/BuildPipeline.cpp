@@ -160,6 +160,15 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   if (options.schedule != "1f1b" && options.schedule != "gpipe")
     return error(input, "unknown --schedule '") << options.schedule << "' (use 1f1b or gpipe)";
   bool givenStep = static_cast<bool>(trainingStep(input));
+  if (options.zeroStage < 0 || options.zeroStage > 1)
+    return error(input, llvm::formatv("--zero {0}: use 0 (every replica holds all of its "
+                                      "stage's optimizer state) or 1 (each holds a block)",
+                                      options.zeroStage));
+  if (options.zeroStage > 0 && options.compression != "none")
+    return error(input, "--zero " + std::to_string(options.zeroStage) + " with --compression " +
+                            options.compression +
+                            ": sharded optimizer state reduce-scatters exact gradients; "
+                            "compress them without --zero");
 
   // The step at the model's own batch: how every rank initializes the
   // step's arguments, as a single-rank run would.
@@ -280,6 +289,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
 
   PipelineDescription description;
   std::vector<PipelineDescription::Shard> shards;
+  std::vector<std::string> sharded; // het-shard-optimizer's state, every variant's
   OwningOpRef<ModuleOp> merged;
   // Each channel's type at each share, to tell how it splits by sample.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<long, std::string>> channelTypes;
@@ -335,6 +345,11 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     partition.microBatchSamples = microBatch;
     partition.lossWeighted = !givenStep;
     pm.addPass(createHetPartition(partition));
+    if (options.zeroStage > 0) {
+      HetShardOptimizerOptions shard;
+      shard.samples = share;
+      pm.addPass(createHetShardOptimizer(shard));
+    }
     HetPipelineScheduleOptions order;
     order.schedule = options.schedule;
     order.microBatches = microBatches;
@@ -345,6 +360,11 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                         share));
     if (failed(applyCompression(*variant, options.compression)))
       return failure();
+    for (auto stage : variant->getOps<StageOp>())
+      if (auto names = stage->getAttrOfType<ArrayAttr>(kShardedStateAttrName))
+        for (auto name : names.getAsValueRange<StringAttr>())
+          if (!llvm::is_contained(sharded, name.str()))
+            sharded.push_back(name.str());
     if (options.stagesOutput) {
       *options.stagesOutput << "// replicas taking " << share
                             << " samples of each micro-batch\n";
@@ -403,6 +423,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   }
   description.globalBatch = globalBatch;
   description.shards = shards;
+  description.shareSharded = sharded;
   description.microBatches = microBatches;
   description.predictedSeconds = options.predictedSeconds;
   for (unsigned i : batchedArgs)

@@ -23,8 +23,9 @@
 //   hetrt_recv(meta, buffers)        the same, for the source stage
 //   hetrt_all_reduce(meta, buffers)  reduction, algorithm, compression,
 //                                    top-k ratio (bits), communicator
-//   hetrt_all_gather(meta, buffers)  axis, communicator
-//   hetrt_reduce_scatter(meta, ...)  reduction, axis, communicator
+//   hetrt_all_gather(meta, buffers)  axis, communicator, by share (0/1)
+//   hetrt_reduce_scatter(meta, ...)  reduction, axis, communicator, by share
+//   hetrt_shard(meta, buffers)       axis, communicator (no communication)
 //
 // in the KernelCall convention of the compute kernels. The communicator is
 // 0 for the stage's data-parallel replicas (a collective over the stage:
@@ -164,8 +165,13 @@ bool feedsUpdate(Operation *op) {
 /// Ops of the once-per-step update: the optimizer, loss scaling's
 /// unscaling, its job-wide decision and its state update.
 bool updateOp(Operation *op) {
-  return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp>(op) || feedsUpdate(op) ||
-         jobWide(op);
+  // Sharded optimizer state (het-shard-optimizer): the gradient's
+  // reduce-scatter, the parameter's block and the updated blocks' gather.
+  auto scatter = dyn_cast<ReduceScatterOp>(op);
+  auto gather = dyn_cast<AllGatherOp>(op);
+  bool byShare = (scatter && scatter.getByShare()) || (gather && gather.getByShare());
+  return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp, ShardOp>(op) ||
+         feedsUpdate(op) || jobWide(op) || byShare;
 }
 
 struct StageLowering {
@@ -213,7 +219,7 @@ void StageLowering::assignPhases() {
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (op.hasAttr(HetDialect::getLayerAttrName()) || phase[&op] == Anywhere ||
         updateOp(&op) ||
-        isa<SGDOp, AdamOp, AllReduceOp, AllGatherOp, ReduceScatterOp, SendOp, RecvOp>(op) ||
+        isa<SGDOp, AdamOp, AllReduceOp, AllGatherOp, ReduceScatterOp, ShardOp, SendOp, RecvOp>(op) ||
         op.hasAttr(HetDialect::getBackwardAttrName()))
       continue;
     Phase earliest = Update;
@@ -373,14 +379,20 @@ LogicalResult StageLowering::lower(const std::string &prefix, const KernelChoice
       } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
         SmallVector<Value> r = emitRuntimeCall(
             b, module, loc, "hetrt_all_gather", map.lookup(gather.getInput()), gather.getType(),
-            {gather.getAxis(), communicatorOf(op, gather.getGroup())});
+            {gather.getAxis(), communicatorOf(op, gather.getGroup()),
+             gather.getByShare() ? 1 : 0});
         map.map(gather.getResult(), r.front());
+      } else if (auto shard = dyn_cast<ShardOp>(op)) {
+        SmallVector<Value> r = emitRuntimeCall(
+            b, module, loc, "hetrt_shard", map.lookup(shard.getInput()), shard.getType(),
+            {shard.getAxis(), communicatorOf(op, shard.getGroup())});
+        map.map(shard.getResult(), r.front());
       } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
         SmallVector<Value> r = emitRuntimeCall(
             b, module, loc, "hetrt_reduce_scatter", map.lookup(scatter.getInput()),
             scatter.getType(),
             {static_cast<int64_t>(scatter.getReduction()), scatter.getAxis(),
-             communicatorOf(op, scatter.getGroup())});
+             communicatorOf(op, scatter.getGroup()), scatter.getByShare() ? 1 : 0});
         map.map(scatter.getResult(), r.front());
       } else if (isa<BroadcastOp, AllToAllOp>(op)) {
         return op->emitError("convert-het-to-runtime: ")
@@ -468,6 +480,10 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
   bool sum = false;
   module.walk([&](AllReduceOp reduce) {
     sum |= feedsUpdate(reduce) && reduce.getReduction() == ReductionKind::Sum;
+  });
+  // Sharded optimizer state reduce-scatters the gradients instead.
+  module.walk([&](ReduceScatterOp scatter) {
+    sum |= scatter.getByShare() && scatter.getReduction() == ReductionKind::Sum;
   });
   d.lossCombine = sum ? "sum" : "avg";
   // The global batch, where the stages say their shares.
@@ -647,5 +663,7 @@ std::string PipelineDescription::text(const std::string &signature) const {
        << (c.backward ? "backward" : "forward") << ' ' << c.rowsPerSample << '\n';
   for (const Shard &s : shards)
     os << "shard " << s.name << ' ' << s.axis << ' ' << s.parts << '\n';
+  for (const std::string &name : shareSharded)
+    os << "share_shard " << name << '\n';
   return info;
 }

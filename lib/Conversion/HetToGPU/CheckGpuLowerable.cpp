@@ -30,7 +30,7 @@ bool isHostHelper(StringRef callee) {
   static const StringRef helpers[] = {
       "hetrt_learning_rate", "hetrt_check_labels", "hetrt_check_indices", "hetrt_send",
       "hetrt_recv",          "hetrt_all_reduce",   "hetrt_all_gather",    "hetrt_reduce_scatter",
-      "hetrt_random_step",   "hetrt_random_first_sample"};
+      "hetrt_shard",         "hetrt_random_step",   "hetrt_random_first_sample"};
   // Vendor libraries' calls (cuDNN, cuBLAS) run on the GPU's stream.
   return llvm::is_contained(helpers, callee) || callee.starts_with("hetrt_cudnn_") ||
          callee.starts_with("hetrt_cublas_");

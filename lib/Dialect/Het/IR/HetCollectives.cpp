@@ -163,6 +163,31 @@ void AllReduceOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<DropSingleMemberCollective<AllReduceOp>>(context);
 }
 
+/// A block by batch share (reduce_scatter/all_gather by_share, het.shard):
+/// over a stage's replicas, along axis 0, at most as long as the whole and
+/// as wide in every other dimension. `whole` and `block` are the two types.
+static LogicalResult verifyShareBlock(Operation *op, SymbolRefAttr group, int64_t axis,
+                                      RankedTensorType whole, RankedTensorType block,
+                                      SymbolTableCollection &symbolTable) {
+  if (!isa_and_nonnull<StageOp>(symbolTable.lookupNearestSymbolFrom(op, group)))
+    return op->emitOpError("splits by batch share, which needs a stage's replicas as the group, "
+                           "not ")
+           << group;
+  if (axis != 0)
+    return op->emitOpError("splits by batch share along axis 0 only, got axis ") << axis;
+  if (whole.getRank() < 1 || whole.getRank() != block.getRank())
+    return op->emitOpError("needs tensors of one rank of at least 1");
+  for (int64_t d = 0; d < whole.getRank(); ++d) {
+    int64_t a = whole.getDimSize(d), b = block.getDimSize(d);
+    if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+      continue;
+    if (d == 0 ? b > a || b < 0 : a != b)
+      return op->emitOpError("block dimension ")
+             << d << " must be " << (d == 0 ? "at most " : "") << a << ", got " << b;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // reduce_scatter
 //===----------------------------------------------------------------------===//
@@ -182,6 +207,8 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
+  if (getByShare())
+    return verifyShareBlock(*this, getGroupAttr(), getAxis(), in, out, symbolTable);
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t a = in.getDimSize(d), b = out.getDimSize(d);
     if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
@@ -226,6 +253,8 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) 
     return failure();
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
+  if (getByShare())
+    return verifyShareBlock(*this, getGroupAttr(), getAxis(), out, in, symbolTable);
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t a = in.getDimSize(d), b = out.getDimSize(d);
     if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
@@ -243,6 +272,22 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) 
 void AllGatherOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                               MLIRContext *context) {
   results.add<DropSingleMemberCollective<AllGatherOp>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// shard
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardOp::verify() {
+  if (getInput().getType().getElementType() != getResult().getType().getElementType())
+    return emitOpError("must keep the element type");
+  return success();
+}
+
+LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyShareBlock(*this, getGroupAttr(), getAxis(),
+                          cast<RankedTensorType>(getInput().getType()),
+                          cast<RankedTensorType>(getResult().getType()), symbolTable);
 }
 
 //===----------------------------------------------------------------------===//

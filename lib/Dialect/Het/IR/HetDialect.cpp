@@ -59,7 +59,7 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == getArgNamesAttrName() || attr.getName() == getResultNamesAttrName() ||
-      attr.getName() == getScheduleAttrName()) {
+      attr.getName() == getScheduleAttrName() || attr.getName() == kShardedStateAttrName) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
       return op->emitError() << "'" << attr.getName().getValue()

@@ -515,7 +515,7 @@ LogicalResult AllGatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   // Every member holds the same gradient of the gathered tensor; the mean
   // of them, scattered, is each member's own slice.
   dxs.push_back(b.create<ReduceScatterOp>(getLoc(), getInput().getType(), dys[0], getGroup(),
-                                          ReductionKind::Avg, getAxis(),
+                                          ReductionKind::Avg, getAxis(), /*by_share=*/false,
                                           CollectiveAlgorithm::Auto, CompressionKind::None,
                                           FloatAttr()));
   return success();

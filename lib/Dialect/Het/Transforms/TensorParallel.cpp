@@ -445,7 +445,7 @@ LogicalResult mlir::het::splitTensorParallel(func::FuncOp function,
       shape[split.dim] *= split.degree;
       auto gathered = b.create<AllGatherOp>(
           op->getLoc(), RankedTensorType::get(shape, type.getElementType()), v,
-          groupOf(split.degree), split.dim, CollectiveAlgorithm::Ring,
+          groupOf(split.degree), split.dim, /*by_share=*/false, CollectiveAlgorithm::Ring,
           CompressionKind::None, FloatAttr());
       if (Operation *def = v.getDefiningOp())
         copyLayer(def, gathered);

@@ -14,6 +14,7 @@ include "het/Dialect/Het/IR/HetAttrs.td"
 include "het/Dialect/Het/IR/HetTypes.td"
 include "het/Dialect/Het/IR/HetInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
 
 /// `extraArgs` follow the input and the group; `format` is the op-specific
@@ -70,21 +71,31 @@ def Het_AllReduceOp : Het_CollectiveOp<"all_reduce",
 }
 
 def Het_ReduceScatterOp : Het_CollectiveOp<"reduce_scatter",
-    (ins Het_ReductionKindAttr:$reduction, Het_I64Attr:$axis),
-    "`` custom<Reduction>($reduction) `axis` $axis"> {
+    (ins Het_ReductionKindAttr:$reduction, Het_I64Attr:$axis, UnitAttr:$by_share),
+    "`` custom<Reduction>($reduction) `axis` $axis (`by_share` $by_share^)?"> {
   let summary = "reduce over a group and leave each member one slice";
   let description = [{
     The input's `axis` dimension must divide by the group size `n`; the
     result has that dimension divided by `n` (member `i` holds slice `i`).
 
+    With `by_share`, over a stage's replicas (sharded data parallelism,
+    het-shard-optimizer): member `i` holds the `ceil(rows * share_i /
+    micro-batch)` rows after those of the members before it, where `share_i`
+    is its samples of each micro-batch; rows past the end are zeros. Blocks
+    follow the batch shares, so replicas of one share (one compiled
+    variant) hold blocks of one shape; only the runtime knows the offsets.
+    `axis` must be 0.
+
     ```mlir
     %s = het.reduce_scatter %g over @s0 sum axis 0 : tensor<64x32xf32> -> tensor<16x32xf32>
+    %t = het.reduce_scatter %g over @s0 sum axis 0 by_share : tensor<64x32xf32> -> tensor<22x32xf32>
     ```
   }];
 }
 
-def Het_AllGatherOp : Het_CollectiveOp<"all_gather", (ins Het_I64Attr:$axis),
-    "`axis` $axis", [DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>]> {
+def Het_AllGatherOp : Het_CollectiveOp<"all_gather", (ins Het_I64Attr:$axis, UnitAttr:$by_share),
+    "`axis` $axis (`by_share` $by_share^)?",
+    [DeclareOpInterfaceMethods<Het_DifferentiableOpInterface>]> {
   let summary = "concatenate every member's tensor along an axis";
   let description = [{
     The result's `axis` dimension is the input's times the group size.
@@ -93,10 +104,34 @@ def Het_AllGatherOp : Het_CollectiveOp<"all_gather", (ins Het_I64Attr:$axis),
     gradient, computed as a reduce-scatter average of the identical
     gradients every member holds.
 
+    With `by_share` the members' blocks are those of a `by_share`
+    reduce-scatter (rows by batch share, zero padding dropped): the
+    updated parameter shards of sharded data parallelism, joined.
+
     ```mlir
     %a = het.all_gather %s over @s0 axis 0 : tensor<16x32xf32> -> tensor<64x32xf32>
+    %w = het.all_gather %ws over @s0 axis 0 by_share : tensor<22x32xf32> -> tensor<64x32xf32>
     ```
   }];
+}
+
+def Het_ShardOp : Het_Op<"shard", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this member's block of a tensor every member holds whole";
+  let description = [{
+    No communication: member `i` of the group (a stage's replicas) takes
+    the rows a `by_share` reduce-scatter would leave it, zero-padded past
+    the end. Sharded data parallelism updates this block of each parameter
+    (het-shard-optimizer).
+
+    ```mlir
+    %ws = het.shard %w over @s0 axis 0 : tensor<64x32xf32> -> tensor<22x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, SymbolRefAttr:$group, Het_I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `over` $group `axis` $axis attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Het_BroadcastOp : Het_CollectiveOp<"broadcast", (ins Het_I64Attr:$root),

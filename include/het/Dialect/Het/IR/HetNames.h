@@ -11,6 +11,7 @@
 #define HET_DIALECT_HET_IR_HETNAMES_H
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <string>
 
@@ -20,6 +21,11 @@ namespace mlir::het {
 std::string argumentName(FunctionOpInterface function, unsigned index);
 /// Result `index`'s `het.name`, else "result<index>".
 std::string resultName(FunctionOpInterface function, unsigned index);
+
+/// Discardable array of strings het-shard-optimizer puts on a `het.stage`:
+/// the names (as in het.arg_names) of the optimizer state each of its
+/// replicas holds a block of.
+constexpr llvm::StringLiteral kShardedStateAttrName = "het.sharded_state";
 
 /// Whether runners start block argument `argument` at one rather than at
 /// random or zero: a normalization's scale (a parameter) and a running

@@ -1,0 +1,142 @@
+//===- ShardOptimizer.cpp - ZeRO-1 over a stage's replicas ----------------===//
+//
+// Every replica of a data-parallel stage used to hold all of the stage's
+// optimizer state and apply the same update to every parameter. Here each
+// replica keeps a block of rows of the state and updates that block of the
+// parameter; the all-gather joins the updated blocks. The all-reduce of the
+// gradient becomes a reduce-scatter to the blocks: a ring all-reduce is a
+// reduce-scatter and an all-gather, so the bytes on the wire stay the same
+// while the state (Adam's two moments: 8 bytes per parameter) shrinks to
+// the replica's block. Blocks follow batch shares (ShareBlocks.h), so the
+// replicas of one share keep running one compiled variant.
+//
+//===----------------------------------------------------------------------===//
+
+
+#include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
+#include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Partition/Passes.h"
+#include "het/Support/ShareBlocks.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::het {
+#define GEN_PASS_DEF_HETSHARDOPTIMIZER
+#include "het/Partition/Passes.h.inc"
+} // namespace mlir::het
+
+using namespace mlir;
+using namespace mlir::het;
+
+namespace {
+
+/// A state operand the stage owns: an argument of its body read by this
+/// update alone, whose new value only leaves the stage.
+bool ownedState(Value state, Value updated) {
+  return isa<BlockArgument>(state) && state.hasOneUse() &&
+         llvm::all_of(updated.getUsers(), [](Operation *u) { return isa<YieldOp>(u); });
+}
+
+struct HetShardOptimizerPass
+    : public mlir::het::impl::HetShardOptimizerBase<HetShardOptimizerPass> {
+  using HetShardOptimizerBase::HetShardOptimizerBase;
+
+  void runOnOperation() override {
+    if (samples <= 0) {
+      getOperation().emitError("het-shard-optimizer: samples must be given (> 0)");
+      return signalPassFailure();
+    }
+    for (StageOp stage : getOperation().getOps<StageOp>())
+      if (failed(shard(stage)))
+        return signalPassFailure();
+  }
+
+  LogicalResult shard(StageOp stage) {
+    if (stage.getReplicas() < 2 || stage.getTensorParallel() > 1)
+      return success();
+    std::vector<int64_t> shares;
+    for (ReplicaGroupAttr group : stage.getReplicaGroupList())
+      for (int64_t r = 0; r < group.getReplicas(); ++r)
+        shares.push_back(group.getSamples());
+    int64_t microBatch = stage.getMicroBatchSamples();
+    if (microBatch <= 0)
+      return stage.emitError("het-shard-optimizer: stage '")
+             << stage.getSymName() << "' does not say its replicas' shares (het-partition does)";
+    auto names = stage->getAttrOfType<ArrayAttr>(HetDialect::getArgNamesAttrName());
+    if (!names)
+      return stage.emitError("het-shard-optimizer: stage '")
+             << stage.getSymName() << "' lacks het.arg_names (made by het-partition)";
+    auto group = SymbolRefAttr::get(stage.getSymNameAttr());
+    SmallVector<Operation *> updates;
+    stage.getBodyBlock().walk([&](Operation *op) {
+      if (isa<AdamOp, SGDOp>(op))
+        updates.push_back(op);
+    });
+    SmallVector<Attribute> sharded;
+    for (Operation *op : updates) {
+      Value param = op->getOperand(0), grad = op->getOperand(1);
+      auto reduce = grad.getDefiningOp<AllReduceOp>();
+      if (!reduce || reduce.getGroup() != group || !grad.hasOneUse() ||
+          reduce.getCompression() != CompressionKind::None)
+        continue; // not the stage's plain gradient all-reduce: leave it whole
+      // The state operands and their new values: Adam's two moments, SGD's
+      // momentum buffer.
+      SmallVector<std::pair<unsigned, unsigned>> state; // operand, result
+      if (isa<AdamOp>(op))
+        state = {{2, 1}, {3, 2}};
+      else
+        state = {{2, 1}};
+      if (!llvm::all_of(state, [&](auto s) {
+            return ownedState(op->getOperand(s.first), op->getResult(s.second));
+          }))
+        continue;
+      auto type = cast<RankedTensorType>(param.getType());
+      if (type.getRank() < 1 || !type.hasStaticShape())
+        continue;
+      int64_t rows = type.getDimSize(0);
+      std::vector<::het::ShareBlock> blocks = ::het::shareBlocks(rows, shares);
+      if (llvm::any_of(blocks, [](const ::het::ShareBlock &b) { return b.held == 0; }))
+        continue; // fewer rows than replicas need: kept whole
+      SmallVector<int64_t> blockShape(type.getShape());
+      blockShape[0] = ::het::shareBlockRows(rows, samples, microBatch);
+      auto blockType = RankedTensorType::get(blockShape, type.getElementType());
+
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto scattered = b.create<ReduceScatterOp>(
+          loc, blockType, reduce.getInput(), group, reduce.getReduction(), /*axis=*/0,
+          /*by_share=*/true, CollectiveAlgorithm::Ring, CompressionKind::None, FloatAttr());
+      auto block = b.create<ShardOp>(loc, blockType, param, group, /*axis=*/0);
+      SmallVector<Value> operands(op->getOperands());
+      operands[0] = block;
+      operands[1] = scattered;
+      for (auto [operand, result] : state) {
+        auto argument = cast<BlockArgument>(op->getOperand(operand));
+        argument.setType(blockType);
+        sharded.push_back(names[argument.getArgNumber()]);
+      }
+      SmallVector<Type> resultTypes(op->getNumResults(), blockType);
+      OperationState rebuilt(loc, op->getName(), operands, resultTypes, op->getAttrs());
+      Operation *update = b.create(rebuilt);
+      auto gathered = b.create<AllGatherOp>(loc, type, update->getResult(0), group, /*axis=*/0,
+                                            /*by_share=*/true, CollectiveAlgorithm::Ring,
+                                            CompressionKind::None, FloatAttr());
+      if (Attribute layer = op->getAttr(HetDialect::getLayerAttrName()))
+        for (Operation *created : {scattered.getOperation(), block.getOperation(),
+                                   gathered.getOperation()})
+          created->setAttr(HetDialect::getLayerAttrName(), layer);
+      op->getResult(0).replaceAllUsesWith(gathered);
+      for (unsigned k = 1; k < op->getNumResults(); ++k)
+        op->getResult(k).replaceAllUsesWith(update->getResult(k));
+      op->erase();
+      reduce.erase();
+    }
+    if (!sharded.empty())
+      stage->setAttr(kShardedStateAttrName,
+                     ArrayAttr::get(stage.getContext(), sharded));
+    return success();
+  }
+};
+
+} // namespace
