@@ -1041,6 +1041,11 @@ int main(int argc, char **argv) {
           "(--bf16-products=native overrides)\n",
           peaks.bf16Gflops, peaks.f32Gflops);
   }
+  if (zeroStage.getNumOccurrences() && clusterFile.empty() && planFile.empty()) {
+    llvm::errs() << "het-compile: error: --zero shards optimizer state over a stage's "
+                    "replicas; it needs a pipeline (--cluster or --plan)\n";
+    return 1;
+  }
   if (!clusterFile.empty() || !planFile.empty()) {
     FailureOr<OwningOpRef<ModuleOp>> pipeline = buildForCluster(*module, timer, output);
     if (failed(pipeline))
