@@ -38,6 +38,42 @@ bool ownedState(Value state, Value updated) {
          llvm::all_of(updated.getUsers(), [](Operation *u) { return isa<YieldOp>(u); });
 }
 
+/// ZeRO-3: the forward and the backward each all-gather the parameter
+/// held in blocks just before their first use of it, so the whole
+/// parameter lives only while a pass reads it (the backward gathers again
+/// rather than keep the forward's copy). `update` is the optimizer step,
+/// which takes the block itself.
+template <typename Mark>
+void gatherBeforeUses(BlockArgument param, Operation *update, SymbolRefAttr group,
+                      RankedTensorType whole, Mark mark) {
+  Block *body = param.getOwner();
+  Operation *firstForward = nullptr, *firstBackward = nullptr;
+  SmallVector<OpOperand *> forwardUses, backwardUses;
+  for (OpOperand &use : param.getUses()) {
+    Operation *user = body->findAncestorOpInBlock(*use.getOwner());
+    if (!user || user == update)
+      continue;
+    bool backward = user->hasAttr(HetDialect::getBackwardAttrName());
+    Operation *&first = backward ? firstBackward : firstForward;
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+    (backward ? backwardUses : forwardUses).push_back(&use);
+  }
+  for (auto [first, uses, backward] :
+       {std::make_tuple(firstForward, &forwardUses, false),
+        std::make_tuple(firstBackward, &backwardUses, true)}) {
+    if (!first)
+      continue;
+    OpBuilder b(first);
+    auto gathered = b.create<AllGatherOp>(param.getLoc(), whole, param, group, /*axis=*/0,
+                                          /*by_share=*/true, CollectiveAlgorithm::Ring,
+                                          CompressionKind::None, FloatAttr());
+    mark(gathered, backward);
+    for (OpOperand *use : *uses)
+      use->set(gathered);
+  }
+}
+
 struct HetShardOptimizerPass
     : public mlir::het::impl::HetShardOptimizerBase<HetShardOptimizerPass> {
   using HetShardOptimizerBase::HetShardOptimizerBase;
@@ -45,6 +81,10 @@ struct HetShardOptimizerPass
   void runOnOperation() override {
     if (samples <= 0) {
       getOperation().emitError("het-shard-optimizer: samples must be given (> 0)");
+      return signalPassFailure();
+    }
+    if (level < 1 || level > 3) {
+      getOperation().emitError("het-shard-optimizer: level must be 1, 2 or 3, got ") << level;
       return signalPassFailure();
     }
     for (StageOp stage : getOperation().getOps<StageOp>())
@@ -104,10 +144,43 @@ struct HetShardOptimizerPass
 
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto scattered = b.create<ReduceScatterOp>(
-          loc, blockType, reduce.getInput(), group, reduce.getReduction(), /*axis=*/0,
+      Attribute layer = op->getAttr(HetDialect::getLayerAttrName());
+      auto mark = [&](Operation *created, bool backward) {
+        if (layer)
+          created->setAttr(HetDialect::getLayerAttrName(), layer);
+        if (backward)
+          created->setAttr(HetDialect::getBackwardAttrName(), b.getUnitAttr());
+      };
+      // ZeRO-3 holds the parameter itself in blocks: it must be the stage's
+      // argument, its new value only leaving the stage.
+      auto paramArgument = dyn_cast<BlockArgument>(param);
+      bool shardParam = level >= 3 && paramArgument &&
+                        llvm::all_of(op->getResult(0).getUsers(),
+                                     [](Operation *u) { return isa<YieldOp>(u); });
+      // ZeRO-2 and 3 reduce-scatter each micro-batch's gradient in the
+      // backward pass, just after it is computed, so the whole gradient
+      // dies at once and only a block of it is accumulated between
+      // micro-batches; ZeRO-1 reduce-scatters the accumulated gradient in
+      // the update.
+      OpBuilder scatterAt(op);
+      Value dw = reduce.getInput();
+      if (Operation *def = dw.getDefiningOp(); level >= 2 && def && def->getBlock() == op->getBlock())
+        scatterAt.setInsertionPointAfter(def);
+      auto scattered = scatterAt.create<ReduceScatterOp>(
+          loc, blockType, dw, group, reduce.getReduction(), /*axis=*/0,
           /*by_share=*/true, CollectiveAlgorithm::Ring, CompressionKind::None, FloatAttr());
-      auto block = b.create<ShardOp>(loc, blockType, param, group, /*axis=*/0);
+      mark(scattered, /*backward=*/level >= 2);
+      Value block;
+      if (shardParam) {
+        gatherBeforeUses(paramArgument, op, group, type, mark);
+        paramArgument.setType(blockType);
+        sharded.push_back(names[paramArgument.getArgNumber()]);
+        block = paramArgument;
+      } else {
+        auto shard = b.create<ShardOp>(loc, blockType, param, group, /*axis=*/0);
+        mark(shard, false);
+        block = shard;
+      }
       SmallVector<Value> operands(op->getOperands());
       operands[0] = block;
       operands[1] = scattered;
@@ -119,14 +192,15 @@ struct HetShardOptimizerPass
       SmallVector<Type> resultTypes(op->getNumResults(), blockType);
       OperationState rebuilt(loc, op->getName(), operands, resultTypes, op->getAttrs());
       Operation *update = b.create(rebuilt);
-      auto gathered = b.create<AllGatherOp>(loc, type, update->getResult(0), group, /*axis=*/0,
-                                            /*by_share=*/true, CollectiveAlgorithm::Ring,
-                                            CompressionKind::None, FloatAttr());
-      if (Attribute layer = op->getAttr(HetDialect::getLayerAttrName()))
-        for (Operation *created : {scattered.getOperation(), block.getOperation(),
-                                   gathered.getOperation()})
-          created->setAttr(HetDialect::getLayerAttrName(), layer);
-      op->getResult(0).replaceAllUsesWith(gathered);
+      if (shardParam) {
+        op->getResult(0).replaceAllUsesWith(update->getResult(0));
+      } else {
+        auto gathered = b.create<AllGatherOp>(loc, type, update->getResult(0), group, /*axis=*/0,
+                                              /*by_share=*/true, CollectiveAlgorithm::Ring,
+                                              CompressionKind::None, FloatAttr());
+        mark(gathered, false);
+        op->getResult(0).replaceAllUsesWith(gathered);
+      }
       for (unsigned k = 1; k < op->getNumResults(); ++k)
         op->getResult(k).replaceAllUsesWith(update->getResult(k));
       op->erase();

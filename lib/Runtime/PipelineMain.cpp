@@ -424,28 +424,51 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
   }
 }
 
-/// With sharded optimizer state: the bytes of it this rank holds against
-/// the whole, and the replica's share of the batch that sized its blocks.
+/// With sharded state (het-shard-optimizer): the bytes of parameters,
+/// accumulated gradients and optimizer state this rank holds against the
+/// whole stage's, beside the replica's share of the batch that sized its
+/// blocks.
 void PipelineRank::reportShardedState() const {
   const PipelineComm &comm = pipelineComm();
-  size_t held = 0, whole = 0;
+  struct Held {
+    size_t held = 0, whole = 0;
+  } params, gradients, state;
+  bool sharded = false;
   for (const auto &[name, buffer] : persistent_) {
-    if (!info_.isShareSharded(name))
-      continue;
     const TensorInfo &t = info_.inputs.at(stepIndex_.at(name));
+    Held &kind = t.role == "param" ? params : state;
+    kind.whole += bytesOf(t);
+    if (t.role == "param")
+      gradients.whole += bytesOf(t); // one gradient per parameter
+    if (!info_.isShareSharded(name)) {
+      kind.held += buffer.bytes;
+      continue;
+    }
+    sharded = true;
     size_t row = bytesOf(t) / static_cast<size_t>(t.shape.at(0));
-    held += shareBlock(t.shape[0], comm.place.stage, comm.place.replica).held * row;
-    whole += bytesOf(t);
+    kind.held += shareBlock(t.shape[0], comm.place.stage, comm.place.replica).held * row;
   }
-  if (whole == 0)
+  if (!sharded)
     return;
+  // The gradients the update reads: accumulated over the micro-batches
+  // whole (ZeRO-1) or as blocks (ZeRO-2/3, padding included).
+  for (const TensorInfo &t : variant_->update.inputs)
+    if (t.name.rfind("grad.", 0) == 0)
+      gradients.held += bytesOf(t);
   int64_t share = comm.layout.share(comm.place.stage, comm.place.replica), batch = 0;
   for (int r = 0; r < comm.layout.replicas(comm.place.stage); ++r)
     batch += comm.layout.share(comm.place.stage, r);
-  std::printf("rank %d: sharded optimizer state: %zu of %zu bytes held (%.1f%%; its share of "
-              "the batch %lld/%lld = %.1f%%)\n",
-              comm.rank, held, whole, 100.0 * held / whole, static_cast<long long>(share),
-              static_cast<long long>(batch), 100.0 * share / batch);
+  auto part = [](const Held &h) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%zu of %zu bytes (%.1f%%)", h.held, h.whole,
+                  h.whole ? 100.0 * h.held / h.whole : 0.0);
+    return std::string(text);
+  };
+  std::printf("rank %d: sharded training state held (its share of the batch %lld/%lld = "
+              "%.1f%%): parameters %s, gradients %s, optimizer state %s\n",
+              comm.rank, static_cast<long long>(share), static_cast<long long>(batch),
+              100.0 * share / batch, part(params).c_str(), part(gradients).c_str(),
+              part(state).c_str());
 }
 
 het::ShareBlock PipelineRank::shareBlock(int64_t rows, int stage, int replica) const {

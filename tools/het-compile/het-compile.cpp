@@ -233,11 +233,14 @@ cl::opt<std::string> compression("compression",
                                  cl::init("none"), cl::cat(distributed));
 cl::opt<int> zeroStage("zero",
                        cl::desc("sharded data parallelism over each stage's replicas: 0 "
-                                "(default: every replica holds all of its stage's optimizer "
-                                "state) or 1 (ZeRO-1: each replica holds and updates a block "
-                                "of rows of it, sized by its share of the batch; gradients "
-                                "are reduce-scattered and the updated blocks all-gathered; "
-                                "docs/memory.md)"),
+                                "(default: every replica holds all of its stage's training "
+                                "state), 1 (ZeRO-1: each replica holds and updates a block of "
+                                "rows of the optimizer state, sized by its share of the batch; "
+                                "gradients are reduce-scattered and the updated blocks "
+                                "all-gathered), 2 (ZeRO-2: each micro-batch's gradient is "
+                                "reduce-scattered in the backward, only a block accumulated) "
+                                "or 3 (ZeRO-3/FSDP: parameters held in blocks too, "
+                                "all-gathered before each pass uses them); docs/memory.md"),
                        cl::init(0), cl::cat(distributed));
 cl::opt<std::string> writePlan("write-plan",
                                cl::desc("with --plan auto: where to write the chosen plan "

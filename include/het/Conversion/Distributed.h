@@ -50,7 +50,8 @@ struct PipelineBuildOptions {
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces
   /// Sharded data parallelism over each stage's replicas: 0 none, 1 the
-  /// optimizer state in blocks by batch share (het-shard-optimizer).
+  /// optimizer state in blocks by batch share, 2 and the gradients, 3 and
+  /// the parameters (het-shard-optimizer's level).
   int zeroStage = 0;
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
   GpuStageOptions gpu;             // how stages on GPUs are built

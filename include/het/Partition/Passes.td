@@ -98,7 +98,7 @@ def HetPipelineSchedule : Pass<"het-pipeline-schedule", "::mlir::ModuleOp"> {
 }
 
 def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
-  let summary = "sharded data parallelism (ZeRO-1): each replica keeps and updates a block of the optimizer state";
+  let summary = "sharded data parallelism (ZeRO-1/2/3): each replica keeps and updates a block of the optimizer state, gradients and parameters";
   let description = [{
     Runs on partitioned stages (after `het-partition`). In every stage of
     more than one replica (without tensor parallelism), each optimizer step
@@ -115,7 +115,17 @@ def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
     so each replica holds its block of the state only (the stage's
     arguments and results take the block's type), and the gradient's
     all-reduce becomes a reduce-scatter and an all-gather of the same
-    bytes. Blocks are rows along the first dimension, sized by each
+    bytes (`level=1`, ZeRO-1).
+
+    `level=2` (ZeRO-2) reduce-scatters each micro-batch's gradient in the
+    backward pass (the reduce-scatter carries `het.backward`), so only a
+    block of the gradient is accumulated between micro-batches; it sends
+    the gradient once per micro-batch instead of once per step.
+
+    `level=3` (ZeRO-3, FSDP) also holds each parameter in blocks: the
+    forward and the backward each all-gather it just before their first
+    use (and drop it after their last), and the update takes the block,
+    with no `het.shard` and no gather after it. Blocks are rows along the first dimension, sized by each
     replica's share of the micro-batch (ShareBlocks.h): `samples` is the
     share of the replicas this copy of the stages is compiled for. Tensors
     of rank 0, and those where some replica's block would be empty, stay
@@ -123,7 +133,10 @@ def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"samples", "samples", "int64_t", "0",
-           "samples of each micro-batch the replicas of this copy take (required)">
+           "samples of each micro-batch the replicas of this copy take (required)">,
+    Option<"level", "level", "int64_t", "1",
+           "1: optimizer state in blocks (ZeRO-1); 2: and each micro-batch's gradient "
+           "(ZeRO-2); 3: and the parameters, gathered per pass (ZeRO-3)">
   ];
   let dependentDialects = ["::mlir::het::HetDialect"];
 }

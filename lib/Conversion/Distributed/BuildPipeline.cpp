@@ -160,9 +160,11 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   if (options.schedule != "1f1b" && options.schedule != "gpipe")
     return error(input, "unknown --schedule '") << options.schedule << "' (use 1f1b or gpipe)";
   bool givenStep = static_cast<bool>(trainingStep(input));
-  if (options.zeroStage < 0 || options.zeroStage > 1)
+  if (options.zeroStage < 0 || options.zeroStage > 3)
     return error(input, llvm::formatv("--zero {0}: use 0 (every replica holds all of its "
-                                      "stage's optimizer state) or 1 (each holds a block)",
+                                      "stage's training state), 1 (each holds a block of the "
+                                      "optimizer state), 2 (and of the gradients) or 3 (and of "
+                                      "the parameters)",
                                       options.zeroStage));
   if (options.zeroStage > 0 && options.compression != "none")
     return error(input, "--zero " + std::to_string(options.zeroStage) + " with --compression " +
@@ -348,6 +350,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     if (options.zeroStage > 0) {
       HetShardOptimizerOptions shard;
       shard.samples = share;
+      shard.level = options.zeroStage;
       pm.addPass(createHetShardOptimizer(shard));
     }
     HetPipelineScheduleOptions order;

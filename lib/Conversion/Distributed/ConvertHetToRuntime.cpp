@@ -166,10 +166,13 @@ bool feedsUpdate(Operation *op) {
 /// unscaling, its job-wide decision and its state update.
 bool updateOp(Operation *op) {
   // Sharded optimizer state (het-shard-optimizer): the gradient's
-  // reduce-scatter, the parameter's block and the updated blocks' gather.
+  // reduce-scatter, the parameter's block and the updated blocks' gather;
+  // not those it put in the forward and backward passes (ZeRO-2/3).
   auto scatter = dyn_cast<ReduceScatterOp>(op);
   auto gather = dyn_cast<AllGatherOp>(op);
-  bool byShare = (scatter && scatter.getByShare()) || (gather && gather.getByShare());
+  bool byShare = ((scatter && scatter.getByShare()) || (gather && gather.getByShare())) &&
+                 !op->hasAttr(HetDialect::getBackwardAttrName()) &&
+                 !(gather && isa<BlockArgument>(gather.getInput()));
   return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp, ShardOp>(op) ||
          feedsUpdate(op) || jobWide(op) || byShare;
 }
