@@ -174,6 +174,7 @@ PartitionPlan fromPlan(const het::plan::Plan &plan,
     st.layerEnd = s.layerEnd;
     st.allReduce = het::plan::toString(s.allReduce);
     st.recompute = het::plan::toString(s.recompute);
+    st.zero = s.zero;
     p.stages.push_back(st);
   }
   return p;

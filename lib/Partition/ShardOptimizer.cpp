@@ -87,12 +87,22 @@ struct HetShardOptimizerPass
       getOperation().emitError("het-shard-optimizer: level must be 1, 2 or 3, got ") << level;
       return signalPassFailure();
     }
-    for (StageOp stage : getOperation().getOps<StageOp>())
-      if (failed(shard(stage)))
+    int64_t index = 0;
+    for (StageOp stage : getOperation().getOps<StageOp>()) {
+      int64_t stageLevel =
+          size_t(index) < stageLevels.size() ? stageLevels[index] : int64_t(level);
+      ++index;
+      if (stageLevel < 0 || stageLevel > 3) {
+        stage.emitError("het-shard-optimizer: stage '")
+            << stage.getSymName() << "': level must be 0-3, got " << stageLevel;
         return signalPassFailure();
+      }
+      if (stageLevel > 0 && failed(shard(stage, stageLevel)))
+        return signalPassFailure();
+    }
   }
 
-  LogicalResult shard(StageOp stage) {
+  LogicalResult shard(StageOp stage, int64_t level) {
     if (stage.getReplicas() < 2 || stage.getTensorParallel() > 1)
       return success();
     std::vector<int64_t> shares;

@@ -315,10 +315,25 @@ double CostModel::capacityBytes(int g) const {
          (1 - training.memoryReserve);
 }
 
+double CostModel::zeroTraffic(int zero, int microBatches) {
+  double m = std::max(1, microBatches);
+  switch (zero) {
+  case 2: return (m + 1) / 2;
+  case 3: return (3 * m + 1) / 2;
+  default: return 1;
+  }
+}
+
+double CostModel::StageContext::fraction(size_t k) const {
+  if (replicas() < 2 || samples <= 0)
+    return 1;
+  return double(members.at(k).mbs) / double(samples);
+}
+
 double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
-                              int mbs, int inFlight) const {
+                              int mbs, int inFlight, int zero, double fraction) const {
   (void)tp; // already folded into the table's prefix sums
-  return t.range(t.params, b, e) * t.stateBytesPerParam +
+  return t.stateBytes(t.range(t.params, b, e), zero, fraction) +
          double(inFlight) * mbs * t.range(t.stash, b, e) + double(mbs) * t.recomputePeak(b, e);
 }
 
@@ -337,7 +352,8 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
       c.bwd = bwd;
     }
     c.update = std::max(c.update, t.range(t.update, b, e));
-    double memory = memoryBytes(t, b, e, ctx.tp, ctx.members[k].mbs, ctx.inFlight);
+    double memory = memoryBytes(t, b, e, ctx.tp, ctx.members[k].mbs, ctx.inFlight, ctx.zero,
+                                ctx.fraction(k));
     double capacity = capacityBytes(ctx.members[k].group);
     if (memory - capacity > worstExcess) {
       worstExcess = memory - capacity;
@@ -359,14 +375,15 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
       ctx.bestAlgorithm ? bestAlgorithm(ctx.members, ctx.tp, params) : ctx.algorithm;
   if (chosen)
     *chosen = algorithm;
-  c.sync = syncTime(ctx.members, ctx.tp, params, algorithm);
+  c.sync = syncTime(ctx.members, ctx.tp, params, algorithm) *
+           zeroTraffic(ctx.zero, ctx.microBatches);
   if (communication && communication->allReduce && ctx.tp == 1 && ctx.replicas() > 1 &&
       oneNode(groups)) {
     double measured = measuredSync(b, e, ctx.replicas());
     // The last stage also combines the step's loss over its replicas.
     double loss = ctx.nextGroups.empty() ? communication->allReduce(8, ctx.replicas()) : 0;
     if (measured >= 0 && loss >= 0)
-      c.sync = measured + loss;
+      c.sync = measured * zeroTraffic(ctx.zero, ctx.microBatches) + loss;
   }
   return c;
 }
@@ -401,6 +418,8 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
   ctx.bestAlgorithm = false;
   ctx.algorithm = s.allReduce;
   ctx.recompute = s.recompute;
+  ctx.zero = s.replicas() > 1 && s.tensorParallel == 1 ? s.zero : 0; // what het-compile builds
+  ctx.microBatches = std::max(1, plan.microBatches);
   return ctx;
 }
 

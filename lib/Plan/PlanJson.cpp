@@ -134,6 +134,14 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
     s.layerEnd = layers[1].get<long>();
     if (st.contains("all_reduce"))
       s.allReduce = string(st, "all_reduce", file, at);
+    if (st.contains("zero")) {
+      const json &z = st["zero"];
+      if (!z.is_number_integer() || z.get<long>() < 0 || z.get<long>() > 3)
+        fail(file, join(at, "zero"),
+             "must be 0 (unsharded), 1 (optimizer state sharded), 2 (and gradients) or 3 (and "
+             "parameters), got " + z.dump());
+      s.zero = z.get<long>();
+    }
     if (st.contains("recompute")) {
       s.recompute = string(st, "recompute", file, at);
       if (!parseRecompute(s.recompute))
@@ -196,6 +204,8 @@ json planToJson(const Plan &plan, const Cluster &cluster,
     stage["all_reduce"] = toString(s.allReduce);
     if (s.recompute != Recompute::None)
       stage["recompute"] = toString(s.recompute);
+    if (s.zero > 0)
+      stage["zero"] = s.zero;
     stages.push_back(stage);
   }
   return {{"format", "het-plan/1"},
@@ -258,6 +268,7 @@ Plan planFromJson(const json &j, const std::string &file,
       fail(file, join(at, "all_reduce"),
            "unknown algorithm '" + spec.allReduce + "' (ring, tree, hierarchical)");
     st.recompute = *parseRecompute(spec.recompute); // readStageSpecs checked it
+    st.zero = int(spec.zero);
     if (spec.explicitShares) {
       long total = 0;
       for (const auto &g : spec.replicaGroups)

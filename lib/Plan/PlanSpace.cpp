@@ -315,6 +315,7 @@ std::vector<CostModel::StageContext> stageContexts(const CostModel &cost, const 
     s.tensorParallel = slot.tp;
     s.replicaGroups = shareMicroBatch(cost, slot, samples);
     s.recompute = cost.setup().recompute;
+    s.zero = cost.setup().zero;
     plan.stages.push_back(s);
   }
   std::vector<CostModel::StageContext> out;
@@ -341,6 +342,7 @@ Plan makePlan(const CostModel &cost, const Shape &shape, const std::vector<int> 
     s.layerEnd = bounds[j + 1];
     s.allReduce = algorithms[j];
     s.recompute = cost.setup().recompute;
+    s.zero = cost.setup().zero;
     plan.stages.push_back(s);
   }
   return plan;

@@ -135,8 +135,9 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     for (int k = 0; k < 3; ++k) {
       auto alg = AllReduceAlgorithm(k);
       // Two points of the line: 1 and 2 bytes on the wire.
-      double one = cost.syncTime(ctx[j].members, ctx[j].tp, 1 / gradBytes, alg);
-      double two = cost.syncTime(ctx[j].members, ctx[j].tp, 2 / gradBytes, alg);
+      double traffic = CostModel::zeroTraffic(ctx[j].zero, ctx[j].microBatches);
+      double one = cost.syncTime(ctx[j].members, ctx[j].tp, 1 / gradBytes, alg) * traffic;
+      double two = cost.syncTime(ctx[j].members, ctx[j].tp, 2 / gradBytes, alg) * traffic;
       st.syncB[k] = two - one; // seconds per byte
       st.syncA[k] = one - st.syncB[k];
     }
@@ -189,7 +190,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
           const LayerTable &mt = *tables[j][k];
           if (size_t(b - 1) < mt.recomputed.size())
             recomputing[k] = std::max(recomputing[k], mt.recomputed[b - 1]);
-          double memory = params * mt.stateBytesPerParam +
+          double memory = mt.stateBytes(params, ctx[j].zero, ctx[j].fraction(k)) +
                           st.stashFactor[k] * mt.range(mt.stash, a, b) +
                           ctx[j].members[k].mbs * recomputing[k];
           fits &= memory <= st.capacity[k];
@@ -297,7 +298,7 @@ double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &st
     double excess = 0;
     for (size_t k = 0; k < tables.size(); ++k) {
       double mem = cost.memoryBytes(*tables[k], a, b, ctx[j].tp, ctx[j].members[k].mbs,
-                                    ctx[j].inFlight);
+                                    ctx[j].inFlight, ctx[j].zero, ctx[j].fraction(k));
       excess = std::max(excess, mem - cost.capacityBytes(ctx[j].members[k].group));
     }
     return excess;

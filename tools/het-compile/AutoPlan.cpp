@@ -6,6 +6,7 @@
 #include "het/Plan/CostModel.h"
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Planner.h"
@@ -117,6 +118,25 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     options.exactMicroBatches = request.microBatches;
     options.topK = 1;
     PlanResult planned = planPipeline(cost, options);
+    // Nothing fits in memory as it is: shard state over replicas and
+    // recompute activations, whichever combination plans fastest.
+    if (planned.plans.empty() && planned.constraintMisses == 0) {
+      SaverChoice savers = chooseMemorySavers(cost, options, /*mayRecompute=*/true,
+                                              /*mayShard=*/true);
+      if (!savers.result.plans.empty()) {
+        planned = std::move(savers.result);
+        report << llvm::formatv("no plan fits in device memory as it is: {0}{1}{2}\n",
+                                savers.zero > 0 ? "ZeRO-" + std::to_string(savers.zero) +
+                                                      " in stages of several replicas"
+                                                : std::string(),
+                                savers.zero > 0 && savers.recompute != Recompute::None
+                                    ? ", "
+                                    : "",
+                                savers.recompute != Recompute::None
+                                    ? "full activation recomputation"
+                                    : std::string());
+      }
+    }
     if (planned.plans.empty())
       return error(llvm::formatv("the planner found no plan for {0} at a global batch of {1}{2}",
                                  request.clusterFile, options.globalBatch,
@@ -134,10 +154,14 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
                                   cluster.groups[stage.replicaGroups[k].group].name,
                                   stage.replicaGroups[k].replicas, ctx.members[k].mbs,
                                   ctx.members[k].mbs == 1 ? "" : "s");
-      report << llvm::formatv("stage s{0}: layers [{1}, {2}) on {3}{4}\n", j, stage.layerBegin,
-                              stage.layerEnd, replicas,
+      report << llvm::formatv("stage s{0}: layers [{1}, {2}) on {3}{4}{5}{6}\n", j,
+                              stage.layerBegin, stage.layerEnd, replicas,
                               stage.tensorParallel > 1
                                   ? ", tensor parallel " + std::to_string(stage.tensorParallel)
+                                  : std::string(),
+                              ctx.zero > 0 ? ", ZeRO-" + std::to_string(ctx.zero) : std::string(),
+                              stage.recompute != Recompute::None
+                                  ? std::string(", recompute ") + toString(stage.recompute)
                                   : std::string());
     }
     result.predictedSeconds = chosen->evaluation.iterationTime;

@@ -558,7 +558,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
-  build.zeroStage = zeroStage;
+  build.zeroStage = zeroStage.getNumOccurrences() ? zeroStage.getValue() : -1;
   build.gpu.emulate = gpuEmulate;
   build.gpu.vendorLibraries = gpuLibraries == "vendor";
   // With a tuning database, a given plan is priced by its measurements.

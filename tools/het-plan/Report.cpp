@@ -128,6 +128,18 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
       os << " s" << j << "=" << toString(plan.stages[j].recompute);
     os << "\n";
   }
+  // Sharded data parallelism, where a stage of several replicas uses it.
+  bool shards = false;
+  for (const StagePlan &s : plan.stages)
+    shards |= s.zero > 0 && s.replicas() > 1;
+  if (shards) {
+    os << "  sharded data parallelism per stage:";
+    for (size_t j = 0; j < plan.stages.size(); ++j) {
+      const StagePlan &s = plan.stages[j];
+      os << " s" << j << "=" << (s.replicas() > 1 && s.tensorParallel == 1 ? s.zero : 0);
+    }
+    os << "\n";
+  }
 }
 
 std::string formatObjective(double value, ObjectiveKind kind) {

@@ -16,6 +16,7 @@
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Plan/Error.h"
 #include "het/Plan/GanttSvg.h"
+#include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Planner.h"
 #include "het/Tune/StageProfiles.h"
@@ -112,7 +113,8 @@ int main(int argc, char **argv) {
   bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
-  std::string precisionName = "auto", objectiveName = "time", recomputeName = "auto";
+  std::string precisionName = "auto", objectiveName = "time", recomputeName = "auto",
+              zeroName = "auto";
   double deadline = 0, budget = 0, maxSlowdown = 0.01, throughput = 0;
   std::string inventoryPath, writeClusterPath;
   het::sim::FailureAssumptions failureAssumptions;
@@ -167,6 +169,14 @@ int main(int argc, char **argv) {
                  "(default: none, unless no plan fits in device memory without it; then full, "
                  "and the plan file says so per stage for het-compile --plan)")
       ->check(CLI::IsMember({"auto", "none", "full"}));
+  app.add_option("--zero", zeroName,
+                 "sharded data parallelism (docs/memory.md) of every stage of several "
+                 "replicas: 0, 1 (optimizer state in blocks by batch share), 2 (and "
+                 "gradients), 3 (and parameters), or auto (default: 0, unless no plan fits in "
+                 "device memory without sharding or recomputation; then the fastest fitting "
+                 "combination of a level and --recompute auto's choice, said per stage in the "
+                 "plan file for het-compile --plan)")
+      ->check(CLI::IsMember({"auto", "0", "1", "2", "3"}));
   app.add_option("--objective", objectiveName,
                  "what the best plan minimises per iteration: time, cost (USD: the price per "
                  "hour of the devices the plan uses, from the catalog or the cluster spec's "
@@ -267,6 +277,7 @@ int main(int argc, char **argv) {
     parsePrecision(precisionName, precision);
     TrainingSetup setup = TrainingSetup::of(model, precision);
     setup.recompute = recomputeName == "full" ? Recompute::Full : Recompute::None;
+    setup.zero = zeroName == "auto" ? 0 : std::stoi(zeroName);
     if (!inventoryPath.empty()) {
       if (deadline <= 0) {
         std::cerr << "het-plan: error: --inventory needs --deadline or --throughput (see "
@@ -394,16 +405,21 @@ int main(int argc, char **argv) {
     options.unevenReplicas = !equalReplicas;
     options.objective = objective;
     PlanResult best = planPipeline(cost, options);
-    // Nothing fits in memory: recompute activations, if allowed.
+    // Nothing fits in memory: shard state over replicas and recompute
+    // activations, where allowed: the savers (MemorySavers.h) whose best
+    // plan is best by the objective.
     std::string recomputeReason = recomputeName == "full" ? "--recompute full" : "";
-    if (recomputeName == "auto" && best.plans.empty() && best.constraintMisses == 0) {
-      cost.setRecompute(Recompute::Full);
-      PlanResult recomputed = planPipeline(cost, options);
-      if (!recomputed.plans.empty()) {
-        best = std::move(recomputed);
-        recomputeReason = "no plan fits in device memory without it";
-      } else {
-        cost.setRecompute(Recompute::None);
+    std::string zeroReason = zeroName == "auto" || zeroName == "0" ? "" : "--zero " + zeroName;
+    if (best.plans.empty() && best.constraintMisses == 0 &&
+        (recomputeName == "auto" || zeroName == "auto")) {
+      SaverChoice chosen = chooseMemorySavers(cost, options, recomputeName == "auto",
+                                              zeroName == "auto");
+      if (!chosen.result.plans.empty()) {
+        best = std::move(chosen.result);
+        if (recomputeName == "auto" && chosen.recompute != Recompute::None)
+          recomputeReason = "no plan fits in device memory without it";
+        if (zeroName == "auto" && chosen.zero > 0)
+          zeroReason = "no plan fits in device memory without it";
       }
     }
     // Nothing meets the deadline or budget: the fastest plan says how far off.
@@ -500,6 +516,7 @@ int main(int argc, char **argv) {
         out["objective"]["budget_usd_per_hour"] = budget;
       out["gradient_bytes_per_param"] = setup.gradientBytesPerParam;
       out["recompute"] = toString(cost.setup().recompute);
+      out["zero"] = cost.setup().zero;
       out["exact"] = best.exact;
       out["planning_seconds"] = total;
       out["plans"] = json::array();
@@ -546,6 +563,9 @@ int main(int argc, char **argv) {
       if (!recomputeReason.empty())
         std::cout << "activation recomputation: full in every stage (" << recomputeReason
                   << ")\n";
+      if (!zeroReason.empty())
+        std::cout << "sharded data parallelism: ZeRO-" << cost.setup().zero
+                  << " in every stage of several replicas (" << zeroReason << ")\n";
       if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
         std::cout << "objective: least " << toString(objective.kind) << " per iteration";
         if (deadline > 0)

@@ -51,8 +51,9 @@ struct PipelineBuildOptions {
   std::string compression = "none"; // of the gradient all-reduces
   /// Sharded data parallelism over each stage's replicas: 0 none, 1 the
   /// optimizer state in blocks by batch share, 2 and the gradients, 3 and
-  /// the parameters (het-shard-optimizer's level).
-  int zeroStage = 0;
+  /// the parameters (het-shard-optimizer's level); -1: each stage's
+  /// `zero` in the plan.
+  int zeroStage = -1;
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
   GpuStageOptions gpu;             // how stages on GPUs are built
   /// When set, each share's partitioned and scheduled module (het dialect,

@@ -136,7 +136,10 @@ def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
            "samples of each micro-batch the replicas of this copy take (required)">,
     Option<"level", "level", "int64_t", "1",
            "1: optimizer state in blocks (ZeRO-1); 2: and each micro-batch's gradient "
-           "(ZeRO-2); 3: and the parameters, gathered per pass (ZeRO-3)">
+           "(ZeRO-2); 3: and the parameters, gathered per pass (ZeRO-3)">,
+    ListOption<"stageLevels", "stage-levels", "int64_t",
+               "each stage's level in pipeline order, 0 to leave one whole (stages past "
+               "the list take `level`)">
   ];
   let dependentDialects = ["::mlir::het::HetDialect"];
 }

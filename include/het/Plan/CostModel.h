@@ -35,6 +35,9 @@ struct TrainingSetup {
   /// The activation recomputation of the stages the planner builds (a
   /// plan's own stages say theirs).
   Recompute recompute = Recompute::None;
+  /// The sharded data parallelism (ZeRO level 0-3) of the stages the
+  /// planner builds (a plan's own stages say theirs).
+  int zero = 0;
 
   /// The setup of Adam training `model` in `precision` (auto: fp32 for an
   /// fp32 model, else mixed; NumberFormats.h picks each kind's format).
@@ -62,6 +65,15 @@ struct LayerTable {
   double stateBytesPerParam = 16;
   double range(const std::vector<double> &p, int b, int e) const {
     return p[e] - p[b];
+  }
+  /// Bytes of training state for `params` parameters on a replica holding
+  /// `fraction` of the sharded part: ZeRO level `zero` shards Adam's 8
+  /// bytes (1), the gradient's 4 too (2) and the fp32 weights' 4 too (3);
+  /// a 16-bit kind's weight copy stays whole.
+  double stateBytes(double params, int zero, double fraction) const {
+    static const double shardable[] = {0, 8, 12, 16};
+    double sharded = std::min(stateBytesPerParam, shardable[std::clamp(zero, 0, 3)]);
+    return params * (stateBytesPerParam - sharded + sharded * fraction);
   }
   /// The most any layer of [b, e) holds while it is recomputed (0 without
   /// recomputation).
@@ -132,6 +144,7 @@ public:
   /// Plans the planner builds from now on recompute activations so (the
   /// layer tables of each mode are cached apart).
   void setRecompute(Recompute recompute) { training.recompute = recompute; }
+  void setZero(int zero) { training.zero = zero; }
   /// The number format each cluster group trains in (NumberFormats.h),
   /// chosen from the setup's precision and each kind's formats.
   const std::vector<std::string> &formats() const { return groupFormats; }
@@ -189,8 +202,17 @@ public:
   /// Memory per device of a stage: its state (split over TP), the
   /// activations of `inFlight` micro-batches held under 1F1B and, under full
   /// recomputation, the one layer being recomputed for a micro-batch.
+  /// `fraction`: the member's share of the stage's micro-batch, which
+  /// sizes its blocks of sharded state (`zero` > 0).
   double memoryBytes(const LayerTable &t, int b, int e, int tp, int mbs,
-                     int inFlight) const;
+                     int inFlight, int zero = 0, double fraction = 1) const;
+  /// The stage's gradient traffic under ZeRO level `zero` with
+  /// `microBatches` micro-batches, in units of one all-reduce of its
+  /// gradients: 1 for 0 and 1 (a reduce-scatter and an all-gather are
+  /// the ring all-reduce's halves); 2 reduce-scatters every micro-batch;
+  /// 3 also all-gathers the parameters in each micro-batch's forward and
+  /// backward.
+  static double zeroTraffic(int zero, int microBatches);
 
   /// Where a stage sits in its pipeline: what the cost of its layer range
   /// depends on besides the range itself.
@@ -202,10 +224,14 @@ public:
     long samples = 1; // per micro-batch, all replicas together
     int inFlight = 1; // micro-batches whose activations it holds (1F1B)
     Recompute recompute = Recompute::None;
+    int zero = 0;         // ZeRO level (StagePlan::zero)
+    int microBatches = 1; // of the step
     bool bestAlgorithm = true; // pick the all-reduce; else use `algorithm`
     AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
     int replicas() const;
     std::vector<int> groups() const;
+    /// Member k's share of the micro-batch (1 for one replica).
+    double fraction(size_t k) const;
   };
   /// The tables of a stage's members: table(group, tp, mbs) of each.
   std::vector<const LayerTable *> tables(const StageContext &ctx) const;

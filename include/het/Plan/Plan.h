@@ -40,6 +40,10 @@ struct StagePlan {
   int layerBegin = 0, layerEnd = 0;
   AllReduceAlgorithm allReduce = AllReduceAlgorithm::Ring;
   Recompute recompute = Recompute::None;
+  /// Sharded data parallelism over the replicas (het-shard-optimizer): 0
+  /// none, 1 optimizer state, 2 and gradients, 3 and parameters, each
+  /// replica holding blocks by its share of the batch.
+  int zero = 0;
 
   StagePlan() = default;
   /// A stage on one group with an even split.
@@ -85,6 +89,7 @@ struct StageSpec {
   long layerBegin = 0, layerEnd = 0;
   std::string allReduce = "ring";
   std::string recompute = "none"; // none, selective or full (checked on reading)
+  long zero = 0;                  // 0-3 (checked on reading)
   /// The plan gave the shares (`replica_groups` with `micro_batch_size`).
   bool explicitShares = false;
   long replicas() const;

@@ -160,17 +160,12 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   if (options.schedule != "1f1b" && options.schedule != "gpipe")
     return error(input, "unknown --schedule '") << options.schedule << "' (use 1f1b or gpipe)";
   bool givenStep = static_cast<bool>(trainingStep(input));
-  if (options.zeroStage < 0 || options.zeroStage > 3)
+  if (options.zeroStage < -1 || options.zeroStage > 3)
     return error(input, llvm::formatv("--zero {0}: use 0 (every replica holds all of its "
                                       "stage's training state), 1 (each holds a block of the "
                                       "optimizer state), 2 (and of the gradients) or 3 (and of "
                                       "the parameters)",
                                       options.zeroStage));
-  if (options.zeroStage > 0 && options.compression != "none")
-    return error(input, "--zero " + std::to_string(options.zeroStage) + " with --compression " +
-                            options.compression +
-                            ": sharded optimizer state reduce-scatters exact gradients; "
-                            "compress them without --zero");
 
   // The step at the model's own batch: how every rank initializes the
   // step's arguments, as a single-rank run would.
@@ -216,6 +211,17 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     return error(input, e.what());
   }
   std::vector<long> shares = ::het::partition::distinctShares(plan);
+  // Each stage's ZeRO level: --zero for all, else the plan's.
+  std::vector<int64_t> zeroLevels;
+  for (const auto &st : plan.stages)
+    zeroLevels.push_back(options.zeroStage >= 0 ? options.zeroStage : st.zero);
+  bool sharding = llvm::any_of(zeroLevels, [](int64_t z) { return z > 0; });
+  if (sharding && options.compression != "none")
+    return error(input, (options.zeroStage > 0 ? "--zero " + std::to_string(options.zeroStage)
+                                               : options.planFile + ": a stage's zero") +
+                            " with --compression " + options.compression +
+                            ": sharded data parallelism reduce-scatters exact gradients; "
+                            "compress them without sharding");
   // Tensor parallelism, layer by layer from the stages' degrees; checked on
   // the forward model before anything is built, so a degree that does not
   // fit names the stage.
@@ -347,10 +353,10 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     partition.microBatchSamples = microBatch;
     partition.lossWeighted = !givenStep;
     pm.addPass(createHetPartition(partition));
-    if (options.zeroStage > 0) {
+    if (sharding) {
       HetShardOptimizerOptions shard;
       shard.samples = share;
-      shard.level = options.zeroStage;
+      shard.stageLevels = zeroLevels;
       pm.addPass(createHetShardOptimizer(shard));
     }
     HetPipelineScheduleOptions order;
