@@ -4,7 +4,7 @@
     python bench/memory/predicted.py [--build DIR]
 
 For each configuration (a model, a plan on this machine's two CPU kinds,
-recomputation, format) het-plan --evaluate predicts each stage's memory per
+recomputation, sharding, format) het-plan --evaluate predicts each stage's memory per
 device (parameters x state bytes + in-flight micro-batches x stashed
 activations), het-compile builds the plan and het-run trains it 4 steps;
 each rank reports the peak of the buffers it held ("rank R: memory: peak X
@@ -25,18 +25,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-two-kinds.json")
 MODELS = os.path.join(ROOT, "examples", "models")
 
-# name, model, global batch, micro-batches, stages (make_plan.py), recompute, extra flags
+# name, model, global batch, micro-batches, stages (make_plan.py), fields set in every
+# stage of the plan (recompute, zero), extra het-compile flags
 CONFIGS = [
     ("MLP, 1 rank", "mlp.mlir", 256, 1, ["0:3=onednn:1"], None, []),
     ("MLP, 2 stages", "mlp.mlir", 256, 2, ["0:2=onednn:1", "2:3=mlir:1"], None, []),
     ("CNN, 1 rank", "cnn.mlir", 32, 1, ["0:4=onednn:1"], None, []),
     ("CNN, 2 stages", "cnn.mlir", 32, 2, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
     ("GPT, 1 rank", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, []),
-    ("GPT, 1 rank, full recomputation", "gpt.mlir", 32, 1, ["0:4=onednn:1"], "full", []),
+    ("GPT, 1 rank, full recomputation", "gpt.mlir", 32, 1, ["0:4=onednn:1"], {"recompute": "full"}, []),
     ("GPT, 1 rank, bf16", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, ["--precision", "bf16"]),
     ("GPT, 2 stages, 4 micro-batches", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
-    ("GPT, 2 stages, full recomputation", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], "full", []),
+    ("GPT, 2 stages, full recomputation", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], {"recompute": "full"}, []),
     ("GPT, 2 x 2 replicas", "gpt.mlir", 32, 2, ["0:2=onednn:2", "2:4=mlir:2"], None, []),
+    ("GPT, 2 replicas", "gpt.mlir", 32, 2, ["0:4=onednn:2"], None, []),
+    ("GPT, 2 replicas, ZeRO-1", "gpt.mlir", 32, 2, ["0:4=onednn:2"], {"zero": 1}, []),
+    ("GPT, 2 replicas, ZeRO-2", "gpt.mlir", 32, 2, ["0:4=onednn:2"], {"zero": 2}, []),
+    ("GPT, 2 replicas, ZeRO-3", "gpt.mlir", 32, 2, ["0:4=onednn:2"], {"zero": 3}, []),
+    ("GPT, 2 x 2 replicas, ZeRO-3", "gpt.mlir", 32, 2, ["0:2=onednn:2", "2:4=mlir:2"],
+     {"zero": 3}, []),
 ]
 
 
@@ -54,18 +61,18 @@ def main():
     binary = lambda name: os.path.join(a.build, "bin", name)
     work = tempfile.mkdtemp(prefix="het-memory-bench-")
     rows, worst = [], 0.0
-    for k, (name, model, batch, micro, stages, recompute, flags) in enumerate(CONFIGS):
+    for k, (name, model, batch, micro, stages, fields, flags) in enumerate(CONFIGS):
         plan = os.path.join(work, f"{k}.plan.json")
         cmd = [sys.executable, os.path.join(ROOT, "utils", "make_plan.py"), CLUSTER, plan,
                "--global-batch", str(batch), "--micro-batches", str(micro)]
         for s in stages:
             cmd += ["--stage", s]
         run(cmd)
-        if recompute:
+        if fields:
             with open(plan) as f:
                 j = json.load(f)
             for s in j["stages"]:
-                s["recompute"] = recompute
+                s.update(fields)
             with open(plan, "w") as f:
                 json.dump(j, f)
         precision = flags[flags.index("--precision") + 1] if "--precision" in flags else "fp32"

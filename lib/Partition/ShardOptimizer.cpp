@@ -31,27 +31,38 @@ using namespace mlir::het;
 
 namespace {
 
-/// A state operand the stage owns: an argument of its body read by this
-/// update alone, whose new value only leaves the stage.
-bool ownedState(Value state, Value updated) {
-  return isa<BlockArgument>(state) && state.hasOneUse() &&
-         llvm::all_of(updated.getUsers(), [](Operation *u) { return isa<YieldOp>(u); });
+/// With loss scaling, a step whose gradients overflowed keeps the old
+/// value: `het.select %inf, %old, %new`. The select that does so for
+/// `updated` (its only user, returning `old` on overflow), or null.
+SelectOp keepingSelect(Value updated, Value old) {
+  if (!updated.hasOneUse())
+    return nullptr;
+  auto select = dyn_cast<SelectOp>(*updated.getUsers().begin());
+  if (!select || select.getOnFalse() != updated || select.getOnTrue() != old)
+    return nullptr;
+  return select;
+}
+
+/// Whether `value` (an update's new value, or its select) only leaves the
+/// stage.
+bool onlyYielded(Value value) {
+  return llvm::all_of(value.getUsers(), [](Operation *u) { return isa<YieldOp>(u); });
 }
 
 /// ZeRO-3: the forward and the backward each all-gather the parameter
 /// held in blocks just before their first use of it, so the whole
 /// parameter lives only while a pass reads it (the backward gathers again
-/// rather than keep the forward's copy). `update` is the optimizer step,
-/// which takes the block itself.
+/// rather than keep the forward's copy). `update` (the optimizer step) and
+/// `keep` (its loss-scaling select, or null) take the block itself.
 template <typename Mark>
-void gatherBeforeUses(BlockArgument param, Operation *update, SymbolRefAttr group,
-                      RankedTensorType whole, Mark mark) {
+void gatherBeforeUses(BlockArgument param, Operation *update, Operation *keep,
+                      SymbolRefAttr group, RankedTensorType whole, Mark mark) {
   Block *body = param.getOwner();
   Operation *firstForward = nullptr, *firstBackward = nullptr;
   SmallVector<OpOperand *> forwardUses, backwardUses;
   for (OpOperand &use : param.getUses()) {
     Operation *user = body->findAncestorOpInBlock(*use.getOwner());
-    if (!user || user == update)
+    if (!user || user == update || user == keep)
       continue;
     bool backward = user->hasAttr(HetDialect::getBackwardAttrName());
     Operation *&first = backward ? firstBackward : firstForward;
@@ -126,20 +137,45 @@ struct HetShardOptimizerPass
     SmallVector<Attribute> sharded;
     for (Operation *op : updates) {
       Value param = op->getOperand(0), grad = op->getOperand(1);
-      auto reduce = grad.getDefiningOp<AllReduceOp>();
-      if (!reduce || reduce.getGroup() != group || !grad.hasOneUse() ||
+      // The gradient: the stage's all-reduce, or with loss scaling one
+      // result of the unscaling that follows it.
+      auto unscale = grad.getDefiningOp<UnscaleGradientsOp>();
+      unsigned unscaled = 0; // the gradient's index among the unscaling's
+      Value reduced = grad;
+      if (unscale) {
+        unscaled = cast<OpResult>(grad).getResultNumber() - 1;
+        reduced = unscale.getGradients()[unscaled];
+      }
+      auto reduce = reduced.getDefiningOp<AllReduceOp>();
+      if (!reduce || reduce.getGroup() != group || !reduced.hasOneUse() || !grad.hasOneUse() ||
           reduce.getCompression() != CompressionKind::None)
         continue; // not the stage's plain gradient all-reduce: leave it whole
       // The state operands and their new values: Adam's two moments, SGD's
-      // momentum buffer.
+      // momentum buffer. Each must be the stage's own: an argument read by
+      // this update (and its select) alone, whose new value only leaves
+      // the stage.
       SmallVector<std::pair<unsigned, unsigned>> state; // operand, result
       if (isa<AdamOp>(op))
         state = {{2, 1}, {3, 2}};
       else
         state = {{2, 1}};
-      if (!llvm::all_of(state, [&](auto s) {
-            return ownedState(op->getOperand(s.first), op->getResult(s.second));
-          }))
+      // Result k's loss-scaling select (null without loss scaling).
+      SmallVector<SelectOp> keeps(op->getNumResults());
+      for (unsigned k = 0; k < op->getNumResults(); ++k)
+        keeps[k] = unscale ? keepingSelect(op->getResult(k), op->getOperand(k == 0 ? 0 : state[k - 1].first))
+                           : nullptr;
+      if (unscale && llvm::any_of(keeps, [](SelectOp s) { return !s; }))
+        continue;
+      auto leaving = [&](unsigned k) -> Value {
+        return keeps[k] ? Value(keeps[k].getResult()) : Value(op->getResult(k));
+      };
+      bool owned = llvm::all_of(state, [&](auto s) {
+        Value old = op->getOperand(s.first);
+        unsigned uses = std::distance(old.use_begin(), old.use_end());
+        return isa<BlockArgument>(old) && uses == (keeps[s.second] ? 2u : 1u) &&
+               onlyYielded(leaving(s.second));
+      });
+      if (!owned)
         continue;
       auto type = cast<RankedTensorType>(param.getType());
       if (type.getRank() < 1 || !type.hasStaticShape())
@@ -164,15 +200,13 @@ struct HetShardOptimizerPass
       // ZeRO-3 holds the parameter itself in blocks: it must be the stage's
       // argument, its new value only leaving the stage.
       auto paramArgument = dyn_cast<BlockArgument>(param);
-      bool shardParam = level >= 3 && paramArgument &&
-                        llvm::all_of(op->getResult(0).getUsers(),
-                                     [](Operation *u) { return isa<YieldOp>(u); });
+      bool shardParam = level >= 3 && paramArgument && onlyYielded(leaving(0));
       // ZeRO-2 and 3 reduce-scatter each micro-batch's gradient in the
       // backward pass, just after it is computed, so the whole gradient
       // dies at once and only a block of it is accumulated between
       // micro-batches; ZeRO-1 reduce-scatters the accumulated gradient in
       // the update.
-      OpBuilder scatterAt(op);
+      OpBuilder scatterAt(unscale ? unscale.getOperation() : op);
       Value dw = reduce.getInput();
       if (Operation *def = dw.getDefiningOp(); level >= 2 && def && def->getBlock() == op->getBlock())
         scatterAt.setInsertionPointAfter(def);
@@ -180,9 +214,18 @@ struct HetShardOptimizerPass
           loc, blockType, dw, group, reduce.getReduction(), /*axis=*/0,
           /*by_share=*/true, CollectiveAlgorithm::Ring, CompressionKind::None, FloatAttr());
       mark(scattered, /*backward=*/level >= 2);
+      // With loss scaling the blocks are unscaled, and overflow is looked
+      // for in them: the job-wide max of every rank's flag that follows
+      // covers each block of every replica.
+      Value gradBlock = scattered;
+      if (unscale) {
+        unscale->setOperand(1 + unscaled, scattered);
+        unscale->getResult(1 + unscaled).setType(blockType);
+        gradBlock = unscale->getResult(1 + unscaled);
+      }
       Value block;
       if (shardParam) {
-        gatherBeforeUses(paramArgument, op, group, type, mark);
+        gatherBeforeUses(paramArgument, op, keeps[0], group, type, mark);
         paramArgument.setType(blockType);
         sharded.push_back(names[paramArgument.getArgNumber()]);
         block = paramArgument;
@@ -193,7 +236,7 @@ struct HetShardOptimizerPass
       }
       SmallVector<Value> operands(op->getOperands());
       operands[0] = block;
-      operands[1] = scattered;
+      operands[1] = gradBlock;
       for (auto [operand, result] : state) {
         auto argument = cast<BlockArgument>(op->getOperand(operand));
         argument.setType(blockType);
@@ -202,17 +245,39 @@ struct HetShardOptimizerPass
       SmallVector<Type> resultTypes(op->getNumResults(), blockType);
       OperationState rebuilt(loc, op->getName(), operands, resultTypes, op->getAttrs());
       Operation *update = b.create(rebuilt);
-      if (shardParam) {
-        op->getResult(0).replaceAllUsesWith(update->getResult(0));
-      } else {
-        auto gathered = b.create<AllGatherOp>(loc, type, update->getResult(0), group, /*axis=*/0,
-                                              /*by_share=*/true, CollectiveAlgorithm::Ring,
-                                              CompressionKind::None, FloatAttr());
+      // Each new value, or its select (now between blocks), replaces the
+      // old one.
+      SmallVector<Value> results;
+      for (unsigned k = 0; k < op->getNumResults(); ++k) {
+        if (!keeps[k]) {
+          results.push_back(update->getResult(k));
+          continue;
+        }
+        keeps[k].getOnFalseMutable().assign(update->getResult(k));
+        if (k == 0)
+          keeps[k].getOnTrueMutable().assign(block);
+        keeps[k].getResult().setType(blockType);
+        results.push_back(nullptr); // its users already read the select
+      }
+      if (!shardParam) {
+        // The whole parameter: the updated blocks (after the select) joined.
+        Value joined = keeps[0] ? Value(keeps[0].getResult()) : Value(update->getResult(0));
+        OpBuilder after(joined.getContext());
+        after.setInsertionPointAfterValue(joined);
+        auto gathered = after.create<AllGatherOp>(loc, type, joined, group, /*axis=*/0,
+                                                  /*by_share=*/true, CollectiveAlgorithm::Ring,
+                                                  CompressionKind::None, FloatAttr());
         mark(gathered, false);
-        op->getResult(0).replaceAllUsesWith(gathered);
+        if (keeps[0])
+          joined.replaceAllUsesExcept(gathered, gathered);
+        else
+          op->getResult(0).replaceAllUsesWith(gathered);
+      } else if (!keeps[0]) {
+        op->getResult(0).replaceAllUsesWith(update->getResult(0));
       }
       for (unsigned k = 1; k < op->getNumResults(); ++k)
-        op->getResult(k).replaceAllUsesWith(update->getResult(k));
+        if (results[k])
+          op->getResult(k).replaceAllUsesWith(results[k]);
       op->erase();
       reduce.erase();
     }
