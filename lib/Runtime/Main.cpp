@@ -11,6 +11,7 @@
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
+#include "TokenData.h"
 #include "MemoryReport.h"
 #include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
@@ -48,7 +49,7 @@ struct Options {
   long long batch = -1;
   double lr = NAN;
   long long seed = 0;
-  std::string data, evalData, save, load;
+  std::string data, evalData, save, load, logSamples;
   bool loadAll = false; // --inputs: --load, and every argument but state given
   int threads = 0;
   long long printEvery = 1;
@@ -64,6 +65,12 @@ const char *usage =
     "                   --random-inputs S (default 0); also shuffles --data\n"
     "  --data F.npz     training set: arrays x [N, ...] and y [N] (labels);\n"
     "                   without it the model trains on one synthetic batch\n"
+    "  --data F.bin     a token file (uint16 ids, or as F.bin.json says; het.data\n"
+    "                   prepare writes one) for a language model: each sample a\n"
+    "                   window of its tokens and the next ones, in a seeded order\n"
+    "                   that visits every window once per epoch\n"
+    "  --log-samples F  append the sample number and window start of each token\n"
+    "                   window trained on to F\n"
     "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
     "  --load F.npz     arguments by name (parameters, state, constants, data)\n"
     "  --inputs F.npz   --load, and an error naming any argument the file lacks\n"
@@ -95,6 +102,8 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.data = value;
     else if (arg == "--eval")
       o.evalData = value;
+    else if (arg == "--log-samples")
+      o.logSamples = value;
     else if (arg == "--load")
       o.load = value;
     else if (arg == "--inputs") {
@@ -204,6 +213,27 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   }
   requireConstants(info, given, o.load);
 
+  // A token file: windows of a language model's text.
+  std::unique_ptr<TokenFile> tokenFile;
+  std::unique_ptr<TokenStream> tokens;
+  TokenArguments tokenArgs;
+  if (!o.data.empty() && isTokenFile(o.data)) {
+    tokenArgs = tokenArguments(info, o.data);
+    tokenFile = std::make_unique<TokenFile>(o.data, tokenArgs.window, tokenArgs.vocab);
+    tokens = std::make_unique<TokenStream>(*tokenFile, tokenArgs.window, o.seed);
+    if (tokenArgs.positions >= 0)
+      tokenArgs.fillPositions(inputs[tokenArgs.positions].i());
+    if (!o.logSamples.empty())
+      tokens->logSamples(o.logSamples, 0);
+    std::printf("data %s: %llu tokens, %llu windows of %lld per epoch\n", o.data.c_str(),
+                static_cast<unsigned long long>(tokenFile->tokens()),
+                static_cast<unsigned long long>(tokens->windowsPerEpoch()),
+                static_cast<long long>(tokenArgs.window));
+    o.data.clear(); // not an .npz dataset
+  } else if (!o.logSamples.empty()) {
+    die("--log-samples logs the windows of a token file (--data F.bin)");
+  }
+
   Dataset train, test;
   bool haveData = !o.data.empty(), haveEval = !o.evalData.empty();
   if ((haveData || haveEval) && (dataInput < 0 || labelInput < 0))
@@ -241,6 +271,12 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   for (long long s = 0; s < o.steps; ++s) {
     if (haveData)
       stream->fill(s, inputs[dataInput].f(), inputs[labelInput].i());
+    if (tokens) {
+      tokens->setStep(s);
+      tokens->fillSamples(s * batch, batch, inputs[tokenArgs.input].i(),
+                          inputs[tokenArgs.targets].i());
+      tokens->prefetch((s + 1) * batch, batch);
+    }
     hetrtRandomContext() = {s, 0}; // het.dropout's counters: the whole batch is here
     step(in.data(), out.data());
     loss = outputs[lossOutput].f()[0];

@@ -86,6 +86,10 @@ const char *usage =
     "                        seed and global batch sees the same values\n"
     "  --data F.npz          training set: arrays x [N, ...] and y [N]; without it,\n"
     "                        seeded synthetic batches\n"
+    "  --data F.bin          a token file for a language model (uint16 ids, or as\n"
+    "                        F.bin.json says): windows in a seeded order that every\n"
+    "                        plan and split shares; each rank reads its own\n"
+    "  --log-samples F       append each token window this rank trains on to F\n"
     "  --load F.npz          arguments by name, as a single-rank executable's --load:\n"
     "                        parameters, state, imported constants, and\n"
     "                        data inputs (one fixed global batch, each replica\n"
@@ -166,6 +170,8 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.profileRepeats = options.integer(1, 1000000);
     else if (arg == "--data")
       o.data = value;
+    else if (arg == "--log-samples")
+      o.logSamples = value;
     else if (arg == "--checkpoint-dir")
       o.checkpointDir = value;
     else if (arg == "--save")
@@ -297,7 +303,15 @@ void PipelineRank::setUp() {
   for (const TensorInfo &t : variant_->update.outputs)
     persistentInfo_.emplace(t.name, t);
   microBatch_.resize(info_.microBatches);
-  if (!o_.data.empty()) {
+  if (!o_.data.empty() && isTokenFile(o_.data)) {
+    tokenArgs_ = tokenArguments(info_, o_.data);
+    tokenFile_ = std::make_unique<TokenFile>(o_.data, tokenArgs_.window, tokenArgs_.vocab);
+    tokens_ = std::make_unique<TokenStream>(*tokenFile_, tokenArgs_.window, o_.seed);
+    if (!o_.logSamples.empty())
+      tokens_->logSamples(o_.logSamples, pipelineComm().rank);
+  } else if (!o_.logSamples.empty()) {
+    die("--log-samples logs the windows of a token file (--data F.bin)");
+  } else if (!o_.data.empty()) {
     if (dataInput_ < 0 || labelInput_ < 0)
       die("--data needs a model with exactly one float data argument and one label argument");
     const TensorInfo &x = info_.inputs[dataInput_];
@@ -316,10 +330,19 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
   int64_t first = step * info_.globalBatch + micro * microBatchSamples_ + firstSample_;
   Env &env = microBatch_[micro];
   bool fromStream = false;
+  const TensorInfo *tokenInput = nullptr, *tokenTargets = nullptr; // what this stage reads
   for (const std::string &name : batchInputs_) {
     unsigned index = stepIndex_[name];
     if (stream_ && (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
       fromStream = true;
+      continue;
+    }
+    if (tokens_ && static_cast<int>(index) == tokenArgs_.input) {
+      tokenInput = &info_.inputs[index];
+      continue;
+    }
+    if (tokens_ && static_cast<int>(index) == tokenArgs_.targets) {
+      tokenTargets = &info_.inputs[index];
       continue;
     }
     const TensorInfo &t = info_.inputs[index];
@@ -345,11 +368,38 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       env[name] = std::move(b);
     } else {
       // Not one row per sample (position ids): the same for the whole step,
-      // whatever its micro-batches and replicas.
+      // whatever its micro-batches and replicas; for a token file's windows,
+      // the positions in them.
       Buffer b(bytesOf(t));
-      initialize(t, index, o_.seed, b, static_cast<uint64_t>(step) + 1);
+      if (tokens_ && static_cast<int>(index) == tokenArgs_.positions)
+        tokenArgs_.fillPositions(b.i());
+      else
+        initialize(t, index, o_.seed, b, static_cast<uint64_t>(step) + 1);
       env[name] = std::move(b);
     }
+  }
+  if (tokenInput || tokenTargets) {
+    // This replica's windows of the micro-batch: its ids, its next tokens,
+    // or both, as its stage reads them.
+    auto shareOf = [&](const TensorInfo *t) {
+      TensorInfo local = *t;
+      local.shape[0] = share_;
+      return Buffer(bytesOf(local));
+    };
+    Buffer ids, next;
+    if (tokenInput)
+      ids = shareOf(tokenInput);
+    if (tokenTargets)
+      next = shareOf(tokenTargets);
+    tokens_->setStep(step);
+    tokens_->fillSamples(first, share_, tokenInput ? ids.i() : nullptr,
+                         tokenTargets ? next.i() : nullptr);
+    if (micro == info_.microBatches - 1) // the next step's windows, read ahead
+      tokens_->prefetch(first + info_.globalBatch - micro * microBatchSamples_, share_);
+    if (tokenInput)
+      env[tokenInput->name] = std::move(ids);
+    if (tokenTargets)
+      env[tokenTargets->name] = std::move(next);
   }
   if (!fromStream)
     return;

@@ -9,6 +9,7 @@
 #ifndef HET_LIB_RUNTIME_PIPELINERANK_H
 #define HET_LIB_RUNTIME_PIPELINERANK_H
 
+#include "TokenData.h"
 #include "het/Support/ShareBlocks.h"
 #include "Arguments.h"
 #include "ModelInfo.h"
@@ -30,7 +31,7 @@ struct Options {
   long long steps = 100;
   double lr = NAN;
   long long seed = 0;
-  std::string data, save, checkpointDir, load;
+  std::string data, save, checkpointDir, load, logSamples;
   int threads = 1;
   long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
   bool syncCheckpoint = false;
@@ -69,6 +70,10 @@ private:
   std::map<std::string, het::eval::HostArray> loaded_; // --load's arrays by argument name
   std::unique_ptr<BatchStream> stream_;
   Dataset train_;
+  // --data F.bin: a language model's windows of a token file.
+  std::unique_ptr<TokenFile> tokenFile_;
+  std::unique_ptr<TokenStream> tokens_;
+  TokenArguments tokenArgs_;
   int dataInput_ = -1, labelInput_ = -1;
   double lossSum_ = 0;
   // Seconds inside the stage functions' compute (their time less the

@@ -1,0 +1,224 @@
+//===- TokenData.cpp - language-model data from a token file --------------===//
+
+#include "TokenData.h"
+
+#include "Arguments.h"
+#include "ModelInfo.h"
+#include "Philox.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace het::rt {
+
+bool isTokenFile(const std::string &path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
+}
+
+TokenArguments tokenArguments(const ModelInfo &info, const std::string &path) {
+  TokenArguments a;
+  for (unsigned i = 0; i < info.inputs.size(); ++i) {
+    const TensorInfo &t = info.inputs[i];
+    if (t.shape.size() != 2 || !t.isInteger())
+      continue;
+    if (t.role == "index" && t.init == "randint" && a.input < 0)
+      a.input = static_cast<int>(i);
+    else if (t.role == "label" && a.targets < 0)
+      a.targets = static_cast<int>(i);
+  }
+  if (a.input < 0 || a.targets < 0 ||
+      info.inputs[a.input].shape != info.inputs[a.targets].shape)
+    die("--data " + path + " is a token file, which feeds a language model: token ids and "
+        "next-token labels, both integer arguments of shape [batch, window]; this model has " +
+        std::string(a.input < 0 ? "no such token ids" : "no such labels"));
+  a.window = info.inputs[a.input].shape[1];
+  a.vocab = static_cast<int64_t>(info.inputs[a.input].a);
+  for (unsigned i = 0; i < info.inputs.size(); ++i) {
+    const TensorInfo &t = info.inputs[i];
+    if (t.isInteger() && t.shape == std::vector<int64_t>{a.window} && t.role == "index" &&
+        t.init == "randint" && static_cast<int64_t>(t.a) == a.window && !info.isBatched(t.name))
+      a.positions = static_cast<int>(i);
+  }
+  return a;
+}
+
+void TokenArguments::fillPositions(int64_t *ids) const {
+  for (int64_t t = 0; t < window; ++t)
+    ids[t] = t;
+}
+
+TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab) : path_(path) {
+  // The element type: the file's metadata, else nanoGPT's uint16.
+  std::string dtype = "uint16";
+  if (std::ifstream meta(path + ".json"); meta) {
+    nlohmann::json j;
+    try {
+      meta >> j;
+      dtype = j.value("dtype", dtype);
+    } catch (const std::exception &e) {
+      die(path + ".json: not the metadata of a token file (" + e.what() + ")");
+    }
+  }
+  if (dtype != "uint16" && dtype != "uint32")
+    die(path + ".json: dtype '" + dtype + "': a token file holds uint16 or uint32 ids");
+  width_ = dtype == "uint16" ? 2 : 4;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    die("--data " + path + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    die("--data " + path + ": " + std::strerror(errno));
+  }
+  bytes_ = static_cast<size_t>(st.st_size);
+  if (bytes_ % width_ != 0) {
+    ::close(fd);
+    die("--data " + path + ": its " + std::to_string(bytes_) + " bytes are not a whole number of " +
+        dtype + " token ids (" + std::to_string(width_) + " bytes each)");
+  }
+  count_ = bytes_ / width_;
+  if (count_ < static_cast<uint64_t>(window) + 1) {
+    ::close(fd);
+    die("--data " + path + ": " + std::to_string(count_) + " tokens, fewer than one window of " +
+        std::to_string(window) + " plus its next token");
+  }
+  data_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    die("--data " + path + ": cannot map it: " + std::strerror(errno));
+  }
+  // Every id within the model's vocabulary, checked once before training:
+  // an embedding lookup past its table would read other memory.
+  ::madvise(data_, bytes_, MADV_SEQUENTIAL);
+  for (uint64_t i = 0; i < count_; ++i)
+    if (token(i) >= vocab)
+      die("--data " + path + ": token " + std::to_string(i) + " is id " +
+          std::to_string(token(i)) + ", outside the model's vocabulary of " +
+          std::to_string(vocab) + " (was the file prepared with another tokenizer?)");
+  ::madvise(data_, bytes_, MADV_RANDOM);
+}
+
+TokenFile::~TokenFile() {
+  if (data_)
+    ::munmap(data_, bytes_);
+}
+
+void TokenFile::willNeed(uint64_t first, uint64_t count) const {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data_) + first * width_;
+  uintptr_t end = begin + count * width_;
+  begin &= ~(page - 1);
+  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
+}
+
+namespace {
+
+/// A keyed permutation of [0, n): a four-round Feistel network over the
+/// smallest even number of bits that holds n, its round function Philox,
+/// walked until the result is below n (fewer than four steps expected).
+uint64_t permute(uint64_t x, uint64_t n, uint64_t seed, uint64_t epoch) {
+  int bits = 2;
+  while ((uint64_t(1) << bits) < n)
+    bits += 2;
+  const int half = bits / 2;
+  const uint64_t mask = (uint64_t(1) << half) - 1;
+  std::array<uint32_t, 2> key{uint32_t(seed) ^ uint32_t(seed >> 32), 0x70CE0000u ^ uint32_t(epoch)};
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (uint32_t round = 0; round < 4; ++round) {
+      eval::PhiloxWords w =
+          eval::philox4x32({uint32_t(right), uint32_t(right >> 32), round, uint32_t(epoch >> 32)},
+                           key);
+      uint64_t f = (uint64_t(w[0]) | uint64_t(w[1]) << 32) & mask;
+      uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= n);
+  return x;
+}
+
+} // namespace
+
+TokenStream::TokenStream(const TokenFile &file, int64_t window, long long seed)
+    : file_(file), window_(window), seed_(static_cast<uint64_t>(seed)),
+      windows_((file.tokens() - 1) / static_cast<uint64_t>(window)) {
+  worker_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return pending_ || stop_; });
+      if (stop_)
+        return;
+      int64_t first = wantFirst_, count = wantCount_;
+      pending_ = false;
+      lock.unlock();
+      for (int64_t g = first; g < first + count; ++g)
+        file_.willNeed(windowStart(static_cast<uint64_t>(g)), static_cast<uint64_t>(window_) + 1);
+      lock.lock();
+    }
+  });
+}
+
+TokenStream::~TokenStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  worker_.join();
+  if (log_)
+    std::fclose(log_);
+}
+
+uint64_t TokenStream::windowStart(uint64_t g) const {
+  uint64_t epoch = g / windows_, position = g % windows_;
+  return permute(position, windows_, seed_, epoch) * static_cast<uint64_t>(window_);
+}
+
+void TokenStream::fillSamples(int64_t first, int64_t count, int64_t *input, int64_t *targets) {
+  for (int64_t b = 0; b < count; ++b) {
+    uint64_t g = static_cast<uint64_t>(first + b), start = windowStart(g);
+    for (int64_t t = 0; t < window_; ++t) {
+      if (input)
+        input[b * window_ + t] = file_.token(start + t);
+      if (targets)
+        targets[b * window_ + t] = file_.token(start + t + 1);
+    }
+    if (log_)
+      std::fprintf(log_, "step %lld sample %llu window-start %llu rank %d\n",
+                   static_cast<long long>(step_), static_cast<unsigned long long>(g),
+                   static_cast<unsigned long long>(start), logRank_);
+  }
+}
+
+void TokenStream::prefetch(int64_t first, int64_t count) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wantFirst_ = first;
+    wantCount_ = count;
+    pending_ = true;
+  }
+  wake_.notify_one();
+}
+
+void TokenStream::logSamples(const std::string &path, int rank) {
+  log_ = std::fopen(path.c_str(), "a");
+  if (!log_)
+    die("--log-samples " + path + ": " + std::strerror(errno));
+  // One write per line, appended (O_APPEND): the ranks of a job share the
+  // file without interleaving their lines.
+  std::setvbuf(log_, nullptr, _IOLBF, 0);
+  logRank_ = rank;
+}
+
+} // namespace het::rt
