@@ -18,7 +18,8 @@
 # to its first plan when the devices are re-admitted (het-run --admit);
 # one rank of yet another plan then resumes from those checkpoints too;
 # then a transformers Llama imported from PyTorch and
-# checked against it step by step; then GPU code: the GPT's kernels as a
+# checked against it step by step; a small GPT trained on a token file of
+# real text prepared here; then GPU code: the GPT's kernels as a
 # cubin and emulated on the host, and a CNN executable for NVIDIA GPUs. NPU
 # pipeline stages are not compiled yet.
 set -euo pipefail
@@ -311,6 +312,35 @@ HET_TOOLS_DIR="$here/build/bin" PYTHONPATH="$here/python" "$here/.venv/bin/pytho
   || { cat "$out/llama.txt"; echo "het: het.export failed" >&2; exit 1; }
 echo "het:   $(grep -c 'het.rms_norm' "$out/llama.mlir") het.rms_norm, $(grep -cE '= het\.' "$out/llama.mlir") het ops -> $out/llama.mlir"
 grep -E '^step (0|19) |^max relative' "$out/llama.txt" | sed 's/^/het:   /'
+# A language model on real text (docs/llm.md): a byte-level BPE trained here
+# on two packages of the Python standard library's sources, their token
+# file, and a small GPT planned over both local kinds and trained on its
+# windows (the same windows whatever the plan).
+sources=$("$here/.venv/bin/python" -c 'import email, json, os; print(os.path.dirname(json.__file__), os.path.dirname(email.__file__))')
+echo "het: python -m het.data prepare (Python's json and email sources, byte-level BPE of 512):"
+PYTHONPATH="$here/python" "$here/.venv/bin/python" -m het.data prepare $sources --out "$out/corpus" \
+  --vocab-size 512 > "$out/prepare.txt" 2>&1 \
+  || { cat "$out/prepare.txt"; echo "het: het.data prepare failed" >&2; exit 1; }
+sed 's/^het.data prepare: /het:   /' "$out/prepare.txt"
+"$here/.venv/bin/python" "$here/examples/models/make_gpt.py" --batch 8 --seq 32 --vocab 512 --dim 32 \
+  --heads 2 --blocks 2 > "$out/lm.mlir"
+"$here/build/bin/het-compile" "$out/lm.mlir" --optimizer adam --lr 0.003 --cluster "$two_kinds" \
+  --plan auto -o "$out/lm" 2> "$out/lm-compile.txt" \
+  || { cat "$out/lm-compile.txt"; echo "het: het-compile of the language model failed" >&2; exit 1; }
+echo "het: a GPT (2 blocks, vocabulary 512, windows of 32) planned over $(basename "$two_kinds") and trained on $out/corpus/train.bin, 300 steps:"
+grep -E '^stage|^predicted' "$out/lm-compile.txt" | sed 's/^/het:   /'
+"$here/build/bin/het-run" --cluster "$two_kinds" "$out/lm" --steps 300 --print-every 100 \
+  --data "$out/corpus/train.bin" > "$out/lm.txt" 2>&1 \
+  || { cat "$out/lm.txt"; echo "het: training the language model failed" >&2; exit 1; }
+grep -E 'step [0-9]+ loss|iteration time' "$out/lm.txt" | sed 's/^/het:   /'
+# Real text is learnable: the loss must fall well below its start (ln 512).
+"$here/.venv/bin/python" - "$out/lm.txt" <<'PY' || exit 1
+import re, sys
+losses = [float(v) for v in re.findall(r"step \d+ loss ([0-9.]+)", open(sys.argv[1]).read())]
+if not losses or losses[-1] > 0.8 * losses[0]:
+    sys.exit(f"het: the language model's loss did not fall by a fifth: {losses}")
+print(f"het:   loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+PY
 # GPU code objects (docs/gpu.md; no GPU here): the GPT's training step as
 # one sm_90 cubin, checked with llvm-readelf, and the same mapped kernels
 # emulated on the host against the x86 build.

@@ -635,18 +635,19 @@ hetcclResult_t hetcclReduceScatter(const void* send, void* recv, size_t recvcoun
   });
 }
 
-// The counts, copied: a grouped call runs after the caller's array is gone.
-static std::vector<size_t> countsOf(const hetcclComm* c, const size_t* counts, const char* name) {
-  if (!counts) fail(hetcclInvalidArgument, std::string(name) + " is NULL");
-  return std::vector<size_t>(counts, counts + c->nranks);
+// The V collectives' counts, copied (a grouped call runs after the
+// caller's array is gone), with the communicator checked first.
+static hetcclResult_t copyCounts(hetcclComm_t c, const size_t* recvcounts, std::vector<size_t>& counts) {
+  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
+  if (!recvcounts) return record(hetcclInvalidArgument, "recvcounts is NULL");
+  counts.assign(recvcounts, recvcounts + c->nranks);
+  return hetcclSuccess;
 }
 
 hetcclResult_t hetcclAllGatherV(const void* send, void* recv, const size_t* recvcounts, hetcclDataType_t dt,
                                 hetcclComm_t c) {
-  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
   std::vector<size_t> counts;
-  hetcclResult_t r = unguarded([&] { counts = countsOf(c, recvcounts, "recvcounts"); });
-  if (r != hetcclSuccess) return r;
+  if (hetcclResult_t r = copyCounts(c, recvcounts, counts); r != hetcclSuccess) return r;
   return submit(c, [=] {
     checkType(dt);
     size_t total = boundsOf(counts).back(), mine = counts[c->rank];
@@ -660,10 +661,8 @@ hetcclResult_t hetcclAllGatherV(const void* send, void* recv, const size_t* recv
 
 hetcclResult_t hetcclReduceScatterV(const void* send, void* recv, const size_t* recvcounts, hetcclDataType_t dt,
                                     hetcclRedOp_t op, hetcclComm_t c) {
-  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
   std::vector<size_t> counts;
-  hetcclResult_t r = unguarded([&] { counts = countsOf(c, recvcounts, "recvcounts"); });
-  if (r != hetcclSuccess) return r;
+  if (hetcclResult_t r = copyCounts(c, recvcounts, counts); r != hetcclSuccess) return r;
   return submit(c, [=] {
     checkType(dt);
     checkOp(op);

@@ -53,6 +53,7 @@ struct Options {
   bool loadAll = false; // --inputs: --load, and every argument but state given
   int threads = 0;
   long long printEvery = 1;
+  long long evalEvery = 0, evalWindows = 0; // token files: validation every N steps
 };
 
 const char *usage =
@@ -72,6 +73,10 @@ const char *usage =
     "  --log-samples F  append the sample number and window start of each token\n"
     "                   window trained on to F\n"
     "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
+    "  --eval F.bin     a language model's validation tokens: prints the loss and\n"
+    "                   perplexity over its windows in order after training\n"
+    "  --eval-every N   with --eval F.bin: also every N steps\n"
+    "  --eval-windows K with --eval F.bin: its first K windows (default: all)\n"
     "  --load F.npz     arguments by name (parameters, state, constants, data)\n"
     "  --inputs F.npz   --load, and an error naming any argument the file lacks\n"
     "                   but state (its start values): het-eval's --inputs\n"
@@ -104,6 +109,10 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.evalData = value;
     else if (arg == "--log-samples")
       o.logSamples = value;
+    else if (arg == "--eval-every")
+      o.evalEvery = options.integer(1);
+    else if (arg == "--eval-windows")
+      o.evalWindows = options.integer(1);
     else if (arg == "--load")
       o.load = value;
     else if (arg == "--inputs") {
@@ -233,6 +242,20 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   } else if (!o.logSamples.empty()) {
     die("--log-samples logs the windows of a token file (--data F.bin)");
   }
+  // Validation tokens: the loss over their windows, in order, by the
+  // predict function's logits.
+  std::unique_ptr<TokenFile> evalTokens;
+  if (!o.evalData.empty() && isTokenFile(o.evalData)) {
+    if (tokenArgs.input < 0)
+      tokenArgs = tokenArguments(info, o.evalData);
+    evalTokens = std::make_unique<TokenFile>(o.evalData, tokenArgs.window, tokenArgs.vocab);
+    if (!predict)
+      die("--eval " + o.evalData + " needs the model's logits (no predict function was built: "
+          "the loss is not a cross-entropy)");
+    o.evalData.clear();
+  } else if (o.evalEvery > 0 || o.evalWindows > 0) {
+    die("--eval-every and --eval-windows are for a language model's validation tokens (--eval F.bin)");
+  }
 
   Dataset train, test;
   bool haveData = !o.data.empty(), haveEval = !o.evalData.empty();
@@ -259,6 +282,62 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   std::unique_ptr<BatchStream> stream;
   if (haveData)
     stream = std::make_unique<BatchStream>(train, batch, o.seed);
+
+  // The validation loss: the mean next-token cross-entropy over the
+  // validation file's windows in order (a last short batch padded with
+  // its last window, which is not counted), from the predict function's
+  // logits and the current parameters.
+  auto validate = [&](long long afterSteps) {
+    std::vector<void *> pin;
+    int idsSlot = -1;
+    for (const std::string &name : info.predictInputs) {
+      auto it = inputIndex.find(name);
+      if (it == inputIndex.end())
+        die("the predict function's argument '" + name + "' is no argument of the step");
+      pin.push_back(inputs[it->second].memory.get());
+      if (static_cast<int>(it->second) == tokenArgs.input)
+        idsSlot = static_cast<int>(pin.size()) - 1;
+    }
+    if (idsSlot < 0)
+      die("the predict function does not read the token ids");
+    const int64_t T = tokenArgs.window, V = info.logits.shape.back();
+    if (info.logits.count() != batch * T * V)
+      die("the predict function's logits are " + shapeText(info.logits.shape) + ", not [" +
+          std::to_string(batch) + ", " + std::to_string(T) + ", vocabulary]");
+    int64_t windows = static_cast<int64_t>((evalTokens->tokens() - 1) / T);
+    if (o.evalWindows > 0)
+      windows = std::min<int64_t>(windows, o.evalWindows);
+    // The ids buffer is the step's; keep its training batch.
+    Buffer saved(inputs[tokenArgs.input].bytes);
+    std::memcpy(saved.memory.get(), inputs[tokenArgs.input].memory.get(), saved.bytes);
+    Buffer logits(bytesOf(info.logits));
+    std::vector<void *> pout{logits.memory.get()};
+    int64_t *ids = inputs[tokenArgs.input].i();
+    double total = 0;
+    for (int64_t first = 0; first < windows; first += batch) {
+      for (int64_t b = 0; b < batch; ++b) {
+        uint64_t start = static_cast<uint64_t>(std::min(first + b, windows - 1) * T);
+        for (int64_t t = 0; t < T; ++t)
+          ids[b * T + t] = evalTokens->token(start + t);
+      }
+      predict(pin.data(), pout.data());
+      for (int64_t b = 0; b < batch && first + b < windows; ++b)
+        for (int64_t t = 0; t < T; ++t) {
+          const float *row = logits.f() + (b * T + t) * V;
+          double peak = *std::max_element(row, row + V), sum = 0;
+          for (int64_t v = 0; v < V; ++v)
+            sum += std::exp(double(row[v]) - peak);
+          int64_t next = evalTokens->token(static_cast<uint64_t>((first + b) * T + t + 1));
+          total += peak + std::log(sum) - row[next];
+        }
+    }
+    std::memcpy(inputs[tokenArgs.input].memory.get(), saved.memory.get(), saved.bytes);
+    double loss = total / double(windows * T);
+    std::printf("eval after step %lld: loss %.6f perplexity %.3f (%lld windows of %lld tokens)\n",
+                afterSteps, loss, std::exp(loss), static_cast<long long>(windows),
+                static_cast<long long>(T));
+    std::fflush(stdout);
+  };
 
   bool tty = isatty(fileno(stdout));
   std::printf("model %s: batch %lld, %zu arguments, threads %d\n", info.stepName.c_str(),
@@ -303,6 +382,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
       progress(s + 1, o.steps, loss, seconds);
     else if (s % o.printEvery == 0 || s + 1 == o.steps)
       std::printf("step %lld loss %.9g\n", s, loss);
+    if (evalTokens && o.evalEvery > 0 && (s + 1) % o.evalEvery == 0 && s + 1 < o.steps)
+      validate(s + 1);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (tty && o.steps > 0)
@@ -320,6 +401,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                 static_cast<long long>(batch), timed, seconds);
   if (o.steps > 0)
     std::printf("memory: %s\n", memoryReport().c_str());
+  if (evalTokens)
+    validate(o.steps);
 
   if (haveEval) {
     std::vector<Buffer> predictInputs;
