@@ -305,6 +305,31 @@ void HetPartitionPass::runOnOperation() {
       stagesUsingOperand(use, users);
     for (int s : users)
       stageArgs[s].push_back(arg.getArgNumber());
+    // A parameter read by layers of two stages (tied weights: GPT-2's
+    // token embedding and output head) would need both stages' copies
+    // updated alike and their partial gradients summed once per step;
+    // the stages exchange them per micro-batch instead, in an order the
+    // schedules cannot keep. Refused here, naming the layers, rather
+    // than failing in the ranks.
+    if (users.size() > 1 && func.getArgAttr(arg.getArgNumber(), HetDialect::getParamAttrName())) {
+      std::set<int64_t> layers;
+      for (Operation *user : arg.getUsers())
+        if (auto layer = user->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName()))
+          layers.insert(layer.getInt());
+      std::string stageList, layerList;
+      for (int s : users)
+        stageList += (stageList.empty() ? "'" : ", '") + plan.stages[s].name + "'";
+      for (int64_t l : layers)
+        layerList += (layerList.empty() ? "" : ", ") + std::to_string(l);
+      module.emitError() << "het-partition: " << plan.file << ": stages " << stageList
+                         << " all read parameter '" << argumentName(func, arg.getArgNumber())
+                         << "' (a tied weight, in layers " << layerList
+                         << "); a pipeline cannot split a tied parameter yet: plan layers ["
+                         << *layers.begin() << ", " << *layers.rbegin() + 1
+                         << ") into one stage, or untie it (transformers: "
+                            "tie_word_embeddings=False)";
+      return signalPassFailure();
+    }
   }
 
   // Build the stages.

@@ -438,12 +438,25 @@ llvm::Expected<double> measureStep(ModuleOp stepModule, const std::string &libra
   if (lowerAndEmit(*copy, options, Emit::Exe, exe.str().str(), timer) != 0)
     return error("could not compile the calibration executable for " + library);
   llvm::SmallVector<llvm::StringRef> args{exe, "--steps", "12", "--threads", "1"};
+  // A model imported from PyTorch takes constants (and its parameters) from
+  // the .npz het.export wrote beside the .mlir: the run needs them.
+  llvm::SmallString<256> arrays(inputFile.getValue());
+  llvm::sys::path::replace_extension(arrays, ".npz");
+  if (llvm::sys::fs::exists(arrays)) {
+    args.push_back("--load");
+    args.push_back(arrays);
+  }
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
                                                 llvm::StringRef(log)};
   std::string message;
-  if (llvm::sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 120, 0, &message) != 0)
+  if (llvm::sys::ExecuteAndWait(exe, args, std::nullopt, redirects, 120, 0, &message) != 0) {
+    // Its last line says why.
+    std::string said;
+    if (auto text = llvm::MemoryBuffer::getFile(log))
+      said = (*text)->getBuffer().rtrim().rsplit('\n').second.str();
     return error("the calibration run for " + library + " failed" +
-                 (message.empty() ? "" : ": " + message));
+                 (message.empty() ? "" : ": " + message) + (said.empty() ? "" : ": " + said));
+  }
   auto text = llvm::MemoryBuffer::getFile(log);
   if (!text)
     return error("cannot read the calibration run's output");

@@ -49,7 +49,9 @@ def main():
     for line in open(a.samples):
         w = line.split()
         starts[int(w[3])] = (int(w[1]), int(w[5]))
-    het = {int(s): float(v) for s, v in re.findall(r"^step (\d+) loss (\S+)", open(a.het).read(), re.M)}
+    # A single rank's "step N loss X", or a pipeline's "[rank R] step N loss X".
+    het = {int(s): float(v) for s, v in
+           re.findall(r"^(?:\[rank \d+\] )?step (\d+) loss (\S+)", open(a.het).read(), re.M)}
     torch.manual_seed(0)
     model = factory(a.model)()
     model.train()
