@@ -493,6 +493,11 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     if (!modelDesc.tensorParallelFits(s.layerBegin, s.layerEnd, s.tensorParallel))
       return invalid(at + "tensor_parallel " + std::to_string(s.tensorParallel) +
                      " splits none of its layers or does not divide one's attention heads");
+    if (!modelDesc.keepsTiedLayers(s.layerBegin, s.layerEnd))
+      return invalid(at + "layers [" + std::to_string(s.layerBegin) + ", " +
+                     std::to_string(s.layerEnd) +
+                     ") cut between layers that share a parameter (tied weights), which a "
+                     "pipeline cannot split yet");
     if (s.replicas() > samples)
       return invalid(at + std::to_string(s.replicas()) +
                      " replicas cannot each take a sample of a micro-batch of " +

@@ -23,6 +23,15 @@ bool ModelDesc::tensorParallelFits(int b, int e, int degree) const {
   return splits;
 }
 
+bool ModelDesc::keepsTiedLayers(int b, int e) const {
+  for (auto [first, last] : tiedLayers) {
+    bool inside = first >= b && last < e, outside = last < b || first >= e;
+    if (!inside && !outside)
+      return false;
+  }
+  return true;
+}
+
 double ModelDesc::totalParams() const {
   double p = 0;
   for (const auto &l : layers)

@@ -217,12 +217,15 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     if (!func.getArgAttr(i, paramName))
       continue;
-    long first = -1;
+    long first = -1, last = -1;
     for (mlir::Operation *user : func.getArgument(i).getUsers()) {
       long l = layerOf(user);
       if (l >= 0 && (first < 0 || l < first))
         first = l;
+      last = std::max(last, l);
     }
+    if (first >= 0 && last > first)
+      m.tiedLayers.push_back({int(first), int(last)});
     if (first >= 0) {
       m.layers[first].params += elements(func.getArgument(i).getType());
       m.layers[first].paramTensors.push_back(elements(func.getArgument(i).getType()));

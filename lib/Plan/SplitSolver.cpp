@@ -86,7 +86,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     double sum = 0, maxT = -1, sync = 0, work = 0;
     std::vector<AllReduceAlgorithm> algorithms(S);
     for (int j = 0; j < S; ++j) {
-      if (!cost.model().tensorParallelFits(bounds[j], bounds[j + 1], ctx[j].tp))
+      if (!cost.model().stageFits(bounds[j], bounds[j + 1], ctx[j].tp))
         return result;
       StageCost c = cost.stageCost(tables[j], ctx[j], bounds[j], bounds[j + 1],
                                    &algorithms[j]);
@@ -198,7 +198,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         }
         if (!fits)
           break;
-        if (!cost.model().tensorParallelFits(a, b, ctx[j].tp))
+        if (!cost.model().stageFits(a, b, ctx[j].tp))
           continue;
         double time = rangeTime(j, a, b) + st.sendNext[b] + st.sendPrev[a];
         double sync = 0;
@@ -307,7 +307,7 @@ double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &st
     double worst = 0;
     for (int j = 0, a = 0; j < S; ++j) {
       int b = a + L / S + (j < L % S ? 1 : 0);
-      if (!cost.model().tensorParallelFits(a, b, ctx[j].tp))
+      if (!cost.model().stageFits(a, b, ctx[j].tp))
         return INFINITY;
       double excess = excessOf(j, a, b);
       if (excess > worst || stage < 0) {
@@ -328,7 +328,7 @@ double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &st
       if (!std::isfinite(worst[j][a]))
         continue;
       for (int b = a + 1; b + (S - j - 1) <= L; ++b) {
-        if (!cost.model().tensorParallelFits(a, b, ctx[j].tp))
+        if (!cost.model().stageFits(a, b, ctx[j].tp))
           continue;
         double excess = excessOf(j, a, b);
         double w = std::max(worst[j][a], excess);

@@ -53,8 +53,19 @@ struct ModelDesc {
   int bytesPerElement = 4;
   long batch = 0; // the batch the model was written for (IR), 0 if none
   std::vector<LayerDesc> layers;
+  /// [first, last] layers that read one parameter (tied weights: GPT-2's
+  /// token embedding and output head). A pipeline cannot split them yet
+  /// (het-partition refuses it), so no stage boundary falls inside.
+  std::vector<std::pair<int, int>> tiedLayers;
 
   double totalParams() const;
+  /// Whether a stage over layers [b, e) holds each tied range whole or
+  /// none of it.
+  bool keepsTiedLayers(int b, int e) const;
+  /// tensorParallelFits and keepsTiedLayers: a stage het-compile builds.
+  bool stageFits(int b, int e, int degree) const {
+    return tensorParallelFits(b, e, degree) && keepsTiedLayers(b, e);
+  }
   /// Whether a stage over layers [b, e) can take `degree` tensor-parallel
   /// devices: no layer there with a degree that does not fit, and at least
   /// one that splits (else every device would repeat the same work).
