@@ -10,19 +10,14 @@ is GPT-2 small's shape (12 layers, width 768, 12 heads: 124 M parameters
 at a vocabulary of 50257) at the vocabulary the corpus was prepared with.
 """
 
+import os
+import sys
+
 import torch
-import torch.nn as nn
 
-
-class Logits(nn.Module):
-    """`model(input_ids=...).logits`: one tensor out, as het.from_torch wants."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids=input_ids).logits
+# The logits wrapper of the tests' tiny models (examples/torch/hf_tiny.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+from hf_tiny import Logits  # noqa: E402
 
 
 def gpt2(vocab, layers, width, heads, positions, seed=0):

@@ -283,23 +283,29 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   if (haveData)
     stream = std::make_unique<BatchStream>(train, batch, o.seed);
 
-  // The validation loss: the mean next-token cross-entropy over the
-  // validation file's windows in order (a last short batch padded with
-  // its last window, which is not counted), from the predict function's
-  // logits and the current parameters.
-  auto validate = [&](long long afterSteps) {
+  // The predict function's arguments: the step's buffers of those names
+  // (as they are now), one of which must be input `needed`.
+  auto predictArguments = [&](int needed, const char *what) {
     std::vector<void *> pin;
-    int idsSlot = -1;
+    bool reads = false;
     for (const std::string &name : info.predictInputs) {
       auto it = inputIndex.find(name);
       if (it == inputIndex.end())
         die("the predict function's argument '" + name + "' is no argument of the step");
       pin.push_back(inputs[it->second].memory.get());
-      if (static_cast<int>(it->second) == tokenArgs.input)
-        idsSlot = static_cast<int>(pin.size()) - 1;
+      reads |= static_cast<int>(it->second) == needed;
     }
-    if (idsSlot < 0)
-      die("the predict function does not read the token ids");
+    if (!reads)
+      die(std::string("the predict function does not read ") + what);
+    return pin;
+  };
+
+  // The validation loss: the mean next-token cross-entropy over the
+  // validation file's windows in order (a last short batch padded with
+  // its last window, which is not counted), from the predict function's
+  // logits and the current parameters.
+  auto validate = [&](long long afterSteps) {
+    std::vector<void *> pin = predictArguments(tokenArgs.input, "the token ids");
     const int64_t T = tokenArgs.window, V = info.logits.shape.back();
     if (info.logits.count() != batch * T * V)
       die("the predict function's logits are " + shapeText(info.logits.shape) + ", not [" +
@@ -405,19 +411,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     validate(o.steps);
 
   if (haveEval) {
-    std::vector<Buffer> predictInputs;
-    std::vector<void *> pin;
-    int dataSlot = -1;
-    for (const std::string &name : info.predictInputs) {
-      auto it = inputIndex.find(name);
-      if (it == inputIndex.end())
-        die("the predict function's argument '" + name + "' is no argument of the step");
-      pin.push_back(inputs[it->second].memory.get());
-      if (static_cast<int>(it->second) == dataInput)
-        dataSlot = static_cast<int>(pin.size()) - 1;
-    }
-    if (dataSlot < 0)
-      die("the predict function does not read the data argument");
+    std::vector<void *> pin = predictArguments(dataInput, "the data argument");
     Buffer logits(bytesOf(info.logits));
     std::vector<void *> pout{logits.memory.get()};
     int64_t classes = info.logits.shape.back(), correct = 0;
