@@ -245,20 +245,15 @@ struct HetShardOptimizerPass
       SmallVector<Type> resultTypes(op->getNumResults(), blockType);
       OperationState rebuilt(loc, op->getName(), operands, resultTypes, op->getAttrs());
       Operation *update = b.create(rebuilt);
-      // Each new value, or its select (now between blocks), replaces the
-      // old one.
-      SmallVector<Value> results;
-      for (unsigned k = 0; k < op->getNumResults(); ++k) {
-        if (!keeps[k]) {
-          results.push_back(update->getResult(k));
-          continue;
+      // The new values replace the old ones; a loss-scaling select then
+      // chooses between blocks.
+      op->replaceAllUsesWith(update->getResults());
+      for (unsigned k = 0; k < op->getNumResults(); ++k)
+        if (keeps[k]) {
+          if (k == 0)
+            keeps[k].getOnTrueMutable().assign(block);
+          keeps[k].getResult().setType(blockType);
         }
-        keeps[k].getOnFalseMutable().assign(update->getResult(k));
-        if (k == 0)
-          keeps[k].getOnTrueMutable().assign(block);
-        keeps[k].getResult().setType(blockType);
-        results.push_back(nullptr); // its users already read the select
-      }
       if (!shardParam) {
         // The whole parameter: the updated blocks (after the select) joined.
         Value joined = keeps[0] ? Value(keeps[0].getResult()) : Value(update->getResult(0));
@@ -268,16 +263,8 @@ struct HetShardOptimizerPass
                                                   /*by_share=*/true, CollectiveAlgorithm::Ring,
                                                   CompressionKind::None, FloatAttr());
         mark(gathered, false);
-        if (keeps[0])
-          joined.replaceAllUsesExcept(gathered, gathered);
-        else
-          op->getResult(0).replaceAllUsesWith(gathered);
-      } else if (!keeps[0]) {
-        op->getResult(0).replaceAllUsesWith(update->getResult(0));
+        joined.replaceAllUsesExcept(gathered, gathered);
       }
-      for (unsigned k = 1; k < op->getNumResults(); ++k)
-        if (results[k])
-          op->getResult(k).replaceAllUsesWith(results[k]);
       op->erase();
       reduce.erase();
     }

@@ -219,15 +219,11 @@ size_t rowElements(const std::vector<int64_t> &shape) {
   return n;
 }
 
-/// The blocks by batch share of `rows` rows over this stage's replicas
-/// (het/Support/ShareBlocks.h), checked against this rank's compiled
-/// block of `length` rows.
+/// The blocks by batch share of `rows` rows over this stage's replicas,
+/// checked against this rank's compiled block of `length` rows.
 std::vector<het::ShareBlock> shareBlocksHere(int64_t rows, int64_t length, const char *what) {
   const PipelineComm &comm = pipelineComm();
-  std::vector<int64_t> shares;
-  for (int r = 0; r < comm.layout.replicas(comm.place.stage); ++r)
-    shares.push_back(comm.layout.share(comm.place.stage, r));
-  std::vector<het::ShareBlock> blocks = het::shareBlocks(rows, shares);
+  std::vector<het::ShareBlock> blocks = comm.layout.shareBlocks(comm.place.stage, rows);
   if (blocks.at(comm.place.replica).length != length)
     throw std::runtime_error(std::string("internal error: ") + what + " of stage " +
                              std::to_string(comm.place.stage) + " has a block of " +
@@ -235,6 +231,14 @@ std::vector<het::ShareBlock> shareBlocksHere(int64_t rows, int64_t length, const
                              std::to_string(comm.place.replica) + " " +
                              std::to_string(blocks[comm.place.replica].length));
   return blocks;
+}
+
+/// The elements of each block (rows past the whole's end are not sent).
+std::vector<size_t> heldElements(const std::vector<het::ShareBlock> &blocks, size_t inner) {
+  std::vector<size_t> counts;
+  for (const het::ShareBlock &b : blocks)
+    counts.push_back(static_cast<size_t>(b.held) * inner);
+  return counts;
 }
 
 /// Elements before, along and after `axis` of `shape`.
@@ -296,9 +300,7 @@ static void allGather(const int64_t *meta, void *const *buffers) {
     size_t inner = rowElements(out);
     std::vector<het::ShareBlock> blocks =
         shareBlocksHere(out.at(0), call.operandShape(0).at(0), "a parameter all-gather");
-    std::vector<size_t> counts;
-    for (const het::ShareBlock &b : blocks)
-      counts.push_back(static_cast<size_t>(b.held) * inner);
+    std::vector<size_t> counts = heldElements(blocks, inner);
     commTrace().collective("all_gather", comm.members(0), out[0] * inner * sizeof(float));
     checkCcl(hetcclAllGatherV(call.operand(0), call.result(0), counts.data(), hetcclFloat32, group),
              "parameter all-gather of stage " + std::to_string(comm.place.stage) +
@@ -333,9 +335,7 @@ static void reduceScatterByShare(const KernelCall &call, hetcclComm_t group) {
   size_t inner = rowElements(in);
   int64_t length = call.resultShape(0).at(0);
   std::vector<het::ShareBlock> blocks = shareBlocksHere(in[0], length, "a gradient reduce-scatter");
-  std::vector<size_t> counts;
-  for (const het::ShareBlock &b : blocks)
-    counts.push_back(static_cast<size_t>(b.held) * inner);
+  std::vector<size_t> counts = heldElements(blocks, inner);
   const het::ShareBlock &mine = blocks[comm.place.replica];
   float *out = call.result(0);
   std::memset(out, 0, static_cast<size_t>(length) * inner * sizeof(float));

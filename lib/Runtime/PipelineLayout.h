@@ -23,6 +23,8 @@
 
 #include "ModelInfo.h"
 
+#include "het/Support/ShareBlocks.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +60,11 @@ public:
   int tensorParallel(int stage) const { return tp[stage]; }
   int64_t firstSample(int stage, int replica) const { return offset[stage][replica]; }
   int64_t share(int stage, int replica) const { return shares[stage][replica]; }
+  /// The blocks, replica by replica, of a tensor of `rows` rows whose
+  /// stage holds it sharded by batch share (het-shard-optimizer).
+  std::vector<het::ShareBlock> shareBlocks(int stage, int64_t rows) const {
+    return het::shareBlocks(rows, shares[stage]);
+  }
 
   /// The messages `me` sends to stage `to` / receives from stage `from` on
   /// `channel`; `accumulate` (receive, a partial sum): every message adds

@@ -522,11 +522,7 @@ void PipelineRank::reportShardedState() const {
 }
 
 het::ShareBlock PipelineRank::shareBlock(int64_t rows, int stage, int replica) const {
-  const PipelineComm &comm = pipelineComm();
-  std::vector<int64_t> shares;
-  for (int r = 0; r < comm.layout.replicas(stage); ++r)
-    shares.push_back(comm.layout.share(stage, r));
-  return het::shareBlocks(rows, shares).at(replica);
+  return pipelineComm().layout.shareBlocks(stage, rows).at(replica);
 }
 
 /// This rank's persistent tensors as the checkpoint names them: by model
@@ -633,8 +629,9 @@ void PipelineRank::restore(const ReshardedState &state) {
     if (bytes.size() != buffer.bytes && !block)
       die("checkpoint tensor '" + name + "' has " + std::to_string(bytes.size()) +
           " bytes, the model's has " + std::to_string(buffer.bytes));
-    std::memset(buffer.memory.get(), 0, buffer.bytes);
     std::memcpy(buffer.memory.get(), bytes.data(), bytes.size());
+    std::memset(static_cast<unsigned char *>(buffer.memory.get()) + bytes.size(), 0,
+                buffer.bytes - bytes.size());
   }
 }
 

@@ -55,7 +55,7 @@ void TokenArguments::fillPositions(int64_t *ids) const {
     ids[t] = t;
 }
 
-TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab) : path_(path) {
+TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab) {
   // The element type: the file's metadata, else nanoGPT's uint16.
   std::string dtype = "uint16";
   if (std::ifstream meta(path + ".json"); meta) {

@@ -64,11 +64,8 @@ public:
   }
   /// Asks the kernel to read tokens [first, first + count) ahead.
   void willNeed(uint64_t first, uint64_t count) const;
-  const std::string &path() const { return path_; }
-  int width() const { return width_; }
 
 private:
-  std::string path_;
   void *data_ = nullptr;
   size_t bytes_ = 0;
   uint64_t count_ = 0;
