@@ -53,24 +53,28 @@ PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &re
       }
     return out;
   }
-  // Each stage's one format ("" where the plan states none).
+  // Each stage's format ("" where the plan states none): its replicas'
+  // one, or, where they differ (a stage over an fp16 kind and a bf16 one),
+  // its first group's, with every format its replicas train in kept.
   std::vector<std::string> stageFormats;
-  for (const StageInfo &stage : plan.stages) {
-    const ReplicaGroupInfo *first = nullptr;
+  bool mixed = false;
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const StageInfo &stage = plan.stages[j];
+    std::vector<std::string> formats;
     for (const ReplicaGroupInfo &r : stage.replicaGroups) {
-      if (!first) {
-        first = &r;
-        continue;
-      }
-      if (r.precision != first->precision)
-        fail(plan.file, r.field + ".precision",
-             describe(plan, stage, r) + " trains in " +
-                 (r.precision.empty() ? "the default format" : r.precision) + " but its " +
-                 describe(plan, stage, *first) + " replicas in " +
-                 (first->precision.empty() ? "the default format" : first->precision) +
-                 "; replicas of one stage in different formats are not built yet");
+      std::string format = storageFormat(r.precision.empty() ? requested : r.precision);
+      if (std::find(formats.begin(), formats.end(), format) == formats.end())
+        formats.push_back(format);
     }
-    stageFormats.push_back(first ? first->precision : "");
+    stageFormats.push_back(stage.replicaGroups.empty() ? "" : stage.replicaGroups.front().precision);
+    if (formats.size() > 1) {
+      stageFormats.back() = formats.front();
+      out.stageAlternatives.resize(plan.stages.size());
+      out.stageAlternatives[j] = formats;
+      if (stage.layerEnd < plan.stages.back().layerEnd)
+        out.f32Boundaries.push_back(stage.layerEnd);
+      mixed = true;
+    }
   }
   std::vector<std::string> stated;
   for (const std::string &f : stageFormats)
@@ -78,8 +82,9 @@ PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &re
       stated.push_back(f);
   if (stated.empty())
     return out;
-  bool uniform = stated.size() == 1 && std::none_of(stageFormats.begin(), stageFormats.end(),
-                                                    [](const std::string &f) { return f.empty(); });
+  bool uniform = !mixed && stated.size() == 1 &&
+                 std::none_of(stageFormats.begin(), stageFormats.end(),
+                              [](const std::string &f) { return f.empty(); });
   if (uniform) {
     out.precision = stated.front();
     return out;

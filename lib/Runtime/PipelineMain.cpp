@@ -946,12 +946,21 @@ int PipelineRank::run() {
   std::string tp = stage_->tensorParallel > 1 ? " device " + std::to_string(place.tp) + "/" +
                                                     std::to_string(stage_->tensorParallel)
                                               : "";
-  std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d%s on %s (%s/%s, %s kernels), "
+  // A stage whose replicas train in different formats keys its variants
+  // by format too (library[_arch]_format): say which this rank runs.
+  std::string format;
+  for (std::string name : {"fp32", "bf16", "fp16"}) {
+    const std::string &v = replicas.variant;
+    if (v.size() > name.size() && v.compare(v.size() - name.size() - 1, std::string::npos,
+                                            "_" + name) == 0)
+      format = ", " + name;
+  }
+  std::printf("rank %d: stage %s (layers [%ld, %ld)) replica %d/%d%s on %s (%s/%s, %s kernels%s), "
               "samples [%lld, %lld) of each micro-batch of %lld\n",
               rank, stage_->name.c_str(), stage_->layerBegin, stage_->layerEnd, place.replica,
               stage_->replicas(), tp.c_str(), replicas.group.c_str(), replicas.vendor.c_str(),
               replicas.arch.c_str(),
-              replicas.library == "default" ? "dnnl" : replicas.library.c_str(),
+              replicas.library == "default" ? "dnnl" : replicas.library.c_str(), format.c_str(),
               static_cast<long long>(firstSample_), static_cast<long long>(firstSample_ + share_),
               static_cast<long long>(microBatchSamples_));
   if (!gpuDevice.empty())

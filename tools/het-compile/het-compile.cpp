@@ -17,6 +17,7 @@
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Partition/Passes.h"
 #include "het/Partition/PartitionPlan.h"
@@ -144,6 +145,15 @@ cl::list<std::string> layerPrecisions(
              "twin of a plan whose stages train in different formats (an fp16 kind's stage "
              "beside a bf16 one); any fp16 layer turns on loss scaling, decided job-wide"),
     cl::CommaSeparated, cl::cat(category));
+cl::list<int64_t> f32Boundaries(
+    "f32-boundaries",
+    cl::desc("layers (het.layer indices) that 16-bit values from earlier layers reach in f32: "
+             "with --layer-precisions, the single-rank twin of a plan with a stage whose "
+             "replicas train in different formats, whose sends leave it in f32 (set from the "
+             "plan with --plan)"),
+    cl::CommaSeparated, cl::cat(category));
+/// The formats of each stage whose replicas differ in format (from --plan).
+std::vector<std::vector<std::string>> stageAlternatives;
 cl::opt<std::string> recompute(
     "recompute",
     cl::desc("activation recomputation (het-recompute): none (default), selective (the "
@@ -510,31 +520,45 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
   return ::het::compile::recordedCalibration(tuningDb, workload, library, measure);
 }
 
+/// Whether any layer of any build computes in `format` (--precision,
+/// --layer-precisions, or a format some replicas of a plan's stage train in).
+bool usesFormat(StringRef format) {
+  return precision == format || llvm::is_contained(layerPrecisions, format.str()) ||
+         llvm::any_of(stageAlternatives, [&](const std::vector<std::string> &formats) {
+           return llvm::is_contained(formats, format.str());
+         });
+}
+
 /// The options of het-training-pipeline that --optimizer, --lr, --momentum,
 /// --fuse, --fuse-attention and --precision ask for. Attention is fused only where a
 /// kernel runs it as one op: CPU builds with oneDNN (a pipeline stage on
-/// another kind computes the fused op as its three ops again).
-std::string trainingOptions() {
+/// another kind computes the fused op as its three ops again). Without
+/// `withLayers` it leaves --layer-precisions out (a pipeline's variants set
+/// them one by one).
+std::string trainingOptions(bool withLayers = true) {
   bool attention = fuse && fuseAttention && target == "x86_64" && library == "dnnl";
-  std::string layers = llvm::join(layerPrecisions, ",");
+  std::string layers = withLayers ? llvm::join(layerPrecisions, ",") : std::string();
+  std::string boundaries;
+  for (int64_t layer : f32Boundaries)
+    boundaries += (boundaries.empty() ? "" : ",") + std::to_string(layer);
+  // Loss scaling is one decision for every variant of a pipeline: on
+  // where any of them trains a layer in fp16.
+  std::string scaling = lossScale == "auto" && usesFormat("fp16") ? std::string("dynamic")
+                                                                  : lossScale.getValue();
   std::string recomputed = llvm::join(recomputeLayers, ",");
   bool recomputes = recompute != "none" || !recomputed.empty();
   return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3} "
                        "fuse-attention={4} precision={5} loss-scale={6} init-scale={7:e17} "
-                       "growth-interval={8}{9} recompute={10}{11}{12}",
+                       "growth-interval={8}{9}{13} recompute={10}{11}{12}",
                        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
                        fuse ? "true" : "false", attention ? "true" : "false",
-                       precision.getValue(), lossScale.getValue(), initScale.getValue(),
+                       precision.getValue(), scaling, initScale.getValue(),
                        growthInterval.getValue(),
                        layers.empty() ? std::string() : " layer-precisions=" + layers,
                        recompute.getValue(),
                        recomputed.empty() ? std::string() : " recompute-layers=" + recomputed,
-                       recomputes ? " recompute-report=true" : "");
-}
-
-/// Whether any layer computes in `format` (--precision or --layer-precisions).
-bool usesFormat(StringRef format) {
-  return precision == format || llvm::is_contained(layerPrecisions, format.str());
+                       recomputes ? " recompute-report=true" : "",
+                       boundaries.empty() ? std::string() : " f32-boundaries=" + boundaries);
 }
 
 /// The plan the pipeline was built for (the chosen one with --plan auto).
@@ -567,7 +591,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   }
   mlir::het::PipelineBuildOptions build;
   build.planFile = planFile.empty() ? "auto" : planFile.getValue();
-  build.trainingPipeline = trainingOptions();
+  build.trainingPipeline = trainingOptions(/*withLayers=*/false);
+  build.layerFormats.assign(layerPrecisions.begin(), layerPrecisions.end());
+  build.stageAlternatives = stageAlternatives;
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
@@ -956,6 +982,23 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("could not parse '" + inputFile + "' (see the diagnostics above)");
   timer.done("parse");
+  // A model exported in a 16-bit format (python -m het.export --precision,
+  // or a PyTorch model in bf16 or under autocast) states it: compile in it
+  // unless --precision or --layer-precisions says otherwise.
+  bool statedPrecision = false;
+  for (auto function : module->getOps<func::FuncOp>()) {
+    auto stated = function->getAttrOfType<StringAttr>(mlir::het::kModelPrecisionAttrName);
+    if (!stated)
+      continue;
+    function->removeAttr(mlir::het::kModelPrecisionAttrName); // read here, nowhere else
+    if (statedPrecision || precision.getNumOccurrences() || !layerPrecisions.empty())
+      continue;
+    statedPrecision = true;
+    precision = stated.getValue().str();
+    llvm::errs() << "het-compile: note: @" << function.getName() << " was exported in "
+                 << stated.getValue() << " (" << mlir::het::kModelPrecisionAttrName
+                 << "): compiling in it (--precision overrides)\n";
+  }
 
   mlir::het::CpuPipelineOptions options;
   options.library = *mlir::het::parseKernelLibrary(library);
@@ -987,6 +1030,12 @@ int main(int argc, char **argv) {
       ::het::partition::PartitionPlan plan = ::het::partition::readPartitionPlan(planFile);
       ::het::partition::PipelineFormats planned = ::het::partition::pipelineFormats(
           plan, precision, precision.getNumOccurrences() > 0);
+      // A stage whose replicas train in different formats is built once
+      // per format; what it sends leaves it in f32.
+      stageAlternatives = planned.stageAlternatives;
+      if (!planned.f32Boundaries.empty() && f32Boundaries.empty())
+        for (long layer : planned.f32Boundaries)
+          f32Boundaries.push_back(layer);
       if (!layerPrecisions.empty()) {
         // Given by hand (or by a re-plan's build record): the plan must agree.
         ::het::partition::PipelineFormats stated =
@@ -1016,10 +1065,18 @@ int main(int argc, char **argv) {
         llvm::errs() << "het-compile: note: " << planFile << " trains its stages in "
                      << described << ": compiling so"
                      << (planned.precision == "fp16" ||
-                                 llvm::is_contained(planned.layers, "fp16")
+                                 llvm::is_contained(planned.layers, "fp16") ||
+                                 usesFormat("fp16")
                              ? ", with loss scaling decided by every rank together"
                              : "")
                      << "\n";
+        for (size_t j = 0; j < planned.stageAlternatives.size(); ++j)
+          if (!planned.stageAlternatives[j].empty())
+            llvm::errs() << "het-compile: note: stage " << plan.stages[j].name
+                         << "'s replicas train in "
+                         << llvm::join(planned.stageAlternatives[j], " and ")
+                         << ": it is built once per format, and what it sends leaves it in "
+                            "f32\n";
         precision = planned.precision;
         formatsFromPlan = true;
       }

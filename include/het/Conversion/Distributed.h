@@ -24,6 +24,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::het {
 
@@ -46,6 +47,14 @@ FailureOr<PipelineDescription> lowerPipelineStages(ModuleOp module, int64_t samp
 struct PipelineBuildOptions {
   std::string planFile;            // a plan JSON (docs/planner.md)
   std::string trainingPipeline;    // het-training-pipeline{...} options text
+  /// Each layer's format (het-autocast layer-precisions, added to
+  /// trainingPipeline per build); empty: trainingPipeline's `precision`.
+  std::vector<std::string> layerFormats;
+  /// Per stage, the formats of its replicas where they differ
+  /// (PipelineFormats::stageAlternatives): the model is built once per
+  /// such format with those stages' layers in it, and each replica group
+  /// runs the build of its format.
+  std::vector<std::vector<std::string>> stageAlternatives;
   std::string schedule = "1f1b";   // 1f1b | gpipe
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces

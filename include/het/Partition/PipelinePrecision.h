@@ -26,6 +26,15 @@ struct PipelineFormats {
   /// Each layer's format where the stages differ (het-autocast
   /// layer-precisions); empty where one format serves all.
   std::vector<std::string> layers;
+  /// Per stage, the formats its replicas train in where they differ (a
+  /// stage over an fp16 kind and a bf16 one; `layers` then holds the
+  /// first); empty for stages of one format, and empty where none differ.
+  /// Each such stage is built once per format (BuildPipeline's variants).
+  std::vector<std::vector<std::string>> stageAlternatives;
+  /// The layers that end those stages (but the last): what such a stage
+  /// sends leaves it in f32 (het-autocast f32-boundaries), the same type
+  /// whichever of its formats computed it.
+  std::vector<long> f32Boundaries;
 };
 
 /// The formats to compile `plan` in. `requested` is het-compile
@@ -33,8 +42,7 @@ struct PipelineFormats {
 /// plan states must be in it and every group's kind must have it; else the
 /// plan's formats. Throws PlanError naming the plan file, the stage field,
 /// the group and its kind where a stage states another format than
-/// --precision, where the replicas of one stage differ in format (not
-/// built yet), or where --precision asks for a format a kind lacks.
+/// --precision, or where --precision asks for a format a kind lacks.
 PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &requested,
                                 bool explicitly);
 

@@ -167,12 +167,21 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                       "the parameters)",
                                       options.zeroStage));
 
+  // The training pipeline with each layer in `layers`' format.
+  auto trainingPipeline = [&](const std::vector<std::string> &layers) {
+    std::string text = options.trainingPipeline;
+    if (!layers.empty())
+      text += " layer-precisions=" + llvm::join(layers, ",");
+    return text;
+  };
   // The step at the model's own batch: how every rank initializes the
   // step's arguments, as a single-rank run would.
   OwningOpRef<ModuleOp> reference(input.clone());
   if (!givenStep) {
     PassManager pm(ctx);
-    if (failed(parsePassPipeline("het-training-pipeline{" + options.trainingPipeline + "}", pm,
+    if (failed(parsePassPipeline("het-training-pipeline{" +
+                                     trainingPipeline(options.layerFormats) + "}",
+                                 pm,
                                  llvm::errs())) ||
         failed(pm.run(*reference)))
       return error(input, "could not build the training step (see the diagnostics above)");
@@ -301,7 +310,34 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   OwningOpRef<ModuleOp> merged;
   // Each channel's type at each share, to tell how it splits by sample.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<long, std::string>> channelTypes;
-  for (long share : shares) {
+  // A stage whose replicas train in different formats is built once per
+  // format: each build puts every such stage that has the format in it
+  // (the others in their first), and keeps only those stages' replicas of
+  // that format; the first build also keeps every stage of one format.
+  std::vector<std::string> builds;
+  for (const auto &formats : options.stageAlternatives)
+    for (const std::string &f : formats)
+      if (!llvm::is_contained(builds, f))
+        builds.push_back(f);
+  if (builds.empty())
+    builds.push_back("");
+  else if (givenStep)
+    return error(input, llvm::formatv("{0}: replicas of a stage train in different formats, "
+                                      "which needs the forward model; the input is a training "
+                                      "step",
+                                      options.planFile));
+  std::vector<std::pair<long, std::string>> variants;
+  for (long share : shares)
+    for (const std::string &build : builds)
+      variants.push_back({share, build});
+  for (const auto &[share, build] : variants) {
+    bool firstBuild = build == builds.front();
+    std::vector<std::string> layers = options.layerFormats;
+    for (size_t j = 0; j < options.stageAlternatives.size() && j < plan.stages.size(); ++j)
+      if (llvm::is_contained(options.stageAlternatives[j], build))
+        for (long l = plan.stages[j].layerBegin; l < plan.stages[j].layerEnd; ++l)
+          if (size_t(l) < layers.size())
+            layers[l] = build;
     OwningOpRef<ModuleOp> variant(input.clone());
     PassManager pm(ctx);
     std::string pipeline;
@@ -316,7 +352,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
         pipeline += ",het-tensor-parallel{layer-degrees=" + degrees + " layer-segments=" +
                     stages + "}";
       }
-      pipeline += ",het-training-pipeline{" + options.trainingPipeline + "}";
+      pipeline += ",het-training-pipeline{" + trainingPipeline(layers) + "}";
     }
     if (!pipeline.empty() &&
         (failed(parsePassPipeline(pipeline, pm, llvm::errs())) || failed(pm.run(*variant))))
@@ -374,17 +410,50 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
         for (auto name : names.getAsValueRange<StringAttr>())
           if (!llvm::is_contained(sharded, name.str()))
             sharded.push_back(name.str());
+    // Which replicas this build is for (convert-het-to-runtime reads it).
+    if (!build.empty()) {
+      size_t j = 0;
+      for (auto stage : variant->getOps<StageOp>()) {
+        bool differs = j < options.stageAlternatives.size() &&
+                       !options.stageAlternatives[j].empty();
+        ++j;
+        if (differs) {
+          SmallVector<Attribute> formats;
+          for (const auto &r : plan.stages[j - 1].replicaGroups) {
+            std::string format = r.precision.empty() ? options.stageAlternatives[j - 1].front()
+                                                     : r.precision;
+            formats.push_back(StringAttr::get(ctx, format == "tf32" ? "fp32" : format));
+          }
+          stage->setAttr(kReplicaFormatsAttrName, ArrayAttr::get(ctx, formats));
+          stage->setAttr(kBuiltFormatAttrName, StringAttr::get(ctx, build));
+        } else if (!firstBuild) {
+          stage->setAttr(kBuiltFormatAttrName, StringAttr::get(ctx, "-"));
+        }
+      }
+    }
     if (options.stagesOutput) {
       *options.stagesOutput << "// replicas taking " << share
-                            << " samples of each micro-batch\n";
+                            << " samples of each micro-batch"
+                            << (build.empty() ? std::string()
+                                              : ", the stages whose replicas differ in format "
+                                                "in " + build)
+                            << "\n";
       variant->print(*options.stagesOutput);
       *options.stagesOutput << "\n";
     }
     FailureOr<PipelineDescription> lowered = lowerPipelineStages(*variant, share, options.gpu);
     if (failed(lowered))
       return failure();
-    for (const auto &channel : lowered->channels)
-      channelTypes[{channel.from, channel.to, channel.channel}][share] = channel.type;
+    for (const auto &channel : lowered->channels) {
+      auto [known, added] =
+          channelTypes[{channel.from, channel.to, channel.channel}].insert({share, channel.type});
+      if (!added && known->second != channel.type)
+        return error(input, llvm::formatv("internal error: stage {0} sends stage {1} (channel "
+                                          "{2}) {3} in one format's build and {4} in {5}'s",
+                                          lowered->stages[channel.from].name,
+                                          lowered->stages[channel.to].name, channel.channel,
+                                          known->second, channel.type, build));
+    }
     if (!merged) {
       description = *lowered;
       merged = std::move(variant);

@@ -62,6 +62,7 @@
 #include "het/Conversion/GPU.h"
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -106,9 +107,15 @@ struct KernelChoice {
   std::string gpuTarget;
   /// A GPU stage's kernel library: mlir (all generated) or cudnn.
   std::string gpuKernels;
-  /// What tells variants apart: the library, and a GPU's architecture.
+  /// The number format, where the replicas of the stage train in
+  /// different ones (het.replica_formats); empty otherwise.
+  std::string format;
+  /// What tells variants apart: the library, a GPU's architecture, and the
+  /// format where a stage's replicas differ in it.
   std::string key() const {
-    return gpuTarget.empty() ? library : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
+    std::string out =
+        gpuTarget.empty() ? library : library + "_" + gpuTarget.substr(gpuTarget.find(' ') + 1);
+    return format.empty() ? out : out + "_" + format;
   }
 };
 
@@ -117,12 +124,12 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, const Gpu
   StringRef arch = kind.getArch();
   if (kind.getVendor() == DeviceVendor::CPU) {
     if (arch == "onednn")
-      return KernelChoice{"dnnl", "", ""};
+      return KernelChoice{"dnnl", "", "", ""};
     if (arch == "mlir")
-      return KernelChoice{"mlir", "", ""};
+      return KernelChoice{"mlir", "", "", ""};
     if (arch == "reference")
-      return KernelChoice{"reference", "", ""};
-    return KernelChoice{"default", "", ""};
+      return KernelChoice{"reference", "", "", ""};
+    return KernelChoice{"default", "", "", ""};
   }
   llvm::Expected<GpuTarget> target = gpuTargetOfKind(stringifyDeviceVendor(kind.getVendor()), arch);
   if (!target)
@@ -134,7 +141,8 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, const Gpu
   std::string library = target->runtimeName().str();
   if (gpu.emulate)
     library += "-emulated";
-  return KernelChoice{library, target->label(), kernelLibraryName(target->kernelLibrary()).str()};
+  return KernelChoice{library, target->label(), kernelLibraryName(target->kernelLibrary()).str(),
+                      ""};
 }
 
 /// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
@@ -504,9 +512,17 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     described.tensorParallel = stage.getTensorParallel();
     for (Attribute entry : order)
       described.order.push_back(cast<StringAttr>(entry).getValue().str());
-    // Variants: one per distinct (share, kernels) of its replicas.
+    // Variants: one per distinct (share, kernels, format) of its replicas.
+    // A module built for one format of a stage whose replicas differ
+    // (het.built_format) lowers only the replicas of that format.
     std::map<std::pair<int64_t, std::string>, KernelChoice> keys;
-    for (ReplicaGroupAttr replicas : stage.getReplicaGroupList()) {
+    auto formats = stage->getAttrOfType<ArrayAttr>(kReplicaFormatsAttrName);
+    auto built = stage->getAttrOfType<StringAttr>(kBuiltFormatAttrName);
+    if (formats && formats.size() != stage.getReplicaGroupList().size())
+      return stage.emitError("convert-het-to-runtime: ")
+             << kReplicaFormatsAttrName << " names " << formats.size()
+             << " formats for " << stage.getReplicaGroupList().size() << " replica groups";
+    for (auto [i, replicas] : llvm::enumerate(stage.getReplicaGroupList())) {
       auto group =
           SymbolTable::lookupNearestSymbolFrom<DeviceGroupOp>(stage, replicas.getGroup());
       if (!group)
@@ -515,6 +531,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
       FailureOr<KernelChoice> kernels = kernelsFor(stage, group, gpu);
       if (failed(kernels))
         return failure();
+      if (formats)
+        kernels->format = cast<StringAttr>(formats[i]).getValue().str();
       keys.insert({{replicas.getSamples(), kernels->key()}, *kernels});
       PipelineDescription::Replicas r;
       r.group = group.getSymName().str();
@@ -550,6 +568,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     for (const auto &[key, kernels] : keys) {
       int64_t share = key.first;
       if (samples > 0 && share != samples)
+        continue;
+      if (built && built.getValue() != kernels.format)
         continue;
       PipelineDescription::Variant variant;
       variant.key = single ? "-" : llvm::formatv("{0}_{1}", share, key.second).str();

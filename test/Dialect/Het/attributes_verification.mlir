@@ -86,3 +86,19 @@ func.func @gemm_engines_fused_activation(%x: tensor<8x4xf32>, %w: tensor<3x4xf32
   %y = het.linear %x, %w {activation = #het.activation<relu>, het.gemm_engines = 1 : i64} : tensor<8x4xf32>, tensor<3x4xf32> -> tensor<8x3xf32>
   return %y : tensor<8x3xf32>
 }
+
+// -----
+
+func.func @f32_boundary_not_a_cast(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'het.f32_boundary' is a unit attribute of het.cast, got unit on het.relu}}
+  %y = het.relu %x {het.f32_boundary} : tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @built_format_not_a_stage(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'het.built_format' is a string on het.stage, got "bf16"}}
+  %y = het.relu %x {het.built_format = "bf16"} : tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}

@@ -58,8 +58,31 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kF32BoundaryAttrName) {
+    if (!isa<CastOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kF32BoundaryAttrName
+                             << "' is a unit attribute of het.cast, got " << attr.getValue()
+                             << " on " << op->getName();
+    return success();
+  }
+  if (attr.getName() == kModelPrecisionAttrName) {
+    auto format = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !format ||
+        !llvm::is_contained(ArrayRef<StringRef>{"fp32", "bf16", "fp16"}, format.getValue()))
+      return op->emitError() << "'" << kModelPrecisionAttrName
+                             << "' is \"fp32\", \"bf16\" or \"fp16\" on a func.func, got "
+                             << attr.getValue() << " on " << op->getName();
+    return success();
+  }
+  if (attr.getName() == kBuiltFormatAttrName) {
+    if (!isa<StageOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kBuiltFormatAttrName
+                             << "' is a string on het.stage, got " << attr.getValue();
+    return success();
+  }
   if (attr.getName() == getArgNamesAttrName() || attr.getName() == getResultNamesAttrName() ||
-      attr.getName() == getScheduleAttrName() || attr.getName() == kShardedStateAttrName) {
+      attr.getName() == getScheduleAttrName() || attr.getName() == kShardedStateAttrName ||
+      attr.getName() == kReplicaFormatsAttrName) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
       return op->emitError() << "'" << attr.getName().getValue()

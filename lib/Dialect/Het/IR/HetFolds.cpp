@@ -1,5 +1,6 @@
 //===- HetFolds.cpp - folders and canonicalization of compute ops ---------===//
 
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -47,6 +48,9 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
   if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    // What a stage of replicas in several formats sends stays f32.
+    if (inner->hasAttr(kF32BoundaryAttrName))
+      return {};
     Type original = getElementTypeOrSelf(inner.getInput().getType());
     if (isExactConversion(original, getElementTypeOrSelf(inner.getResult().getType()))) {
       if (inner.getInput().getType() == getResult().getType())

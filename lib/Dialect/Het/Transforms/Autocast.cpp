@@ -11,11 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "het/Dialect/Het/IR/HetDialect.h"
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
+
+#include <optional>
 
 namespace mlir::het {
 #define GEN_PASS_DEF_HETAUTOCAST
@@ -130,10 +133,48 @@ struct AutocastPass : mlir::het::impl::HetAutocastBase<AutocastPass> {
       return made;
     };
 
+    // A 16-bit value crossing an f32 boundary (the end of a stage whose
+    // replicas differ in format) leaves its layer in f32: cast once, just
+    // after the op that makes it and in its layer, so that the cast runs in
+    // the sending stage.
+    auto layerOf = [](Operation *op) -> std::optional<int64_t> {
+      if (!op)
+        return std::nullopt;
+      if (auto layer = op->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName()))
+        return layer.getInt();
+      return std::nullopt;
+    };
+    auto crossesBoundary = [&](int64_t from, int64_t to) {
+      return llvm::any_of(f32Boundaries,
+                          [&](int64_t boundary) { return from < boundary && boundary <= to; });
+    };
+    llvm::DenseMap<Value, Value> widened;
+    auto leaveInF32 = [&](Value value) -> Value {
+      if (Value known = widened.lookup(value))
+        return known;
+      Operation *producer = value.getDefiningOp();
+      OpBuilder b(producer->getContext());
+      b.setInsertionPointAfter(producer);
+      auto type = cast<RankedTensorType>(value.getType()).clone(f32);
+      auto made = b.create<CastOp>(value.getLoc(), type, value);
+      made->setAttr(HetDialect::getLayerAttrName(),
+                    producer->getAttr(HetDialect::getLayerAttrName()));
+      made->setAttr(kF32BoundaryAttrName, b.getUnitAttr());
+      widened[value] = made;
+      return made;
+    };
+
     SmallVector<Operation *> ops;
     for (Operation &op : function.getBody().front())
       ops.push_back(&op);
     for (Operation *op : ops) {
+      if (std::optional<int64_t> to = layerOf(op); to && !f32Boundaries.empty())
+        for (OpOperand &operand : op->getOpOperands()) {
+          FloatType format = floatElement(operand.get());
+          std::optional<int64_t> from = layerOf(operand.get().getDefiningOp());
+          if (format && format.getWidth() == 16 && from && crossesBoundary(*from, *to))
+            operand.set(leaveInF32(operand.get()));
+        }
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         // Results keep their declared formats.
         auto declared = function.getFunctionType().getResults();

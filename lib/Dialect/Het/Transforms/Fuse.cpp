@@ -71,6 +71,11 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("the format of each layer's products (fp32|bf16|fp16, comma-separated, "
                      "by het.layer), overriding `precision` layer by layer"),
       llvm::cl::init("")};
+  ListOption<int64_t> f32Boundaries{
+      *this, "f32-boundaries",
+      llvm::cl::desc("layers that 16-bit values from earlier layers reach in f32 (het.layer "
+                     "indices: the ends of pipeline stages whose replicas train in different "
+                     "formats)")};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("dynamic | none | auto (default: dynamic with fp16, none otherwise): "
@@ -122,6 +127,9 @@ void mlir::het::registerHetTrainingPipeline() {
           autocast.precision =
               options.precision == "tf32" ? std::string("fp32") : options.precision.getValue();
           autocast.layerPrecisions = layers;
+          SmallVector<int64_t> boundaries(options.f32Boundaries.begin(),
+                                          options.f32Boundaries.end());
+          autocast.f32Boundaries = boundaries;
           pm.addNestedPass<func::FuncOp>(createHetAutocast(autocast));
         }
         HetAutodiffOptions autodiff;

@@ -26,6 +26,22 @@ std::string resultName(FunctionOpInterface function, unsigned index);
 /// the names (as in het.arg_names) of the optimizer state each of its
 /// replicas holds a block of.
 constexpr llvm::StringLiteral kShardedStateAttrName = "het.sharded_state";
+/// On a het.stage whose replicas train in different number formats: each
+/// replica group's format (fp32, bf16, fp16), in the groups' order.
+constexpr llvm::StringLiteral kReplicaFormatsAttrName = "het.replica_formats";
+/// On the het.cast that widens a 16-bit value leaving such a stage to f32
+/// (het-autocast f32-boundaries): kept, not folded into the receiver's
+/// cast, so that the stage sends f32 whichever format computed it.
+constexpr llvm::StringLiteral kF32BoundaryAttrName = "het.f32_boundary";
+/// On a forward model's func.func: the format it was exported in (bf16,
+/// fp16 or fp32; het.export from a PyTorch model in bf16, under autocast,
+/// or with --precision). het-compile compiles in it unless told otherwise;
+/// the model itself is f32 (het-autocast applies the format).
+constexpr llvm::StringLiteral kModelPrecisionAttrName = "het.precision";
+/// On a het.stage of a module built for one format of such stages: the
+/// format its code computes in; the runtime lowering takes only the replica
+/// groups of that format ("-": none, built by another module).
+constexpr llvm::StringLiteral kBuiltFormatAttrName = "het.built_format";
 
 /// Whether runners start block argument `argument` at one rather than at
 /// random or zero: a normalization's scale (a parameter) and a running

@@ -141,6 +141,13 @@ def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
     fp16 on a V100 stage, bf16 on an A100 one); a value passing from a
     layer of one format to a product of another is cast to the other.
 
+    With `f32-boundaries`, a 16-bit value made in a layer below a listed
+    layer and read at or above it is cast to f32 in the layer that makes
+    it: the end of a pipeline stage whose replicas train in different
+    formats (one on an fp16 kind, one on a bf16 kind), so that what the
+    stage sends is f32 whichever replica computed it, and every receiver
+    rounds it to its own format.
+
     Parameters stay f32: each use in a low-precision op reads a cast copy,
     whose gradient (`het.cast` of the gradient back) arrives in f32, so the
     master weights, their gradients and the optimizer state are f32.
@@ -161,7 +168,10 @@ def HetAutocast : Pass<"het-autocast", "func::FuncOp"> {
     ListOption<"layerPrecisions", "layer-precisions", "std::string",
                "the low format of each layer's products (het.layer index: fp32, bf16 or "
                "fp16), for jobs whose device kinds train in different formats; layers past "
-               "the list and unlayered ops take `precision`">
+               "the list and unlayered ops take `precision`">,
+    ListOption<"f32Boundaries", "f32-boundaries", "int64_t",
+               "layers (het.layer indices) that 16-bit values from earlier layers reach in "
+               "f32: the ends of pipeline stages whose replicas differ in format">
   ];
   let dependentDialects = ["::mlir::het::HetDialect"];
 }
