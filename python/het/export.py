@@ -97,12 +97,19 @@ def _parser():
     p.add_argument("--eval-mode", action="store_true",
                    help="import and train the model as model.eval() runs it: BatchNorm with its "
                         "running statistics (frozen, as when fine-tuning), dropout off")
-    p.add_argument("--precision", choices=["f32", "f64"], default="f32",
-                   help="arithmetic of the training run and of --check's PyTorch run: f64 "
-                        "compares the two implementations without float32 rounding, which "
-                        "deep ReLU/batch-norm networks amplify past any tolerance within a "
-                        "few steps (PyTorch's own f32 trace differs from its f64 one by ~1e-2)")
-    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--precision", choices=["f32", "f64", "bf16", "fp16"], default=None,
+                   help="f32/f64: arithmetic of the training run and of --check's PyTorch run "
+                        "(f64 compares the two implementations without float32 rounding, "
+                        "which deep ReLU/batch-norm networks amplify past any tolerance within "
+                        "a few steps; PyTorch's own f32 trace differs from its f64 one by "
+                        "~1e-2). bf16/fp16: train in that format by het's autocast policy "
+                        "(PyTorch's), stated as het.precision in the output (het-compile "
+                        "follows it); --check then runs PyTorch under torch.autocast (fp16 with "
+                        "torch.amp.GradScaler). Default: f32, or the model's own format when "
+                        "it is in bf16/f16 or uses autocast")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="--check's bound on the relative loss difference per step (default "
+                        "1e-4; 2e-2 in bf16/fp16: a few roundings of 8 or 11 bits)")
     p.add_argument("--plot", help="write the loss curve to this image file")
     return p
 
@@ -138,6 +145,12 @@ def example_inputs(torch, model, args, gen=None):
             inputs.append(torch.randint(0, high, shape, generator=gen))
         else:
             inputs.append(torch.randn(shape, generator=gen, dtype=getattr(torch, dtype)))
+    # A model in bf16 or f16 takes its float inputs in its format (the
+    # same values, rounded).
+    low = next((p.dtype for p in model.parameters()
+                if p.dtype in (torch.bfloat16, torch.float16)), None)
+    if low is not None:
+        inputs = [x.to(low) if x.dtype == torch.float32 else x for x in inputs]
     return inputs
 
 
@@ -190,16 +203,30 @@ def _agrees(err, noise, rtol):
     return err <= rtol or (noise > rtol and err <= 10 * noise)
 
 
-def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr, training=True):
+def _torch_trace(torch, model, inputs, target, loss, steps, optimizer, lr, training=True,
+                 number_format="fp32"):
+    """PyTorch's loss trace; in bf16/fp16 under torch.autocast, as het's
+    policy is PyTorch's, and fp16 with torch.amp.GradScaler at het's
+    defaults (initial scale 2^16, growth interval 2000)."""
     opt = torch.optim.SGD(model.parameters(), lr=lr) if optimizer == "sgd" else \
         torch.optim.Adam(model.parameters(), lr=lr)
     model.train(training)
+    low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(number_format)
+    autocast = (lambda: torch.autocast("cpu", dtype=low)) if low else contextlib.nullcontext
+    scaler = torch.amp.GradScaler("cpu", init_scale=65536.0, growth_interval=2000) \
+        if number_format == "fp16" else None
     trace = []
     for _ in range(steps):
         opt.zero_grad()
-        value = _torch_loss(model(*inputs), target, loss)
-        value.backward()
-        opt.step()
+        with autocast():
+            value = _torch_loss(model(*inputs), target, loss)
+        if scaler is None:
+            value.backward()
+            opt.step()
+        else:
+            scaler.scale(value).backward()
+            scaler.step(opt)
+            scaler.update()
         trace.append(float(value))
     return trace
 
@@ -232,7 +259,7 @@ def _check_state(torch, model, prog, het_final, trained, err, where, noise, inpu
     feed.update({name: t.numpy() for name, t in zip(evaluated.input_names,
                                                      list(inputs) + [target])})
     het_loss = float(tools.evaluate(evaluated, feed, function=args.function + "_eval",
-                                    precision=args.precision)["result0"])
+                                    precision="f64" if args.precision == "f64" else "f32")["result0"])
     torch_loss = float(_torch_loss(out, target, args.loss))
     difference = abs(het_loss - torch_loss) / max(abs(torch_loss), 1e-30)
     print(f"eval mode with het's trained values: loss {het_loss:.8g} (het) vs {torch_loss:.8g} "
@@ -256,12 +283,25 @@ def main(argv=None) -> int:
         model = load_model(torch, args)
         inputs, target = _example_batch(torch, model, args)
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        low = args.precision in ("bf16", "fp16")
         prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function,
-                          training=not args.eval_mode)
+                          training=not args.eval_mode, precision=args.precision if low else None)
+        # The format it trains in (asked, or the model's own), and the
+        # arithmetic of the reference evaluator and of --check.
+        number_format = prog.precision
+        arithmetic = "f64" if args.precision == "f64" else "f32"
+        if arithmetic == "f64" and number_format != "fp32":
+            raise HetError(f"--precision f64 compares in f64, but the model computes in "
+                           f"{number_format} (its parameters' format or an autocast region); "
+                           f"leave --precision out to train it in {number_format}")
+        if args.rtol is None:
+            args.rtol = 1e-4 if number_format == "fp32" else 2e-2
         out_dir = os.path.dirname(os.path.abspath(args.output))
         os.makedirs(out_dir, exist_ok=True)
         mlir_path, npz_path = prog.save(args.output)
-        data = {name: t.numpy() for name, t in zip(prog.input_names, list(inputs) + [target])}
+        # het's inputs are f32 where the model's are 16-bit (exactly).
+        wide = lambda t: t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+        data = {name: wide(t).numpy() for name, t in zip(prog.input_names, list(inputs) + [target])}
         data_path = os.path.splitext(args.output)[0] + ".data.npz"
         np.savez(data_path, **data)
         print(f"het.export: wrote {mlir_path} ({len(prog.params)} parameters, {prog.num_layers} layers), "
@@ -272,7 +312,7 @@ def main(argv=None) -> int:
             feed.update(data)
             result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
                                  optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse,
-                                 precision=args.precision)
+                                 precision=arithmetic, number_format=number_format)
             for i, value in enumerate(result.losses):
                 print(f"step {i} loss {value:.8g}")
             if args.plot:
@@ -300,12 +340,17 @@ def main(argv=None) -> int:
                     het_final = tools.train(plain, feed, steps=args.train_steps,
                                             function=args.function, optimizer=args.optimizer,
                                             learning_rate=args.lr, fuse=args.fuse,
-                                            precision=args.precision)
+                                            precision=arithmetic, number_format=number_format)
                     het_losses = het_final.losses
                     print(f"without dropout: {' '.join(f'{v:.8g}' for v in het_losses)}")
                     reference_context = without_dropout()
                     model.load_state_dict(initial)
                 check_inputs, check_target = inputs, target
+                if number_format != "fp32":
+                    # f32 master weights under autocast, as het trains it
+                    model = model.float()
+                    check_inputs = [wide(t) for t in inputs]
+                    check_target = wide(target) if target is not None else None
                 if args.precision == "f64":
                     model = model.double()
                     wide = lambda t: t.double() if t is not None and t.is_floating_point() else t
@@ -314,7 +359,7 @@ def main(argv=None) -> int:
                 with reference_context:
                     ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
                                        args.train_steps, args.optimizer, args.lr,
-                                       training=not args.eval_mode)
+                                       training=not args.eval_mode, number_format=number_format)
                     state_err, state_where = checks.state_difference(het_final, model, prog.state)
                     trained = copy.deepcopy(model.state_dict())
                     # PyTorch against itself, parameters nudged by about the
@@ -328,7 +373,8 @@ def main(argv=None) -> int:
                             parameter.mul_(1 + nudge)
                     nudged = _torch_trace(torch, model, check_inputs, check_target, args.loss,
                                           args.train_steps, args.optimizer, args.lr,
-                                          training=not args.eval_mode)
+                                          training=not args.eval_mode,
+                                          number_format=number_format)
                     state_noise, _ = checks.state_difference(
                         {k: v.numpy() for k, v in trained.items()}, model, prog.state)
                 err = _max_relative(het_losses, ref)

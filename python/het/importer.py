@@ -73,13 +73,14 @@ class HetProgram(str):
     BatchNorm's running statistics, which the function also returns),
     `constants` (het.name -> numpy array), `input_names` (data inputs in
     argument order, including "target"), `function` (the func name),
-    `num_layers`.
+    `num_layers`, `precision` (the format it trains in: fp32, bf16, fp16).
     """
 
     params: Dict[str, np.ndarray]
     state: Dict[str, np.ndarray]
     constants: Dict[str, np.ndarray]
     input_names: List[str]
+    precision: str = "fp32"
     function: str
     num_layers: int
 
@@ -182,6 +183,7 @@ class _Importer:
         self.dropout_seed = 0  # every het.dropout's seed
         self.dropout_enabled = True  # False: dropout imports as the identity
         self.dropout_streams = -1  # the last stream handed to a dropout site
+        self.low_formats = set()  # bf16 / fp16 values seen (imported as f32)
         self.order = {n: i for i, n in enumerate(self.graph.nodes)}
         self._assign_layers()
         self._classify_inputs(input_names)
@@ -349,6 +351,9 @@ class _Importer:
             t = torch.tensor(t, dtype=dtype)
         elif like is not None and like.elem in ("f32", "f64") and t.is_floating_point():
             t = t.to(torch.float64 if like.elem == "f64" else torch.float32)
+        if isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16):
+            self.element_type(t.dtype)  # recorded; numpy has no bf16
+            t = t.float()
         # Keyed by the _Const object, which the dict keeps alive: a freed
         # object's id could be reused by a different constant.
         key = id(c)
@@ -410,17 +415,28 @@ class _Importer:
         shape = tuple(getattr(val, "shape", ()))
         dtype = getattr(val, "dtype", None)
         try:
-            elem = mlir.element_type(dtype) if dtype is not None else "f32"
+            elem = self.element_type(dtype) if dtype is not None else "f32"
         except ValueError:
             elem = "f32"
         return Value(self.fresh(node.name + "_unsupported"), shape, elem)
+
+    def element_type(self, dtype) -> str:
+        """The het element type a value of `dtype` is imported as: bf16 and
+        f16 as f32, recording the format (a model under torch.autocast or in
+        bf16 trains in it by het's autocast policy, with f32 master
+        weights: `het.precision` on the function)."""
+        elem = mlir.element_type(dtype)
+        if elem in ("bf16", "f16"):
+            self.low_formats.add("bf16" if elem == "bf16" else "fp16")
+            return "f32"
+        return elem
 
     def placeholder(self, node):
         kind, info = self.input_kind[node.name]
         if kind == "const":
             return _Const(info)
         val = node.meta["val"]
-        elem = mlir.element_type(val.dtype)
+        elem = self.element_type(val.dtype)
         if kind == "input":
             return self.add_argument(info, val.shape, elem, info)
         if kind == "state":
@@ -443,7 +459,7 @@ class _Importer:
         key = f"{name}[{begin}:{end}]"
         value = param.detach().cpu().numpy()[begin:end].copy()
         self.params[key] = value
-        elem = mlir.element_type(param.dtype)
+        elem = self.element_type(param.dtype)
         return self.add_argument(f"p_{name}_{begin}_{end}", value.shape, elem, key, param=True)
 
     def _is_const(self, node) -> bool:
@@ -496,7 +512,7 @@ class _Importer:
         return tuple(node.meta["val"].shape)
 
     def elem_of(self, node):
-        return mlir.element_type(node.meta["val"].dtype)
+        return self.element_type(node.meta["val"].dtype)
 
     def reshape(self, node, x: Value, shape) -> Value:
         shape = tuple(int(s) for s in shape)
@@ -735,6 +751,38 @@ def _prepare_module(module):
     return module
 
 
+_FORMATS = {"bfloat16": "bf16", "float16": "fp16"}
+
+
+def _low_precision(module, example_inputs, target):
+    """A model in bf16 or f16 (`.to(torch.bfloat16)`) imports as its f32 copy
+    -- the values are exact in f32, they become the f32 master weights --
+    and trains in its format by het's autocast policy. Returns the module,
+    inputs and target to import, and the formats found (parameters, buffers,
+    and an autocast region the import runs in, which torch.export drops)."""
+    import copy
+
+    import torch
+
+    formats = set()
+    tensors = list(module.parameters()) + list(module.buffers())
+    low = {t.dtype for t in tensors if t.dtype in (torch.bfloat16, torch.float16)}
+    formats |= {_FORMATS[str(d).replace("torch.", "")] for d in low}
+    if low:
+        module = copy.deepcopy(module).to(torch.float32)
+    widen = lambda t: t.float() if t is not None and t.dtype in (torch.bfloat16, torch.float16) \
+        else t
+    if any(x.dtype in (torch.bfloat16, torch.float16) for x in example_inputs):
+        formats |= {_FORMATS[str(x.dtype).replace("torch.", "")] for x in example_inputs
+                    if x.dtype in (torch.bfloat16, torch.float16)}
+    example_inputs = tuple(widen(x) for x in example_inputs)
+    target = widen(target)
+    if torch.is_autocast_enabled("cpu"):
+        formats.add(_FORMATS.get(str(torch.get_autocast_dtype("cpu")).replace("torch.", ""),
+                                 "bf16"))
+    return module, example_inputs, target, formats
+
+
 def _check_batch_norms(module):
     """A BatchNorm with momentum=None keeps a cumulative average whose factor
     (1 / batches seen) torch.export cannot trace; say so by module name
@@ -752,7 +800,8 @@ def _check_batch_norms(module):
 
 def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                function: str = "forward", params_path=None, input_names=None,
-               dropout_seed: int = 0, dropout: bool = True, training: bool = True) -> HetProgram:
+               dropout_seed: int = 0, dropout: bool = True, training: bool = True,
+               precision: Optional[str] = None) -> HetProgram:
     """Imports a PyTorch module as a het training graph.
 
     module          a torch.nn.Module; traced in training mode (BatchNorm uses
@@ -774,6 +823,13 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                     with PyTorch under het.compat.without_dropout)
     training        False traces in eval mode (model.eval()): BatchNorm
                     normalizes with its running statistics, as constants
+    precision       "bf16" or "fp16": train in it by het's autocast policy
+                    (PyTorch's), stated as `het.precision` on the function,
+                    which het-compile follows. Default: the model's own -- a
+                    model in bf16/f16 (`.to(torch.bfloat16)`), with autocast
+                    regions in its forward, or imported inside
+                    `torch.autocast` imports as f32 (its values exactly)
+                    and states that format; "fp32" states none.
 
     Returns a HetProgram (the MLIR text, with .params, .constants, .save()).
     Raises HetImportError, listing every unsupported op with its source line.
@@ -794,6 +850,9 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         raise HetImportError(f"loss={loss!r} needs an example target tensor")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", function):
         raise HetImportError(f"invalid function name {function!r}")
+    if precision not in (None, "fp32", "bf16", "fp16"):
+        raise HetImportError(f"unknown precision {precision!r}; choose fp32, bf16 or fp16")
+    module, example_inputs, target, formats = _low_precision(module, example_inputs, target)
 
     if training:
         _check_batch_norms(module)
@@ -823,6 +882,11 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
             unsupported=errors)
     if isinstance(out, tuple) or isinstance(out, _Const):
         raise HetImportError("the model's output is not a computed tensor")
+    formats |= im.low_formats
+    if precision is None and len(formats) > 1:
+        raise HetImportError(f"the model computes in both {' and '.join(sorted(formats))}; het "
+                             f"trains a model in one (pass precision='bf16' or 'fp16')")
+    stated = precision if precision is not None else (formats.pop() if formats else "fp32")
 
     layer = im.layer(out_node)
     tail = _SimpleNode("loss", layer)
@@ -899,8 +963,10 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         result_types = loss_v.type
     else:
         result_types = f"({result_types})"
+    marker = "" if stated == "fp32" else \
+        f" attributes {{het.precision = {mlir.string_attr(stated)}}}"
     header = f"func.func @{function}(\n    " + ",\n    ".join(arg_text) + \
-        f")\n    -> {result_types} {{"
+        f")\n    -> {result_types}{marker} {{"
     body = "\n".join(im.ctx.lines)
     source = getattr(type(module), "__qualname__", type(module).__name__)
     text = (f"// Imported from PyTorch ({source}) by het.from_torch; loss = {loss}.\n"
@@ -914,6 +980,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     prog.input_names = [a.het_name for a in args
                         if not a.param and not a.state and not a.het_name.startswith("const.")]
     prog.function = function
+    prog.precision = stated
     prog.num_layers = max(im.layers.values(), default=0) + 1
     if params_path is not None:
         np.savez(params_path, **prog.initial_values())

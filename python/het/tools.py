@@ -178,13 +178,25 @@ def _read_losses(result: EvalResult, stdout: str, tool: str, steps: Optional[int
 
 def train(mlir, inputs: Dict[str, np.ndarray], steps: int, function: Optional[str] = None,
           optimizer: str = "sgd", learning_rate: float = 0.1, runner: str = "eval",
-          precision: str = "f32", fuse: bool = False, **options) -> EvalResult:
+          precision: str = "f32", fuse: bool = False, number_format: str = "fp32",
+          **options) -> EvalResult:
     """Differentiates a forward function and runs `steps` training steps.
 
     runner="eval" uses the reference evaluator; "compile" compiles the same
     step with het-compile and runs the native executable (f32 only, see
     run_compiled). fuse=True trains the fused step (het-training-pipeline).
+    number_format "bf16" or "fp16" trains in it (het-autocast, in the fused
+    pipeline; fp16 with loss scaling as torch.amp.GradScaler); `precision`
+    is the reference evaluator's arithmetic (f32 or f64).
     """
+    if number_format not in ("fp32", "bf16", "fp16"):
+        raise ValueError(f"number_format must be fp32, bf16 or fp16, got {number_format!r}")
+    if number_format != "fp32":
+        if runner == "compile":
+            raise ValueError("runner='compile' trains in f32 only; compile with het-compile "
+                             f"--precision {number_format}")
+        options["precision"] = number_format  # het-training-pipeline's option
+        fuse = True
     if runner not in ("eval", "compile"):
         raise ValueError(f"runner must be 'eval' or 'compile', got {runner!r}")
     if runner == "compile" and precision != "f32":

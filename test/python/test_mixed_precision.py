@@ -187,3 +187,95 @@ def test_fp16_loss_scaling_follows_grad_scaler():
     distance = np.linalg.norm(flat(het_params) - flat(torch_params)) / np.linalg.norm(flat(torch_params))
     print(f"losses within {worst_loss:.3g}, parameters within {distance:.3g}")
     assert worst_loss <= 1e-3 and distance <= 1e-3
+
+
+class AutocastMLP(models.MLP):
+    """The MLP with PyTorch's autocast inside its forward."""
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return super().forward(x)
+
+
+def compiled_trace(prog, inputs, target, steps, compile_args):
+    feed = prog.initial_values()
+    for name, tensor in zip(prog.input_names, list(inputs) + [target]):
+        feed[name] = tensor.numpy()
+    return tools.run_compiled(prog, feed, function=None, steps=steps, threads=1,
+                              compile_args=compile_args).losses
+
+
+def test_models_in_bf16_import_in_it():
+    """Three ways a PyTorch model says it trains in bf16 -- its parameters
+    in bf16 (`.to(torch.bfloat16)`), an autocast region in its forward, and
+    its import inside torch.autocast (which torch.export itself drops) --
+    import as the f32 model with the same values (bf16 is exact in f32:
+    they become the f32 master weights) and state het.precision = "bf16";
+    het-compile then trains them in bf16 unasked, bit for bit as
+    --precision bf16 trains the f32 import of the same values."""
+    model, inputs, target, *_ = mlp(32)
+    rounded = copy.deepcopy(model).to(torch.bfloat16).float()  # bf16's values, in f32
+    plain = from_torch(rounded, tuple(inputs), target=target)
+    assert plain.precision == "fp32" and "het.precision" not in plain
+    products = ["--bf16-products", "f32"]
+    reference = compiled_trace(plain, inputs, target, 10, ["--precision", "bf16"] + products)
+    assert reference != compiled_trace(plain, inputs, target, 10, [])  # bf16 is not f32
+
+    in_bf16 = from_torch(copy.deepcopy(model).to(torch.bfloat16), (inputs[0].bfloat16(),),
+                         target=target)
+    autocast_model = AutocastMLP()
+    autocast_model.load_state_dict(rounded.state_dict())
+    in_forward = from_torch(autocast_model, tuple(inputs), target=target)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under = from_torch(rounded, tuple(inputs), target=target)
+    for prog in (in_bf16, in_forward, under):
+        assert prog.precision == "bf16" and 'het.precision = "bf16"' in prog
+        assert set(prog.params) == set(plain.params)
+        for name, value in plain.params.items():
+            assert prog.params[name].dtype == np.float32
+            np.testing.assert_array_equal(prog.params[name], value)
+        assert compiled_trace(prog, inputs, target, 10, products) == reference
+
+    # A model computing in both 16-bit formats has no one format to state.
+    with torch.autocast("cpu", dtype=torch.float16):
+        with pytest.raises(Exception, match="both bf16 and fp16"):
+            from_torch(copy.deepcopy(model).to(torch.bfloat16), (inputs[0].bfloat16(),),
+                       target=target)
+
+
+def test_export_trains_bf16_against_torch_autocast(tmp_path):
+    """`python -m het.export --precision bf16 --check`: het's bf16 step (the
+    reference evaluator on the autocast step) against PyTorch under
+    torch.autocast from the same start, within the 2e-2 bound above; and a
+    model in bf16 exports with its format stated."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    factory = os.path.join(REPO, "test", "python", "models.py") + ":MLP"
+    run = subprocess.run([sys.executable, "-m", "het.export", factory, "--input-shape", "32,64",
+                          "--precision", "bf16", "-o", str(tmp_path / "mlp.mlir"),
+                          "--train-steps", "10", "--check"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert "(rtol 0.02)" in run.stdout
+    assert 'het.precision = "bf16"' in (tmp_path / "mlp.mlir").read_text()
+    # A model in bf16 states its format unasked; f64 arithmetic cannot
+    # check it (bf16 is its arithmetic), and says so.
+    (tmp_path / "low.py").write_text(
+        "import sys, torch\n"
+        f"sys.path.insert(0, {os.path.join(REPO, 'test', 'python')!r})\n"
+        "from models import MLP\n"
+        "def bf16():\n"
+        "    torch.manual_seed(0)\n"
+        "    return MLP().to(torch.bfloat16)\n")
+    low = str(tmp_path / "low.py") + ":bf16"
+    run = subprocess.run([sys.executable, "-m", "het.export", low, "--input-shape", "32,64",
+                          "-o", str(tmp_path / "low.mlir")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert 'het.precision = "bf16"' in (tmp_path / "low.mlir").read_text()
+    run = subprocess.run([sys.executable, "-m", "het.export", low, "--input-shape", "32,64",
+                          "--precision", "f64", "-o", str(tmp_path / "x.mlir")],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1
+    assert "--precision f64 compares in f64, but the model computes in bf16" in run.stderr
