@@ -330,7 +330,7 @@ sed 's/^het.data prepare: /het:   /' "$out/prepare.txt"
 echo "het: a GPT (2 blocks, vocabulary 512, windows of 32) planned over $(basename "$two_kinds") and trained on $out/corpus/train.bin, 300 steps:"
 grep -E '^stage|^predicted' "$out/lm-compile.txt" | sed 's/^/het:   /'
 "$here/build/bin/het-run" --cluster "$two_kinds" "$out/lm" --steps 300 --print-every 100 \
-  --data "$out/corpus/train.bin" > "$out/lm.txt" 2>&1 \
+  --data "$out/corpus/train.bin" --save "$out/lm-trained.npz" > "$out/lm.txt" 2>&1 \
   || { cat "$out/lm.txt"; echo "het: training the language model failed" >&2; exit 1; }
 grep -E 'step [0-9]+ loss|iteration time' "$out/lm.txt" | sed 's/^/het:   /'
 # Real text is learnable: the loss must fall well below its start (ln 512).
@@ -341,6 +341,15 @@ if not losses or losses[-1] > 0.8 * losses[0]:
     sys.exit(f"het: the language model's loss did not fall by a fifth: {losses}")
 print(f"het:   loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 PY
+# Text from the trained parameters: a one-rank build of the same model
+# decodes greedily after a prompt (python -m het.generate; docs/llm.md).
+"$here/build/bin/het-compile" "$out/lm.mlir" --optimizer adam --lr 0.003 -o "$out/lm-one" \
+  > "$out/generate.txt" 2>&1 \
+  && PYTHONPATH="$here/python" "$here/.venv/bin/python" -m het.generate "$out/lm-one" \
+    --model "$out/lm-trained.npz" --tokenizer "$out/corpus/tokenizer.json" \
+    --prompt 'def __init__(self' --tokens 20 >> "$out/generate.txt" 2>&1 \
+  || { cat "$out/generate.txt"; echo "het: generating from the language model failed" >&2; exit 1; }
+echo "het:   generated (greedy, 20 tokens): $(sed -n 's/^text: //p' "$out/generate.txt")"
 # GPU code objects (docs/gpu.md; no GPU here): the GPT's training step as
 # one sm_90 cubin, checked with llvm-readelf, and the same mapped kernels
 # emulated on the host against the x86 build.

@@ -11,6 +11,7 @@
 #include "het-c/hetrt.h"
 
 #include "Arguments.h"
+#include "Generate.h"
 #include "TokenData.h"
 #include "MemoryReport.h"
 #include "Gpu/GpuDriver.h"
@@ -54,6 +55,9 @@ struct Options {
   int threads = 0;
   long long printEvery = 1;
   long long evalEvery = 0, evalWindows = 0; // token files: validation every N steps
+  std::string prompt;                       // --generate: token ids
+  long long generate = 0, topK = 0;         // tokens to decode; 0: greedy
+  double temperature = 1.0;
 };
 
 const char *usage =
@@ -77,6 +81,12 @@ const char *usage =
     "                   perplexity over its windows in order after training\n"
     "  --eval-every N   with --eval F.bin: also every N steps\n"
     "  --eval-windows K with --eval F.bin: its first K windows (default: all)\n"
+    "  --generate N     a language model: after training, decode N tokens after\n"
+    "                   --prompt from the parameters (greedy; --top-k K samples)\n"
+    "                   and print them\n"
+    "  --prompt IDS     the token ids to continue (464,3290,318)\n"
+    "  --top-k K        with --generate: draw each token from the K likeliest, by\n"
+    "                   --temperature (default 1) and --seed\n"
     "  --load F.npz     arguments by name (parameters, state, constants, data)\n"
     "  --inputs F.npz   --load, and an error naming any argument the file lacks\n"
     "                   but state (its start values): het-eval's --inputs\n"
@@ -113,6 +123,14 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.evalEvery = options.integer(1);
     else if (arg == "--eval-windows")
       o.evalWindows = options.integer(1);
+    else if (arg == "--generate")
+      o.generate = options.integer(1);
+    else if (arg == "--prompt")
+      o.prompt = value;
+    else if (arg == "--top-k")
+      o.topK = options.integer(1);
+    else if (arg == "--temperature")
+      o.temperature = options.positive();
     else if (arg == "--load")
       o.load = value;
     else if (arg == "--inputs") {
@@ -227,7 +245,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   std::unique_ptr<TokenStream> tokens;
   TokenArguments tokenArgs;
   if (!o.data.empty() && isTokenFile(o.data)) {
-    tokenArgs = tokenArguments(info, o.data);
+    tokenArgs = tokenArguments(info, "--data " + o.data + " is a token file");
     tokenFile = std::make_unique<TokenFile>(o.data, tokenArgs.window, tokenArgs.vocab);
     tokens = std::make_unique<TokenStream>(*tokenFile, tokenArgs.window, o.seed);
     if (tokenArgs.positions >= 0)
@@ -247,7 +265,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   std::unique_ptr<TokenFile> evalTokens;
   if (!o.evalData.empty() && isTokenFile(o.evalData)) {
     if (tokenArgs.input < 0)
-      tokenArgs = tokenArguments(info, o.evalData);
+      tokenArgs = tokenArguments(info, "--eval " + o.evalData + " is a token file");
     evalTokens = std::make_unique<TokenFile>(o.evalData, tokenArgs.window, tokenArgs.vocab);
     if (!predict)
       die("--eval " + o.evalData + " needs the model's logits (no predict function was built: "
@@ -255,6 +273,24 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     o.evalData.clear();
   } else if (o.evalEvery > 0 || o.evalWindows > 0) {
     die("--eval-every and --eval-windows are for a language model's validation tokens (--eval F.bin)");
+  }
+  // Decoding after training: checked before the first step.
+  std::vector<int64_t> prompt;
+  if (o.generate > 0) {
+    if (!predict)
+      die("--generate needs the model's logits (no predict function was built: the loss is "
+          "not a cross-entropy)");
+    if (tokenArgs.input < 0)
+      tokenArgs = tokenArguments(info, "--generate decodes tokens");
+    if (info.logits.count() != batch * tokenArgs.window * info.logits.shape.back())
+      die("--generate: the predict function's logits are " + shapeText(info.logits.shape) +
+          ", not [" + std::to_string(batch) + ", " + std::to_string(tokenArgs.window) +
+          ", vocabulary]");
+    if (o.prompt.empty())
+      die("--generate needs --prompt: the token ids to continue");
+    prompt = parsePrompt(o.prompt, std::min<int64_t>(tokenArgs.vocab, info.logits.shape.back()));
+  } else if (!o.prompt.empty() || o.topK > 0) {
+    die("--prompt and --top-k are for --generate");
   }
 
   Dataset train, test;
@@ -431,6 +467,32 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     }
     std::printf("eval accuracy %.4f (%lld/%lld)\n", static_cast<double>(correct) / test.size,
                 static_cast<long long>(correct), static_cast<long long>(test.size));
+  }
+
+  if (o.generate > 0) {
+    std::vector<void *> pin = predictArguments(tokenArgs.input, "the token ids");
+    if (tokenArgs.positions >= 0)
+      tokenArgs.fillPositions(inputs[tokenArgs.positions].i());
+    Buffer logits(bytesOf(info.logits));
+    std::vector<void *> pout{logits.memory.get()};
+    Decoding decoding;
+    decoding.tokens = o.generate;
+    decoding.topK = o.topK;
+    decoding.temperature = o.temperature;
+    decoding.seed = static_cast<uint64_t>(o.seed);
+    // The ids buffer is the step's: decoding uses it after the last step.
+    std::vector<int64_t> sequence =
+        het::rt::generate(prompt, decoding, batch, tokenArgs.window, info.logits.shape.back(),
+                          inputs[tokenArgs.input].i(), logits.f(),
+                          [&] { predict(pin.data(), pout.data()); });
+    std::string text;
+    for (size_t i = prompt.size(); i < sequence.size(); ++i)
+      text += (text.empty() ? "" : " ") + std::to_string(sequence[i]);
+    std::printf("generated %lld tokens (%s%s) after %zu of the prompt: %s\n",
+                static_cast<long long>(o.generate),
+                o.topK > 0 ? "top-" : "greedy", o.topK > 0 ? std::to_string(o.topK).c_str() : "",
+                prompt.size(), text.c_str());
+    std::fflush(stdout);
   }
 
   if (!o.save.empty()) {

@@ -304,7 +304,7 @@ void PipelineRank::setUp() {
     persistentInfo_.emplace(t.name, t);
   microBatch_.resize(info_.microBatches);
   if (!o_.data.empty() && isTokenFile(o_.data)) {
-    tokenArgs_ = tokenArguments(info_, o_.data);
+    tokenArgs_ = tokenArguments(info_, "--data " + o_.data + " is a token file");
     tokenFile_ = std::make_unique<TokenFile>(o_.data, tokenArgs_.window, tokenArgs_.vocab);
     tokens_ = std::make_unique<TokenStream>(*tokenFile_, tokenArgs_.window, o_.seed);
     if (!o_.logSamples.empty())

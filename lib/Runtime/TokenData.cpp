@@ -23,7 +23,7 @@ bool isTokenFile(const std::string &path) {
   return path.size() > 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
 }
 
-TokenArguments tokenArguments(const ModelInfo &info, const std::string &path) {
+TokenArguments tokenArguments(const ModelInfo &info, const std::string &use) {
   TokenArguments a;
   for (unsigned i = 0; i < info.inputs.size(); ++i) {
     const TensorInfo &t = info.inputs[i];
@@ -36,7 +36,7 @@ TokenArguments tokenArguments(const ModelInfo &info, const std::string &path) {
   }
   if (a.input < 0 || a.targets < 0 ||
       info.inputs[a.input].shape != info.inputs[a.targets].shape)
-    die("--data " + path + " is a token file, which feeds a language model: token ids and "
+    die(use + ", which needs a language model: token ids and "
         "next-token labels, both integer arguments of shape [batch, window]; this model has " +
         std::string(a.input < 0 ? "no such token ids" : "no such labels"));
   a.window = info.inputs[a.input].shape[1];

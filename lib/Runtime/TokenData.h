@@ -43,7 +43,8 @@ struct TokenArguments {
   /// Writes the position ids into `ids` (window values).
   void fillPositions(int64_t *ids) const;
 };
-TokenArguments tokenArguments(const ModelInfo &info, const std::string &path);
+/// `use` says what asked, for the error ("--data F.bin is a token file").
+TokenArguments tokenArguments(const ModelInfo &info, const std::string &use);
 
 class TokenFile {
 public:
