@@ -111,9 +111,16 @@ std::vector<GroupOption> groupOptions(const Cluster &cluster, int g,
     if (tp < 1 || group.devicesPerNode % tp != 0)
       continue;
     int perTp = group.count() / tp;
-    for (int s : divisors(perTp))
-      if (s <= maxStages)
-        out.push_back({tp, s, std::vector<int>(s, perTp / s)});
+    for (int s : divisors(perTp)) {
+      if (s > maxStages)
+        continue;
+      out.push_back({tp, s, std::vector<int>(s, perTp / s)});
+      // More replicas per stage than the step has samples cannot all work:
+      // as many as there are samples, the group's other devices idle (a
+      // small batch on a large cluster; het-run starts them idle).
+      if (options.globalBatch > 0 && perTp / s > options.globalBatch)
+        out.push_back({tp, s, std::vector<int>(s, int(options.globalBatch))});
+    }
     // Stages of different widths: a small group's devices in every
     // composition (larger groups keep equal widths; their compositions
     // would swamp the search).

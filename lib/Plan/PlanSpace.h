@@ -21,7 +21,8 @@ namespace het::plan::space {
 struct GroupOption {
   int tp = 1, stages = 1;
   /// Replicas of each of the group's stages (`stages` entries); they add up
-  /// to the group's devices / tp.
+  /// to the group's devices / tp, or to fewer where a stage would have more
+  /// replicas than the global batch has samples (the rest idle).
   std::vector<int> replicas = {1};
   /// This group's single stage and the next entry's form one stage whose
   /// replicas are of both kinds.
@@ -59,8 +60,10 @@ std::vector<Slot> expand(const Shape &shape);
 
 /// Every (tp, stages, replicas per stage) a group can take: tp from the
 /// options that divides its devices per node, stages a divisor of count / tp
-/// with equal replicas, and with options.unevenReplicas every other way to
-/// give each of 2+ stages at least one of at most 8 replicas.
+/// with equal replicas (and, where those outnumber the global batch's
+/// samples, as many replicas as samples, the rest of the group idle), and
+/// with options.unevenReplicas every other way to give each of 2+ stages at
+/// least one of at most 8 replicas.
 std::vector<GroupOption> groupOptions(const Cluster &cluster, int g,
                                       const PlannerOptions &options,
                                       int layers);

@@ -188,14 +188,18 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
   // memory held in flight).
   bool oneSamplePerReplica = false;
   auto startMicro = [&](const Shape &s) {
-    int fewest = 1 << 30;
+    int fewest = 1 << 30, most = 1;
     for (const auto &o : s.options)
-      for (int r : o.replicas)
+      for (int r : o.replicas) {
         fewest = std::min(fewest, r);
+        most = std::max(most, r);
+      }
     long target = 4L * std::max(1, s.stageCount());
     if (oneSamplePerReplica)
       target =
           std::max<long>(target, options.globalBatch / std::max(1, fewest));
+    // Every replica of the widest stage needs a sample of each micro-batch.
+    target = std::min<long>(target, std::max<long>(1, options.globalBatch / most));
     return closestMicro(int(std::min<long>(target, options.globalBatch)));
   };
   auto rate = [&](int g) {
@@ -224,7 +228,9 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
         double layers = std::max(1.0, share * L);
         const GroupOption *pick = nullptr;
         for (const auto &o : opts[g]) {
-          if (o.tp != maxTp || !o.uniform())
+          // (more replicas than samples cannot work: the option that idles
+          // the rest of the group comes next)
+          if (o.tp != maxTp || !o.uniform() || o.replicas.front() > options.globalBatch)
             continue;
           int mbs = CostModel::microBatchPerReplica(options.globalBatch,
                                                     s.microBatches, o.replicas.front());
@@ -241,7 +247,8 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
           if (memory <= cost.capacityBytes(g))
             break;
         }
-        s.options[i] = *pick;
+        if (pick)
+          s.options[i] = *pick;
       }
     }
     // Never more stages than layers: drop the slowest groups (when groups
@@ -412,6 +419,50 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     if (byRate.size() > 2)
       climb(makeStart({byRate[0], byRate[1]}, 1));
   }
+  // Every shape of each group alone, as the single-kind baselines search
+  // them: a plan a baseline finds must be among the candidates, or het-plan
+  // would print a baseline faster than its choice. (The climbs start at
+  // each group's widest tensor-parallel degree, which the model may not
+  // split, and from a shape that cannot be built at all they have no
+  // direction; one group's shapes are few.)
+  // And every shape of the Megatron-style baseline's space (all groups,
+  // each stage on one kind, every stage as wide as the others) where it is
+  // small enough to enumerate: the split solver prices each as well as the
+  // baseline's uniform split or better.
+  {
+    PlannerOptions megatron = options;
+    megatron.allowSubsets = false;
+    megatron.mixedStages = false;
+    megatron.unevenReplicas = false;
+    // In the order of their lower bounds, up to the k-th best time found
+    // (when nothing fits yet, where the climbs found nothing either, only
+    // a small space: a model that fits nowhere would pay for all of it on
+    // every memory-saver combination het-plan tries).
+    double count = countShapes(cluster, megatron, L);
+    if (count <= options.exhaustiveLimit && (!top.all().empty() || count <= 500)) {
+      std::vector<std::pair<double, Shape>> shapes;
+      forEachShape(cluster, megatron, L, [&](const Shape &s) {
+        shapes.push_back({solver.lowerBound(s), s});
+      });
+      std::stable_sort(shapes.begin(), shapes.end(),
+                       [](const auto &a, const auto &b) { return a.first < b.first; });
+      for (const auto &[bound, s] : shapes) {
+        if (bound >= top.cutoff())
+          break;
+        score(s, INFINITY);
+      }
+    }
+  }
+  if (options.allowSubsets)
+    for (int g = 0; g < k; ++g)
+      for (const GroupOption &o : opts[g])
+        for (int m : micro) {
+          Shape alone;
+          alone.order = {g};
+          alone.options = {o};
+          alone.microBatches = m;
+          score(alone, INFINITY);
+        }
   if (top.all().empty())
     for (const Shape &s : missedLimits)
       explainInfeasible(cost, solver, s, true, shortfall, result);
