@@ -60,9 +60,10 @@ PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &re
   bool mixed = false;
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StageInfo &stage = plan.stages[j];
-    std::vector<std::string> formats;
+    std::vector<std::string> formats, each;
     for (const ReplicaGroupInfo &r : stage.replicaGroups) {
       std::string format = storageFormat(r.precision.empty() ? requested : r.precision);
+      each.push_back(format);
       if (std::find(formats.begin(), formats.end(), format) == formats.end())
         formats.push_back(format);
     }
@@ -71,6 +72,8 @@ PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &re
       stageFormats.back() = formats.front();
       out.stageAlternatives.resize(plan.stages.size());
       out.stageAlternatives[j] = formats;
+      out.replicaFormats.resize(plan.stages.size());
+      out.replicaFormats[j] = each;
       if (stage.layerEnd < plan.stages.back().layerEnd)
         out.f32Boundaries.push_back(stage.layerEnd);
       mixed = true;

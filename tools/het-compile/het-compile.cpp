@@ -154,6 +154,8 @@ cl::list<int64_t> f32Boundaries(
     cl::CommaSeparated, cl::cat(category));
 /// The formats of each stage whose replicas differ in format (from --plan).
 std::vector<std::vector<std::string>> stageAlternatives;
+/// And, for those stages, each replica group's format.
+std::vector<std::vector<std::string>> replicaFormats;
 cl::opt<std::string> recompute(
     "recompute",
     cl::desc("activation recomputation (het-recompute): none (default), selective (the "
@@ -594,6 +596,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.trainingPipeline = trainingOptions(/*withLayers=*/false);
   build.layerFormats.assign(layerPrecisions.begin(), layerPrecisions.end());
   build.stageAlternatives = stageAlternatives;
+  build.replicaFormats = replicaFormats;
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
   build.compression = compression;
@@ -1033,6 +1036,7 @@ int main(int argc, char **argv) {
       // A stage whose replicas train in different formats is built once
       // per format; what it sends leaves it in f32.
       stageAlternatives = planned.stageAlternatives;
+      replicaFormats = planned.replicaFormats;
       if (!planned.f32Boundaries.empty() && f32Boundaries.empty())
         for (long layer : planned.f32Boundaries)
           f32Boundaries.push_back(layer);

@@ -55,6 +55,9 @@ struct PipelineBuildOptions {
   /// such format with those stages' layers in it, and each replica group
   /// runs the build of its format.
   std::vector<std::vector<std::string>> stageAlternatives;
+  /// For those stages, each replica group's format (PipelineFormats::
+  /// replicaFormats): which build each group runs.
+  std::vector<std::vector<std::string>> replicaFormats;
   std::string schedule = "1f1b";   // 1f1b | gpipe
   int64_t microBatches = 0;        // 0: the plan's micro_batches
   std::string compression = "none"; // of the gradient all-reduces

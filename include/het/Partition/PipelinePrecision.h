@@ -31,6 +31,8 @@ struct PipelineFormats {
   /// first); empty for stages of one format, and empty where none differ.
   /// Each such stage is built once per format (BuildPipeline's variants).
   std::vector<std::vector<std::string>> stageAlternatives;
+  /// For those stages, each replica group's format, in the plan's order.
+  std::vector<std::vector<std::string>> replicaFormats;
   /// The layers that end those stages (but the last): what such a stage
   /// sends leaves it in f32 (het-autocast f32-boundaries), the same type
   /// whichever of its formats computed it.

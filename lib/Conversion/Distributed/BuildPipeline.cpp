@@ -418,12 +418,13 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                        !options.stageAlternatives[j].empty();
         ++j;
         if (differs) {
+          if (j - 1 >= options.replicaFormats.size() ||
+              options.replicaFormats[j - 1].size() != plan.stages[j - 1].replicaGroups.size())
+            return error(input, "internal error: no format for each replica group of stage " +
+                                    plan.stages[j - 1].name);
           SmallVector<Attribute> formats;
-          for (const auto &r : plan.stages[j - 1].replicaGroups) {
-            std::string format = r.precision.empty() ? options.stageAlternatives[j - 1].front()
-                                                     : r.precision;
-            formats.push_back(StringAttr::get(ctx, format == "tf32" ? "fp32" : format));
-          }
+          for (const std::string &format : options.replicaFormats[j - 1])
+            formats.push_back(StringAttr::get(ctx, format));
           stage->setAttr(kReplicaFormatsAttrName, ArrayAttr::get(ctx, formats));
           stage->setAttr(kBuiltFormatAttrName, StringAttr::get(ctx, build));
         } else if (!firstBuild) {
