@@ -188,18 +188,14 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
   // memory held in flight).
   bool oneSamplePerReplica = false;
   auto startMicro = [&](const Shape &s) {
-    int fewest = 1 << 30, most = 1;
+    int fewest = 1 << 30;
     for (const auto &o : s.options)
-      for (int r : o.replicas) {
+      for (int r : o.replicas)
         fewest = std::min(fewest, r);
-        most = std::max(most, r);
-      }
     long target = 4L * std::max(1, s.stageCount());
     if (oneSamplePerReplica)
       target =
           std::max<long>(target, options.globalBatch / std::max(1, fewest));
-    // Every replica of the widest stage needs a sample of each micro-batch.
-    target = std::min<long>(target, std::max<long>(1, options.globalBatch / most));
     return closestMicro(int(std::min<long>(target, options.globalBatch)));
   };
   auto rate = [&](int g) {
@@ -419,12 +415,36 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     if (byRate.size() > 2)
       climb(makeStart({byRate[0], byRate[1]}, 1));
   }
+  // Shapes in the order of their lower bounds, up to the k-th best time.
+  auto scoreByBound = [&](std::vector<std::pair<double, Shape>> &shapes) {
+    std::stable_sort(shapes.begin(), shapes.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (const auto &[bound, s] : shapes) {
+      if (bound >= top.cutoff())
+        break;
+      score(s, INFINITY);
+    }
+  };
   // Every shape of each group alone, as the single-kind baselines search
   // them: a plan a baseline finds must be among the candidates, or het-plan
   // would print a baseline faster than its choice. (The climbs start at
   // each group's widest tensor-parallel degree, which the model may not
   // split, and from a shape that cannot be built at all they have no
-  // direction; one group's shapes are few.)
+  // direction.)
+  if (options.allowSubsets) {
+    std::vector<std::pair<double, Shape>> shapes;
+    for (int g = 0; g < k; ++g)
+      for (const GroupOption &o : opts[g])
+        for (int m : micro) {
+          Shape alone;
+          alone.order = {g};
+          alone.options = {o};
+          alone.microBatches = m;
+          if (alone.valid(options.globalBatch / m))
+            shapes.push_back({solver.lowerBound(alone), alone});
+        }
+    scoreByBound(shapes);
+  }
   // And every shape of the Megatron-style baseline's space (all groups,
   // each stage on one kind, every stage as wide as the others) where it is
   // small enough to enumerate: the split solver prices each as well as the
@@ -434,35 +454,18 @@ void localSearch(const CostModel &cost, const PlannerOptions &options,
     megatron.allowSubsets = false;
     megatron.mixedStages = false;
     megatron.unevenReplicas = false;
-    // In the order of their lower bounds, up to the k-th best time found
-    // (when nothing fits yet, where the climbs found nothing either, only
-    // a small space: a model that fits nowhere would pay for all of it on
-    // every memory-saver combination het-plan tries).
+    // (When nothing fits yet, where the climbs found nothing either, only a
+    // small space: a model that fits nowhere would pay for all of it on
+    // every memory-saver combination het-plan tries.)
     double count = countShapes(cluster, megatron, L);
     if (count <= options.exhaustiveLimit && (!top.all().empty() || count <= 500)) {
       std::vector<std::pair<double, Shape>> shapes;
       forEachShape(cluster, megatron, L, [&](const Shape &s) {
         shapes.push_back({solver.lowerBound(s), s});
       });
-      std::stable_sort(shapes.begin(), shapes.end(),
-                       [](const auto &a, const auto &b) { return a.first < b.first; });
-      for (const auto &[bound, s] : shapes) {
-        if (bound >= top.cutoff())
-          break;
-        score(s, INFINITY);
-      }
+      scoreByBound(shapes);
     }
   }
-  if (options.allowSubsets)
-    for (int g = 0; g < k; ++g)
-      for (const GroupOption &o : opts[g])
-        for (int m : micro) {
-          Shape alone;
-          alone.order = {g};
-          alone.options = {o};
-          alone.microBatches = m;
-          score(alone, INFINITY);
-        }
   if (top.all().empty())
     for (const Shape &s : missedLimits)
       explainInfeasible(cost, solver, s, true, shortfall, result);

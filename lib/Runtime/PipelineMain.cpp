@@ -90,6 +90,11 @@ const char *usage =
     "                        F.bin.json says): windows in a seeded order that every\n"
     "                        plan and split shares; each rank reads its own\n"
     "  --log-samples F       append each token window this rank trains on to F\n"
+    "  --eval F.bin          a language model's validation tokens: after training\n"
+    "                        (and every --eval-every N steps) the mean loss and\n"
+    "                        perplexity over its windows in order, forward only,\n"
+    "                        in whole global batches (--eval-windows K: of its\n"
+    "                        first K windows)\n"
     "  --load F.npz          arguments by name, as a single-rank executable's --load:\n"
     "                        parameters, state, imported constants, and\n"
     "                        data inputs (one fixed global batch, each replica\n"
@@ -178,7 +183,17 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.save = value;
     else if (arg == "--load")
       o.load = value;
-    else if (arg == "--batch" || arg == "--eval" || arg == "--inputs")
+    else if (arg == "--eval") {
+      if (!isTokenFile(value))
+        die("option --eval " + value + ": a pipeline validates a language model on a token "
+            "file (F.bin); a test set (.npz) is for single-rank executables");
+      o.evalData = value;
+    }
+    else if (arg == "--eval-every")
+      o.evalEvery = options.integer(1);
+    else if (arg == "--eval-windows")
+      o.evalWindows = options.integer(1);
+    else if (arg == "--batch" || arg == "--inputs")
       die("option " + arg + " is for single-rank executables; this one is a pipeline "
           "(het-compile --cluster)");
     else
@@ -322,26 +337,44 @@ void PipelineRank::setUp() {
           " samples, fewer than one global batch of " + std::to_string(info_.globalBatch));
     stream_ = std::make_unique<BatchStream>(train_, info_.globalBatch, o_.seed);
   }
+  if (!o_.evalData.empty()) {
+    if (!tokens_)
+      tokenArgs_ = tokenArguments(info_, "--eval " + o_.evalData + " is a token file");
+    evalFile_ = std::make_unique<TokenFile>(o_.evalData, tokenArgs_.window, tokenArgs_.vocab);
+    int64_t windows = static_cast<int64_t>((evalFile_->tokens() - 1) / tokenArgs_.window);
+    if (o_.evalWindows > 0)
+      windows = std::min<int64_t>(windows, o_.evalWindows);
+    evalBatches_ = windows / info_.globalBatch;
+    if (evalBatches_ == 0)
+      die("--eval " + o_.evalData + ": its " + std::to_string(windows) + " windows of " +
+          std::to_string(tokenArgs_.window) + " tokens make no whole global batch of " +
+          std::to_string(info_.globalBatch) + " (a pipeline validates whole batches)");
+  } else if (o_.evalEvery > 0 || o_.evalWindows > 0) {
+    die("--eval-every and --eval-windows are for a language model's validation tokens "
+        "(--eval F.bin)");
+  }
 }
 
 /// This replica's share of micro-batch `micro` of step `step`: its samples
 /// of every batched input, and the micro-batch's values of the others.
-void PipelineRank::fillBatch(int64_t step, int micro) {
+void PipelineRank::fillBatch(int64_t step, int micro, const TokenFile *validation) {
   int64_t first = step * info_.globalBatch + micro * microBatchSamples_ + firstSample_;
   Env &env = microBatch_[micro];
   bool fromStream = false;
+  bool tokenData = tokens_ || validation;
   const TensorInfo *tokenInput = nullptr, *tokenTargets = nullptr; // what this stage reads
   for (const std::string &name : batchInputs_) {
     unsigned index = stepIndex_[name];
-    if (stream_ && (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
+    if (!validation && stream_ &&
+        (static_cast<int>(index) == dataInput_ || static_cast<int>(index) == labelInput_)) {
       fromStream = true;
       continue;
     }
-    if (tokens_ && static_cast<int>(index) == tokenArgs_.input) {
+    if (tokenData && static_cast<int>(index) == tokenArgs_.input) {
       tokenInput = &info_.inputs[index];
       continue;
     }
-    if (tokens_ && static_cast<int>(index) == tokenArgs_.targets) {
+    if (tokenData && static_cast<int>(index) == tokenArgs_.targets) {
       tokenTargets = &info_.inputs[index];
       continue;
     }
@@ -371,7 +404,7 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       // whatever its micro-batches and replicas; for a token file's windows,
       // the positions in them.
       Buffer b(bytesOf(t));
-      if (tokens_ && static_cast<int>(index) == tokenArgs_.positions)
+      if (tokenData && static_cast<int>(index) == tokenArgs_.positions)
         tokenArgs_.fillPositions(b.i());
       else
         initialize(t, index, o_.seed, b, static_cast<uint64_t>(step) + 1);
@@ -391,6 +424,23 @@ void PipelineRank::fillBatch(int64_t step, int micro) {
       ids = shareOf(tokenInput);
     if (tokenTargets)
       next = shareOf(tokenTargets);
+    if (validation) {
+      // Window g of the file, in order: tokens [gT, gT + T), next ones after.
+      const int64_t T = tokenArgs_.window;
+      for (int64_t r = 0; r < share_; ++r)
+        for (int64_t t = 0; t < T; ++t) {
+          uint64_t at = static_cast<uint64_t>((first + r) * T + t);
+          if (tokenInput)
+            ids.i()[r * T + t] = validation->token(at);
+          if (tokenTargets)
+            next.i()[r * T + t] = validation->token(at + 1);
+        }
+      if (tokenInput)
+        env[tokenInput->name] = std::move(ids);
+      if (tokenTargets)
+        env[tokenTargets->name] = std::move(next);
+      return;
+    }
     tokens_->setStep(step);
     tokens_->fillSamples(first, share_, tokenInput ? ids.i() : nullptr,
                          tokenTargets ? next.i() : nullptr);
@@ -468,9 +518,55 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
       }
     } else if (batch && t.name.rfind("saved.", 0) == 0) {
       (*batch)[t.name] = std::move(results[j]);
+    } else if (evaluating_) {
+      // Validation keeps no state (a forward's running statistics).
     } else {
       persistent_[t.name] = std::move(results[j]);
     }
+  }
+}
+
+double PipelineRank::combineLoss(double loss) {
+  PipelineComm &comm = pipelineComm();
+  if (!isLastStage() || !comm.data)
+    return loss;
+  commTrace().collective("loss", comm.members(0), sizeof(double));
+  double combined = loss;
+  auto c0 = std::chrono::steady_clock::now();
+  checkCcl(hetcclAllReduce(&loss, &combined, 1, hetcclFloat64,
+                           info_.lossSum ? hetcclSum : hetcclAvg, comm.data),
+           "combining the loss", comm.data);
+  commSeconds().collective +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  return combined;
+}
+
+void PipelineRank::validate(int64_t afterSteps) {
+  PipelineComm &comm = pipelineComm();
+  const int64_t M = info_.microBatches;
+  double trainingLoss = lossSum_, total = 0;
+  evaluating_ = true;
+  for (int64_t b = 0; b < evalBatches_; ++b) {
+    lossSum_ = 0;
+    for (int i = 0; i < M; ++i)
+      fillBatch(b, i, evalFile_.get());
+    for (int i = 0; i < M; ++i) {
+      hetrtRandomContext() = {b, i * microBatchSamples_ + firstSample_};
+      call(variant_->forward, &microBatch_[i], /*accumulate=*/false);
+      comm.flush();
+      microBatch_[i].clear();
+    }
+    total += combineLoss(lossSum_ / static_cast<double>(M));
+  }
+  evaluating_ = false;
+  lossSum_ = trainingLoss;
+  if (reports_) {
+    double loss = total / static_cast<double>(evalBatches_);
+    std::printf("eval after step %lld: loss %.6f perplexity %.3f (%lld windows of %lld tokens)\n",
+                static_cast<long long>(afterSteps), loss, std::exp(loss),
+                static_cast<long long>(evalBatches_ * info_.globalBatch),
+                static_cast<long long>(tokenArgs_.window));
+    std::fflush(stdout);
   }
 }
 
@@ -1020,6 +1116,7 @@ int PipelineRank::run() {
   auto functionOf = [&](const std::string &entry) { return byPhase[entry[0] == 'B']; };
   int64_t M = info_.microBatches;
   bool reports = isLastStage() && place.replica == 0 && place.tp == 0;
+  reports_ = reports;
   std::vector<double> stepSeconds;
   // The time of the steps after the first, split: kernels, messages,
   // collectives, and the rest (this loop's own work: batches, buffers,
@@ -1090,18 +1187,7 @@ int PipelineRank::run() {
                     "x%g\n",
                     comm.rank, static_cast<long long>(s), double(ratioAfter / ratioBefore));
     }
-    double loss = lossSum_ / static_cast<double>(M);
-    if (isLastStage() && comm.data) {
-      commTrace().collective("loss", comm.members(0), sizeof(double));
-      double combined = loss;
-      auto c0 = std::chrono::steady_clock::now();
-      checkCcl(hetcclAllReduce(&loss, &combined, 1, hetcclFloat64,
-                               info_.lossSum ? hetcclSum : hetcclAvg, comm.data),
-               "combining the loss", comm.data);
-      commSeconds().collective +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-      loss = combined;
-    }
+    double loss = combineLoss(lossSum_ / static_cast<double>(M));
     stepSeconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (s > first) {
@@ -1115,6 +1201,8 @@ int PipelineRank::run() {
       if (s % o_.printEvery == 0 || s + 1 == o_.steps)
         std::printf("step %lld loss %.9g\n", static_cast<long long>(s), loss);
     }
+    if (evalFile_ && o_.evalEvery > 0 && (s + 1) % o_.evalEvery == 0 && s + 1 < o_.steps)
+      validate(s + 1);
     double stepStall = 0;
     if (checkpointer && o_.checkpointEvery > 0 && (s + 1) % o_.checkpointEvery == 0) {
       auto c0 = std::chrono::steady_clock::now();
@@ -1146,6 +1234,8 @@ int PipelineRank::run() {
       break;
     }
   }
+  if (evalFile_ && stoppedAt < 0 && first < o_.steps)
+    validate(o_.steps);
   if (checkpointer) {
     try {
       checkpointer->wait();

@@ -32,6 +32,8 @@ struct Options {
   double lr = NAN;
   long long seed = 0;
   std::string data, save, checkpointDir, load, logSamples;
+  std::string evalData;                   // --eval F.bin: validation tokens
+  long long evalEvery = 0, evalWindows = 0;
   int threads = 1;
   long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
   bool syncCheckpoint = false;
@@ -74,6 +76,11 @@ private:
   std::unique_ptr<TokenFile> tokenFile_;
   std::unique_ptr<TokenStream> tokens_;
   TokenArguments tokenArgs_;
+  // --eval F.bin: validation windows, in order, whole global batches of them.
+  std::unique_ptr<TokenFile> evalFile_;
+  int64_t evalBatches_ = 0;
+  bool evaluating_ = false; // the forward's outputs but the loss are dropped
+  bool reports_ = false;    // prints the job's losses (last stage, replica 0, part 0)
   int dataInput_ = -1, labelInput_ = -1;
   double lossSum_ = 0;
   // Seconds inside the stage functions' compute (their time less the
@@ -87,7 +94,16 @@ private:
   void setUp();
   hetrt_entry_fn entry(const StageFunction &f);
   void call(const StageFunction &f, Env *batch, bool accumulate);
-  void fillBatch(int64_t step, int micro);
+  /// This replica's share of micro-batch `micro` of step `step`; with
+  /// `validation`, of batch `step` of that file's windows in order.
+  void fillBatch(int64_t step, int micro, const TokenFile *validation = nullptr);
+  /// The step's loss (this rank's sum over micro-batches / M) combined over
+  /// the last stage's replicas.
+  double combineLoss(double loss);
+  /// Forward only over the --eval file's whole global batches: every
+  /// working rank calls it at the same step; the reporting rank prints the
+  /// mean loss and perplexity.
+  void validate(int64_t afterSteps);
   std::vector<NeededTensor> heldTensors() const;
   /// Of state held in blocks by batch share (het-shard-optimizer): the
   /// block of stage `stage`'s replica `replica` of a tensor of `rows` rows.
