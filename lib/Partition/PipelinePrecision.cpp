@@ -70,8 +70,6 @@ PipelineFormats pipelineFormats(const PartitionPlan &plan, const std::string &re
     stageFormats.push_back(stage.replicaGroups.empty() ? "" : stage.replicaGroups.front().precision);
     if (formats.size() > 1) {
       stageFormats.back() = formats.front();
-      out.stageAlternatives.resize(plan.stages.size());
-      out.stageAlternatives[j] = formats;
       out.replicaFormats.resize(plan.stages.size());
       out.replicaFormats[j] = each;
       if (stage.layerEnd < plan.stages.back().layerEnd)

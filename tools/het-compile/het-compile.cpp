@@ -152,9 +152,8 @@ cl::list<int64_t> f32Boundaries(
              "replicas train in different formats, whose sends leave it in f32 (set from the "
              "plan with --plan)"),
     cl::CommaSeparated, cl::cat(category));
-/// The formats of each stage whose replicas differ in format (from --plan).
-std::vector<std::vector<std::string>> stageAlternatives;
-/// And, for those stages, each replica group's format.
+/// Of each stage whose replicas differ in format (from --plan), each replica
+/// group's format.
 std::vector<std::vector<std::string>> replicaFormats;
 cl::opt<std::string> recompute(
     "recompute",
@@ -526,7 +525,7 @@ llvm::Expected<::het::compile::StepTime> calibratedStep(ModuleOp stepModule,
 /// --layer-precisions, or a format some replicas of a plan's stage train in).
 bool usesFormat(StringRef format) {
   return precision == format || llvm::is_contained(layerPrecisions, format.str()) ||
-         llvm::any_of(stageAlternatives, [&](const std::vector<std::string> &formats) {
+         llvm::any_of(replicaFormats, [&](const std::vector<std::string> &formats) {
            return llvm::is_contained(formats, format.str());
          });
 }
@@ -595,7 +594,6 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   build.planFile = planFile.empty() ? "auto" : planFile.getValue();
   build.trainingPipeline = trainingOptions(/*withLayers=*/false);
   build.layerFormats.assign(layerPrecisions.begin(), layerPrecisions.end());
-  build.stageAlternatives = stageAlternatives;
   build.replicaFormats = replicaFormats;
   build.schedule = schedule;
   build.microBatches = microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
@@ -1035,7 +1033,6 @@ int main(int argc, char **argv) {
           plan, precision, precision.getNumOccurrences() > 0);
       // A stage whose replicas train in different formats is built once
       // per format; what it sends leaves it in f32.
-      stageAlternatives = planned.stageAlternatives;
       replicaFormats = planned.replicaFormats;
       if (!planned.f32Boundaries.empty() && f32Boundaries.empty())
         for (long layer : planned.f32Boundaries)
@@ -1074,13 +1071,17 @@ int main(int argc, char **argv) {
                              ? ", with loss scaling decided by every rank together"
                              : "")
                      << "\n";
-        for (size_t j = 0; j < planned.stageAlternatives.size(); ++j)
-          if (!planned.stageAlternatives[j].empty())
+        for (size_t j = 0; j < planned.replicaFormats.size(); ++j) {
+          std::vector<std::string> formats;
+          for (const std::string &f : planned.replicaFormats[j])
+            if (!llvm::is_contained(formats, f))
+              formats.push_back(f);
+          if (!formats.empty())
             llvm::errs() << "het-compile: note: stage " << plan.stages[j].name
-                         << "'s replicas train in "
-                         << llvm::join(planned.stageAlternatives[j], " and ")
+                         << "'s replicas train in " << llvm::join(formats, " and ")
                          << ": it is built once per format, and what it sends leaves it in "
                             "f32\n";
+        }
         precision = planned.precision;
         formatsFromPlan = true;
       }

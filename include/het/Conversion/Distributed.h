@@ -50,13 +50,10 @@ struct PipelineBuildOptions {
   /// Each layer's format (het-autocast layer-precisions, added to
   /// trainingPipeline per build); empty: trainingPipeline's `precision`.
   std::vector<std::string> layerFormats;
-  /// Per stage, the formats of its replicas where they differ
-  /// (PipelineFormats::stageAlternatives): the model is built once per
-  /// such format with those stages' layers in it, and each replica group
-  /// runs the build of its format.
-  std::vector<std::vector<std::string>> stageAlternatives;
-  /// For those stages, each replica group's format (PipelineFormats::
-  /// replicaFormats): which build each group runs.
+  /// Per stage whose replicas train in different formats, each replica
+  /// group's format (PipelineFormats::replicaFormats; empty for the
+  /// others): the model is built once per such format with those stages'
+  /// layers in it, and each replica group runs the build of its format.
   std::vector<std::vector<std::string>> replicaFormats;
   std::string schedule = "1f1b";   // 1f1b | gpipe
   int64_t microBatches = 0;        // 0: the plan's micro_batches

@@ -26,12 +26,11 @@ struct PipelineFormats {
   /// Each layer's format where the stages differ (het-autocast
   /// layer-precisions); empty where one format serves all.
   std::vector<std::string> layers;
-  /// Per stage, the formats its replicas train in where they differ (a
-  /// stage over an fp16 kind and a bf16 one; `layers` then holds the
-  /// first); empty for stages of one format, and empty where none differ.
-  /// Each such stage is built once per format (BuildPipeline's variants).
-  std::vector<std::vector<std::string>> stageAlternatives;
-  /// For those stages, each replica group's format, in the plan's order.
+  /// Per stage whose replicas train in different formats (a stage over an
+  /// fp16 kind and a bf16 one; `layers` then holds its first group's), each
+  /// replica group's format in the plan's order; empty for stages of one
+  /// format, and empty where none differ. Each such stage is built once per
+  /// format (BuildPipeline's variants).
   std::vector<std::vector<std::string>> replicaFormats;
   /// The layers that end those stages (but the last): what such a stage
   /// sends leaves it in f32 (het-autocast f32-boundaries), the same type

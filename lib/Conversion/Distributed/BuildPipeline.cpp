@@ -315,10 +315,13 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   // (the others in their first), and keeps only those stages' replicas of
   // that format; the first build also keeps every stage of one format.
   std::vector<std::string> builds;
-  for (const auto &formats : options.stageAlternatives)
+  for (const auto &formats : options.replicaFormats)
     for (const std::string &f : formats)
       if (!llvm::is_contained(builds, f))
         builds.push_back(f);
+  auto mixed = [&](size_t j) {
+    return j < options.replicaFormats.size() && !options.replicaFormats[j].empty();
+  };
   if (builds.empty())
     builds.push_back("");
   else if (givenStep)
@@ -333,8 +336,8 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   for (const auto &[share, build] : variants) {
     bool firstBuild = build == builds.front();
     std::vector<std::string> layers = options.layerFormats;
-    for (size_t j = 0; j < options.stageAlternatives.size() && j < plan.stages.size(); ++j)
-      if (llvm::is_contained(options.stageAlternatives[j], build))
+    for (size_t j = 0; j < options.replicaFormats.size() && j < plan.stages.size(); ++j)
+      if (llvm::is_contained(options.replicaFormats[j], build))
         for (long l = plan.stages[j].layerBegin; l < plan.stages[j].layerEnd; ++l)
           if (size_t(l) < layers.size())
             layers[l] = build;
@@ -412,18 +415,13 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
             sharded.push_back(name.str());
     // Which replicas this build is for (convert-het-to-runtime reads it).
     if (!build.empty()) {
-      size_t j = 0;
-      for (auto stage : variant->getOps<StageOp>()) {
-        bool differs = j < options.stageAlternatives.size() &&
-                       !options.stageAlternatives[j].empty();
-        ++j;
-        if (differs) {
-          if (j - 1 >= options.replicaFormats.size() ||
-              options.replicaFormats[j - 1].size() != plan.stages[j - 1].replicaGroups.size())
+      for (auto [j, stage] : llvm::enumerate(variant->getOps<StageOp>())) {
+        if (mixed(j)) {
+          if (options.replicaFormats[j].size() != plan.stages[j].replicaGroups.size())
             return error(input, "internal error: no format for each replica group of stage " +
-                                    plan.stages[j - 1].name);
+                                    plan.stages[j].name);
           SmallVector<Attribute> formats;
-          for (const std::string &format : options.replicaFormats[j - 1])
+          for (const std::string &format : options.replicaFormats[j])
             formats.push_back(StringAttr::get(ctx, format));
           stage->setAttr(kReplicaFormatsAttrName, ArrayAttr::get(ctx, formats));
           stage->setAttr(kBuiltFormatAttrName, StringAttr::get(ctx, build));
