@@ -566,6 +566,33 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
         set(o.getFoundInf(), Tensor<T>(Shape{}, found ? T(1) : T(0)));
         return success();
       })
+      // Gradient clipping (torch.nn.utils.clip_grad_norm_), in f32.
+      .Case([&](SquaredNormOp o) {
+        float total = 0.0f;
+        for (Value tensor : o.getTensors()) {
+          float squares = 0.0f;
+          for (T v : floats(tensor).data)
+            squares += static_cast<float>(v) * static_cast<float>(v);
+          total += squares;
+        }
+        total *= static_cast<float>(o.getWeight().convertToDouble());
+        set(o.getResult(), Tensor<T>(Shape{}, static_cast<T>(total)));
+        return success();
+      })
+      .Case([&](ClipByNormOp o) {
+        float norm = std::sqrt(static_cast<float>(floats(o.getSquaredNorm())[0]));
+        float factor =
+            std::min(static_cast<float>(o.getMaxNorm().convertToDouble()) / (norm + 1e-6f), 1.0f);
+        if (std::isnan(norm))
+          factor = norm;
+        for (auto [gradient, clipped] : llvm::zip(o.getGradients(), o.getClipped())) {
+          Tensor<T> g = floats(gradient);
+          for (T &v : g.data)
+            v *= static_cast<T>(factor);
+          set(clipped, std::move(g));
+        }
+        return success();
+      })
       .Case([&](SelectOp o) {
         bool pick = floats(o.getPredicate())[0] != T(0);
         values[o.getResult()] = values.at(pick ? o.getOnTrue() : o.getOnFalse());

@@ -206,17 +206,40 @@ void HetPartitionPass::runOnOperation() {
   // The stages that use one operand of an op: a gradient's unscaling
   // (loss scaling) is split by stage, so gradient k goes only where its
   // unscaled copy is used, and the scale wherever any is.
-  auto stagesUsingOperand = [&](OpOperand &use, std::set<int> &out) {
+  // Gradient clipping is split alike: gradient k of the squared norm and
+  // of the clipping goes where its clipped copy is used.
+  auto clippingOf = [](SquaredNormOp norm) -> ClipByNormOp {
+    for (Operation *user : norm.getResult().getUsers())
+      if (auto clip = dyn_cast<ClipByNormOp>(user))
+        return clip;
+    return nullptr;
+  };
+  std::function<void(OpOperand &, std::set<int> &)> stagesUsingOperand;
+  stagesUsingOperand = [&](OpOperand &use, std::set<int> &out) {
+    unsigned n = use.getOperandNumber();
+    ClipByNormOp clip;
+    unsigned gradient = 0; // the operand's index among the clipped gradients
+    if (auto norm = dyn_cast<SquaredNormOp>(use.getOwner())) {
+      clip = clippingOf(norm);
+      gradient = n;
+    } else if (auto owner = dyn_cast<ClipByNormOp>(use.getOwner()); owner && n > 0) {
+      clip = owner; // (operand 0, the squared norm, goes wherever any is)
+      gradient = n - 1;
+    }
+    if (clip) {
+      for (Operation *user : clip.getClipped()[gradient].getUsers())
+        stagesUsing(user, out);
+      return;
+    }
     auto unscale = dyn_cast<UnscaleGradientsOp>(use.getOwner());
     if (!unscale) {
       stagesUsing(use.getOwner(), out);
       return;
     }
-    unsigned n = use.getOperandNumber();
     for (Value unscaled : unscale.getUnscaled())
       if (n == 0 || unscaled == unscale.getUnscaled()[n - 1])
-        for (Operation *user : unscaled.getUsers())
-          stagesUsing(user, out);
+        for (OpOperand &unscaledUse : unscaled.getUses())
+          stagesUsingOperand(unscaledUse, out);
   };
   stagesUsing = [&](Operation *op, std::set<int> &out) {
         auto it = stageOf.find(op);
@@ -410,7 +433,7 @@ void HetPartitionPass::runOnOperation() {
   // found-inf flags are combined over the whole job (max over every
   // working rank), so every rank skips the same steps and keeps the same
   // scale. The stage's optimizer updates then read its unscaled gradients.
-  llvm::DenseSet<Value> unscaledGradients;
+  llvm::DenseSet<Value> reducedGradients;
   auto splitUnscale = [&](UnscaleGradientsOp unscale) {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     for (size_t j = 0; j < S; ++j) {
@@ -419,8 +442,8 @@ void HetPartitionPass::runOnOperation() {
       SmallVector<unsigned> positions;
       for (auto [k, unscaled] : llvm::enumerate(unscale.getUnscaled())) {
         std::set<int> users;
-        for (Operation *user : unscaled.getUsers())
-          stagesUsing(user, users);
+        for (OpOperand &use : unscaled.getUses())
+          stagesUsingOperand(use, users);
         if (!users.count(int(j)))
           continue;
         Value gradient = valueIn(unscale.getGradients()[k], int(j));
@@ -448,7 +471,7 @@ void HetPartitionPass::runOnOperation() {
         found = local.getFoundInf();
         for (auto [position, result] : llvm::zip(positions, local.getUnscaled())) {
           maps[j].map(unscale.getUnscaled()[position], result);
-          unscaledGradients.insert(unscale.getUnscaled()[position]);
+          reducedGradients.insert(unscale.getUnscaled()[position]);
         }
       }
       Value agreed = ob.create<AllReduceOp>(unscale.getLoc(), scalar, found,
@@ -460,9 +483,72 @@ void HetPartitionPass::runOnOperation() {
     return true;
   };
 
+  // Gradient clipping (het-autodiff clip-grad-norm): the squared norm of
+  // every gradient becomes each stage's of its own gradients (combined
+  // over its replicas first, unless unscaling did), summed over the whole
+  // job by one all-reduce; each of a stage's R replicas adds 1/R of its
+  // stage's, which they all hold. Each stage then clips its own
+  // gradients with the job-wide sum, so every rank scales by one factor.
+  auto splitClipping = [&](SquaredNormOp norm) {
+    ClipByNormOp clip = clippingOf(norm);
+    if (!clip || clip.getGradients() != norm.getTensors()) {
+      norm.emitError("het-partition: a het.squared_norm must feed one het.clip_by_norm of the "
+                     "same gradients (as het-autodiff's clip-grad-norm builds them)");
+      return false;
+    }
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    for (size_t j = 0; j < S; ++j) {
+      OpBuilder ob = builderFor(j);
+      SmallVector<Value> gradients;
+      SmallVector<unsigned> positions;
+      for (auto [k, clipped] : llvm::enumerate(clip.getClipped())) {
+        std::set<int> users;
+        for (OpOperand &use : clipped.getUses())
+          stagesUsingOperand(use, users);
+        if (!users.count(int(j)))
+          continue;
+        Value source = clip.getGradients()[k];
+        Value gradient = valueIn(source, int(j));
+        if (!gradient)
+          return false;
+        if (!reducedGradients.contains(source))
+          gradient = averaged(int(j), gradient, clip.getLoc(), ob);
+        gradients.push_back(gradient);
+        positions.push_back(unsigned(k));
+      }
+      Value local;
+      if (gradients.empty()) // a stage without parameters adds nothing
+        local = ob.create<arith::ConstantOp>(
+            norm.getLoc(), DenseElementsAttr::get(scalar, ob.getF32FloatAttr(0.0f)));
+      else
+        local = ob.create<SquaredNormOp>(
+            norm.getLoc(), scalar, gradients,
+            ob.getF64FloatAttr(1.0 / double(std::max<int64_t>(1, plan.stages[j].replicas()))));
+      Value total = ob.create<AllReduceOp>(norm.getLoc(), scalar, local,
+                                           SymbolRefAttr::get(ctx, clusterName),
+                                           ReductionKind::Sum, CollectiveAlgorithm::Ring,
+                                           CompressionKind::None, FloatAttr());
+      maps[j].map(norm.getResult(), total);
+      if (gradients.empty())
+        continue;
+      auto stageClip = ob.create<ClipByNormOp>(clip.getLoc(), ValueRange(gradients).getTypes(),
+                                               total, gradients, clip.getMaxNormAttr());
+      for (auto [position, result] : llvm::zip(positions, stageClip.getClipped())) {
+        maps[j].map(clip.getClipped()[position], result);
+        reducedGradients.insert(clip.getClipped()[position]);
+      }
+    }
+    return true;
+  };
+
   for (Operation &op : body) {
     if (auto unscale = dyn_cast<UnscaleGradientsOp>(op)) {
       if (!splitUnscale(unscale) || broken)
+        return signalPassFailure();
+      continue;
+    }
+    if (auto norm = dyn_cast<SquaredNormOp>(op)) {
+      if (!splitClipping(norm) || broken)
         return signalPassFailure();
       continue;
     }
@@ -482,7 +568,7 @@ void HetPartitionPass::runOnOperation() {
       copy->setAttr(HetDialect::getBackwardAttrName(), ob.getUnitAttr());
     // An optimizer update (gradient = operand 1) uses the replicas' average
     // (with loss scaling, averaged before unscaling).
-    if (isa<SGDOp, AdamOp>(copy) && !unscaledGradients.contains(op.getOperand(1))) {
+    if (isa<SGDOp, AdamOp>(copy) && !reducedGradients.contains(op.getOperand(1))) {
       OpBuilder before(copy);
       copy->setOperand(1,
                        averaged(j, copy->getOperand(1), op.getLoc(), before));

@@ -12,6 +12,7 @@
 
 #include "Arguments.h"
 #include "Generate.h"
+#include "LearningRate.h"
 #include "TokenData.h"
 #include "MemoryReport.h"
 #include "Gpu/GpuDriver.h"
@@ -43,12 +44,10 @@ namespace eval = het::eval;
 
 namespace {
 
-double learningRateOverride = NAN;
-
 struct Options {
   long long steps = 100;
   long long batch = -1;
-  double lr = NAN;
+  LearningRateSchedule lr;
   long long seed = 0;
   std::string data, evalData, save, load, logSamples;
   bool loadAll = false; // --inputs: --load, and every argument but state given
@@ -65,7 +64,7 @@ const char *usage =
     "Trains the compiled model (het-compile) and reports loss, throughput and accuracy.\n"
     "  --steps N        training steps (default 100)\n"
     "  --batch B        batch size; must equal the batch compiled into the model\n"
-    "  --lr X           learning rate (default: the one given to het-compile)\n"
+    HETRT_LEARNING_RATE_USAGE
     "  --seed S         seed of parameter init and synthetic data, as het-eval\n"
     "                   --random-inputs S (default 0); also shuffles --data\n"
     "  --data F.npz     training set: arrays x [N, ...] and y [N] (labels);\n"
@@ -111,8 +110,8 @@ bool parseOptions(int argc, char **argv, Options &o) {
       o.threads = static_cast<int>(options.integer(1, 4096));
     else if (arg == "--print-every")
       o.printEvery = options.integer(1);
-    else if (arg == "--lr")
-      o.lr = options.positive();
+    else if (readLearningRateOption(options, o.lr))
+      continue;
     else if (arg == "--data")
       o.data = value;
     else if (arg == "--eval")
@@ -155,12 +154,6 @@ void progress(long long step, long long steps, double loss, double seconds) {
 
 } // namespace
 
-void hetrtSetLearningRate(double lr) { learningRateOverride = lr; }
-
-extern "C" double hetrt_learning_rate(double compiled) {
-  return std::isnan(learningRateOverride) ? compiled : learningRateOverride;
-}
-
 extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_entry_fn step,
                           hetrt_entry_fn predict) {
   Options o;
@@ -177,7 +170,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   // A GPU executable starts its driver before the first buffer, so that
   // every buffer is managed memory the kernels can use.
   std::string gpuDevice = gpu::startForExecutable();
-  learningRateOverride = o.lr;
+  std::string schedule = useLearningRate(o.lr, o.steps);
   if (o.threads > 0)
     omp_set_num_threads(o.threads);
   int threads = omp_get_max_threads();
@@ -386,6 +379,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
               static_cast<long long>(batch), info.inputs.size(), threads);
   if (!gpuDevice.empty())
     std::printf("%s\n", gpuDevice.c_str());
+  if (!schedule.empty())
+    std::printf("%s\n", schedule.c_str());
   std::fflush(stdout);
   auto start = std::chrono::steady_clock::now(), warmStart = start;
   double loss = NAN;
@@ -399,6 +394,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
       tokens->prefetch((s + 1) * batch, batch);
     }
     hetrtRandomContext() = {s, 0}; // het.dropout's counters: the whole batch is here
+    setLearningRateStep(s);
     step(in.data(), out.data());
     loss = outputs[lossOutput].f()[0];
     if (s == 0)

@@ -70,8 +70,6 @@ using namespace het::rt;
 namespace eval = het::eval;
 namespace ckpt = het::ckpt;
 
-extern "C" double hetrt_learning_rate(double compiled);
-void hetrtSetLearningRate(double lr); // Main.cpp
 
 namespace {
 
@@ -80,7 +78,7 @@ const char *usage =
     "usage: %s [options]   (one rank of a pipeline; start all ranks with het-run -n N)\n"
     "Trains the compiled pipeline: each rank runs its stage's code for its device kind.\n"
     "  --steps N             training steps (default 100)\n"
-    "  --lr X                learning rate (default: the one given to het-compile)\n"
+    HETRT_LEARNING_RATE_USAGE
     "  --seed S              seed of parameter init, synthetic data and --data's\n"
     "                        shuffle (default 0); a single-rank run with the same\n"
     "                        seed and global batch sees the same values\n"
@@ -167,8 +165,8 @@ bool parseOptions(int argc, char **argv, Options &o) {
         die("option --kill-at expects step, transfer or all-reduce, got '" + value + "'");
       o.killAt = value;
     }
-    else if (arg == "--lr")
-      o.lr = options.positive();
+    else if (readLearningRateOption(options, o.lr))
+      continue;
     else if (arg == "--profile-stages")
       o.profileOut = value;
     else if (arg == "--profile-repeats")
@@ -1137,6 +1135,7 @@ int PipelineRank::run() {
       std::fflush(stdout);
       hetcclFaultKillInNextSend(1);
     }
+    setLearningRateStep(s);
     auto t0 = std::chrono::steady_clock::now();
     CommSeconds commBefore = commSeconds();
     double kernelsBefore = kernelSeconds_;
@@ -1312,7 +1311,9 @@ extern "C" int hetrt_pipeline_main(int argc, char **argv, const char *modelInfo)
   if (info.stages.empty())
     die("the executable's model description has no pipeline (build it with het-compile "
         "--cluster)");
-  hetrtSetLearningRate(o.lr);
+  std::string schedule = useLearningRate(o.lr, o.steps);
+  if (!schedule.empty())
+    std::printf("%s\n", schedule.c_str());
   omp_set_num_threads(o.threads);
   try {
     PipelineRank rank(info, o);

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include "LearningRate.h"
+
 #include <string>
 #include <vector>
 
@@ -29,7 +31,7 @@ namespace het::rt {
 
 struct Options {
   long long steps = 100;
-  double lr = NAN;
+  LearningRateSchedule lr; // --lr and its schedule
   long long seed = 0;
   std::string data, save, checkpointDir, load, logSamples;
   std::string evalData;                   // --eval F.bin: validation tokens

@@ -116,13 +116,15 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
             ? request.globalBatch
             : model.batch * long(std::max(1, request.microBatches)) * long(smallest);
     options.exactMicroBatches = request.microBatches;
+    if (request.clipsGradients)
+      options.tensorParallel = {1};
     options.topK = 1;
     PlanResult planned = planPipeline(cost, options);
     // Nothing fits in memory as it is: shard state over replicas and
     // recompute activations, whichever combination plans fastest.
     if (planned.plans.empty() && planned.constraintMisses == 0) {
       SaverChoice savers = chooseMemorySavers(cost, options, /*mayRecompute=*/true,
-                                              /*mayShard=*/true);
+                                              /*mayShard=*/!request.clipsGradients);
       if (!savers.result.plans.empty()) {
         planned = std::move(savers.result);
         report << llvm::formatv("no plan fits in device memory as it is: {0}{1}{2}\n",

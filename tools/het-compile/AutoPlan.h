@@ -50,6 +50,10 @@ struct AutoPlanRequest {
   /// naming the group and kind). Empty: layers of several formats
   /// (--layer-precisions); the plan then states none.
   std::string format = "fp32";
+  /// The step clips its gradients by their global norm (--clip-grad-norm),
+  /// which is not built with sharded state or tensor parallelism yet: the
+  /// planner chooses among plans without them.
+  bool clipsGradients = false;
 };
 
 struct AutoPlanResult {

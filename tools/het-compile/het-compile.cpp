@@ -116,8 +116,25 @@ cl::opt<std::string> gpuLibraries(
 cl::opt<std::string> mcpu("mcpu", cl::desc("CPU to tune and select instructions for "
                                            "(default: this machine's)"),
                           cl::init("native"), cl::cat(category));
-cl::opt<std::string> optimizer("optimizer", cl::desc("sgd (default) or adam"),
+cl::opt<std::string> optimizer("optimizer",
+                               cl::desc("sgd (default), adam or adamw (Adam with decoupled "
+                                        "weight decay, as torch.optim.AdamW)"),
                                cl::init("sgd"), cl::cat(category));
+cl::opt<double> weightDecay("weight-decay",
+                            cl::desc("weight decay: an L2 term in the gradient with sgd and "
+                                     "adam, decoupled with adamw (default 0, with adamw 0.01: "
+                                     "PyTorch's defaults)"),
+                            cl::init(0.0), cl::cat(category));
+cl::list<double> adamBetas("betas", cl::desc("Adam/AdamW moment decays (default 0.9,0.999)"),
+                           cl::CommaSeparated, cl::cat(category));
+cl::opt<double> adamEpsilon("eps", cl::desc("Adam/AdamW denominator term (default 1e-8)"),
+                            cl::init(1e-8), cl::cat(category));
+cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("clip the gradients' global 2-norm to this before each update, as "
+             "torch.nn.utils.clip_grad_norm_ (in a pipeline the norm is summed over every "
+             "stage: one scalar all-reduce per step); default 0: no clipping"),
+    cl::init(0.0), cl::cat(category));
 cl::opt<double> learningRate("lr", cl::desc("default learning rate (the executable's --lr "
                                             "overrides it)"),
                              cl::init(0.1), cl::cat(category));
@@ -548,7 +565,16 @@ std::string trainingOptions(bool withLayers = true) {
                                                                   : lossScale.getValue();
   std::string recomputed = llvm::join(recomputeLayers, ",");
   bool recomputes = recompute != "none" || !recomputed.empty();
-  return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17} fuse={3} "
+  double decay = weightDecay.getNumOccurrences() ? weightDecay.getValue()
+                 : optimizer == "adamw"           ? 0.01
+                                                  : 0.0;
+  double beta1 = adamBetas.size() == 2 ? adamBetas[0] : 0.9;
+  double beta2 = adamBetas.size() == 2 ? adamBetas[1] : 0.999;
+  std::string update = llvm::formatv(" weight-decay={0:e17} beta1={1:e17} beta2={2:e17} "
+                                     "epsilon={3:e17} clip-grad-norm={4:e17}",
+                                     decay, beta1, beta2, adamEpsilon.getValue(),
+                                     clipGradNorm.getValue());
+  return llvm::formatv("optimizer={0} learning-rate={1:e17} momentum={2:e17}{14} fuse={3} "
                        "fuse-attention={4} precision={5} loss-scale={6} init-scale={7:e17} "
                        "growth-interval={8}{9}{13} recompute={10}{11}{12}",
                        optimizer.getValue(), learningRate.getValue(), momentum.getValue(),
@@ -559,7 +585,8 @@ std::string trainingOptions(bool withLayers = true) {
                        recompute.getValue(),
                        recomputed.empty() ? std::string() : " recompute-layers=" + recomputed,
                        recomputes ? " recompute-report=true" : "",
-                       boundaries.empty() ? std::string() : " f32-boundaries=" + boundaries);
+                       boundaries.empty() ? std::string() : " f32-boundaries=" + boundaries,
+                       update);
 }
 
 /// The plan the pipeline was built for (the chosen one with --plan auto).
@@ -648,6 +675,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       request.microBatches =
           microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
       request.globalBatch = globalBatch;
+      request.clipsGradients = clipGradNorm > 0;
       request.planOut =
           writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
       request.devicesOut = output + ".devices.json";
@@ -953,8 +981,17 @@ int main(int argc, char **argv) {
     return fail("--gpu-emulate needs --target=cuda or --target=hip (or a pipeline: --plan)");
   }
   bool buildingPipeline = !clusterFile.empty() || !planFile.empty();
-  if (optimizer != "sgd" && optimizer != "adam")
-    return fail("unknown optimizer '" + optimizer + "' (use sgd or adam)");
+  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+    return fail("unknown optimizer '" + optimizer + "' (use sgd, adam or adamw)");
+  if (!(weightDecay >= 0))
+    return fail("--weight-decay must be 0 or more");
+  if (adamBetas.getNumOccurrences() &&
+      (adamBetas.size() != 2 || llvm::any_of(adamBetas, [](double b) { return !(b >= 0 && b < 1); })))
+    return fail("--betas takes two decays in [0, 1), e.g. --betas 0.9,0.95");
+  if (!(adamEpsilon > 0))
+    return fail("--eps must be positive");
+  if (!(clipGradNorm >= 0) || !std::isfinite(clipGradNorm))
+    return fail("--clip-grad-norm must be a finite norm, 0 or more (0: no clipping)");
   if (!mlir::het::parseKernelLibrary(library) || library == "cudnn")
     return fail("unknown kernel library '" + library + "' (use dnnl, reference or mlir)");
   if (!(learningRate > 0))

@@ -161,17 +161,18 @@ bool jobWide(Operation *op) {
 }
 
 /// A gradient all-reduce: its result only feeds optimizer updates (or the
-/// loss scaler's unscaling before them) or leaves the stage.
+/// loss scaler's unscaling and gradient clipping before them) or leaves the
+/// stage.
 bool feedsUpdate(Operation *op) {
   if (!isa<AllReduceOp>(op))
     return false;
   return llvm::all_of(op->getUsers(), [](Operation *user) {
-    return isa<SGDOp, AdamOp, UnscaleGradientsOp, YieldOp>(user);
+    return isa<SGDOp, AdamOp, UnscaleGradientsOp, SquaredNormOp, ClipByNormOp, YieldOp>(user);
   });
 }
 
 /// Ops of the once-per-step update: the optimizer, loss scaling's
-/// unscaling, its job-wide decision and its state update.
+/// unscaling, its job-wide decision and its state update, gradient clipping.
 bool updateOp(Operation *op) {
   // Sharded optimizer state (het-shard-optimizer): the gradient's
   // reduce-scatter, the parameter's block and the updated blocks' gather;
@@ -181,7 +182,8 @@ bool updateOp(Operation *op) {
   bool byShare = ((scatter && scatter.getByShare()) || (gather && gather.getByShare())) &&
                  !op->hasAttr(HetDialect::getBackwardAttrName()) &&
                  !(gather && isa<BlockArgument>(gather.getInput()));
-  return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp, ShardOp>(op) ||
+  return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp, SquaredNormOp, ClipByNormOp,
+             ShardOp>(op) ||
          feedsUpdate(op) || jobWide(op) || byShare;
 }
 

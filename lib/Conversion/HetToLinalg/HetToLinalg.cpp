@@ -35,7 +35,8 @@ bool mlir::het::isLoweredToLinalg(Operation *op) {
              BroadcastToOp, SumToShapeOp, ReduceSumOp, ReduceMeanOp, ReshapeOp, TransposeOp,
              SoftmaxOp, SoftmaxGradOp, LayerNormOp, LayerNormGradOp, RMSNormOp,
              RMSNormGradOp, CrossEntropyOp, CrossEntropyGradOp, SGDOp, AdamOp, TransferOp,
-             BatchNormRunningStatsOp, CastOp, UnscaleGradientsOp, SelectOp, LossScaleUpdateOp>(op) ||
+             BatchNormRunningStatsOp, CastOp, UnscaleGradientsOp, SelectOp, LossScaleUpdateOp,
+             SquaredNormOp, ClipByNormOp>(op) ||
          isLayoutLoweredToLinalg(op);
 }
 
@@ -616,6 +617,65 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
                                         [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
                                           return {nb.create<arith::MaximumFOp>(l, a[0], a[1])};
                                         })[0];
+        }
+        return results;
+      })
+      // Gradient clipping (torch.nn.utils.clip_grad_norm_): each tensor's
+      // squares summed in f32, the sums added; the factor
+      // min(1, max_norm / (norm + 1e-6)) in f32, as PyTorch computes it.
+      .Case([&](SquaredNormOp o) -> FailureOr<SmallVector<Value>> {
+        auto scalar = RankedTensorType::get({}, b.getF32Type());
+        Value total = filledTensor(b, loc, {}, b.getF32Type(), 0.0);
+        auto add = [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+          return {nb.create<arith::AddFOp>(l, a[0], a[1])};
+        };
+        for (Value tensor : o.getTensors()) {
+          Value squares = buildReduction(
+              b, loc, tensor, scalar, {}, 0.0, [&](OpBuilder &nb, Location l, Value acc, Value x) {
+                if (x.getType() != nb.getF32Type())
+                  x = nb.create<arith::ExtFOp>(l, nb.getF32Type(), x);
+                return nb.create<arith::AddFOp>(l, acc, nb.create<arith::MulFOp>(l, x, x))
+                    .getResult();
+              });
+          total = buildElementwise(b, loc, TypeRange{scalar}, ValueRange{total, squares}, add)[0];
+        }
+        double weight = o.getWeight().convertToDouble();
+        if (weight != 1.0)
+          total = buildElementwise(
+              b, loc, TypeRange{scalar}, ValueRange{total},
+              [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                return {nb.create<arith::MulFOp>(
+                    l, a[0], nb.create<arith::ConstantOp>(
+                                 l, nb.getF32FloatAttr(static_cast<float>(weight))))};
+              })[0];
+        return SmallVector<Value>{total};
+      })
+      .Case([&](ClipByNormOp o) -> FailureOr<SmallVector<Value>> {
+        auto scalar = RankedTensorType::get({}, b.getF32Type());
+        float maxNorm = static_cast<float>(o.getMaxNorm().convertToDouble());
+        Value factor = buildElementwise(
+            b, loc, TypeRange{scalar}, ValueRange{o.getSquaredNorm()},
+            [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+              auto f32 = [&](float v) -> Value {
+                return nb.create<arith::ConstantOp>(l, nb.getF32FloatAttr(v));
+              };
+              Value norm = nb.create<math::SqrtOp>(l, a[0]);
+              Value coefficient = nb.create<arith::DivFOp>(
+                  l, f32(maxNorm), nb.create<arith::AddFOp>(l, norm, f32(1e-6f)));
+              return {nb.create<arith::MinimumFOp>(l, coefficient, f32(1.0f))};
+            })[0];
+        SmallVector<Value> results;
+        for (Value gradient : o.getGradients()) {
+          auto type = cast<RankedTensorType>(gradient.getType());
+          Type element = type.getElementType();
+          results.push_back(buildElementwise(
+              b, loc, TypeRange{type}, ValueRange{gradient, factor},
+              [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                Value f = a[1];
+                if (element != f.getType())
+                  f = nb.create<arith::TruncFOp>(l, element, f);
+                return {nb.create<arith::MulFOp>(l, a[0], f)};
+              })[0]);
         }
         return results;
       })

@@ -812,6 +812,13 @@ LogicalResult LossScaleUpdateOp::verify() {
   return success();
 }
 
+LogicalResult ClipByNormOp::verify() {
+  double maxNorm = getMaxNorm().convertToDouble();
+  if (!(maxNorm > 0) || !std::isfinite(maxNorm))
+    return emitOpError("'max_norm' must be positive and finite");
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   auto input = cast<RankedTensorType>(getInput().getType());
   auto result = cast<RankedTensorType>(getResult().getType());

@@ -232,7 +232,16 @@ FailureOr<func::FuncOp> mlir::het::buildTrainingStep(func::FuncOp forward,
                                                 lossScale, parameterGradients);
     foundInf = unscale.getFoundInf();
     parameterGradients.assign(unscale.getUnscaled().begin(), unscale.getUnscaled().end());
-
+  }
+  // Clipping by the global norm, of the unscaled gradients (as one calls
+  // GradScaler.unscale_ before clip_grad_norm_).
+  if (options.clipGradNorm > 0.0 && !parameterGradients.empty()) {
+    stamper.layer = {};
+    Value squared = b.create<SquaredNormOp>(loc, scalarF32, parameterGradients,
+                                            b.getF64FloatAttr(1.0));
+    auto clip = b.create<ClipByNormOp>(loc, ValueRange(parameterGradients).getTypes(), squared,
+                                       parameterGradients, b.getF64FloatAttr(options.clipGradNorm));
+    parameterGradients.assign(clip.getClipped().begin(), clip.getClipped().end());
   }
   for (auto [position, index] : llvm::enumerate(params)) {
     Value param = step.getArgument(index);
@@ -344,10 +353,11 @@ struct AutodiffPass : mlir::het::impl::HetAutodiffBase<AutodiffPass> {
           << "het-autodiff: optimizer must be sgd, adam or none, got '" << optimizer << "'";
       return signalPassFailure();
     }
-    if (!(learningRate > 0.0) || momentum < 0.0 || weightDecay < 0.0 ||
+    if (!(learningRate > 0.0) || momentum < 0.0 || weightDecay < 0.0 || !(clipGradNorm >= 0.0) ||
         !(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0) || !(epsilon > 0.0)) {
       emitError(getOperation().getLoc())
           << "het-autodiff: need learning-rate > 0, momentum >= 0, weight-decay >= 0, "
+             "clip-grad-norm >= 0, "
              "0 <= beta1, beta2 < 1 and epsilon > 0";
       return signalPassFailure();
     }
@@ -359,6 +369,7 @@ struct AutodiffPass : mlir::het::impl::HetAutodiffBase<AutodiffPass> {
     options.beta2 = beta2;
     options.epsilon = epsilon;
     options.decoupled = decoupled;
+    options.clipGradNorm = clipGradNorm;
     options.lossScaling = lossScale;
     options.initScale = initScale;
     options.growthFactor = growthFactor;

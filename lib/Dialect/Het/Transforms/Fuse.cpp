@@ -47,14 +47,25 @@ struct FusePass : mlir::het::impl::HetFuseBase<FusePass> {
 };
 
 struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
-  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd | adam | none"),
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd | adam | adamw | none"),
                                 llvm::cl::init("sgd")};
   Option<double> learningRate{*this, "learning-rate", llvm::cl::desc("learning rate"),
                               llvm::cl::init(0.01)};
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
                           llvm::cl::init(0.0)};
-  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("weight decay"),
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("weight decay: L2 (sgd, adam) or decoupled (adamw)"),
                              llvm::cl::init(0.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam first-moment decay"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam second-moment decay"),
+                       llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "epsilon", llvm::cl::desc("Adam denominator term"),
+                         llvm::cl::init(1e-8)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("clip the gradients' global 2-norm to this before the updates (0: none)"),
+      llvm::cl::init(0.0)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("run het-fuse"), llvm::cl::init(true)};
   Option<bool> fuseAttention{
       *this, "fuse-attention",
@@ -133,10 +144,17 @@ void mlir::het::registerHetTrainingPipeline() {
           pm.addNestedPass<func::FuncOp>(createHetAutocast(autocast));
         }
         HetAutodiffOptions autodiff;
-        autodiff.optimizer = options.optimizer;
+        // AdamW is Adam with the decay decoupled from the gradient.
+        bool adamw = options.optimizer == "adamw";
+        autodiff.optimizer = adamw ? std::string("adam") : options.optimizer.getValue();
+        autodiff.decoupled = adamw;
         autodiff.learningRate = options.learningRate;
         autodiff.momentum = options.momentum;
         autodiff.weightDecay = options.weightDecay;
+        autodiff.beta1 = options.beta1;
+        autodiff.beta2 = options.beta2;
+        autodiff.epsilon = options.epsilon;
+        autodiff.clipGradNorm = options.clipGradNorm;
         autodiff.lossScale =
             options.lossScale == "dynamic" || (options.lossScale == "auto" && anyFp16);
         autodiff.initScale = options.initScale;

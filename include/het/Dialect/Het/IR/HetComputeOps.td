@@ -1029,6 +1029,53 @@ def Het_UnscaleGradientsOp : Het_ComputeOp<"unscale_gradients",
   }];
 }
 
+def Het_SquaredNormOp : Het_ComputeOp<"squared_norm"> {
+  let summary = "gradient clipping: the sum of the squares of every element of the tensors";
+  let description = [{
+    The square of the global 2-norm `torch.nn.utils.clip_grad_norm_`
+    takes over a model's gradients (each tensor's squares summed in f32,
+    the sums added), multiplied by `weight`. `het-autodiff`
+    (`clip-grad-norm`) emits it over every parameter's gradient;
+    `het-partition` splits it by stage, and the job adds the stages'
+    sums with one all-reduce, each replica of a stage of R replicas
+    counting `weight = 1/R` of its (replicated) gradients' sum.
+
+    ```mlir
+    %sq = het.squared_norm %dw, %db : tensor<64x32xf32>, tensor<64xf32> -> tensor<f32>
+    %part = het.squared_norm %dw : tensor<64x32xf32> {weight = 5.0e-01 : f64} -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Het_FloatTensor>:$tensors,
+                       DefaultValuedAttr<F64Attr, "1.0">:$weight);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    ($tensors^ `:` type($tensors))? attr-dict `->` type($result)
+  }];
+}
+
+def Het_ClipByNormOp : Het_ComputeOp<"clip_by_norm",
+    [AllTypesMatch<["gradients", "clipped"]>]> {
+  let summary = "gradient clipping: gradients scaled so that their global norm is at most max_norm";
+  let description = [{
+    `torch.nn.utils.clip_grad_norm_`'s scaling, given the squared global
+    norm (`het.squared_norm`, summed over the job): every gradient is
+    multiplied by `min(1, max_norm / (sqrt(squared_norm) + 1e-6))`,
+    computed in f32 as PyTorch computes it.
+
+    ```mlir
+    %g1, %g2 = het.clip_by_norm %sq, %dw, %db {max_norm = 1.0 : f64}
+        : tensor<f32>, tensor<64x32xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$squared_norm, Variadic<Het_FloatTensor>:$gradients,
+                       F64Attr:$max_norm);
+  let results = (outs Variadic<Het_FloatTensor>:$clipped);
+  let assemblyFormat = [{
+    $squared_norm (`,` $gradients^)? attr-dict `:` type($squared_norm) (`,` type($gradients)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Het_SelectOp : Het_ComputeOp<"select",
     [AllTypesMatch<["on_true", "on_false", "result"]>]> {
   let summary = "one of two tensors, by a 0-d predicate";

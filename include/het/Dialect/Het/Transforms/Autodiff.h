@@ -31,6 +31,9 @@ struct TrainingStepOptions {
   bool lossScaling = false;
   double initScale = 65536.0, growthFactor = 2.0, backoffFactor = 0.5;
   int64_t growthInterval = 2000;
+  /// Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_)
+  /// before the updates; 0: none.
+  double clipGradNorm = 0.0;
 };
 
 /// Suffix of the generated function's name.

@@ -249,6 +249,11 @@ def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
     kept only when none was found (`het.select`; Adam's step count too),
     and `het.loss_scale_update` backs the scale off or grows it
     (`amp.growth_tracker` counts the good steps).
+
+    With `clip-grad-norm` the (unscaled) gradients are clipped as
+    `torch.nn.utils.clip_grad_norm_` clips them before the updates:
+    `het.squared_norm` over all of them, then `het.clip_by_norm` scales
+    every gradient by `min(1, max_norm / (norm + 1e-6))`.
   }];
   let options = [
     Option<"function", "function", "std::string", "\"\"",
@@ -272,7 +277,9 @@ def HetAutodiff : Pass<"het-autodiff", "ModuleOp"> {
     Option<"backoffFactor", "backoff-factor", "double", "0.5",
            "the scale's factor after a step with inf or NaN gradients">,
     Option<"growthInterval", "growth-interval", "int64_t", "2000",
-           "good steps in a row before the scale grows">
+           "good steps in a row before the scale grows">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "clip the gradients' global 2-norm to this before the updates (0: no clipping)">
   ];
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect", "::mlir::math::MathDialect"];
