@@ -144,11 +144,18 @@ bool parseOptions(int argc, char **argv, Options &o) {
   return true;
 }
 
-void progress(long long step, long long steps, double loss, double seconds) {
+/// The progress bar on a terminal: steps, loss, throughput (tokens/s for a
+/// language model on a token file, else samples/s) and the time left.
+void progress(long long step, long long steps, double loss, double seconds, double samples,
+              long long tokensPerSample) {
   const int width = 30;
   int filled = steps ? static_cast<int>(width * step / steps) : width;
-  std::printf("\r[%.*s%*s] %lld/%lld loss %.5f %.1fs", filled,
-              "##############################", width - filled, "", step, steps, loss, seconds);
+  double rate = seconds > 0 ? samples / seconds : 0;
+  double left = step > 0 ? seconds / double(step) * double(steps - step) : 0;
+  std::printf("\r[%.*s%*s] %lld/%lld loss %.5f %.0f %s/s %.0fs, %.0fs left  ", filled,
+              "##############################", width - filled, "", step, steps, loss,
+              tokensPerSample > 0 ? rate * double(tokensPerSample) : rate,
+              tokensPerSample > 0 ? "tokens" : "samples", seconds, left);
   std::fflush(stdout);
 }
 
@@ -417,7 +424,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (tty)
-      progress(s + 1, o.steps, loss, seconds);
+      progress(s + 1, o.steps, loss, seconds, double((s + 1) * batch),
+               tokens ? static_cast<long long>(tokenArgs.window) : 0);
     else if (s % o.printEvery == 0 || s + 1 == o.steps)
       std::printf("step %lld loss %.9g\n", s, loss);
     if (evalTokens && o.evalEvery > 0 && (s + 1) % o.evalEvery == 0 && s + 1 < o.steps)

@@ -219,3 +219,29 @@ def loss_curve(traces: Union[Sequence[float], Dict[str, Sequence[float]]], path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def curves(series: Mapping[str, Sequence[Sequence[float]]], path: str, title: str = "loss",
+           xlabel: str = "step", ylabel: str = "loss", dashed: Sequence[str] = ()) -> str:
+    """Plots curves given as {label: (xs, ys)}: training losses at every step
+    beside validation losses every few steps, on one pair of axes; the
+    labels in `dashed` are drawn dashed (a peer over a curve it matches)."""
+    series = {k: v for k, v in series.items() if len(v[0])}
+    if not series:
+        raise HetError("no values to plot")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, (xs, ys) in series.items():
+        sparse = len(xs) < 30
+        ax.plot([float(x) for x in xs], [float(y) for y in ys], label=label,
+                marker="o" if sparse else None, markersize=4, linewidth=1.5 if sparse else 1.0,
+                linestyle="--" if label in dashed else "-")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
