@@ -61,7 +61,10 @@ def het_result(out, batch, window):
     losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
     evals = [{"step": int(s), "loss": float(v)}
              for s, v in re.findall(r"^eval after step (\d+): loss (\S+)", out, re.M)]
-    samples = float(re.search(r"throughput ([0-9.]+) samples/s", out).group(1))
+    # The executable's span: the steps after the first (its printed rate has
+    # one decimal, too coarse for a big model's fraction of a sample per second).
+    steps, seconds = re.search(r"\((\d+) steps of batch \d+ in ([0-9.]+) s after the first", out).groups()
+    samples = int(steps) * batch / float(seconds)
     peak = float(re.search(r"peak resident ([0-9.]+) MiB", out).group(1))
     return {"losses": losses, "eval": evals, "tokens_per_second": samples * window,
             "peak_resident_mib": peak}

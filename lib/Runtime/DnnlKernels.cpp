@@ -22,6 +22,7 @@
 
 #include "ChannelBlock.h"
 #include "GemmEngines.h"
+#include "MatmulPadding.h"
 #include "KernelCall.h"
 
 #include "Types/DataType.h" // hetccl: the bf16 conversions
@@ -491,8 +492,21 @@ void hetrt_dnnl_matmul(const int64_t *meta, void *const *buffers) {
   m.aType = typeOf(c.operandFormat(0));
   m.bType = typeOf(c.operandFormat(1));
   m.cType = typeOf(c.resultFormat(0));
-  Site &s = site(meta, [&](Site &s) { s.primitives.push_back(buildMatmul(m, nullptr)); });
-  runMatmul(s, 0, m, c.operand(0), c.operand(1), c.result(0));
+  // A row-major B whose rows alias in the L1 runs from a padded copy
+  // (MatmulPadding.h); the primitive is built for the copy's layout.
+  MatmulShape inner = m;
+  if (m.b.size() == 2 && m.bStrides[1] == 1)
+    if (int64_t padded = het::rt::paddedRowStride(m.b[0], m.bStrides[0],
+                                                  dnnl::memory::data_type_size(m.bType)))
+      inner.bStrides[0] = padded;
+  Site &s = site(meta, [&](Site &s) {
+    s.primitives.push_back(buildMatmul(inner, nullptr));
+    s.staged[0].init(plain(m.b, m.bStrides, m.bType), plain(inner.b, inner.bStrides, inner.bType));
+  });
+  s.primitives[0].execute(stream(), {{DNNL_ARG_SRC, wrap(plain(m.a, m.aStrides, m.aType), c.operand(0))},
+                                     {DNNL_ARG_WEIGHTS, s.staged[0].input(c.operand(1))},
+                                     {DNNL_ARG_DST, wrap(rowMajor(m.c, m.cType), c.result(0))}});
+  stream().wait();
 }
 
 /// y[M, N] = x[M, K] w[N, K]^T (+ b) (+ activation). Attribute 1 says

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmEngines.h"
+#include "MatmulPadding.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -28,6 +30,11 @@ using dims = dnnl::memory::dims;
 struct OneDnnProduct {
   dnnl::memory::desc a, b, c;
   dnnl::matmul primitive;
+  // A row-major b whose rows alias in the L1 (MatmulPadding.h): the
+  // primitive reads `padded`, a copy of it with longer rows.
+  dnnl::memory::desc padded;
+  dnnl::reorder pad;
+  std::unique_ptr<void, decltype(&std::free)> copy{nullptr, &std::free};
 };
 
 dnnl::engine &engine() {
@@ -53,6 +60,13 @@ OneDnnProduct &oneDnnProduct(const Gemm &g, bool accumulate) {
   p.a = dnnl::memory::desc({g.m, g.k}, f32, g.transA ? dims{1, g.m} : dims{g.k, 1});
   p.b = dnnl::memory::desc({g.k, g.n}, f32, g.transB ? dims{1, g.k} : dims{g.n, 1});
   p.c = dnnl::memory::desc({g.m, g.n}, f32, dims{g.n, 1});
+  dnnl::memory::desc read = p.b;
+  if (!g.transB)
+    if (int64_t stride = paddedRowStride(g.k, g.n, sizeof(float))) {
+      p.padded = read = dnnl::memory::desc({g.k, g.n}, f32, dims{stride, 1});
+      p.pad = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), p.b, engine(), p.padded));
+      p.copy.reset(std::aligned_alloc(64, (p.padded.get_size() + 63) / 64 * 64));
+    }
   dnnl::primitive_attr attr;
   if (accumulate) {
     dnnl::post_ops post;
@@ -60,7 +74,7 @@ OneDnnProduct &oneDnnProduct(const Gemm &g, bool accumulate) {
     attr.set_post_ops(post);
   }
   p.primitive = dnnl::matmul(
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine()));
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, read, p.c), attr, engine()));
   return cache.emplace(key, std::move(p)).first->second;
 }
 
@@ -70,6 +84,11 @@ void runOneDnn(const Gemm &g, const float *a, const float *b, float *c, bool acc
   // oneDNN's memory objects take non-const handles; the inputs are read only.
   dnnl::memory am(p.a, engine(), const_cast<float *>(a)), bm(p.b, engine(), const_cast<float *>(b)),
       cm(p.c, engine(), c);
+  if (p.copy) {
+    dnnl::memory padded(p.padded, engine(), p.copy.get());
+    p.pad.execute(stream, {{DNNL_ARG_FROM, bm}, {DNNL_ARG_TO, padded}});
+    bm = padded;
+  }
   p.primitive.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }

@@ -164,7 +164,9 @@ bool jobWide(Operation *op) {
 /// loss scaler's unscaling and gradient clipping before them) or leaves the
 /// stage.
 bool feedsUpdate(Operation *op) {
-  if (!isa<AllReduceOp>(op))
+  // (A job-wide all-reduce is the update's too, but no gradient's: in a
+  // stage without parameters, gradient clipping's sum has no user.)
+  if (!isa<AllReduceOp>(op) || jobWide(op))
     return false;
   return llvm::all_of(op->getUsers(), [](Operation *user) {
     return isa<SGDOp, AdamOp, UnscaleGradientsOp, SquaredNormOp, ClipByNormOp, YieldOp>(user);
