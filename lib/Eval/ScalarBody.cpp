@@ -72,6 +72,28 @@ FailureOr<ScalarBody<T>> ScalarBody<T>::compile(Block &body) {
 }
 
 namespace {
+
+/// x^e as compiled code computes it: the powers het-compile's lowering
+/// turns into multiplications and square roots (upstream MLIR's algebraic
+/// simplification, as PyTorch's CPU pow does for these exponents) the same
+/// way here, so both give the same bits; other exponents through pow.
+template <typename T> T power(T x, T e) {
+  if (e == T(1))
+    return x;
+  if (e == T(-1))
+    return T(1) / x;
+  if (e == T(2))
+    return x * x;
+  if (e == T(3))
+    return x * x * x;
+  if (e == T(0.5))
+    return std::sqrt(x);
+  if (e == T(-0.5))
+    return T(1) / std::sqrt(x);
+  if (e == T(0.75))
+    return std::sqrt(std::sqrt(x)) * std::sqrt(x);
+  return std::pow(x, e);
+}
 bool compare(arith::CmpFPredicate predicate, double a, double b) {
   bool unordered = std::isnan(a) || std::isnan(b);
   switch (predicate) {
@@ -119,7 +141,7 @@ template <typename T> T ScalarBody<T>::run(const std::vector<T> &arguments) cons
     case Code::Sqrt: result = std::sqrt(a); break;
     case Code::Rsqrt: result = T(1) / std::sqrt(a); break;
     case Code::Abs: result = std::fabs(a); break;
-    case Code::Pow: result = std::pow(a, b); break;
+    case Code::Pow: result = power(a, b); break;
     case Code::Compare:
       result = compare(static_cast<arith::CmpFPredicate>(in.predicate), a, b) ? T(1) : T(0);
       break;
