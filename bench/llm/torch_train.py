@@ -63,6 +63,38 @@ def logged_windows(path):
     return starts
 
 
+def add_update_arguments(p):
+    """het-compile's update options and the executable's schedule."""
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--optimizer", default="adamw", choices=["adam", "adamw"])
+    p.add_argument("--weight-decay", type=float, default=None, help="default: PyTorch's (adamw 0.01, adam 0)")
+    p.add_argument("--betas", default="0.9,0.999")
+    p.add_argument("--clip-grad-norm", type=float, default=0.0)
+    lr_schedule.add_arguments(p)
+
+
+def make_optimizer(model, a, steps):
+    """torch.optim.AdamW or Adam as het-compile's options say, and the LambdaLR
+    of the executable's schedule."""
+    betas = tuple(float(b) for b in a.betas.split(","))
+    if a.optimizer == "adamw":
+        decay = 0.01 if a.weight_decay is None else a.weight_decay
+        optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=betas, weight_decay=decay)
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=a.lr, betas=betas, weight_decay=a.weight_decay or 0.0)
+    return optimizer, lr_schedule.scheduler(optimizer, a, a.lr, steps)
+
+
+def update(model, optimizer, scheduler, loss, a):
+    """One step's backward and update, clipping as --clip-grad-norm says."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if a.clip_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)
+    optimizer.step()
+    scheduler.step()
+
+
 def validate(model, tokens, window, windows, batch):
     model.eval()
     total, count = 0.0, 0
@@ -87,12 +119,7 @@ def main():
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--window", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--lr", type=float, required=True)
-    p.add_argument("--optimizer", default="adamw", choices=["adam", "adamw"])
-    p.add_argument("--weight-decay", type=float, default=None)
-    p.add_argument("--betas", default="0.9,0.999")
-    p.add_argument("--clip-grad-norm", type=float, default=0.0)
-    lr_schedule.add_arguments(p)
+    add_update_arguments(p)
     p.add_argument("--val")
     p.add_argument("--eval-every", type=int, default=0)
     p.add_argument("--eval-windows", type=int, default=0)
@@ -110,13 +137,7 @@ def main():
     if a.attention != "eager":
         model.model.config._attn_implementation = a.attention
     model.train()
-    betas = tuple(float(b) for b in a.betas.split(","))
-    if a.optimizer == "adamw":
-        decay = 0.01 if a.weight_decay is None else a.weight_decay
-        optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=betas, weight_decay=decay)
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=a.lr, betas=betas, weight_decay=a.weight_decay or 0.0)
-    scheduler = lr_schedule.scheduler(optimizer, a, a.lr, a.steps)
+    optimizer, scheduler = make_optimizer(model, a, a.steps)
     val = token_file(a.val) if a.val else None
     val_windows = 0
     if val is not None:
@@ -136,12 +157,7 @@ def main():
         t0 = time.perf_counter()
         logits = model(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if a.clip_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)
-        optimizer.step()
-        scheduler.step()
+        update(model, optimizer, scheduler, loss, a)
         seconds.append(time.perf_counter() - t0)
         losses.append(loss.item())
         if val is not None and ((a.eval_every and (step + 1) % a.eval_every == 0) or step + 1 == a.steps):

@@ -15,8 +15,6 @@ the rate with LambdaLR as het's options say, and every step's loss must be
 within R (relative) of het's.
 """
 import argparse
-import importlib.util
-import json
 import os
 import re
 import sys
@@ -24,16 +22,10 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
-from het import lr_schedule  # noqa: E402
-
-
-def factory(spec):
-    path, name = spec.rsplit(":", 1)
-    module_spec = importlib.util.spec_from_file_location("lm_model", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return getattr(module, name)
+# The PyTorch side of bench/llm: the module, token files, logged windows and
+# the update, shared with the benchmark.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "llm"))
+import torch_train  # noqa: E402
 
 
 def main():
@@ -45,36 +37,19 @@ def main():
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--window", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--lr", type=float, required=True)
     p.add_argument("--tolerance", type=float, default=1e-4)
-    p.add_argument("--optimizer", default="adam", choices=["adam", "adamw"])
-    p.add_argument("--weight-decay", type=float, default=None)
-    p.add_argument("--betas", default="0.9,0.999")
-    p.add_argument("--clip-grad-norm", type=float, default=0.0)
-    lr_schedule.add_arguments(p)
+    torch_train.add_update_arguments(p)
+    p.set_defaults(optimizer="adam")
     a = p.parse_args()
-    dtype = "uint16"
-    if os.path.exists(a.tokens + ".json"):
-        dtype = json.load(open(a.tokens + ".json"))["dtype"]
-    tokens = np.fromfile(a.tokens, dtype=dtype).astype(np.int64)
-    starts = {}
-    for line in open(a.samples):
-        w = line.split()
-        starts[int(w[3])] = (int(w[1]), int(w[5]))
+    tokens = np.asarray(torch_train.token_file(a.tokens)).astype(np.int64)
+    starts = torch_train.logged_windows(a.samples)
     # A single rank's "step N loss X", or a pipeline's "[rank R] step N loss X".
     het = {int(s): float(v) for s, v in
            re.findall(r"^(?:\[rank \d+\] )?step (\d+) loss (\S+)", open(a.het).read(), re.M)}
     torch.manual_seed(0)
-    model = factory(a.model)()
+    model = torch_train.factory(a.model)()
     model.train()
-    betas = tuple(float(b) for b in a.betas.split(","))
-    if a.optimizer == "adamw":
-        decay = 0.01 if a.weight_decay is None else a.weight_decay
-        optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=betas, weight_decay=decay)
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=a.lr, betas=betas,
-                                     weight_decay=a.weight_decay or 0.0)
-    scheduler = lr_schedule.scheduler(optimizer, a, a.lr, a.steps)
+    optimizer, scheduler = torch_train.make_optimizer(model, a, a.steps)
     worst = 0.0
     for step in range(a.steps):
         ids = [starts[step * a.batch + b][1] for b in range(a.batch)]
@@ -84,12 +59,7 @@ def main():
         y = torch.tensor(np.stack([tokens[s + 1:s + a.window + 1] for s in ids]))
         logits = model(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        if a.clip_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip_grad_norm)
-        optimizer.step()
-        scheduler.step()
+        torch_train.update(model, optimizer, scheduler, loss, a)
         if step not in het:
             sys.exit(f"{a.het}: no loss for step {step}")
         rel = abs(het[step] - loss.item()) / abs(loss.item())
