@@ -3,7 +3,7 @@
 PyTorch eager on the same tokens, side by side in one run.
 
     .venv/bin/python bench/llm/run.py [--model small] [--batch 4] [--window 256]
-        [--steps 300] [--threads 1,2] [--timing-steps 6] [--rounds 2] [--out bench-llm]
+        [--steps 300] [--threads 1,2] [--timing-steps 8] [--rounds 2] [--out bench-llm]
 
 1. Data: `het.data prepare` on the Python standard library's sources
    (--limit-bytes of them), a byte-level BPE of the model's vocabulary.
@@ -13,7 +13,10 @@ PyTorch eager on the same tokens, side by side in one run.
 3. Throughput: at each --threads count, --rounds rounds alternating het's
    executable and bench/llm/torch_train.py (the same module, the same initial
    parameters, the windows het logged), --timing-steps steps each; tokens/s
-   over the steps after the first, peak resident memory of each process.
+   at the median step time after the first two steps (both sides set up in
+   their first steps: PyTorch's second step took 2-4x its steady time here),
+   het's steps timed by the arrival of its line-buffered `step N loss`
+   lines; peak resident memory of each process.
 4. Curves: --steps steps of each at the largest thread count, with a warm-up
    + cosine schedule and validation every --eval-every steps on the first
    --eval-windows windows of the held-out tokens; `loss.png` overlays the
@@ -31,6 +34,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, "build", "bin")
@@ -57,17 +61,46 @@ def f32_peak_per_thread():
     return float(re.search(r"f32 FMA peak.*?: ([0-9.]+) GFLOP/s", out).group(1)) * 1e9
 
 
-def het_result(out, batch, window):
+WARMUP = 2  # steps left out of the timing: both sides' first steps set up (PyTorch's second is slow too)
+
+
+def steady_tokens_per_second(step_seconds, batch, window):
+    """Tokens/s at the median step time of the steps after WARMUP."""
+    timed = sorted(step_seconds[WARMUP:] or step_seconds)
+    return batch * window / timed[len(timed) // 2]
+
+
+def het_result(out, step_seconds, batch, window):
     losses = [float(v) for v in re.findall(r"^step \d+ loss (\S+)", out, re.M)]
     evals = [{"step": int(s), "loss": float(v)}
              for s, v in re.findall(r"^eval after step (\d+): loss (\S+)", out, re.M)]
-    # The executable's span: the steps after the first (its printed rate has
-    # one decimal, too coarse for a big model's fraction of a sample per second).
-    steps, seconds = re.search(r"\((\d+) steps of batch \d+ in ([0-9.]+) s after the first", out).groups()
-    samples = int(steps) * batch / float(seconds)
     peak = float(re.search(r"peak resident ([0-9.]+) MiB", out).group(1))
-    return {"losses": losses, "eval": evals, "tokens_per_second": samples * window,
+    return {"losses": losses, "eval": evals, "step_seconds": step_seconds,
+            "tokens_per_second": steady_tokens_per_second(step_seconds, batch, window),
             "peak_resident_mib": peak}
+
+
+def timed_lines(cmd):
+    """Runs het's executable line-buffered (stdbuf) and times each step by
+    the arrival of its `step N loss` line (a validation pass is not a step:
+    the step after one is timed from the end of it)."""
+    print("+ " + " ".join(cmd), flush=True)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), HET_TOOLS_DIR=BIN)
+    proc = subprocess.Popen(["stdbuf", "-oL", *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+    lines, seconds, last = [], [], None
+    start = time.perf_counter()
+    for line in proc.stdout:
+        now = time.perf_counter()
+        lines.append(line)
+        if re.match(r"^step \d+ loss", line):
+            seconds.append(now - (last if last is not None else start))
+            last = now
+        elif line.startswith("eval after step"):
+            last = now
+    if proc.wait() != 0:
+        sys.exit("".join(lines) + f"\n{cmd[0]} failed")
+    return "".join(lines), seconds
 
 
 def main():
@@ -76,9 +109,9 @@ def main():
     p.add_argument("--vocab", type=int, default=8192, help="the corpus's vocabulary (the factory's default)")
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--window", type=int, default=256)
-    p.add_argument("--steps", type=int, default=300, help="steps of the loss curves")
+    p.add_argument("--steps", type=int, default=300, help="steps of the loss curves (0: timing only)")
     p.add_argument("--threads", default="1,2")
-    p.add_argument("--timing-steps", type=int, default=6)
+    p.add_argument("--timing-steps", type=int, default=8)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--warmup-steps", type=int, default=30)
@@ -108,16 +141,18 @@ def main():
         samples = out(f"het-{tag}-{t}.samples")
         if os.path.exists(samples):
             os.remove(samples)
-        text = run([out("lm"), "--steps", str(steps), "--threads", str(t), "--print-every", "1", *data,
-                    "--log-samples", samples, *extra])
-        return het_result(text, a.batch, a.window), samples
+        text, seconds = timed_lines([out("lm"), "--steps", str(steps), "--threads", str(t), "--print-every", "1",
+                                     *data, "--log-samples", samples, *extra])
+        return het_result(text, seconds, a.batch, a.window), samples
 
     def torch(steps, t, samples, extra=(), tag="timing"):
         js = out(f"torch-{tag}-{t}.json")
         run([PY, os.path.join(ROOT, "bench", "llm", "torch_train.py"), spec, "--tokens", out("corpus/train.bin"),
              "--samples", samples, "--batch", str(a.batch), "--window", str(a.window), "--steps", str(steps),
              "--lr", str(a.lr), *torch_update, "--threads", str(t), "--json", js, *extra])
-        return json.load(open(js))
+        result = json.load(open(js))
+        result["tokens_per_second"] = steady_tokens_per_second(result["step_seconds"], a.batch, a.window)
+        return result
 
     # 3. Throughput, alternating.
     timing = []
@@ -134,6 +169,14 @@ def main():
             print(f"threads {t} round {r}: het {h['tokens_per_second']:.1f} tokens/s, PyTorch "
                   f"{pt['tokens_per_second']:.1f} ({timing[-1]['het_over_torch']:.2f}x); peak "
                   f"{h['peak_resident_mib']:.0f} / {pt['peak_resident_mib']:.0f} MiB", flush=True)
+
+    if a.steps == 0:
+        json.dump({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "machine": machine(), "model": f"examples/llm/gpt2.py:{a.model}", "batch": a.batch,
+                   "window": a.window, "timing_steps": a.timing_steps, "warmup_steps_left_out": WARMUP,
+                   "timing": timing}, open(out("summary-timing.json"), "w"), indent=1)
+        print(f"wrote {out('summary-timing.json')}")
+        return
 
     # 4. Curves at the largest thread count.
     t = max(threads)
