@@ -210,8 +210,13 @@ def loss_curve(traces: Union[Sequence[float], Dict[str, Sequence[float]]], path:
     for label, values in traces.items():
         values = [float(v) for v in values]
         ax.plot(range(len(values)), values, marker="o", markersize=3, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
+    return _finish(plt, fig, ax, path, title, "step", "loss")
+
+
+def _finish(plt, fig, ax, path, title, xlabel, ylabel):
+    """Labels, grid and legend; writes the figure to `path`."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -236,12 +241,4 @@ def curves(series: Mapping[str, Sequence[Sequence[float]]], path: str, title: st
         ax.plot([float(x) for x in xs], [float(y) for y in ys], label=label,
                 marker="o" if sparse else None, markersize=4, linewidth=1.5 if sparse else 1.0,
                 linestyle="--" if label in dashed else "-")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path, title, xlabel, ylabel)

@@ -56,6 +56,18 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
   auto cst = [](OpBuilder &nb, Location l, Value like, double v) {
     return constantLike(nb, l, like.getType(), v);
   };
+  // A gradient times a 0-d f32 factor (loss scaling's 1 / scale, gradient
+  // clipping's coefficient), rounded to the gradient's format first.
+  auto scaledBy = [&](Value gradient, Value factor) -> Value {
+    Type element = cast<RankedTensorType>(gradient.getType()).getElementType();
+    return buildElementwise(b, loc, TypeRange{gradient.getType()}, ValueRange{gradient, factor},
+                            [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
+                              Value f = a[1];
+                              if (element != f.getType())
+                                f = nb.create<arith::TruncFOp>(l, element, f);
+                              return {nb.create<arith::MulFOp>(l, a[0], f)};
+                            })[0];
+  };
   return llvm::TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
       // arith.extf or arith.truncf (to nearest, ties to even) per element;
       // bf16 conversions are expanded into integer code before LLVM
@@ -595,16 +607,7 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         Value found = filledTensor(b, loc, {}, b.getF32Type(), 0.0);
         SmallVector<Value> results{found};
         for (Value gradient : o.getGradients()) {
-          auto type = cast<RankedTensorType>(gradient.getType());
-          Type element = type.getElementType();
-          results.push_back(buildElementwise(
-              b, loc, TypeRange{type}, ValueRange{gradient, inverse},
-              [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
-                Value factor = a[1];
-                if (element != factor.getType())
-                  factor = nb.create<arith::TruncFOp>(l, element, factor);
-                return {nb.create<arith::MulFOp>(l, a[0], factor)};
-              })[0]);
+          results.push_back(scaledBy(gradient, inverse));
           Value nonFinite = buildReduction(
               b, loc, gradient, scalar, {}, 0.0, [&](OpBuilder &nb, Location l, Value acc, Value x) {
                 Value difference = nb.create<arith::SubFOp>(l, x, x);
@@ -665,18 +668,8 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
               return {nb.create<arith::MinimumFOp>(l, coefficient, f32(1.0f))};
             })[0];
         SmallVector<Value> results;
-        for (Value gradient : o.getGradients()) {
-          auto type = cast<RankedTensorType>(gradient.getType());
-          Type element = type.getElementType();
-          results.push_back(buildElementwise(
-              b, loc, TypeRange{type}, ValueRange{gradient, factor},
-              [&](OpBuilder &nb, Location l, ValueRange a) -> SmallVector<Value> {
-                Value f = a[1];
-                if (element != f.getType())
-                  f = nb.create<arith::TruncFOp>(l, element, f);
-                return {nb.create<arith::MulFOp>(l, a[0], f)};
-              })[0]);
-        }
+        for (Value gradient : o.getGradients())
+          results.push_back(scaledBy(gradient, factor));
         return results;
       })
       .Case([&](SelectOp o) -> FailureOr<SmallVector<Value>> {
