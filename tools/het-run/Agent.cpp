@@ -270,8 +270,10 @@ int runAgent(const AgentOptions &a) {
                                {"failed_rank", -1}, {"fates", nlohmann::json::array()}}}});
       continue;
     }
-    o.failWaitMs = a.failWaitMs;
-    o.graceMs = a.graceMs;
+    // The coordinator's failure policy; the agent's own flags only for a
+    // coordinator that sends none.
+    o.failWaitMs = s.value("fail_wait_ms", a.failWaitMs);
+    o.graceMs = s.value("grace_ms", a.graceMs);
     // The root is the port this agent offered: its rank 0 gets the socket.
     if (offered && o.root == offeredRoot)
       o.rootListenFd = offered->fd();

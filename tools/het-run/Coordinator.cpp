@@ -343,6 +343,11 @@ JobResult Coordinator::run(const het::plan::Cluster &cluster, const JobOptions &
                          {"timeout_ms", base.collectiveTimeoutMs},
                          {"bind_to_cores", base.bindToCores},
                          {"job_timeout_s", base.jobTimeoutS},
+                         // One failure policy for the job, not one per agent:
+                         // an agent that SIGTERMs its other ranks at once
+                         // would make which ranks are lost a race.
+                         {"fail_wait_ms", base.failWaitMs},
+                         {"grace_ms", base.graceMs},
                          {"env", env},
                          {"rank_env", rankEnv}}}}});
     a->running = true;
