@@ -20,6 +20,8 @@
 #include "het/Support/ShareBlocks.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::het {
 #define GEN_PASS_DEF_HETSHARDOPTIMIZER
@@ -47,6 +49,58 @@ SelectOp keepingSelect(Value updated, Value old) {
 /// stage.
 bool onlyYielded(Value value) {
   return llvm::all_of(value.getUsers(), [](Operation *u) { return isa<YieldOp>(u); });
+}
+
+/// Where het-partition's gradient clipping feeds `grad` to an update: the
+/// clipping, the gradient's index among its results, the stage's squared
+/// norm (which the clipping's job-wide all-reduce adds) and the operand of
+/// the norm that reads the same unclipped gradient; all null when `grad`
+/// is not clipped so, or the unclipped gradient has other uses.
+struct Clipping {
+  ClipByNormOp clip;
+  unsigned clipped = 0;
+  SquaredNormOp norm;
+  unsigned normOperand = 0;
+};
+Clipping clippingOf(Value grad) {
+  auto clip = grad.getDefiningOp<ClipByNormOp>();
+  if (!clip)
+    return {};
+  unsigned k = cast<OpResult>(grad).getResultNumber();
+  auto total = clip.getSquaredNorm().getDefiningOp<AllReduceOp>();
+  SquaredNormOp norm = total ? total.getInput().getDefiningOp<SquaredNormOp>() : nullptr;
+  Value unclipped = clip.getGradients()[k];
+  if (!norm || norm->getBlock() != clip->getBlock() || std::distance(unclipped.use_begin(), unclipped.use_end()) != 2)
+    return {};
+  for (OpOperand &use : unclipped.getUses())
+    if (use.getOwner() == norm)
+      return {clip, k, norm, use.getOperandNumber()};
+  return {};
+}
+
+/// A squared norm some of whose operands (`blocks`) are now blocks of
+/// rows that one replica alone holds: those count whole (weight 1) while
+/// the rest keep the norm's weight (1/R: every replica holds them), so the
+/// blocks move to a norm of their own and the two sums are added.
+void splitNorm(SquaredNormOp norm, ArrayRef<unsigned> blocks) {
+  SmallVector<Value> whole, held;
+  for (auto [k, tensor] : llvm::enumerate(norm.getTensors()))
+    (llvm::is_contained(blocks, unsigned(k)) ? held : whole).push_back(tensor);
+  OpBuilder b(norm);
+  Location loc = norm.getLoc();
+  Type scalar = norm.getType();
+  SmallVector<Operation *> created = {
+      b.create<SquaredNormOp>(loc, scalar, held, b.getF64FloatAttr(1.0))};
+  if (!whole.empty()) {
+    created.push_back(b.create<SquaredNormOp>(loc, scalar, whole, norm.getWeightAttr()));
+    created.push_back(
+        b.create<AddOp>(loc, scalar, created[1]->getResult(0), created[0]->getResult(0)));
+  }
+  for (Operation *op : created)
+    op->setDiscardableAttrs(norm->getDiscardableAttrDictionary());
+  Value sum = created.back()->getResult(0);
+  norm.replaceAllUsesWith(sum);
+  norm.erase();
 }
 
 /// ZeRO-3: the forward and the backward each all-gather the parameter
@@ -135,19 +189,30 @@ struct HetShardOptimizerPass
         updates.push_back(op);
     });
     SmallVector<Attribute> sharded;
+    // Gradient clipping's squared norms whose operands became blocks: the
+    // operand numbers, rebuilt once every update is sharded.
+    llvm::MapVector<SquaredNormOp, llvm::SmallSetVector<unsigned, 8>> blockNorms;
     for (Operation *op : updates) {
       Value param = op->getOperand(0), grad = op->getOperand(1);
-      // The gradient: the stage's all-reduce, or with loss scaling one
-      // result of the unscaling that follows it.
-      auto unscale = grad.getDefiningOp<UnscaleGradientsOp>();
+      if (!grad.hasOneUse())
+        continue;
+      // The gradient: the stage's all-reduce, with loss scaling one result
+      // of the unscaling that follows it, with gradient clipping one result
+      // of the clipping that follows those.
+      auto [clip, clipped, norm, normOperand] = clippingOf(grad);
+      if (grad.getDefiningOp<ClipByNormOp>() && !clip)
+        continue; // clipped, but not as het-partition splits it: leave it whole
+      Value scaled = clip ? clip.getGradients()[clipped] : grad;
+      auto unscale = scaled.getDefiningOp<UnscaleGradientsOp>();
       unsigned unscaled = 0; // the gradient's index among the unscaling's
-      Value reduced = grad;
+      Value reduced = scaled;
       if (unscale) {
-        unscaled = cast<OpResult>(grad).getResultNumber() - 1;
+        unscaled = cast<OpResult>(scaled).getResultNumber() - 1;
         reduced = unscale.getGradients()[unscaled];
       }
       auto reduce = reduced.getDefiningOp<AllReduceOp>();
-      if (!reduce || reduce.getGroup() != group || !reduced.hasOneUse() || !grad.hasOneUse() ||
+      // (Read by the clipping and its norm when these read it directly.)
+      if (!reduce || reduce.getGroup() != group || (!reduced.hasOneUse() && reduced != scaled) ||
           reduce.getCompression() != CompressionKind::None)
         continue; // not the stage's plain gradient all-reduce: leave it whole
       // The state operands and their new values: Adam's two moments, SGD's
@@ -206,7 +271,9 @@ struct HetShardOptimizerPass
       // dies at once and only a block of it is accumulated between
       // micro-batches; ZeRO-1 reduce-scatters the accumulated gradient in
       // the update.
-      OpBuilder scatterAt(unscale ? unscale.getOperation() : op);
+      OpBuilder scatterAt(unscale ? unscale.getOperation()
+                          : clip  ? norm.getOperation()
+                                  : op);
       Value dw = reduce.getInput();
       if (Operation *def = dw.getDefiningOp(); level >= 2 && def && def->getBlock() == op->getBlock())
         scatterAt.setInsertionPointAfter(def);
@@ -222,6 +289,15 @@ struct HetShardOptimizerPass
         unscale->setOperand(1 + unscaled, scattered);
         unscale->getResult(1 + unscaled).setType(blockType);
         gradBlock = unscale->getResult(1 + unscaled);
+      }
+      // Clipping scales the block; the stage's squared norm adds the
+      // block's squares, counted once (every row is one replica's).
+      if (clip) {
+        norm->setOperand(normOperand, gradBlock);
+        blockNorms[norm].insert(normOperand);
+        clip->setOperand(1 + clipped, gradBlock);
+        clip->getResult(clipped).setType(blockType);
+        gradBlock = clip->getResult(clipped);
       }
       Value block;
       if (shardParam) {
@@ -268,6 +344,8 @@ struct HetShardOptimizerPass
       op->erase();
       reduce.erase();
     }
+    for (auto &[norm, blocks] : blockNorms)
+      splitNorm(norm, blocks.getArrayRef());
     if (!sharded.empty())
       stage->setAttr(kShardedStateAttrName,
                      ArrayAttr::get(stage.getContext(), sharded));

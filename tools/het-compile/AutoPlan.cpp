@@ -124,7 +124,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
     // recompute activations, whichever combination plans fastest.
     if (planned.plans.empty() && planned.constraintMisses == 0) {
       SaverChoice savers = chooseMemorySavers(cost, options, /*mayRecompute=*/true,
-                                              /*mayShard=*/!request.clipsGradients);
+                                              /*mayShard=*/true);
       if (!savers.result.plans.empty()) {
         planned = std::move(savers.result);
         report << llvm::formatv("no plan fits in device memory as it is: {0}{1}{2}\n",

@@ -51,8 +51,8 @@ struct AutoPlanRequest {
   /// (--layer-precisions); the plan then states none.
   std::string format = "fp32";
   /// The step clips its gradients by their global norm (--clip-grad-norm),
-  /// which is not built with sharded state or tensor parallelism yet: the
-  /// planner chooses among plans without them.
+  /// which is not built with tensor parallelism yet: the planner chooses
+  /// among plans without it.
   bool clipsGradients = false;
 };
 

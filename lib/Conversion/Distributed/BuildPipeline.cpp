@@ -249,26 +249,20 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     tensorParallel |= st.tensorParallel > 1;
   }
   // Gradient clipping adds each stage's squared gradient norm over the job,
-  // counting a stage's replicated gradients once. Sharded state (ZeRO)
-  // and tensor-parallel shards hold parts of a stage's gradients
-  // differently: not built with clipping yet, so refused here.
+  // counting a stage's replicated gradients once and its sharded blocks
+  // (ZeRO) each once. Tensor-parallel shards hold parts of a stage's
+  // gradients while other gradients are replicated across them: not built
+  // with clipping yet, so refused here.
   bool clipping = false;
   step.walk([&](ClipByNormOp) { clipping = true; });
   for (size_t j = 0; clipping && j < plan.stages.size(); ++j) {
     const auto &st = plan.stages[j];
-    if (zeroLevels[j] > 0 && options.zeroStage > 0)
-      return error(input, llvm::formatv("--zero {0} shards stage '{1}': gradient clipping "
-                                        "(--clip-grad-norm) is not built with sharded state "
-                                        "(ZeRO) yet; train without one of them",
-                                        options.zeroStage, st.name));
-    if (zeroLevels[j] > 0 || st.tensorParallel > 1)
+    if (st.tensorParallel > 1)
       return error(input, llvm::formatv(
-                              "{0}: stages[{1}] ('{2}').{3}: gradient clipping "
-                              "(--clip-grad-norm) is not built with {4} yet; plan the stage "
-                              "without it, or train without clipping",
-                              options.planFile, j, st.name,
-                              zeroLevels[j] > 0 ? "zero" : "tensor_parallel",
-                              zeroLevels[j] > 0 ? "sharded state (ZeRO)" : "tensor parallelism"));
+                              "{0}: stages[{1}] ('{2}').tensor_parallel: gradient clipping "
+                              "(--clip-grad-norm) is not built with tensor parallelism yet; plan "
+                              "the stage without it, or train without clipping",
+                              options.planFile, j, st.name));
   }
   if (tensorParallel && givenStep)
     return error(input, llvm::formatv("{0}: the plan splits stages over tensor-parallel "

@@ -184,9 +184,14 @@ bool updateOp(Operation *op) {
   bool byShare = ((scatter && scatter.getByShare()) || (gather && gather.getByShare())) &&
                  !op->hasAttr(HetDialect::getBackwardAttrName()) &&
                  !(gather && isa<BlockArgument>(gather.getInput()));
+  // With sharded state gradient clipping adds the squared norm of the
+  // blocks to that of the whole gradients (het-shard-optimizer).
+  bool normSum = isa<AddOp>(op) && llvm::all_of(op->getOperands(), [](Value v) {
+                   return v.getDefiningOp<SquaredNormOp>();
+                 });
   return isa<SGDOp, AdamOp, UnscaleGradientsOp, LossScaleUpdateOp, SquaredNormOp, ClipByNormOp,
              ShardOp>(op) ||
-         feedsUpdate(op) || jobWide(op) || byShare;
+         feedsUpdate(op) || jobWide(op) || byShare || normSum;
 }
 
 struct StageLowering {
