@@ -98,9 +98,11 @@ void readInto(const char *data, int64_t count, std::vector<Target> &out) {
 
 } // namespace
 
-llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &source) {
+int64_t NpyHeader::numElements() const { return eval::numElements(shape); }
+
+llvm::Expected<NpyHeader> parseNpyHeader(StringRef bytes, const std::string &source) {
   static const char magic[] = "\x93NUMPY";
-  if (bytes.size() < 10 || bytes.compare(0, 6, magic, 6) != 0)
+  if (bytes.size() < 10 || !bytes.starts_with(StringRef(magic, 6)))
     return fail(source, "not a .npy file (bad magic)");
   unsigned major = static_cast<unsigned char>(bytes[6]);
   size_t headerLength, headerStart;
@@ -130,7 +132,7 @@ llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &
   if (*fortran != "False")
     return fail(source, "Fortran-order arrays are not supported (save with np.ascontiguousarray)");
 
-  HostArray array;
+  NpyHeader h;
   StringRef dims = shapeText->trim("() ");
   llvm::SmallVector<StringRef> parts;
   dims.split(parts, ',', -1, /*KeepEmpty=*/false);
@@ -141,7 +143,7 @@ llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &
     int64_t size;
     if (part.getAsInteger(10, size) || size < 0)
       return fail(source, "bad dimension '" + part.str() + "' in shape " + shapeText->str());
-    array.shape.push_back(size);
+    h.shape.push_back(size);
   }
 
   StringRef type = descr->trim("' \"");
@@ -150,21 +152,32 @@ llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &
   char order = type[0];
   if (order == '>')
     return fail(source, "big-endian arrays are not supported (dtype '" + type.str() + "')");
-  StringRef code = type.drop_front(1);
-  int64_t count = array.numElements();
-  size_t dataStart = headerStart + headerLength;
+  h.dtype = type.drop_front(1).str();
   static const std::map<std::string, size_t> widths = {
       {"f2", 2}, {"f4", 4}, {"f8", 8}, {"i1", 1}, {"i2", 2}, {"i4", 4},
       {"i8", 8}, {"u1", 1}, {"b1", 1}};
-  auto width = widths.find(code.str());
+  auto width = widths.find(h.dtype);
   if (width == widths.end())
     return fail(source, "unsupported dtype '" + type.str() +
                             "' (use float16/32/64, int8/16/32/64, uint8 or bool)");
-  if (bytes.size() - dataStart != static_cast<size_t>(count) * width->second)
+  h.width = width->second;
+  h.dataOffset = headerStart + headerLength;
+  return h;
+}
+
+llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &source) {
+  auto header = parseNpyHeader(bytes, source);
+  if (!header)
+    return header.takeError();
+  HostArray array;
+  array.shape = header->shape;
+  int64_t count = array.numElements();
+  size_t dataStart = header->dataOffset;
+  StringRef code = header->dtype;
+  if (bytes.size() - dataStart != static_cast<size_t>(count) * header->width)
     return fail(source, "data holds " + std::to_string(bytes.size() - dataStart) +
                             " bytes but shape " + shapeString(array.shape) + " of '" +
-                            type.str() + "' needs " +
-                            std::to_string(count * width->second));
+                            code.str() + "' needs " + std::to_string(count * header->width));
   const char *data = bytes.data() + dataStart;
   if (code == "f2") {
     array.kind = ElementKind::F32;

@@ -186,6 +186,10 @@ void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffe
   }
 }
 
+int64_t classesOf(const TensorInfo &labels) {
+  return labels.role == "label" && labels.init == "randint" ? static_cast<int64_t>(labels.a) : 0;
+}
+
 Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
                     int64_t batch) {
   auto arrays = eval::readNpz(path);

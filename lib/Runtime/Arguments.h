@@ -104,6 +104,11 @@ void requireConstants(const ModelInfo &info, const std::set<std::string> &given,
 void copyLoaded(const eval::HostArray &array, const TensorInfo &t, Buffer &buffer,
                 int64_t first = 0);
 
+/// The classes a classifier's labels range over (the step's info records
+/// the last dimension of the logits their cross-entropy reads); 0 when
+/// `labels` says none.
+int64_t classesOf(const TensorInfo &labels);
+
 /// A dataset: x [N, ...] as floats, y [N] as labels.
 struct Dataset {
   std::vector<float> x;
@@ -114,19 +119,31 @@ struct Dataset {
 Dataset loadDataset(const std::string &path, const TensorInfo &data, const TensorInfo &labels,
                     int64_t batch);
 
-/// Batches of a dataset in epoch-wise shuffled order: batch k of the
-/// stream is the same for every reader with the same seed, so ranks that
-/// each take some batches of a step see what one rank taking all of them
-/// would see.
-class BatchStream {
+/// Where a classifier's samples come from: sample g of the run's stream
+/// (step s takes g = s x global batch + 0, 1, ...) is the same for every
+/// reader with the same seed, so ranks that each take some samples of a
+/// step see what one rank taking all of them would see.
+class SampleSource {
+public:
+  virtual ~SampleSource() = default;
+  /// Copies samples [first, first + count) of the stream into x (floats,
+  /// one sample after another) and y (one label each).
+  virtual void fillSamples(int64_t first, int64_t count, float *x, int64_t *y) = 0;
+  /// Starts reading samples [first, first + count) ahead, if the source
+  /// reads from storage.
+  virtual void prefetch(int64_t first, int64_t count) {}
+  /// The step the next samples are for (--log-samples).
+  virtual void setStep(int64_t step) {}
+};
+
+/// Batches of an .npz dataset held in memory, in epoch-wise shuffled order.
+class BatchStream : public SampleSource {
 public:
   BatchStream(const Dataset &data, int64_t batch, long long seed);
-  /// Copies batch `k` (k never decreases between calls) into x and y.
-  void fill(int64_t k, float *x, int64_t *y) { fillSamples(k * batch_, batch_, x, y); }
   /// Copies samples [first, first + count) of the stream into x and y; an
   /// epoch is every whole batch of the dataset, reshuffled (first never
   /// moves back to an earlier epoch between calls).
-  void fillSamples(int64_t first, int64_t count, float *x, int64_t *y);
+  void fillSamples(int64_t first, int64_t count, float *x, int64_t *y) override;
 
 private:
   const Dataset &data_;

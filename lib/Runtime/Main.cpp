@@ -13,6 +13,7 @@
 #include "Arguments.h"
 #include "Generate.h"
 #include "LearningRate.h"
+#include "SampleShards.h"
 #include "TokenData.h"
 #include "MemoryReport.h"
 #include "Gpu/GpuDriver.h"
@@ -73,8 +74,11 @@ const char *usage =
     "                   prepare writes one) for a language model: each sample a\n"
     "                   window of its tokens and the next ones, in a seeded order\n"
     "                   that visits every window once per epoch\n"
-    "  --log-samples F  append the sample number and window start of each token\n"
-    "                   window trained on to F\n"
+    "  --data DIR       sample shards x-K.npy [n, ...] (float32) and y-K.npy [n]\n"
+    "                   (labels), memory-mapped (het.data shard writes them): each\n"
+    "                   sample in a seeded order visiting all once per epoch\n"
+    "  --log-samples F  append the sample number and window start (item, with\n"
+    "                   shards) of each sample trained on to F\n"
     "  --eval F.npz     test set (x, y): prints the accuracy after training\n"
     "  --eval F.bin     a language model's validation tokens: prints the loss and\n"
     "                   perplexity over its windows in order after training\n"
@@ -257,8 +261,9 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                 static_cast<unsigned long long>(tokens->windowsPerEpoch()),
                 static_cast<long long>(tokenArgs.window));
     o.data.clear(); // not an .npz dataset
-  } else if (!o.logSamples.empty()) {
-    die("--log-samples logs the windows of a token file (--data F.bin)");
+  } else if (!o.logSamples.empty() && !isSampleShards(o.data)) {
+    die("--log-samples logs the samples of a token file (--data F.bin) or of sample shards "
+        "(--data DIR)");
   }
   // Validation tokens: the loss over their windows, in order, by the
   // predict function's logits.
@@ -298,8 +303,22 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   if ((haveData || haveEval) && (dataInput < 0 || labelInput < 0))
     die("--data/--eval need a model with exactly one float data argument and one label "
         "argument");
-  if (haveData)
+  // Sample shards (a folder): mapped, read sample by sample.
+  std::unique_ptr<SampleShards> shards;
+  if (haveData && isSampleShards(o.data)) {
+    if (dataInput < 0 || labelInput < 0)
+      die("--data needs a model with exactly one float data argument and one label argument");
+    shards = std::make_unique<SampleShards>(o.data, info.inputs[dataInput],
+                                            info.inputs[labelInput], batch,
+                                            classesOf(info.inputs[labelInput]), o.seed);
+    if (!o.logSamples.empty())
+      shards->logSamples(o.logSamples, 0);
+    train.size = shards->samples();
+    std::printf("data %s: %lld samples in %zu shards\n", o.data.c_str(),
+                static_cast<long long>(shards->samples()), shards->shards());
+  } else if (haveData) {
     train = loadDataset(o.data, info.inputs[dataInput], info.inputs[labelInput], batch);
+  }
   if (haveEval)
     test = loadDataset(o.evalData, info.inputs[dataInput], info.inputs[labelInput], batch);
   if (haveEval && !predict)
@@ -315,8 +334,10 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     out[j] = outputs[j].memory.get();
 
   // Epoch-wise shuffled batches of the training set.
-  std::unique_ptr<BatchStream> stream;
-  if (haveData)
+  std::unique_ptr<SampleSource> stream;
+  if (shards)
+    stream = std::move(shards);
+  else if (haveData)
     stream = std::make_unique<BatchStream>(train, batch, o.seed);
 
   // The predict function's arguments: the step's buffers of those names
@@ -392,8 +413,11 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   auto start = std::chrono::steady_clock::now(), warmStart = start;
   double loss = NAN;
   for (long long s = 0; s < o.steps; ++s) {
-    if (haveData)
-      stream->fill(s, inputs[dataInput].f(), inputs[labelInput].i());
+    if (haveData) {
+      stream->setStep(s);
+      stream->fillSamples(s * batch, batch, inputs[dataInput].f(), inputs[labelInput].i());
+      stream->prefetch((s + 1) * batch, batch);
+    }
     if (tokens) {
       tokens->setStep(s);
       tokens->fillSamples(s * batch, batch, inputs[tokenArgs.input].i(),

@@ -87,7 +87,12 @@ const char *usage =
     "  --data F.bin          a token file for a language model (uint16 ids, or as\n"
     "                        F.bin.json says): windows in a seeded order that every\n"
     "                        plan and split shares; each rank reads its own\n"
-    "  --log-samples F       append each token window this rank trains on to F\n"
+    "  --data DIR            sample shards x-K.npy [n, ...] (float32) and y-K.npy\n"
+    "                        [n] (labels), memory-mapped (het.data shard writes\n"
+    "                        them): a seeded order every plan shares; each rank\n"
+    "                        reads its own samples\n"
+    "  --log-samples F       append each sample (token window, or shard item) this\n"
+    "                        rank trains on to F\n"
     "  --eval F.bin          a language model's validation tokens: after training\n"
     "                        (and every --eval-every N steps) the mean loss and\n"
     "                        perplexity over its windows in order, forward only,\n"
@@ -322,8 +327,22 @@ void PipelineRank::setUp() {
     tokens_ = std::make_unique<TokenStream>(*tokenFile_, tokenArgs_.window, o_.seed);
     if (!o_.logSamples.empty())
       tokens_->logSamples(o_.logSamples, pipelineComm().rank);
-  } else if (!o_.logSamples.empty()) {
-    die("--log-samples logs the windows of a token file (--data F.bin)");
+  } else if (!o_.logSamples.empty() && !isSampleShards(o_.data)) {
+    die("--log-samples logs the samples of a token file (--data F.bin) or of sample shards "
+        "(--data DIR)");
+  } else if (!o_.data.empty() && isSampleShards(o_.data)) {
+    if (dataInput_ < 0 || labelInput_ < 0)
+      die("--data needs a model with exactly one float data argument and one label argument");
+    const TensorInfo &x = info_.inputs[dataInput_];
+    int64_t batch = x.shape.empty() ? 1 : x.shape[0];
+    auto shards = std::make_unique<SampleShards>(o_.data, x, info_.inputs[labelInput_], batch,
+                                                 classesOf(info_.inputs[labelInput_]), o_.seed);
+    if (shards->samples() < info_.globalBatch)
+      die(o_.data + " holds " + std::to_string(shards->samples()) +
+          " samples, fewer than one global batch of " + std::to_string(info_.globalBatch));
+    if (!o_.logSamples.empty())
+      shards->logSamples(o_.logSamples, pipelineComm().rank);
+    stream_ = std::move(shards);
   } else if (!o_.data.empty()) {
     if (dataInput_ < 0 || labelInput_ < 0)
       die("--data needs a model with exactly one float data argument and one label argument");
@@ -456,7 +475,10 @@ void PipelineRank::fillBatch(int64_t step, int micro, const TokenFile *validatio
   data.shape[0] = share_;
   labels.shape[0] = share_;
   Buffer x(bytesOf(data)), y(bytesOf(labels));
+  stream_->setStep(step);
   stream_->fillSamples(first, share_, x.f(), y.i());
+  if (micro == info_.microBatches - 1) // the next step's samples, read ahead
+    stream_->prefetch(first + info_.globalBatch - micro * microBatchSamples_, share_);
   for (const std::string &name : batchInputs_) {
     if (name == data.name)
       env[name] = std::move(x);

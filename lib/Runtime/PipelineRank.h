@@ -9,6 +9,7 @@
 #ifndef HET_LIB_RUNTIME_PIPELINERANK_H
 #define HET_LIB_RUNTIME_PIPELINERANK_H
 
+#include "SampleShards.h"
 #include "TokenData.h"
 #include "het/Support/ShareBlocks.h"
 #include "Arguments.h"
@@ -72,7 +73,7 @@ private:
   std::map<std::string, unsigned> stepIndex_; // step argument -> its index
   std::vector<std::string> batchInputs_;      // data/label/index arguments read here
   std::map<std::string, het::eval::HostArray> loaded_; // --load's arrays by argument name
-  std::unique_ptr<BatchStream> stream_;
+  std::unique_ptr<SampleSource> stream_;
   Dataset train_;
   // --data F.bin: a language model's windows of a token file.
   std::unique_ptr<TokenFile> tokenFile_;

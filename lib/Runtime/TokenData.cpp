@@ -4,7 +4,7 @@
 
 #include "Arguments.h"
 #include "ModelInfo.h"
-#include "Philox.h"
+#include "SampleOrder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -120,69 +120,22 @@ void TokenFile::willNeed(uint64_t first, uint64_t count) const {
   ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
 }
 
-namespace {
-
-/// A keyed permutation of [0, n): a four-round Feistel network over the
-/// smallest even number of bits that holds n, its round function Philox,
-/// walked until the result is below n (fewer than four steps expected).
-uint64_t permute(uint64_t x, uint64_t n, uint64_t seed, uint64_t epoch) {
-  int bits = 2;
-  while ((uint64_t(1) << bits) < n)
-    bits += 2;
-  const int half = bits / 2;
-  const uint64_t mask = (uint64_t(1) << half) - 1;
-  std::array<uint32_t, 2> key{uint32_t(seed) ^ uint32_t(seed >> 32), 0x70CE0000u ^ uint32_t(epoch)};
-  do {
-    uint64_t left = x >> half, right = x & mask;
-    for (uint32_t round = 0; round < 4; ++round) {
-      eval::PhiloxWords w =
-          eval::philox4x32({uint32_t(right), uint32_t(right >> 32), round, uint32_t(epoch >> 32)},
-                           key);
-      uint64_t f = (uint64_t(w[0]) | uint64_t(w[1]) << 32) & mask;
-      uint64_t next = left ^ f;
-      left = right;
-      right = next;
-    }
-    x = (left << half) | right;
-  } while (x >= n);
-  return x;
-}
-
-} // namespace
-
 TokenStream::TokenStream(const TokenFile &file, int64_t window, long long seed)
     : file_(file), window_(window), seed_(static_cast<uint64_t>(seed)),
-      windows_((file.tokens() - 1) / static_cast<uint64_t>(window)) {
-  worker_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [this] { return pending_ || stop_; });
-      if (stop_)
-        return;
-      int64_t first = wantFirst_, count = wantCount_;
-      pending_ = false;
-      lock.unlock();
-      for (int64_t g = first; g < first + count; ++g)
-        file_.willNeed(windowStart(static_cast<uint64_t>(g)), static_cast<uint64_t>(window_) + 1);
-      lock.lock();
-    }
-  });
-}
+      windows_((file.tokens() - 1) / static_cast<uint64_t>(window)),
+      readAhead_([this](int64_t first, int64_t count) {
+        for (int64_t g = first; g < first + count; ++g)
+          file_.willNeed(windowStart(static_cast<uint64_t>(g)), static_cast<uint64_t>(window_) + 1);
+      }) {}
 
 TokenStream::~TokenStream() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_one();
-  worker_.join();
   if (log_)
     std::fclose(log_);
 }
 
 uint64_t TokenStream::windowStart(uint64_t g) const {
   uint64_t epoch = g / windows_, position = g % windows_;
-  return permute(position, windows_, seed_, epoch) * static_cast<uint64_t>(window_);
+  return permuteSample(position, windows_, seed_, epoch) * static_cast<uint64_t>(window_);
 }
 
 void TokenStream::fillSamples(int64_t first, int64_t count, int64_t *input, int64_t *targets) {
@@ -201,15 +154,7 @@ void TokenStream::fillSamples(int64_t first, int64_t count, int64_t *input, int6
   }
 }
 
-void TokenStream::prefetch(int64_t first, int64_t count) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wantFirst_ = first;
-    wantCount_ = count;
-    pending_ = true;
-  }
-  wake_.notify_one();
-}
+void TokenStream::prefetch(int64_t first, int64_t count) { readAhead_.request(first, count); }
 
 void TokenStream::logSamples(const std::string &path, int rank) {
   log_ = std::fopen(path.c_str(), "a");

@@ -17,12 +17,11 @@
 #ifndef HET_LIB_RUNTIME_TOKENDATA_H
 #define HET_LIB_RUNTIME_TOKENDATA_H
 
-#include <condition_variable>
+#include "SampleOrder.h"
+
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
-#include <thread>
 
 namespace het::rt {
 
@@ -99,12 +98,7 @@ private:
   int64_t step_ = 0;
   std::FILE *log_ = nullptr;
   int logRank_ = 0;
-  // The prefetch thread: the latest request, served once.
-  std::thread worker_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  int64_t wantFirst_ = 0, wantCount_ = 0;
-  bool pending_ = false, stop_ = false;
+  ReadAhead readAhead_; // last: its thread reads the members above
 };
 
 } // namespace het::rt

@@ -1,4 +1,4 @@
-"""Token files for language models: ``python -m het.data prepare``.
+"""Data for het's executables: token files (``prepare``) and sample shards (``shard``).
 
     python -m het.data prepare --out DIR [--vocab-size N] [--val-fraction F]
                                [--glob PATTERN] [--limit-bytes B] PATH...
@@ -19,6 +19,16 @@ It prints the files, bytes and tokens of each split. The corpus of the
 examples is the Python standard library's own sources
 (``/usr/lib/python3.11``, shipped by Debian's python3.11): real text of a
 known size on every machine that runs het, with no download.
+
+    python -m het.data shard DATA.npz --out DIR [--samples-per-shard N]
+
+Splits a classifier's data set (arrays ``x`` [N, ...] and ``y`` [N], as
+``--data F.npz`` takes it) into shards ``DIR/x-00000.npy`` (float32) and
+``DIR/y-00000.npy`` (int64), N samples each (the last may be shorter), in
+order. Executables take the folder as ``--data DIR`` and memory-map the
+shards; a data set produced shard by shard elsewhere only has to follow
+the same names (any key between ``x-``/``y-`` and ``.npy``, taken in sorted
+order) and dtypes (float32 samples; int8/16/32/64 or uint8 labels).
 """
 import argparse
 import glob
@@ -96,6 +106,25 @@ def prepare(args):
     print(f"het.data prepare: {tokenizer_path}")
 
 
+def shard(args):
+    with np.load(args.data) as arrays:
+        if "x" not in arrays or "y" not in arrays:
+            sys.exit(f"het.data shard: {args.data}: a data set needs arrays 'x' and 'y'")
+        x = np.ascontiguousarray(arrays["x"], dtype=np.float32)
+        y = np.ascontiguousarray(arrays["y"], dtype=np.int64)
+    if x.ndim < 1 or y.shape != (len(x),):
+        sys.exit(f"het.data shard: {args.data}: y must hold one label per sample of x "
+                 f"(x {x.shape}, y {y.shape})")
+    os.makedirs(args.out, exist_ok=True)
+    count = 0
+    for count, begin in enumerate(range(0, len(x), args.samples_per_shard), start=1):
+        end = begin + args.samples_per_shard
+        np.save(os.path.join(args.out, f"x-{count - 1:05d}.npy"), x[begin:end])
+        np.save(os.path.join(args.out, f"y-{count - 1:05d}.npy"), y[begin:end])
+    print(f"het.data shard: {len(x)} samples of shape {list(x.shape[1:])} -> {count} shards "
+          f"of at most {args.samples_per_shard} in {args.out}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m het.data", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -107,7 +136,16 @@ def main(argv=None):
     q.add_argument("--glob", default="*.py", help="files to take from folders (default *.py)")
     q.add_argument("--limit-bytes", type=int, default=0,
                    help="stop adding files (in sorted order) past this many bytes (0: all)")
+    r = sub.add_parser("shard", help="an .npz data set (x, y) -> .npy sample shards")
+    r.add_argument("data", help="the .npz holding x [N, ...] and y [N]")
+    r.add_argument("--out", required=True, help="folder for x-K.npy and y-K.npy")
+    r.add_argument("--samples-per-shard", type=int, default=65536)
     args = p.parse_args(argv)
+    if args.command == "shard":
+        if args.samples_per_shard < 1:
+            p.error("--samples-per-shard must be at least 1")
+        shard(args)
+        return
     if args.vocab_size < 257:
         p.error("--vocab-size must be at least 257 (the 256 bytes and the end-of-text token)")
     if not 0 <= args.val_fraction < 1:

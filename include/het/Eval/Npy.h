@@ -21,6 +21,19 @@
 
 namespace het::eval {
 
+/// The header of a .npy file: what its data is and where it starts.
+struct NpyHeader {
+  std::vector<int64_t> shape;
+  std::string dtype;     // numpy's type code without the byte order: "f4", "i8", ...
+  size_t width = 0;      // bytes per element
+  size_t dataOffset = 0; // the first byte of the data
+  int64_t numElements() const;
+};
+/// Parses the header at the start of `bytes` (at least the header: a
+/// memory-mapped file's, say); checks the dtype is one we read, C order,
+/// little-endian. `source` names the file in errors.
+llvm::Expected<NpyHeader> parseNpyHeader(llvm::StringRef bytes, const std::string &source);
+
 /// Parses the bytes of one .npy file; `source` names it in errors.
 llvm::Expected<HostArray> parseNpy(const std::string &bytes, const std::string &source);
 /// Serializes as .npy (little-endian '<f4', '<f8' or '<i8').

@@ -1,0 +1,206 @@
+//===- SampleShards.cpp - a classifier's samples in .npy shards -----------===//
+
+#include "SampleShards.h"
+
+#include "ModelInfo.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace het::rt {
+
+bool isSampleShards(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+namespace {
+
+/// The shards of `folder` by their key: x-KEY.npy and y-KEY.npy.
+std::map<std::string, std::string> shardFiles(const std::string &folder, char array) {
+  std::map<std::string, std::string> files;
+  DIR *dir = ::opendir(folder.c_str());
+  if (!dir)
+    die("--data " + folder + ": " + std::strerror(errno));
+  while (dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.size() > 6 && name[0] == array && name[1] == '-' &&
+        name.compare(name.size() - 4, 4, ".npy") == 0)
+      files.emplace(name.substr(2, name.size() - 6), folder + "/" + name);
+  }
+  ::closedir(dir);
+  return files;
+}
+
+bool isLabelType(const std::string &dtype) {
+  return dtype == "i1" || dtype == "i2" || dtype == "i4" || dtype == "i8" || dtype == "u1";
+}
+
+int64_t label(const char *at, size_t width) {
+  switch (width) {
+  case 1: {
+    int8_t v;
+    std::memcpy(&v, at, 1);
+    return v;
+  }
+  case 2: {
+    int16_t v;
+    std::memcpy(&v, at, 2);
+    return v;
+  }
+  case 4: {
+    int32_t v;
+    std::memcpy(&v, at, 4);
+    return v;
+  }
+  default: {
+    int64_t v;
+    std::memcpy(&v, at, 8);
+    return v;
+  }
+  }
+}
+
+} // namespace
+
+SampleShards::Shard SampleShards::map(const std::string &path) {
+  Shard s;
+  s.path = path;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    die("--data " + path + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    die("--data " + path + ": " + std::strerror(errno));
+  }
+  s.size = static_cast<size_t>(st.st_size);
+  void *bytes = s.size ? ::mmap(nullptr, s.size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (bytes == MAP_FAILED)
+    die("--data " + path + ": cannot map it: " +
+        (s.size ? std::strerror(errno) : "the file is empty"));
+  s.bytes = static_cast<const char *>(bytes);
+  auto header = eval::parseNpyHeader(llvm::StringRef(s.bytes, s.size), path);
+  if (!header)
+    die("--data " + llvm::toString(header.takeError()));
+  s.header = *header;
+  size_t needed = s.header.dataOffset + size_t(s.header.numElements()) * s.header.width;
+  if (s.size != needed)
+    die("--data " + path + ": holds " + std::to_string(s.size) + " bytes, but its header (" +
+        eval::shapeString(s.header.shape) + " of '" + s.header.dtype + "') needs " +
+        std::to_string(needed) + (s.size < needed ? " (truncated?)" : ""));
+  ::madvise(bytes, s.size, MADV_RANDOM);
+  return s;
+}
+
+SampleShards::SampleShards(const std::string &folder, const TensorInfo &data,
+                           const TensorInfo &labels, int64_t batch, int64_t classes,
+                           long long seed)
+    : sampleSize_(data.count() / batch), seed_(static_cast<uint64_t>(seed)),
+      readAhead_([this](int64_t first, int64_t count) {
+        static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        for (int64_t g = first; g < first + count; ++g) {
+          auto [k, row] = locate(item(static_cast<uint64_t>(g)));
+          uintptr_t begin = reinterpret_cast<uintptr_t>(x_[k].data()) +
+                            uintptr_t(row * sampleSize_) * sizeof(float);
+          uintptr_t end = begin + uintptr_t(sampleSize_) * sizeof(float);
+          begin &= ~(page - 1);
+          ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
+        }
+      }) {
+  if (labels.count() != batch)
+    die("--data needs a model with one label per sample; " + labels.name + " is " +
+        shapeText(labels.shape));
+  std::map<std::string, std::string> xs = shardFiles(folder, 'x'), ys = shardFiles(folder, 'y');
+  if (xs.empty())
+    die("--data " + folder + ": a folder of sample shards needs x-K.npy (samples) and y-K.npy "
+        "(labels) files; it has none (python -m het.data shard writes them)");
+  for (const auto &[key, path] : ys)
+    if (!xs.count(key))
+      die("--data " + path + ": labels without samples (no x-" + key + ".npy beside it)");
+  std::vector<int64_t> sampleShape(data.shape.begin() + (data.shape.empty() ? 0 : 1),
+                                   data.shape.end());
+  starts_.push_back(0);
+  for (const auto &[key, path] : xs) {
+    auto y = ys.find(key);
+    if (y == ys.end())
+      die("--data " + path + ": samples without labels (no y-" + key + ".npy beside it)");
+    Shard x = map(path), labelsShard = map(y->second);
+    const eval::NpyHeader &hx = x.header, &hy = labelsShard.header;
+    int64_t rows = hx.shape.empty() ? 0 : hx.shape[0];
+    if (hx.dtype != "f4" || hx.shape.empty() || hx.numElements() != rows * sampleSize_)
+      die("--data " + path + ": is '" + hx.dtype + "' " + eval::shapeString(hx.shape) +
+          ", but the model takes float32 samples of " + std::to_string(sampleSize_) +
+          " values (its argument " + data.name + " is " + shapeText(data.shape) +
+          "; a shard holds n samples of shape " + eval::shapeString(sampleShape) + ")");
+    if (!isLabelType(hy.dtype) || hy.shape.size() != 1 || hy.shape[0] != rows)
+      die("--data " + y->second + ": labels must be one integer per sample of " + path + " (" +
+          std::to_string(rows) + "), got '" + hy.dtype + "' " + eval::shapeString(hy.shape));
+    // Every label within the model's classes, checked once before training:
+    // a cross-entropy would read past its logits.
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t v = label(labelsShard.data() + r * hy.width, hy.width);
+      if (v < 0 || (classes > 0 && v >= classes))
+        die("--data " + y->second + ": label " + std::to_string(r) + " is " + std::to_string(v) +
+            (classes > 0 ? ", outside the model's " + std::to_string(classes) + " classes"
+                         : ", a negative class"));
+    }
+    x_.push_back(x);
+    y_.push_back(labelsShard);
+    starts_.push_back(starts_.back() + rows);
+  }
+  total_ = starts_.back();
+  if (total_ == 0)
+    die("--data " + folder + ": its shards hold no samples");
+}
+
+SampleShards::~SampleShards() {
+  if (log_)
+    std::fclose(log_);
+  for (std::vector<Shard> *shards : {&x_, &y_})
+    for (const Shard &s : *shards)
+      ::munmap(const_cast<char *>(s.bytes), s.size);
+}
+
+uint64_t SampleShards::item(uint64_t g) const {
+  uint64_t n = static_cast<uint64_t>(total_);
+  return permuteSample(g % n, n, seed_, g / n);
+}
+
+std::pair<size_t, int64_t> SampleShards::locate(uint64_t item) const {
+  auto next = std::upper_bound(starts_.begin(), starts_.end(), static_cast<int64_t>(item));
+  size_t k = static_cast<size_t>(next - starts_.begin()) - 1;
+  return {k, static_cast<int64_t>(item) - starts_[k]};
+}
+
+void SampleShards::fillSamples(int64_t first, int64_t count, float *x, int64_t *y) {
+  for (int64_t b = 0; b < count; ++b) {
+    uint64_t g = static_cast<uint64_t>(first + b), i = item(g);
+    auto [k, row] = locate(i);
+    std::memcpy(x + b * sampleSize_, x_[k].data() + row * sampleSize_ * sizeof(float),
+                sampleSize_ * sizeof(float));
+    y[b] = label(y_[k].data() + row * y_[k].header.width, y_[k].header.width);
+    if (log_)
+      std::fprintf(log_, "step %lld sample %llu item %llu rank %d\n",
+                   static_cast<long long>(step_), static_cast<unsigned long long>(g),
+                   static_cast<unsigned long long>(i), logRank_);
+  }
+}
+
+void SampleShards::logSamples(const std::string &path, int rank) {
+  log_ = std::fopen(path.c_str(), "a");
+  if (!log_)
+    die("--log-samples " + path + ": " + std::strerror(errno));
+  std::setvbuf(log_, nullptr, _IOLBF, 0); // one append per line: ranks share the file
+  logRank_ = rank;
+}
+
+} // namespace het::rt
