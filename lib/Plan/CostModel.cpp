@@ -63,6 +63,18 @@ int CostModel::microBatchPerReplica(long globalBatch, int microBatches,
   return int(std::max(1L, (perMicro + replicas - 1) / replicas));
 }
 
+double CostModel::tensorParallelAllReduce(double bytes, int tp, const Link &intra) const {
+  // Measured on this host (het-tune stages), where the tensor-parallel
+  // ranks are: a small all-reduce there costs what the ranks' wake-ups and
+  // shared cores make it, far above the link's latency.
+  if (communication && communication->allReduce) {
+    double measured = communication->allReduce(bytes, tp);
+    if (measured >= 0)
+      return measured;
+  }
+  return ringAllReduceTime(bytes, tp, intra);
+}
+
 const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) const {
   auto key = std::make_tuple(g, tp, mbs, recompute);
   auto it = cache.find(key);
@@ -75,6 +87,12 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   std::vector<LayerTime> measured;
   bool profiled = profiles && profiles->lookup(spec.name, tp, mbs, measured) &&
                   measured.size() == n;
+  // A kind measured at tp 1 only (het-tune stages): its tp > 1 tables come
+  // from those measurements, never from the roofline (whose rates for a
+  // measured kind are timed anew by every process: DeviceCatalog::find).
+  bool fromTp1 = !profiled && tp > 1 && profiles &&
+                 profiles->lookup(spec.name, 1, mbs, measured) && measured.size() == n;
+  profiled |= fromTp1;
 
   // The group's format sets the peak and the bytes an activation or a
   // weight copy takes (the model's figures are in its own dtype).
@@ -104,6 +122,14 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
       fwd = measured[i].fwd;
       bwd = measured[i].bwd;
       update = measured[i].update;
+      if (fromTp1 && split > 1) {
+        // Megatron: the layer's work over the tp ranks, and two all-reduces
+        // of its output forward, two backward.
+        double ar = tensorParallelAllReduce(l.outputBytes * mbs, tp, intra);
+        fwd = fwd / split + 2 * ar;
+        bwd = bwd / split + 2 * ar;
+        update /= split;
+      }
     } else {
       // Roofline: the slower of compute and memory traffic, per op when the
       // ops are known, else for the layer as a whole.
@@ -135,7 +161,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
                bw;
       if (split > 1 && l.params > 0) {
         // Megatron: two all-reduces of the layer output forward, two backward.
-        double ar = ringAllReduceTime(l.outputBytes * mbs, tp, intra);
+        double ar = tensorParallelAllReduce(l.outputBytes * mbs, tp, intra);
         fwd += 2 * ar;
         bwd += 2 * ar;
       }
@@ -369,23 +395,30 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
   if (!ctx.prevGroups.empty())
     c.p2p += boundaryTime(b, ctx.samples, groups, ctx.replicas(), ctx.prevGroups,
                           ctx.prevReplicas);
+  c.sync = stageSync(tables, ctx, b, e, chosen);
+  return c;
+}
+
+double CostModel::stageSync(const std::vector<const LayerTable *> &tables,
+                            const StageContext &ctx, int b, int e,
+                            AllReduceAlgorithm *chosen) const {
   const LayerTable &first = *tables.front();
   double params = first.range(first.params, b, e);
   AllReduceAlgorithm algorithm =
       ctx.bestAlgorithm ? bestAlgorithm(ctx.members, ctx.tp, params) : ctx.algorithm;
   if (chosen)
     *chosen = algorithm;
-  c.sync = syncTime(ctx.members, ctx.tp, params, algorithm) *
-           zeroTraffic(ctx.zero, ctx.microBatches);
+  double sync = syncTime(ctx.members, ctx.tp, params, algorithm) *
+                zeroTraffic(ctx.zero, ctx.microBatches);
   if (communication && communication->allReduce && ctx.tp == 1 && ctx.replicas() > 1 &&
-      oneNode(groups)) {
+      oneNode(ctx.groups())) {
     double measured = measuredSync(b, e, ctx.replicas());
     // The last stage also combines the step's loss over its replicas.
     double loss = ctx.nextGroups.empty() ? communication->allReduce(8, ctx.replicas()) : 0;
     if (measured >= 0 && loss >= 0)
-      c.sync = measured * zeroTraffic(ctx.zero, ctx.microBatches) + loss;
+      sync = measured * zeroTraffic(ctx.zero, ctx.microBatches) + loss;
   }
-  return c;
+  return sync;
 }
 
 CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace het::plan {
 using namespace space;
@@ -78,6 +79,82 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     return false;
   };
 
+  if (sharesCores(shape)) {
+    // evaluate simulates this shape on the shared cores: the closed form
+    // below is neither its value nor a lower bound of it, so every split
+    // the policy allows is scored by evaluate itself (few: the ranks of one
+    // host bound the stage count). A partial split is dropped when a range
+    // does not fit (longer ones cannot either) or when a bound on the
+    // simulated time reaches the cutoff: one micro-batch passes every
+    // layer (each at its cheapest kind), and each rank runs its m forwards
+    // and backwards, then its sync and update, at most at full speed.
+    std::vector<double> cheapest(L + 1, 0); // suffix sums
+    for (int l = L - 1; l >= 0; --l) {
+      double c = INFINITY;
+      for (const auto &stageTables : tables)
+        for (const LayerTable *t : stageTables)
+          c = std::min(c, t->range(t->compute, l, l + 1));
+      cheapest[l] = cheapest[l + 1] + c;
+    }
+    std::vector<int> bounds(S + 1, 0);
+    bounds[S] = L;
+    std::vector<double> chain(S + 1, 0), busiest(S + 1, 0);
+    auto score = [&]() {
+      std::vector<AllReduceAlgorithm> algorithms(S);
+      for (int j = 0; j < S; ++j) {
+        if (!cost.model().stageFits(bounds[j], bounds[j + 1], ctx[j].tp))
+          return;
+        cost.stageSync(tables[j], ctx[j], bounds[j], bounds[j + 1], &algorithms[j]);
+      }
+      Plan plan = makePlan(cost, shape, bounds, algorithms, globalBatch);
+      Evaluation ev = cost.evaluate(plan);
+      if (!ev.fits || !meetsDeadline(ev.iterationTime))
+        return;
+      PlanEconomics economics = assessPlan(cost, plan, ev, objective);
+      if (!economics.violated.empty()) {
+        result.missedLimits = true;
+        return;
+      }
+      if (economics.objective < result.objective) {
+        result.feasible = true;
+        result.objective = economics.objective;
+        result.time = ev.iterationTime;
+        result.bounds = bounds;
+        result.algorithms = algorithms;
+      }
+    };
+    std::function<void(int)> place = [&](int j) {
+      const int a = bounds[j];
+      for (int b = j + 1 == S ? L : a + 1; b + (S - j - 1) <= L; ++b) {
+        if (!cost.model().stageFits(a, b, ctx[j].tp))
+          continue;
+        StageCost c = cost.stageCost(tables[j], ctx[j], a, b);
+        if (c.memoryBytes > c.capacityBytes)
+          break;
+        chain[j + 1] = chain[j] + rangeTime(j, a, b);
+        busiest[j + 1] =
+            std::max(busiest[j], m * rangeTime(j, a, b) + c.sync + c.update);
+        if (alpha * std::max(chain[j + 1] + cheapest[b], busiest[j + 1]) >= cutoff) {
+          result.pruned = true;
+          continue;
+        }
+        bounds[j + 1] = b;
+        if (j + 1 == S)
+          score();
+        else
+          place(j + 1);
+      }
+    };
+    if (policy == SplitPolicy::Uniform) {
+      for (int j = 0; j < S; ++j)
+        bounds[j + 1] = bounds[j] + L / S + (j < L % S ? 1 : 0);
+      score();
+    } else {
+      place(0);
+    }
+    return result;
+  }
+
   if (policy == SplitPolicy::Uniform) {
     // Megatron-style: L / S layers each, the remainder to the first stages.
     std::vector<int> bounds(S + 1, 0);
@@ -108,17 +185,15 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   }
 
   // Everything a stage's cost depends on besides its range, precomputed so
-  // the inner loop is a few additions: sends per boundary, the all-reduce
-  // time as the cheapest of three affine functions of the gradient bytes
-  // (alpha-beta costs are affine in the message size), memory terms.
+  // the inner loop is a few additions: sends per boundary, memory terms.
+  // (The gradient sync is CostModel::stageSync's, as evaluate prices it:
+  // measured all-reduces are not affine in the range's bytes.)
   struct Stage {
     std::vector<double> sendNext, sendPrev; // by boundary layer
-    double syncA[3], syncB[3];
     // Per member: capacity and the activation memory factor.
     std::vector<double> capacity, stashFactor;
   };
   std::vector<Stage> pre(S);
-  const double gradBytes = cost.setup().gradientBytesPerParam;
   for (int j = 0; j < S; ++j) {
     Stage &st = pre[j];
     st.sendNext.assign(L + 1, 0);
@@ -131,15 +206,6 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
       if (!ctx[j].prevGroups.empty())
         st.sendPrev[l] = cost.boundaryTime(l, ctx[j].samples, groups, ctx[j].replicas(),
                                            ctx[j].prevGroups, ctx[j].prevReplicas);
-    }
-    for (int k = 0; k < 3; ++k) {
-      auto alg = AllReduceAlgorithm(k);
-      // Two points of the line: 1 and 2 bytes on the wire.
-      double traffic = CostModel::zeroTraffic(ctx[j].zero, ctx[j].microBatches);
-      double one = cost.syncTime(ctx[j].members, ctx[j].tp, 1 / gradBytes, alg) * traffic;
-      double two = cost.syncTime(ctx[j].members, ctx[j].tp, 2 / gradBytes, alg) * traffic;
-      st.syncB[k] = two - one; // seconds per byte
-      st.syncA[k] = one - st.syncB[k];
     }
     for (const auto &member : ctx[j].members) {
       st.capacity.push_back(cost.capacityBytes(member.group));
@@ -201,14 +267,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         if (!cost.model().stageFits(a, b, ctx[j].tp))
           continue;
         double time = rangeTime(j, a, b) + st.sendNext[b] + st.sendPrev[a];
-        double sync = 0;
-        if (params > 0) {
-          double bytes = params * gradBytes;
-          sync = INFINITY;
-          for (int k = 0; k < 3; ++k)
-            sync = std::min(sync, st.syncA[k] + st.syncB[k] * bytes);
-        }
-        sync += update;
+        const double sync = cost.stageSync(tables[j], ctx[j], a, b) + update;
         const double work = rangeWork(j, a, b);
         const double rest = restMin[j + 1][b];
         auto &next = front[j + 1][b];
@@ -263,6 +322,21 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   return result;
 }
 
+bool SplitSolver::sharesCores(const Shape &shape) const {
+  const int S = shape.stageCount();
+  const int L = int(cost.model().layers.size());
+  if (S == 0 || S > L)
+    return false;
+  // Whether the ranks share cores depends on the shape alone (ranks, groups).
+  std::vector<int> bounds(S + 1, 0);
+  for (int j = 0; j < S; ++j)
+    bounds[j + 1] = bounds[j] + L / S + (j < L % S ? 1 : 0);
+  Plan plan = makePlan(cost, shape, bounds, std::vector<AllReduceAlgorithm>(S), globalBatch);
+  std::vector<SharedHostStage> stages;
+  int cores = 0;
+  return cost.sharedHostStages(plan, {}, stages, cores);
+}
+
 double SplitSolver::lowerBound(const Shape &shape) const {
   const int S = shape.stageCount();
   const int L = int(cost.model().layers.size());
@@ -280,6 +354,11 @@ double SplitSolver::lowerBound(const Shape &shape) const {
     sum += c;
   // sum(t) >= sum, and max(t) >= sum(t) / S; work terms are not negative.
   double alpha = objectiveTerms(cost, contexts, objective.kind).alpha;
+  // On shared cores (simulated): one micro-batch passes every layer, and
+  // the busiest stage's ranks each run m micro-batches, at most at full
+  // speed; the closed form's sum + (m-1) max does not bound the schedule.
+  if (sharesCores(shape))
+    return alpha * sum * std::max(1.0, double(m) / S);
   return alpha * sum * (1.0 + double(m - 1) / S);
 }
 

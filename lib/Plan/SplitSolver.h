@@ -51,6 +51,10 @@ public:
   double minShortfall(const space::Shape &shape, SplitPolicy policy, int &stage) const;
 
 private:
+  /// Whether evaluate simulates the shape's iteration on the host's shared
+  /// cores (CostModel::sharedHostStages: its ranks outnumber them), where
+  /// the closed form sum(t) + (m-1) max(t) + max(sync) does not hold.
+  bool sharesCores(const space::Shape &shape) const;
   const CostModel &cost;
   long globalBatch;
   Objective objective;

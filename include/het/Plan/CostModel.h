@@ -241,6 +241,16 @@ public:
   /// all-reduce algorithm used.
   StageCost stageCost(const std::vector<const LayerTable *> &tables, const StageContext &ctx,
                       int b, int e, AllReduceAlgorithm *chosen = nullptr) const;
+  /// One tensor-parallel all-reduce of `bytes` over `tp` ranks of a node:
+  /// measured (setMeasuredCommunication) where the host was measured, else
+  /// the ring over the node's link.
+  double tensorParallelAllReduce(double bytes, int tp, const Link &intra) const;
+  /// StageCost::sync of layers [b, e) as that stage: the link formulas'
+  /// all-reduce, or, where measured communication prices the node (tp 1,
+  /// several replicas, one node), the measured all-reduces plus the last
+  /// stage's loss all-reduce. The split solver prices its ranges by it.
+  double stageSync(const std::vector<const LayerTable *> &tables, const StageContext &ctx,
+                   int b, int e, AllReduceAlgorithm *chosen = nullptr) const;
 
   /// The context of stage `j` of `plan` (shares from the plan, or even).
   StageContext contextOf(const Plan &plan, int j) const;
