@@ -568,22 +568,7 @@ PlanResult bruteForcePlan(const CostModel &cost,
           Evaluation ev = cost.evaluate(plan);
           if (!ev.fits && ev.worstShortfallBytes > 0)
             shortfall = std::min(shortfall, ev.worstShortfallBytes);
-          if (!ev.fits)
-            continue;
-          PlanEconomics economics = assessPlan(cost, plan, ev, options.objective);
-          if (!economics.violated.empty()) {
-            best.missedLimits = true;
-            continue;
-          }
-          if (economics.objective < best.objective) {
-            best.feasible = true;
-            best.objective = economics.objective;
-            best.time = ev.iterationTime;
-            best.bounds = bounds;
-            best.algorithms.clear();
-            for (const auto &s : plan.stages)
-              best.algorithms.push_back(s.allReduce);
-          }
+          keepIfBetter(cost, plan, ev, options.objective, best);
         }
         return;
       }

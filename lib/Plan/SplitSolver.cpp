@@ -107,21 +107,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         cost.stageSync(tables[j], ctx[j], bounds[j], bounds[j + 1], &algorithms[j]);
       }
       Plan plan = makePlan(cost, shape, bounds, algorithms, globalBatch);
-      Evaluation ev = cost.evaluate(plan);
-      if (!ev.fits || !meetsDeadline(ev.iterationTime))
-        return;
-      PlanEconomics economics = assessPlan(cost, plan, ev, objective);
-      if (!economics.violated.empty()) {
-        result.missedLimits = true;
-        return;
-      }
-      if (economics.objective < result.objective) {
-        result.feasible = true;
-        result.objective = economics.objective;
-        result.time = ev.iterationTime;
-        result.bounds = bounds;
-        result.algorithms = algorithms;
-      }
+      keepIfBetter(cost, plan, cost.evaluate(plan), objective, result);
     };
     std::function<void(int)> place = [&](int j) {
       const int a = bounds[j];
@@ -320,6 +306,29 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     cost.stageCost(tables[j], ctx[j], result.bounds[j], result.bounds[j + 1],
                    &result.algorithms[j]);
   return result;
+}
+
+void keepIfBetter(const CostModel &cost, const Plan &plan, const Evaluation &ev,
+                  const Objective &objective, SplitResult &best) {
+  if (!ev.fits)
+    return;
+  PlanEconomics economics = assessPlan(cost, plan, ev, objective);
+  if (!economics.violated.empty()) {
+    best.missedLimits = true;
+    return;
+  }
+  if (economics.objective < best.objective) {
+    best.feasible = true;
+    best.objective = economics.objective;
+    best.time = ev.iterationTime;
+    best.bounds.clear();
+    best.algorithms.clear();
+    for (const StagePlan &s : plan.stages) {
+      best.bounds.push_back(s.layerBegin);
+      best.algorithms.push_back(s.allReduce);
+    }
+    best.bounds.push_back(plan.stages.empty() ? 0 : plan.stages.back().layerEnd);
+  }
 }
 
 bool SplitSolver::sharesCores(const Shape &shape) const {

@@ -35,6 +35,14 @@ struct SplitResult {
   std::vector<AllReduceAlgorithm> algorithms; // per stage
 };
 
+/// Scores a whole plan by evaluate's cost (`ev`, evaluate(plan)) under
+/// `objective` into `best`: a plan that does not fit is skipped, one that
+/// misses the objective's limits marks `best.missedLimits`, a better one
+/// replaces `best`'s split. (Brute force, and the solver on shapes whose
+/// ranks share cores, score every split so.)
+void keepIfBetter(const CostModel &cost, const Plan &plan, const Evaluation &ev,
+                  const Objective &objective, SplitResult &best);
+
 class SplitSolver {
 public:
   SplitSolver(const CostModel &cost, long globalBatch, Objective objective = {})

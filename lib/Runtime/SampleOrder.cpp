@@ -2,7 +2,11 @@
 
 #include "SampleOrder.h"
 
+#include "Arguments.h"
 #include "Philox.h"
+
+#include <cerrno>
+#include <cstring>
 
 #include <array>
 
@@ -29,6 +33,26 @@ uint64_t permuteSample(uint64_t x, uint64_t n, uint64_t seed, uint64_t epoch) {
     x = (left << half) | right;
   } while (x >= n);
   return x;
+}
+
+SampleLog::~SampleLog() {
+  if (file_)
+    std::fclose(file_);
+}
+
+void SampleLog::open(const std::string &path, int rank) {
+  file_ = std::fopen(path.c_str(), "a");
+  if (!file_)
+    die("--log-samples " + path + ": " + std::strerror(errno));
+  std::setvbuf(file_, nullptr, _IOLBF, 0);
+  rank_ = rank;
+}
+
+void SampleLog::sample(uint64_t g, const char *what, uint64_t value) const {
+  if (file_)
+    std::fprintf(file_, "step %lld sample %llu %s %llu rank %d\n", static_cast<long long>(step_),
+                 static_cast<unsigned long long>(g), what, static_cast<unsigned long long>(value),
+                 rank_);
 }
 
 ReadAhead::ReadAhead(std::function<void(int64_t, int64_t)> read) : read_(std::move(read)) {

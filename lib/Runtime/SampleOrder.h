@@ -14,8 +14,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace het::rt {
@@ -24,6 +26,24 @@ namespace het::rt {
 /// smallest even number of bits that holds n, its round function Philox,
 /// walked until the result is below n (fewer than four steps expected).
 uint64_t permuteSample(uint64_t x, uint64_t n, uint64_t seed, uint64_t epoch);
+
+/// --log-samples: one line per sample trained on, "step S sample G
+/// <what> V rank R", appended (line-buffered, so the ranks of a job share
+/// the file without interleaving their lines). Off until opened.
+class SampleLog {
+public:
+  ~SampleLog();
+  void open(const std::string &path, int rank);
+  void setStep(int64_t step) { step_ = step; }
+  /// Logs global sample `g`, which read `what` `value` (its window start,
+  /// its item).
+  void sample(uint64_t g, const char *what, uint64_t value) const;
+
+private:
+  std::FILE *file_ = nullptr;
+  int rank_ = 0;
+  int64_t step_ = 0;
+};
 
 /// A thread that reads samples ahead while a step computes: `read(first,
 /// count)` runs on it for the latest request (a request not yet served is

@@ -71,33 +71,18 @@ int64_t label(const char *at, size_t width) {
 } // namespace
 
 SampleShards::Shard SampleShards::map(const std::string &path) {
-  Shard s;
-  s.path = path;
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    die("--data " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    die("--data " + path + ": " + std::strerror(errno));
-  }
-  s.size = static_cast<size_t>(st.st_size);
-  void *bytes = s.size ? ::mmap(nullptr, s.size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-  ::close(fd);
-  if (bytes == MAP_FAILED)
-    die("--data " + path + ": cannot map it: " +
-        (s.size ? std::strerror(errno) : "the file is empty"));
-  s.bytes = static_cast<const char *>(bytes);
-  auto header = eval::parseNpyHeader(llvm::StringRef(s.bytes, s.size), path);
+  Shard s{MappedFile(path, "--data"), {}};
+  auto header = eval::parseNpyHeader(llvm::StringRef(s.file.bytes(), s.file.size()), path);
   if (!header)
     die("--data " + llvm::toString(header.takeError()));
   s.header = *header;
   size_t needed = s.header.dataOffset + size_t(s.header.numElements()) * s.header.width;
-  if (s.size != needed)
-    die("--data " + path + ": holds " + std::to_string(s.size) + " bytes, but its header (" +
-        eval::shapeString(s.header.shape) + " of '" + s.header.dtype + "') needs " +
-        std::to_string(needed) + (s.size < needed ? " (truncated?)" : ""));
-  ::madvise(bytes, s.size, MADV_RANDOM);
+  if (s.file.size() != needed)
+    die("--data " + path + ": holds " + std::to_string(s.file.size()) +
+        " bytes, but its header (" + eval::shapeString(s.header.shape) + " of '" +
+        s.header.dtype + "') needs " + std::to_string(needed) +
+        (s.file.size() < needed ? " (truncated?)" : ""));
+  s.file.advise(MADV_RANDOM);
   return s;
 }
 
@@ -106,14 +91,10 @@ SampleShards::SampleShards(const std::string &folder, const TensorInfo &data,
                            long long seed)
     : sampleSize_(data.count() / batch), seed_(static_cast<uint64_t>(seed)),
       readAhead_([this](int64_t first, int64_t count) {
-        static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
         for (int64_t g = first; g < first + count; ++g) {
           auto [k, row] = locate(item(static_cast<uint64_t>(g)));
-          uintptr_t begin = reinterpret_cast<uintptr_t>(x_[k].data()) +
-                            uintptr_t(row * sampleSize_) * sizeof(float);
-          uintptr_t end = begin + uintptr_t(sampleSize_) * sizeof(float);
-          begin &= ~(page - 1);
-          ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
+          size_t bytes = size_t(sampleSize_) * sizeof(float);
+          x_[k].file.willNeed(x_[k].header.dataOffset + size_t(row) * bytes, bytes);
         }
       }) {
   if (labels.count() != batch)
@@ -153,21 +134,13 @@ SampleShards::SampleShards(const std::string &folder, const TensorInfo &data,
             (classes > 0 ? ", outside the model's " + std::to_string(classes) + " classes"
                          : ", a negative class"));
     }
-    x_.push_back(x);
-    y_.push_back(labelsShard);
+    x_.push_back(std::move(x));
+    y_.push_back(std::move(labelsShard));
     starts_.push_back(starts_.back() + rows);
   }
   total_ = starts_.back();
   if (total_ == 0)
     die("--data " + folder + ": its shards hold no samples");
-}
-
-SampleShards::~SampleShards() {
-  if (log_)
-    std::fclose(log_);
-  for (std::vector<Shard> *shards : {&x_, &y_})
-    for (const Shard &s : *shards)
-      ::munmap(const_cast<char *>(s.bytes), s.size);
 }
 
 uint64_t SampleShards::item(uint64_t g) const {
@@ -188,19 +161,8 @@ void SampleShards::fillSamples(int64_t first, int64_t count, float *x, int64_t *
     std::memcpy(x + b * sampleSize_, x_[k].data() + row * sampleSize_ * sizeof(float),
                 sampleSize_ * sizeof(float));
     y[b] = label(y_[k].data() + row * y_[k].header.width, y_[k].header.width);
-    if (log_)
-      std::fprintf(log_, "step %lld sample %llu item %llu rank %d\n",
-                   static_cast<long long>(step_), static_cast<unsigned long long>(g),
-                   static_cast<unsigned long long>(i), logRank_);
+    log_.sample(g, "item", i);
   }
-}
-
-void SampleShards::logSamples(const std::string &path, int rank) {
-  log_ = std::fopen(path.c_str(), "a");
-  if (!log_)
-    die("--log-samples " + path + ": " + std::strerror(errno));
-  std::setvbuf(log_, nullptr, _IOLBF, 0); // one append per line: ranks share the file
-  logRank_ = rank;
 }
 
 } // namespace het::rt

@@ -17,11 +17,11 @@
 #define HET_LIB_RUNTIME_SAMPLESHARDS_H
 
 #include "Arguments.h"
+#include "MappedFile.h"
 #include "SampleOrder.h"
 
 #include "het/Eval/Npy.h"
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -38,9 +38,6 @@ public:
   /// when the folder cannot feed them.
   SampleShards(const std::string &folder, const TensorInfo &data, const TensorInfo &labels,
                int64_t batch, int64_t classes, long long seed);
-  ~SampleShards() override;
-  SampleShards(const SampleShards &) = delete;
-  SampleShards &operator=(const SampleShards &) = delete;
 
   int64_t samples() const { return total_; }
   size_t shards() const { return x_.size(); }
@@ -48,17 +45,15 @@ public:
   uint64_t item(uint64_t g) const;
   void fillSamples(int64_t first, int64_t count, float *x, int64_t *y) override;
   void prefetch(int64_t first, int64_t count) override { readAhead_.request(first, count); }
-  void setStep(int64_t step) override { step_ = step; }
+  void setStep(int64_t step) override { log_.setStep(step); }
   /// Appends "step S sample G item I rank R" per sample filled to `path`.
-  void logSamples(const std::string &path, int rank);
+  void logSamples(const std::string &path, int rank) { log_.open(path, rank); }
 
 private:
   struct Shard {
-    std::string path;
-    const char *bytes = nullptr; // the mapped file
-    size_t size = 0;
+    MappedFile file;
     eval::NpyHeader header;
-    const char *data() const { return bytes + header.dataOffset; }
+    const char *data() const { return file.bytes() + header.dataOffset; }
   };
   static Shard map(const std::string &path);
   /// The shard holding `item` and its row there.
@@ -68,9 +63,7 @@ private:
   std::vector<int64_t> starts_; // each shard's first item; the last entry is N
   int64_t sampleSize_ = 0, total_ = 0;
   uint64_t seed_ = 0;
-  int64_t step_ = 0;
-  std::FILE *log_ = nullptr;
-  int logRank_ = 0;
+  SampleLog log_;
   ReadAhead readAhead_; // last: its thread reads the members above
 };
 

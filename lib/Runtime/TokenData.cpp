@@ -55,7 +55,8 @@ void TokenArguments::fillPositions(int64_t *ids) const {
     ids[t] = t;
 }
 
-TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab) {
+TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab)
+    : file_(path, "--data") {
   // The element type: the file's metadata, else nanoGPT's uint16.
   std::string dtype = "uint16";
   if (std::ifstream meta(path + ".json"); meta) {
@@ -70,54 +71,28 @@ TokenFile::TokenFile(const std::string &path, int64_t window, int64_t vocab) {
   if (dtype != "uint16" && dtype != "uint32")
     die(path + ".json: dtype '" + dtype + "': a token file holds uint16 or uint32 ids");
   width_ = dtype == "uint16" ? 2 : 4;
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    die("--data " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    die("--data " + path + ": " + std::strerror(errno));
-  }
-  bytes_ = static_cast<size_t>(st.st_size);
-  if (bytes_ % width_ != 0) {
-    ::close(fd);
-    die("--data " + path + ": its " + std::to_string(bytes_) + " bytes are not a whole number of " +
+  size_t bytes = file_.size();
+  if (bytes % width_ != 0)
+    die("--data " + path + ": its " + std::to_string(bytes) + " bytes are not a whole number of " +
         dtype + " token ids (" + std::to_string(width_) + " bytes each)");
-  }
-  count_ = bytes_ / width_;
-  if (count_ < static_cast<uint64_t>(window) + 1) {
-    ::close(fd);
+  count_ = bytes / width_;
+  if (count_ < static_cast<uint64_t>(window) + 1)
     die("--data " + path + ": " + std::to_string(count_) + " tokens, fewer than one window of " +
         std::to_string(window) + " plus its next token");
-  }
-  data_ = ::mmap(nullptr, bytes_, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (data_ == MAP_FAILED) {
-    data_ = nullptr;
-    die("--data " + path + ": cannot map it: " + std::strerror(errno));
-  }
+  data_ = file_.bytes();
   // Every id within the model's vocabulary, checked once before training:
   // an embedding lookup past its table would read other memory.
-  ::madvise(data_, bytes_, MADV_SEQUENTIAL);
+  file_.advise(MADV_SEQUENTIAL);
   for (uint64_t i = 0; i < count_; ++i)
     if (token(i) >= vocab)
       die("--data " + path + ": token " + std::to_string(i) + " is id " +
           std::to_string(token(i)) + ", outside the model's vocabulary of " +
           std::to_string(vocab) + " (was the file prepared with another tokenizer?)");
-  ::madvise(data_, bytes_, MADV_RANDOM);
-}
-
-TokenFile::~TokenFile() {
-  if (data_)
-    ::munmap(data_, bytes_);
+  file_.advise(MADV_RANDOM);
 }
 
 void TokenFile::willNeed(uint64_t first, uint64_t count) const {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  uintptr_t begin = reinterpret_cast<uintptr_t>(data_) + first * width_;
-  uintptr_t end = begin + count * width_;
-  begin &= ~(page - 1);
-  ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_WILLNEED);
+  file_.willNeed(first * width_, count * width_);
 }
 
 TokenStream::TokenStream(const TokenFile &file, int64_t window, long long seed)
@@ -127,11 +102,6 @@ TokenStream::TokenStream(const TokenFile &file, int64_t window, long long seed)
         for (int64_t g = first; g < first + count; ++g)
           file_.willNeed(windowStart(static_cast<uint64_t>(g)), static_cast<uint64_t>(window_) + 1);
       }) {}
-
-TokenStream::~TokenStream() {
-  if (log_)
-    std::fclose(log_);
-}
 
 uint64_t TokenStream::windowStart(uint64_t g) const {
   uint64_t epoch = g / windows_, position = g % windows_;
@@ -147,23 +117,10 @@ void TokenStream::fillSamples(int64_t first, int64_t count, int64_t *input, int6
       if (targets)
         targets[b * window_ + t] = file_.token(start + t + 1);
     }
-    if (log_)
-      std::fprintf(log_, "step %lld sample %llu window-start %llu rank %d\n",
-                   static_cast<long long>(step_), static_cast<unsigned long long>(g),
-                   static_cast<unsigned long long>(start), logRank_);
+    log_.sample(g, "window-start", start);
   }
 }
 
 void TokenStream::prefetch(int64_t first, int64_t count) { readAhead_.request(first, count); }
-
-void TokenStream::logSamples(const std::string &path, int rank) {
-  log_ = std::fopen(path.c_str(), "a");
-  if (!log_)
-    die("--log-samples " + path + ": " + std::strerror(errno));
-  // One write per line, appended (O_APPEND): the ranks of a job share the
-  // file without interleaving their lines.
-  std::setvbuf(log_, nullptr, _IOLBF, 0);
-  logRank_ = rank;
-}
 
 } // namespace het::rt

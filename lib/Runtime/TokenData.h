@@ -17,6 +17,7 @@
 #ifndef HET_LIB_RUNTIME_TOKENDATA_H
 #define HET_LIB_RUNTIME_TOKENDATA_H
 
+#include "MappedFile.h"
 #include "SampleOrder.h"
 
 #include <cstdint>
@@ -53,21 +54,18 @@ public:
   /// for windows of `window` tokens and a vocabulary of `vocab` (every id
   /// is checked before the first step).
   TokenFile(const std::string &path, int64_t window, int64_t vocab);
-  ~TokenFile();
-  TokenFile(const TokenFile &) = delete;
-  TokenFile &operator=(const TokenFile &) = delete;
 
   uint64_t tokens() const { return count_; }
   int64_t token(uint64_t i) const {
-    return width_ == 2 ? static_cast<const uint16_t *>(data_)[i]
-                       : static_cast<const uint32_t *>(data_)[i];
+    return width_ == 2 ? reinterpret_cast<const uint16_t *>(data_)[i]
+                       : reinterpret_cast<const uint32_t *>(data_)[i];
   }
   /// Asks the kernel to read tokens [first, first + count) ahead.
   void willNeed(uint64_t first, uint64_t count) const;
 
 private:
-  void *data_ = nullptr;
-  size_t bytes_ = 0;
+  MappedFile file_;
+  const char *data_ = nullptr;
   uint64_t count_ = 0;
   int width_ = 2;
 };
@@ -76,7 +74,6 @@ private:
 class TokenStream {
 public:
   TokenStream(const TokenFile &file, int64_t window, long long seed);
-  ~TokenStream();
   /// Windows per epoch: the non-overlapping windows of the file.
   uint64_t windowsPerEpoch() const { return windows_; }
   /// The first token of global sample `g`'s window.
@@ -88,16 +85,14 @@ public:
   /// thread (the pages of their windows), while the step runs.
   void prefetch(int64_t first, int64_t count);
   /// Appends "step S sample G window-start W" per sample filled to `path`.
-  void logSamples(const std::string &path, int rank);
-  void setStep(int64_t step) { step_ = step; }
+  void logSamples(const std::string &path, int rank) { log_.open(path, rank); }
+  void setStep(int64_t step) { log_.setStep(step); }
 
 private:
   const TokenFile &file_;
   int64_t window_;
   uint64_t seed_, windows_ = 0;
-  int64_t step_ = 0;
-  std::FILE *log_ = nullptr;
-  int logRank_ = 0;
+  SampleLog log_;
   ReadAhead readAhead_; // last: its thread reads the members above
 };
 
