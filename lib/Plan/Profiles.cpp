@@ -65,10 +65,11 @@ bool ProfileSet::resolveDevice(const std::string &name, const DeviceCatalog &cat
       }
     kinds += (kinds.empty() ? "" : ", ") + kind;
   }
-  skippedFiles.push_back("skipped " + file + ": GPU '" + name +
-                         "' is not in the device catalog and is none of the cluster's kinds (" +
-                         kinds + "); if it is one of them, add the name as an alias");
-  return false;
+  // A profile the user gave that prices nothing would leave its kind on
+  // the roofline with only a note: a misspelt card is an error instead.
+  fail(file, "device",
+       "'" + name + "' is not in the device catalog and is none of the cluster's kinds (" +
+           kinds + "); if it is one of them, add the name as an alias in the catalog");
 }
 
 void ProfileSet::add(const std::string &device, int tp, int mbs,

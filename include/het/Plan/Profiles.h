@@ -40,8 +40,9 @@ public:
   /// resolved through the catalog (names and aliases); a profile of a device
   /// the catalog does not know is an error naming the file. With
   /// `onlyKinds` (the catalog names a cluster uses), profiles of other
-  /// devices are skipped instead, each with a line in skipped(), and an
-  /// unknown name matches a used kind spelled another way ("RTX 3090").
+  /// catalog devices are skipped instead, each with a line in skipped(),
+  /// and an unknown name matches a used kind spelled another way ("RTX
+  /// 3090"); one that matches none is still an error, naming the kinds.
   void loadDirectory(const std::string &dir, const DeviceCatalog &catalog,
                      const std::vector<std::string> &onlyKinds = {});
   /// Why each skipped file was skipped (names the file).
