@@ -70,7 +70,8 @@ Clipping clippingOf(Value grad) {
   auto total = clip.getSquaredNorm().getDefiningOp<AllReduceOp>();
   SquaredNormOp norm = total ? total.getInput().getDefiningOp<SquaredNormOp>() : nullptr;
   Value unclipped = clip.getGradients()[k];
-  if (!norm || norm->getBlock() != clip->getBlock() || std::distance(unclipped.use_begin(), unclipped.use_end()) != 2)
+  if (!norm || norm->getBlock() != clip->getBlock() ||
+      std::distance(unclipped.use_begin(), unclipped.use_end()) != 2)
     return {};
   for (OpOperand &use : unclipped.getUses())
     if (use.getOwner() == norm)

@@ -122,12 +122,9 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
       fwd = measured[i].fwd;
       bwd = measured[i].bwd;
       update = measured[i].update;
-      if (fromTp1 && split > 1) {
-        // Megatron: the layer's work over the tp ranks, and two all-reduces
-        // of its output forward, two backward.
-        double ar = tensorParallelAllReduce(l.outputBytes * mbs, tp, intra);
-        fwd = fwd / split + 2 * ar;
-        bwd = bwd / split + 2 * ar;
+      if (fromTp1) { // the layer's work over the tp ranks
+        fwd /= split;
+        bwd /= split;
         update /= split;
       }
     } else {
@@ -159,12 +156,14 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
                (training.optimizerBytesPerParam + t.stateBytesPerParam -
                 training.stateBytesPerParam) /
                bw;
-      if (split > 1 && l.params > 0) {
-        // Megatron: two all-reduces of the layer output forward, two backward.
-        double ar = tensorParallelAllReduce(l.outputBytes * mbs, tp, intra);
-        fwd += 2 * ar;
-        bwd += 2 * ar;
-      }
+    }
+    // Megatron: a split layer all-reduces its output twice forward and
+    // twice backward (a profile measured at this degree has them already;
+    // one derived from tp 1 does not).
+    if (split > 1 && (fromTp1 || (!profiled && l.params > 0))) {
+      double ar = tensorParallelAllReduce(l.outputBytes * mbs, tp, intra);
+      fwd += 2 * ar;
+      bwd += 2 * ar;
     }
     double stash = l.stashBytes;
     if (recompute == Recompute::Full) {

@@ -306,14 +306,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   // Sample shards (a folder): mapped, read sample by sample.
   std::unique_ptr<SampleShards> shards;
   if (haveData && isSampleShards(o.data)) {
-    if (dataInput < 0 || labelInput < 0)
-      die("--data needs a model with exactly one float data argument and one label argument");
-    shards = std::make_unique<SampleShards>(o.data, info.inputs[dataInput],
-                                            info.inputs[labelInput], batch,
-                                            classesOf(info.inputs[labelInput]), o.seed);
-    if (!o.logSamples.empty())
-      shards->logSamples(o.logSamples, 0);
-    train.size = shards->samples();
+    shards = openSampleShards(o.data, info, dataInput, labelInput, batch,
+                              "one batch of " + std::to_string(batch), o.seed, o.logSamples, 0);
     std::printf("data %s: %lld samples in %zu shards\n", o.data.c_str(),
                 static_cast<long long>(shards->samples()), shards->shards());
   } else if (haveData) {
@@ -323,7 +317,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     test = loadDataset(o.evalData, info.inputs[dataInput], info.inputs[labelInput], batch);
   if (haveEval && !predict)
     die("--eval needs a model whose loss is a cross-entropy (no predict function was built)");
-  if (haveData && train.size < batch)
+  if (haveData && !shards && train.size < batch)
     die(o.data + " holds " + std::to_string(train.size) + " samples, fewer than one batch of " +
         std::to_string(batch));
 

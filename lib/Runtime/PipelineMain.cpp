@@ -331,18 +331,9 @@ void PipelineRank::setUp() {
     die("--log-samples logs the samples of a token file (--data F.bin) or of sample shards "
         "(--data DIR)");
   } else if (!o_.data.empty() && isSampleShards(o_.data)) {
-    if (dataInput_ < 0 || labelInput_ < 0)
-      die("--data needs a model with exactly one float data argument and one label argument");
-    const TensorInfo &x = info_.inputs[dataInput_];
-    int64_t batch = x.shape.empty() ? 1 : x.shape[0];
-    auto shards = std::make_unique<SampleShards>(o_.data, x, info_.inputs[labelInput_], batch,
-                                                 classesOf(info_.inputs[labelInput_]), o_.seed);
-    if (shards->samples() < info_.globalBatch)
-      die(o_.data + " holds " + std::to_string(shards->samples()) +
-          " samples, fewer than one global batch of " + std::to_string(info_.globalBatch));
-    if (!o_.logSamples.empty())
-      shards->logSamples(o_.logSamples, pipelineComm().rank);
-    stream_ = std::move(shards);
+    stream_ = openSampleShards(o_.data, info_, dataInput_, labelInput_, info_.globalBatch,
+                               "one global batch of " + std::to_string(info_.globalBatch),
+                               o_.seed, o_.logSamples, pipelineComm().rank);
   } else if (!o_.data.empty()) {
     if (dataInput_ < 0 || labelInput_ < 0)
       die("--data needs a model with exactly one float data argument and one label argument");

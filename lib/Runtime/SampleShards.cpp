@@ -165,4 +165,22 @@ void SampleShards::fillSamples(int64_t first, int64_t count, float *x, int64_t *
   }
 }
 
+std::unique_ptr<SampleShards> openSampleShards(const std::string &folder, const ModelInfo &info,
+                                               int dataInput, int labelInput,
+                                               int64_t needed, const std::string &what,
+                                               long long seed, const std::string &logSamples,
+                                               int rank) {
+  if (dataInput < 0 || labelInput < 0)
+    die("--data needs a model with exactly one float data argument and one label argument");
+  const TensorInfo &data = info.inputs[dataInput], &labels = info.inputs[labelInput];
+  auto shards = std::make_unique<SampleShards>(folder, data, labels,
+                                               data.shape.empty() ? 1 : data.shape[0],
+                                               classesOf(labels), seed);
+  if (shards->samples() < needed)
+    die(folder + " holds " + std::to_string(shards->samples()) + " samples, fewer than " + what);
+  if (!logSamples.empty())
+    shards->logSamples(logSamples, rank);
+  return shards;
+}
+
 } // namespace het::rt

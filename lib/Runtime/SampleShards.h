@@ -22,6 +22,7 @@
 
 #include "het/Eval/Npy.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,17 @@ private:
   SampleLog log_;
   ReadAhead readAhead_; // last: its thread reads the members above
 };
+
+/// --data DIR for a classifier, as both executables open it: the model's
+/// data and label arguments (a batch per call, their first dimension; dies
+/// naming the problem when the model has no such pair), at least `needed`
+/// samples (`what`: "one batch of 32"), and with --log-samples F a log as
+/// `rank`.
+std::unique_ptr<SampleShards> openSampleShards(const std::string &folder, const ModelInfo &info,
+                                               int dataInput, int labelInput,
+                                               int64_t needed, const std::string &what,
+                                               long long seed, const std::string &logSamples,
+                                               int rank);
 
 } // namespace het::rt
 

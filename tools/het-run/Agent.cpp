@@ -63,6 +63,10 @@ void readStart(const nlohmann::json &s, const std::string &workDir, const std::s
   o.collectiveTimeoutMs = s.value("timeout_ms", int64_t(0));
   o.bindToCores = s.value("bind_to_cores", true);
   o.jobTimeoutS = s.value("job_timeout_s", 0.0);
+  // The coordinator's failure policy (one for the job); `o`'s, the agent's
+  // own flags, only for a coordinator that sends none.
+  o.failWaitMs = s.value("fail_wait_ms", o.failWaitMs);
+  o.graceMs = s.value("grace_ms", o.graceMs);
   const nlohmann::json env = s.contains("env") ? s["env"] : nlohmann::json::object();
   for (auto it = env.begin(); it != env.end(); ++it)
     o.env.push_back({it.key(), it.value().get<std::string>()});
@@ -259,6 +263,8 @@ int runAgent(const AgentOptions &a) {
       continue;
     const nlohmann::json &s = order["start"];
     JobOptions o;
+    o.failWaitMs = a.failWaitMs;
+    o.graceMs = a.graceMs;
     try {
       readStart(s, workDir, a.token, o);
     } catch (const std::exception &e) {
@@ -270,10 +276,6 @@ int runAgent(const AgentOptions &a) {
                                {"failed_rank", -1}, {"fates", nlohmann::json::array()}}}});
       continue;
     }
-    // The coordinator's failure policy; the agent's own flags only for a
-    // coordinator that sends none.
-    o.failWaitMs = s.value("fail_wait_ms", a.failWaitMs);
-    o.graceMs = s.value("grace_ms", a.graceMs);
     // The root is the port this agent offered: its rank 0 gets the socket.
     if (offered && o.root == offeredRoot)
       o.rootListenFd = offered->fd();
