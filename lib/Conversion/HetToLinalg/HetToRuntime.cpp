@@ -150,12 +150,35 @@ bool mlir::het::hasCudnnKernel(Operation *op) {
 }
 
 bool mlir::het::hasLowPrecisionKernel(Operation *op, KernelLibrary library) {
+  auto formatOf = [](Type type) -> Type {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor ? tensor.getElementType() : Type();
+  };
+  if (library == KernelLibrary::Cudnn) {
+    // cuDNN's convolutions in bf16 or f16 with f32 arithmetic (tensor
+    // cores), as PyTorch's CUDA autocast runs them: x, w and y in one
+    // 16-bit format. A biased forward convolution widens instead: cuDNN
+    // would add the bias into the rounded output (a second rounding the
+    // CPU build does not make), so it computes in f32 between casts.
+    if (!hasCudnnKernel(op) || (isa<Conv2dOp>(op) && op->getNumOperands() > 2))
+      return false;
+    Type format;
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    for (Type type : types) {
+      Type element = formatOf(type);
+      if (!element || !(element.isBF16() || element.isF16()) || (format && element != format))
+        return false;
+      format = element;
+    }
+    return true;
+  }
   // Debian 12's oneDNN (2.6) has bf16 matmuls and convolutions on AVX-512
   // CPUs but no f16 ones ("could not create a primitive descriptor"): f16
   // ops compute in f32 between casts (f16 storage) like the rest.
-  auto isF16 = [](Type type) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    return tensor && tensor.getElementType().isF16();
+  auto isF16 = [&](Type type) {
+    Type element = formatOf(type);
+    return element && element.isF16();
   };
   if (llvm::any_of(op->getOperandTypes(), isF16) || llvm::any_of(op->getResultTypes(), isF16))
     return false;

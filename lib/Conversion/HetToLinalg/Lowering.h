@@ -44,7 +44,8 @@ bool isDropoutGeneratedAsLinalg(Operation *op);
 FailureOr<SmallVector<Value>> lowerDropoutToLinalg(OpBuilder &b, Operation *op);
 
 /// Ops whose library kernel takes bf16 and f16 buffers: oneDNN's matrix
-/// products and convolutions (HetToRuntime.cpp).
+/// products and convolutions (bf16 only), cuDNN's convolutions without a
+/// bias in one 16-bit format (HetToRuntime.cpp).
 bool hasLowPrecisionKernel(Operation *op, KernelLibrary library);
 
 /// Whether `op` is a matrix product whose generated contraction reads its

@@ -20,7 +20,9 @@
 // product of two bf16 or f16 values is exact in f32), which
 // het-gpu-contractions-to-cublas hands to cublasGemmEx on the tensor
 // cores. Their results are then rounded once, as cuBLAS's 16-bit GEMMs
-// under PyTorch's CUDA autocast round theirs.
+// under PyTorch's CUDA autocast round theirs. Convolutions without a bias
+// keep their 16-bit operands and result whole: hetrt_cudnn_conv2d* in
+// bf16/f16 with f32 arithmetic (CudnnConvolution.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,7 +113,11 @@ void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, 
   function.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!isa<HetDialect>(op->getDialect()))
       return WalkResult::advance();
-    if (!hasLowType(op) || isa<CastOp>(op) || (nativeBf16 && hasLowPrecisionKernel(op, library)))
+    // --bf16-products chooses for oneDNN on this CPU; cuDNN's 16-bit
+    // convolutions run on the GPU's tensor cores whatever this CPU does.
+    bool keepsFormat = hasLowPrecisionKernel(op, library) &&
+                       (nativeBf16 || library == KernelLibrary::Cudnn);
+    if (!hasLowType(op) || isa<CastOp>(op) || keepsFormat)
       return WalkResult::skip();
     (accumulatesLowPrecisionInF32(op, library) ? accumulating : ops).push_back(op);
     return WalkResult::skip(); // het.elementwise bodies go with their op

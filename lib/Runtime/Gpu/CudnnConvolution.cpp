@@ -15,19 +15,27 @@
 // site's descriptors, algorithm and workspace are made at its first call
 // and kept (the meta words are a constant per site). Algorithms come from
 // cuDNN's heuristics (the *_v7 queries), the first deterministic one that
-// supports the shape with at most 256 MiB of workspace, in FP32 arithmetic
-// (CUDNN_FMA_MATH: no TF32, so the results stay within 1e-4 of the CPU
-// build's). The stream is synchronized after the call, as after every
-// kernel.
+// supports the shape with at most 256 MiB of workspace. f32 convolutions
+// run in FP32 arithmetic (CUDNN_FMA_MATH: no TF32, so the results stay
+// within 1e-4 of the CPU build's). Mixed precision (a bf16 or f16 x, w and
+// y, bits 40-47 of the rank words) runs cuDNN's PSEUDO_BFLOAT16/HALF
+// configuration: 16-bit tensors, f32 arithmetic (the convolution
+// descriptor's compute type), tensor-core algorithms allowed
+// (CUDNN_TENSOR_OP_MATH), the output rounded once -- how PyTorch's CUDA
+// autocast runs a convolution. The stream is synchronized after the call,
+// as after every kernel.
 //
 // In a host emulation (--gpu-emulate: no driver) the same call runs the
-// oneDNN kernel of the same convention on the host: the emulated step then
-// checks what the compiler passes (shapes, attributes, operand order)
-// against the CPU build; cuDNN itself runs only on a GPU.
+// oneDNN kernel of the same convention on the host, on f32 buffers (16-bit
+// operands widened exactly, the f32 result rounded once to the format): the
+// emulated step then checks what the compiler passes (shapes, attributes,
+// operand order, formats) against the CPU build; cuDNN itself runs only on
+// a GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../KernelCall.h"
+#include "Types/DataType.h" // hetccl: the 16-bit conversions
 #include "GpuDriverImpl.h"
 
 #include <array>
@@ -37,6 +45,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 extern "C" {
 void hetrt_dnnl_conv2d(const int64_t *meta, void *const *buffers);
@@ -54,7 +63,10 @@ namespace {
 using Handle = void *;
 using Descriptor = void *;
 using Status = int;
-constexpr int kNchw = 0, kFloat = 0, kCrossCorrelation = 1, kFmaMath = 3, kDeterministic = 1;
+constexpr int kNchw = 0, kCrossCorrelation = 1, kDeterministic = 1;
+// cudnnDataType_t and cudnnMathType_t.
+constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
+constexpr int kTensorOpMath = 1, kFmaMath = 3;
 constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
 /// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
@@ -154,6 +166,7 @@ enum class Direction { Forward, BackwardData, BackwardFilter };
 
 /// One call site: descriptors, the algorithm and its workspace.
 struct Site {
+  int dataType = kFloat; // x, w and y (the arithmetic is f32 whichever)
   Descriptor x = nullptr, y = nullptr, w = nullptr, convolution = nullptr, bias = nullptr;
   int algorithm = 0;
   void *workspace = nullptr;
@@ -175,10 +188,10 @@ std::array<Descriptor, 3> callDescriptors(const Site &s, Direction direction) {
   return {};
 }
 
-Descriptor tensor(Cudnn &library, const std::vector<int64_t> &shape) {
+Descriptor tensor(Cudnn &library, const std::vector<int64_t> &shape, int dataType) {
   Descriptor d = nullptr;
   library.check(library.createTensor(&d), "cudnnCreateTensorDescriptor");
-  library.check(library.setTensor4d(d, kNchw, kFloat, int(shape[0]), int(shape[1]),
+  library.check(library.setTensor4d(d, kNchw, dataType, int(shape[0]), int(shape[1]),
                                     int(shape[2]), int(shape[3])),
                 "cudnnSetTensor4dDescriptor");
   return d;
@@ -196,10 +209,16 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
   Site &s = it->second;
   if (!made)
     return s;
-  s.x = tensor(library, x);
-  s.y = tensor(library, y);
+  // The compiler gives x, w and y one format (hasLowPrecisionKernel).
+  ElementFormat format = c.operandFormat(0);
+  s.dataType = format == ElementFormat::BF16  ? kBfloat16
+               : format == ElementFormat::F16 ? kHalf
+                                              : kFloat;
+  int mathType = s.dataType == kFloat ? kFmaMath : kTensorOpMath;
+  s.x = tensor(library, x, s.dataType);
+  s.y = tensor(library, y, s.dataType);
   library.check(library.createFilter(&s.w), "cudnnCreateFilterDescriptor");
-  library.check(library.setFilter4d(s.w, kFloat, kNchw, int(w[0]), int(w[1]), int(w[2]),
+  library.check(library.setFilter4d(s.w, s.dataType, kNchw, int(w[0]), int(w[1]), int(w[2]),
                                     int(w[3])),
                 "cudnnSetFilter4dDescriptor");
   library.check(library.createConvolution(&s.convolution), "cudnnCreateConvolutionDescriptor");
@@ -210,7 +229,7 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
                 "cudnnSetConvolution2dDescriptor");
   library.check(library.setGroupCount(s.convolution, int(c.attribute(6))),
                 "cudnnSetConvolutionGroupCount");
-  library.check(library.setMathType(s.convolution, kFmaMath), "cudnnSetConvolutionMathType");
+  library.check(library.setMathType(s.convolution, mathType), "cudnnSetConvolutionMathType");
   // Each query takes its descriptors in the order of its convolution call.
   Cudnn::Query query = direction == Direction::Forward        ? library.forwardAlgorithms
                        : direction == Direction::BackwardData ? library.backwardDataAlgorithms
@@ -228,10 +247,13 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
   AlgorithmPerformance found[16];
   int count = 0;
   library.check(query(library.handle, a, b, s.convolution, out, 16, &count, found), queryName);
-  // FP32 arithmetic only, and a workspace the site keeps for good: at most
+  // The site's math (FP32 FMA for f32: no TF32; tensor cores allowed for
+  // 16-bit data), and a workspace the site keeps for good: at most
   // kMaxWorkspaceBytes (an FFT algorithm may ask for far more).
   auto usable = [&](const AlgorithmPerformance &p) {
-    return p.status == 0 && p.mathType == kFmaMath && p.memory <= kMaxWorkspaceBytes;
+    bool math = s.dataType == kFloat ? p.mathType == kFmaMath
+                                     : p.mathType == kFmaMath || p.mathType == kTensorOpMath;
+    return p.status == 0 && math && p.memory <= kMaxWorkspaceBytes;
   };
   int chosen = -1;
   for (int i = 0; i < count && chosen < 0; ++i)
@@ -241,16 +263,88 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
     if (usable(found[i]))
       chosen = i;
   if (chosen < 0)
-    fail(std::string(queryName) + " found no FP32 algorithm with a workspace of at most 256 MiB "
-                                  "for this convolution");
+    fail(std::string(queryName) + " found no algorithm of this site's math (" +
+         (s.dataType == kFloat ? "FP32" : "16-bit data, f32 arithmetic") +
+         ") with a workspace of at most 256 MiB for this convolution");
   s.algorithm = found[chosen].algorithm;
   library.check(size(library.handle, a, b, s.convolution, out, s.algorithm, &s.workspaceBytes),
                 "cudnnGetConvolution*WorkspaceSize");
   if (s.workspaceBytes)
     s.workspace = driver.allocateManaged(s.workspaceBytes);
-  if (direction == Direction::Forward && c.numOperands == 3)
-    s.bias = tensor(library, {1, y[1], 1, 1});
+  if (direction == Direction::Forward && c.numOperands == 3) {
+    if (s.dataType != kFloat) // hasLowPrecisionKernel widens biased ones
+      fail("a 16-bit cuDNN convolution with a bias (the compiler computes those in f32)");
+    s.bias = tensor(library, {1, y[1], 1, 1}, kFloat);
+  }
   return s;
+}
+
+/// Host emulation: the oneDNN kernel of the same convention, in f32. A
+/// 16-bit call's operands are widened (exact) into f32 copies, the kernel
+/// runs on a copy of `meta` whose rank words say f32, and its result is
+/// rounded once to the call's format (to nearest, ties to even), which is
+/// what cuDNN's f32 arithmetic on 16-bit data computes up to the order of
+/// its sums.
+void emulate(const int64_t *meta, void *const *buffers, Direction direction) {
+  auto kernel = direction == Direction::Forward        ? hetrt_dnnl_conv2d
+                : direction == Direction::BackwardData ? hetrt_dnnl_conv2d_grad_input
+                                                       : hetrt_dnnl_conv2d_grad_filter;
+  KernelCall c(meta, buffers);
+  if (c.allF32())
+    return kernel(meta, buffers);
+  int64_t count = c.numOperands + c.numResults;
+  // The f32 meta of this call site, made once: oneDNN's kernels keep their
+  // primitives by the meta's address (one per call site).
+  static std::mutex mutex;
+  static std::map<const int64_t *, std::vector<int64_t>> wideMetas;
+  const int64_t *wideMeta;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, made] = wideMetas.try_emplace(meta);
+    if (made) {
+      std::vector<int64_t> &words = it->second;
+      words.assign(meta, meta + 2);
+      const int64_t *cursor = meta + 2;
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t rank = *cursor & 0xffffffff;
+        words.push_back(*cursor & ~(int64_t{0xff} << 40)); // ElementFormat::F32
+        words.insert(words.end(), cursor + 1, cursor + 1 + rank);
+        cursor += 1 + rank;
+      }
+      // strides, padding, dilation (two words each) and groups
+      words.insert(words.end(), cursor, cursor + 7);
+    }
+    wideMeta = it->second.data();
+  }
+  std::vector<std::vector<float>> wide(count);
+  std::vector<void *> wideBuffers(count);
+  for (int64_t i = 0; i < count; ++i) {
+    wide[i].resize(product(c.shapes[i]));
+    const auto *bits = static_cast<const uint16_t *>(buffers[i]);
+    if (i < c.numOperands)
+      for (size_t k = 0; k < wide[i].size(); ++k)
+        wide[i][k] = c.formats[i] == ElementFormat::BF16 ? hetccl::bf16ToFloat(bits[k])
+                     : c.formats[i] == ElementFormat::F16 ? hetccl::halfToFloat(bits[k])
+                                                          : static_cast<const float *>(buffers[i])[k];
+    wideBuffers[i] = wide[i].data();
+  }
+  kernel(wideMeta, wideBuffers.data());
+  for (int64_t r = 0; r < c.numResults; ++r) {
+    int64_t i = c.numOperands + r;
+    auto *out = static_cast<uint16_t *>(buffers[i]);
+    for (size_t k = 0; k < wide[i].size(); ++k)
+      switch (c.formats[i]) {
+      case ElementFormat::BF16:
+        out[k] = hetccl::floatToBf16(wide[i][k]);
+        break;
+      case ElementFormat::F16:
+        out[k] = hetccl::floatToHalf(wide[i][k]);
+        break;
+      case ElementFormat::F32:
+        static_cast<float *>(buffers[i])[k] = wide[i][k];
+        break;
+      }
+  }
 }
 
 /// One convolution call computing `direction`'s result, with the buffers of
@@ -258,12 +352,8 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
 /// dx; filter gradient: dy, x -> dw).
 void convolve(const int64_t *meta, void *const *buffers, Direction direction) {
   Driver *driver = active();
-  if (!driver) { // host emulation: the oneDNN kernel of the same convention
-    (direction == Direction::Forward        ? hetrt_dnnl_conv2d
-     : direction == Direction::BackwardData ? hetrt_dnnl_conv2d_grad_input
-                                            : hetrt_dnnl_conv2d_grad_filter)(meta, buffers);
-    return;
-  }
+  if (!driver)
+    return emulate(meta, buffers, direction);
   KernelCall c(meta, buffers);
   Cudnn &library = cudnn(*driver);
   bool forward = direction == Direction::Forward, data = direction == Direction::BackwardData;
