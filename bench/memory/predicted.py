@@ -25,8 +25,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CLUSTER = os.path.join(ROOT, "examples", "clusters", "local-two-kinds.json")
 MODELS = os.path.join(ROOT, "examples", "models")
 
-# name, model, global batch, micro-batches, stages (make_plan.py), fields set in every
-# stage of the plan (recompute, zero), extra het-compile flags
+# A GPT whose attention probabilities ([B, H, T, T]) outweigh its other
+# activations: make_gpt.py's layout at sequence 256 with 4 heads.
+LONG_GPT = ("gpt-seq256.mlir", ["--seq", "256", "--dim", "64", "--heads", "4"])
+BF16 = ["--precision", "bf16"]
+
+# name, model (a file of examples/models, or (file, make_gpt.py arguments)), global batch,
+# micro-batches, stages (make_plan.py), fields set in every stage of the plan
+# (recompute, zero), extra het-compile flags
 CONFIGS = [
     ("MLP, 1 rank", "mlp.mlir", 256, 1, ["0:3=onednn:1"], None, []),
     ("MLP, 2 stages", "mlp.mlir", 256, 2, ["0:2=onednn:1", "2:3=mlir:1"], None, []),
@@ -34,7 +40,13 @@ CONFIGS = [
     ("CNN, 2 stages", "cnn.mlir", 32, 2, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
     ("GPT, 1 rank", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, []),
     ("GPT, 1 rank, full recomputation", "gpt.mlir", 32, 1, ["0:4=onednn:1"], {"recompute": "full"}, []),
-    ("GPT, 1 rank, bf16", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, ["--precision", "bf16"]),
+    ("MLP, 1 rank, bf16", "mlp.mlir", 256, 1, ["0:3=onednn:1"], None, BF16),
+    ("CNN, 1 rank, bf16", "cnn.mlir", 32, 1, ["0:4=onednn:1"], None, BF16),
+    ("GPT, 1 rank, bf16", "gpt.mlir", 32, 1, ["0:4=onednn:1"], None, BF16),
+    ("GPT, 2 stages, bf16", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], None, BF16),
+    ("GPT seq 256, 1 rank", LONG_GPT, 8, 1, ["0:4=onednn:1"], None, []),
+    ("GPT seq 256, 1 rank on cpu.mlir", LONG_GPT, 8, 1, ["0:4=mlir:1"], None, []),
+    ("GPT seq 256, 2 stages", LONG_GPT, 8, 2, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
     ("GPT, 2 stages, 4 micro-batches", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], None, []),
     ("GPT, 2 stages, full recomputation", "gpt.mlir", 32, 4, ["0:2=onednn:1", "2:4=mlir:1"], {"recompute": "full"}, []),
     ("GPT, 2 x 2 replicas", "gpt.mlir", 32, 2, ["0:2=onednn:2", "2:4=mlir:2"], None, []),
@@ -62,6 +74,13 @@ def main():
     work = tempfile.mkdtemp(prefix="het-memory-bench-")
     rows, worst = [], 0.0
     for k, (name, model, batch, micro, stages, fields, flags) in enumerate(CONFIGS):
+        if isinstance(model, tuple):
+            path = os.path.join(work, model[0])
+            if not os.path.exists(path):
+                with open(path, "w") as f:
+                    f.write(run([sys.executable, os.path.join(MODELS, "make_gpt.py"), *model[1]]))
+        else:
+            path = os.path.join(MODELS, model)
         plan = os.path.join(work, f"{k}.plan.json")
         cmd = [sys.executable, os.path.join(ROOT, "utils", "make_plan.py"), CLUSTER, plan,
                "--global-batch", str(batch), "--micro-batches", str(micro)]
@@ -77,10 +96,10 @@ def main():
                 json.dump(j, f)
         precision = flags[flags.index("--precision") + 1] if "--precision" in flags else "fp32"
         predicted = json.loads(run([binary("het-plan"), "--cluster", CLUSTER, "--model",
-                                    os.path.join(MODELS, model), "--evaluate", plan, "--json",
+                                    path, "--evaluate", plan, "--json",
                                     "--precision", precision]))
         exe = os.path.join(work, f"{k}.exe")
-        run([binary("het-compile"), os.path.join(MODELS, model), "--optimizer", "adam",
+        run([binary("het-compile"), path, "--optimizer", "adam",
              "--plan", plan, "-o", exe, *flags])
         ranks = sum(int(s.split("=")[1].split(":")[1].split("@")[0]) for s in stages)
         out = run([binary("het-run"), "-n", str(ranks), "--timeout-ms", "120000", exe,

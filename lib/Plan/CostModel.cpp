@@ -114,6 +114,18 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   t.update.assign(n + 1, 0);
   t.params.assign(n + 1, 0);
   t.stash.assign(n + 1, 0);
+  t.workingSet.assign(n, 0);
+  // How this kind runs het.attention: oneDNN's kernel (local cpu.onednn)
+  // holds no [.., Q, K] scores; other local kinds' kernels write it as its
+  // three ops and recompute the probabilities in the backward: the scores
+  // and the probabilities, both f32, exist while the layer runs (a working
+  // set, one layer at a time; bench/memory/predicted.py's GPT at sequence
+  // 256 on cpu.mlir measured 0.99x this, 1.22x with the probabilities
+  // alone); accelerator builds keep the three ops through autodiff, which
+  // stashes the probabilities for the backward.
+  const std::string library = spec.localLibrary();
+  const bool scoresStashed = library.empty();
+  const bool scoresTransient = library == "mlir" || library == "reference";
   for (size_t i = 0; i < n; ++i) {
     const LayerDesc &l = modelDesc.layers[i];
     const double split = tp > 1 && l.statusAt(tp) == 's' ? tp : 1;
@@ -165,12 +177,17 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
       fwd += 2 * ar;
       bwd += 2 * ar;
     }
-    double stash = l.stashBytes;
+    // The probabilities are f32 in every format (softmax is on autocast's
+    // f32 list); tensor parallelism splits them by heads.
+    double scores = l.attentionProbabilityBytes / split;
+    double stash = l.stashBytes * scale / split + (scoresStashed ? scores : 0);
+    if (scoresTransient)
+      t.workingSet[i] = 2 * scores;
     if (recompute == Recompute::Full) {
-      t.recomputed.push_back(stash * scale / split);
+      t.workingSet[i] = std::max(t.workingSet[i], stash);
       // The layer's input stays (the previous layer's output; the data for
       // the first), and its forward runs again before its backward.
-      stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes : 0.0);
+      stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes * scale / split : 0.0);
       bwd += fwd;
     }
     t.compute[i + 1] = t.compute[i] + fwd + bwd;
@@ -178,7 +195,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     t.update[i + 1] = t.update[i] + update;
     t.params[i + 1] = t.params[i] + l.params / split;
     // Sequence parallelism splits the stashed activations over the TP group.
-    t.stash[i + 1] = t.stash[i] + stash * scale / split;
+    t.stash[i + 1] = t.stash[i] + stash;
   }
   return cache.emplace(key, std::move(t)).first->second;
 }
@@ -359,7 +376,7 @@ double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
                               int mbs, int inFlight, int zero, double fraction) const {
   (void)tp; // already folded into the table's prefix sums
   return t.stateBytes(t.range(t.params, b, e), zero, fraction) +
-         double(inFlight) * mbs * t.range(t.stash, b, e) + double(mbs) * t.recomputePeak(b, e);
+         double(inFlight) * mbs * t.range(t.stash, b, e) + double(mbs) * t.workingSetPeak(b, e);
 }
 
 StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,

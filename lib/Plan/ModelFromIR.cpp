@@ -6,6 +6,7 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -17,6 +18,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -282,6 +284,10 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     }
     d.ioBytes += (io + results) / batch;
     d.stashBytes += results / batch;
+    // Its f32 probabilities, which it may or may not hold (LayerDesc).
+    if (mlir::isa<mlir::het::AttentionOp>(op))
+      d.attentionProbabilityBytes +=
+          4 * attentionScores(op->getOperand(0), op->getOperand(1)) / batch;
   });
   for (LayerDesc &d : m.layers) {
     d.fwdKernels = int(d.fwdOps.size());
@@ -346,6 +352,15 @@ ModelDesc loadModelMlir(const std::string &path) {
     fail(path, "",
          "cannot read the model: " +
              (diagnostics.empty() ? std::string("not valid IR") : diagnostics));
+  // What het-compile trains: a forward model's matmul + softmax + matmul
+  // become one het.attention (het-fuse-attention, as het-training-pipeline
+  // runs it), whose backward recomputes the probabilities instead of
+  // keeping them. Analysed as written, the scores and probabilities would
+  // count as stashed [.., Q, K] tensors that no build keeps that way.
+  mlir::PassManager fusion(&context);
+  fusion.addNestedPass<mlir::func::FuncOp>(mlir::het::createHetFuseAttention());
+  if (mlir::failed(fusion.run(*module)))
+    fail(path, "", "het-fuse-attention failed on the model: " + diagnostics);
   return modelFromModule(*module, path);
 }
 

@@ -230,9 +230,9 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     for (int a = j; a + 1 + remaining <= L; ++a) {
       if (front[j][a].empty())
         continue;
-      // Under full recomputation: the most one layer of [a, b) holds while
-      // it is recomputed, per member (CostModel::memoryBytes).
-      std::vector<double> recomputing(tables[j].size(), 0.0);
+      // The most one layer of [a, b) holds only while it runs, per member
+      // (CostModel::memoryBytes).
+      std::vector<double> working(tables[j].size(), 0.0);
       for (int b = a + 1; b + remaining <= L; ++b) {
         double params = t.range(t.params, a, b);
         // Memory only grows with the range: longer ranges cannot fit either.
@@ -240,11 +240,11 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         double update = 0;
         for (size_t k = 0; k < tables[j].size(); ++k) {
           const LayerTable &mt = *tables[j][k];
-          if (size_t(b - 1) < mt.recomputed.size())
-            recomputing[k] = std::max(recomputing[k], mt.recomputed[b - 1]);
+          if (size_t(b - 1) < mt.workingSet.size())
+            working[k] = std::max(working[k], mt.workingSet[b - 1]);
           double memory = mt.stateBytes(params, ctx[j].zero, ctx[j].fraction(k)) +
                           st.stashFactor[k] * mt.range(mt.stash, a, b) +
-                          ctx[j].members[k].mbs * recomputing[k];
+                          ctx[j].members[k].mbs * working[k];
           fits &= memory <= st.capacity[k];
           update = std::max(update, mt.range(mt.update, a, b));
         }

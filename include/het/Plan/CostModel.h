@@ -55,10 +55,13 @@ struct LayerTable {
   std::vector<double> update;  // prefix sums of optimizer time
   std::vector<double> params;  // prefix sums of parameters
   std::vector<double> stash;   // prefix sums of stashed bytes per sample
-  /// Per layer (not summed): under full recomputation, the activation
-  /// bytes per sample a layer holds while its backward recomputes it (its
-  /// whole stash, one layer at a time); empty otherwise.
-  std::vector<double> recomputed;
+  /// Per layer (not summed): the bytes per sample a layer holds only while
+  /// it runs, one layer at a time. Under full recomputation, its whole stash
+  /// while its backward recomputes it; on kinds whose kernels write
+  /// het.attention as its three ops again and recompute the probabilities
+  /// in the backward (generated CPU kernels), its f32 [.., Q, K] scores and
+  /// probabilities.
+  std::vector<double> workingSet;
   bool profiled = false;
   /// Optimizer state and weight copies per parameter in the group's format
   /// (TrainingSetup::stateBytes).
@@ -75,12 +78,11 @@ struct LayerTable {
     double sharded = std::min(stateBytesPerParam, shardable[std::clamp(zero, 0, 3)]);
     return params * (stateBytesPerParam - sharded + sharded * fraction);
   }
-  /// The most any layer of [b, e) holds while it is recomputed (0 without
-  /// recomputation).
-  double recomputePeak(int b, int e) const {
+  /// The most any layer of [b, e) holds only while it runs (workingSet).
+  double workingSetPeak(int b, int e) const {
     double peak = 0;
-    for (int i = b; i < e && size_t(i) < recomputed.size(); ++i)
-      peak = std::max(peak, recomputed[i]);
+    for (int i = b; i < e && size_t(i) < workingSet.size(); ++i)
+      peak = std::max(peak, workingSet[i]);
     return peak;
   }
 };
@@ -200,8 +202,8 @@ public:
                                    double params) const;
   double capacityBytes(int g) const;
   /// Memory per device of a stage: its state (split over TP), the
-  /// activations of `inFlight` micro-batches held under 1F1B and, under full
-  /// recomputation, the one layer being recomputed for a micro-batch.
+  /// activations of `inFlight` micro-batches held under 1F1B and the largest
+  /// working set of one layer for a micro-batch (LayerTable::workingSet).
   /// `fraction`: the member's share of the stage's micro-batch, which
   /// sizes its blocks of sharded state (`zero` > 0).
   double memoryBytes(const LayerTable &t, int b, int e, int tp, int mbs,

@@ -28,6 +28,10 @@ struct LayerDesc {
   double ioBytes = 0;         // activation bytes read + written, per sample
   double outputBytes = 0;     // bytes sent to the next layer, per sample
   double stashBytes = 0;      // activations kept for the backward, per sample
+  /// The f32 [.., Q, K] probabilities of the layer's het.attention ops, per
+  /// sample (IR models): not in stashBytes, because what a kind holds of
+  /// them depends on how its kernels run attention (CostModel::table).
+  double attentionProbabilityBytes = 0;
   bool tensorParallel = true; // whether its matrices split over a TP group
   /// When known (from IR, het-tensor-parallel's analysis), how the layer
   /// fares at each degree > 1: 's' its matrices split, 'r' nothing of it

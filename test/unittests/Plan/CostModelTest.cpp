@@ -110,6 +110,32 @@ TEST_F(Fixture, MemoryIsStatePlusInFlightActivations) {
   EXPECT_DOUBLE_EQ(cost.capacityBytes(0), 10 * double(1ull << 30) * 0.9);
 }
 
+// Attention probabilities ([.., Q, K], f32) are held by how a kind runs
+// het.attention: oneDNN's kernel (a local cpu.onednn-like kind) holds none,
+// generated CPU kernels hold one layer's scores and probabilities while it
+// runs (recomputed in the backward), accelerator builds stash the
+// probabilities for every micro-batch in flight.
+TEST_F(Fixture, AttentionProbabilitiesByHowAKindRunsAttention) {
+  model.layers[0].attentionProbabilityBytes = 4e6;
+  model.layers[1].attentionProbabilityBytes = 3e6;
+  auto memoryOn = [&](const std::string &vendor, const std::string &arch) {
+    DeviceCatalog kinds;
+    DeviceSpec d = roundDevice(10);
+    d.vendor = vendor;
+    d.arch = arch;
+    kinds.add(d);
+    Cluster one = oneRoundNode(kinds, 2);
+    CostModel cost(model, one, nullptr);
+    // Micro-batches of 2 samples, 3 in flight.
+    return cost.memoryBytes(cost.table(0, 1, 2), 0, 2, 1, 2, 3);
+  };
+  double state = 2e6 * 16, stash = 3 * 2 * 2e7;
+  EXPECT_DOUBLE_EQ(memoryOn("cpu", "onednn"), state + stash);
+  // Scores and probabilities of the larger layer, for one micro-batch.
+  EXPECT_DOUBLE_EQ(memoryOn("cpu", "mlir"), state + stash + 2 * 2 * 4e6);
+  EXPECT_DOUBLE_EQ(memoryOn("nvidia", "sm_90"), state + stash + 3 * 2 * 7e6);
+}
+
 TEST_F(Fixture, OneFOneBIterationTime) {
   CostModel cost(model, cluster, nullptr);
   // Two stages of one device each, one layer each, 4 micro-batches of 2.
