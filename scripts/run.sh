@@ -284,6 +284,20 @@ resharded_attempts=$(awk '/het-run: attempt [0-9]+: starting/ { attempt = $3 }
 expect "finish" "het-run: all $devices ranks finished"
 echo "het:   (while het-run re-planned) het-run --admit 127.0.0.1:$port --group mlir --token-file job.token: $(cat "$out/admit.txt")"
 echo "het:   per-step metrics of every rank (het-run --metrics-log): $(grep -c '"step"' "$out/metrics.jsonl") lines in $out/metrics.jsonl"
+# Judged by the decision: the plan --plan auto chose against the others
+# het-plan lists for the same model, cluster, database and global batch,
+# each compiled and run (bench/plan/decisions.py; docs/planner.md has the
+# full benchmark).
+read -r global_batch < <("$here/.venv/bin/python" -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["global_batch"])' "$out/pipeline.plan.json")
+echo "het: the chosen plan against the 4 best het-plan lists (global batch $global_batch, at most 2 micro-batches; each run once, 150 steps):"
+"$here/.venv/bin/python" "$here/bench/plan/decisions.py" --model-file "$model" --tuning-db "$out/tune.db" \
+  --global-batch "$global_batch" --max-micro-batches 2 --top 4 --runs 1 --steps 150 --no-record \
+  --chosen "$out/pipeline.plan.json" > "$out/decisions.txt" 2>&1 \
+  || { cat "$out/decisions.txt"; echo "het: bench/plan/decisions.py failed" >&2; exit 1; }
+grep -v '^#\|^$' "$out/decisions.txt" | sed 's/^/het:   /'
+
 # The same checkpoints under another plan: one rank of the cpu.onednn kind
 # takes the whole model, reads each layer's state from the ranks that
 # wrote it and trains on from the pipeline's last step.

@@ -20,6 +20,11 @@ machine, every number) under --out. Usage:
 
     .venv/bin/python bench/plan/decisions.py [--models mlp,cnn,gpt] [--top 10]
         [--runs 3] [--out bench/plan/results]
+
+The main job (scripts/run.sh) runs it on its own model and tuning database:
+`--model-file F --tuning-db DB --global-batch N --max-micro-batches M
+--steps S --no-record` (one model, no new measurement of the host, no
+JSON record).
 """
 import argparse
 import datetime
@@ -104,6 +109,14 @@ def main():
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--model-file", help="one model (.mlir) instead of --models")
+    p.add_argument("--tuning-db", help="price by this database (het-tune stages already ran)")
+    p.add_argument("--global-batch", type=int, help="instead of the model's default")
+    p.add_argument("--max-micro-batches", type=int, help="passed to het-plan")
+    p.add_argument("--steps", type=int, help="steps per run instead of the model's default")
+    p.add_argument("--no-record", action="store_true", help="print only, write no JSON record")
+    p.add_argument("--chosen", help="a plan file another tool chose (het-compile --plan auto): "
+                   "say which listed plan it is and how it ran against the fastest")
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="het-decisions-")
     stamp = datetime.datetime.now(datetime.timezone.utc)
@@ -114,16 +127,25 @@ def main():
               "models": {}}
     print(f"# {record['date']}, {record['machine']}; het-plan --top {args.top} --tuning-db, "
           f"each plan run {args.runs}x with het-run (median)")
-    for model in args.models.split(","):
-        batch, steps = MODELS[model]
-        src = os.path.join(ROOT, "examples", "models", f"{model}.mlir")
-        db = os.path.join(work, f"{model}.db")
-        run([os.path.join(BIN, "het-tune"), "stages", src, "--cluster", CLUSTER, "--db", db])
+    models = [os.path.splitext(os.path.basename(args.model_file))[0]] if args.model_file \
+        else args.models.split(",")
+    for model in models:
+        batch, steps = MODELS.get(model, (None, 100))
+        batch = args.global_batch or batch
+        steps = args.steps or steps
+        src = args.model_file or os.path.join(ROOT, "examples", "models", f"{model}.mlir")
+        db = args.tuning_db or os.path.join(work, f"{model}.db")
+        if not args.tuning_db:
+            run([os.path.join(BIN, "het-tune"), "stages", src, "--cluster", CLUSTER, "--db", db])
         plans_dir = os.path.join(work, f"{model}-plans")
-        listing = json.loads(subprocess.run(
-            [os.path.join(BIN, "het-plan"), "--cluster", CLUSTER, "--model", src, "--global-batch",
-             str(batch), "--tuning-db", db, "--top", str(args.top), "--json", "--write-plans",
-             plans_dir], capture_output=True, text=True, check=True).stdout)
+        plan_args = [os.path.join(BIN, "het-plan"), "--cluster", CLUSTER, "--model", src,
+                     "--tuning-db", db, "--top", str(args.top), "--json", "--write-plans", plans_dir]
+        if batch:
+            plan_args += ["--global-batch", str(batch)]
+        if args.max_micro_batches:
+            plan_args += ["--max-micro-batches", str(args.max_micro_batches)]
+        listing = json.loads(subprocess.run(plan_args, capture_output=True, text=True,
+                                            check=True).stdout)
         rows = []
         for k, plan in enumerate(listing["plans"], start=1):
             plan_file = os.path.join(plans_dir, f"plan-{k}.json")
@@ -138,10 +160,12 @@ def main():
         regret = rows[0]["measured_ms"] / best
         rho = spearman([r["predicted_ms"] for r in rows], [r["measured_ms"] for r in rows])
         worst = max(abs(r["ratio"] - 1) for r in rows)
-        record["models"][model] = {"global_batch": batch, "steps": steps, "plans": rows,
+        record["models"][model] = {"global_batch": listing["plans"][0]["global_batch"],
+                                   "steps": steps, "plans": rows,
                                    "regret": regret, "spearman": rho,
                                    "worst_ratio_error": worst}
-        print(f"\n{model} (global batch {batch}, {len(rows)} plans listed)")
+        print(f"\n{model} (global batch {listing['plans'][0]['global_batch']}, {len(rows)} plans "
+              f"listed)")
         print(f"{'plan':>4}  {'predicted ms':>12}  {'measured ms':>11}  {'meas/pred':>9}  shape")
         for r in rows:
             mark = " <- fastest measured" if r["measured_ms"] == best else ""
@@ -149,6 +173,19 @@ def main():
                   f"{r['ratio']:9.2f}  {r['shape']}{mark}")
         print(f"{model}: regret {regret:.2f} (bar 1.10), Spearman {rho:.2f} (bar 0.8), "
               f"worst measured/predicted off by {100 * worst:.0f}% (bar 25%)")
+        if args.chosen:
+            shape = describe(json.load(open(args.chosen)))
+            same = [r for r in rows if r["shape"] == shape]
+            if same:
+                r = same[0]
+                print(f"{model}: {os.path.basename(args.chosen)} is listed plan {r['plan']}: measured "
+                      f"{r['measured_ms']:.3f} ms, {r['ratio']:.2f}x its prediction; the fastest "
+                      f"listed {best:.3f} ms: {r['measured_ms'] / best:.2f}x it (bar 1.10)")
+            else:
+                print(f"{model}: {os.path.basename(args.chosen)} ({shape}) is not among the "
+                      f"{len(rows)} plans listed")
+    if args.no_record:
+        return
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, stamp.strftime("%Y-%m-%dT%H%MZ") + "-decisions-" +
                         args.models.replace(",", "-") + ".json")

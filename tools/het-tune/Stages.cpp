@@ -8,7 +8,8 @@
 // kind runs, on a core of its own (`--concurrent N` runs N copies at once
 // and averages them, to see contention; the planner instead bounds ranks
 // that outnumber the host's cores by their work over the cores). Each
-// layer's times become one stage record. Then messages between the
+// layer's times become one stage record: the median of `--rounds` rounds
+// that time every kind and size in turn. Then messages between the
 // cluster's ranks on this host (MessageSweep.h): to a rank that waits, and
 // back to back.
 //
@@ -29,6 +30,7 @@
 
 #include "llvm/Config/llvm-config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -67,6 +69,11 @@ void addStagesCommand(CLI::App &app, StagesCommand &s) {
       ->check(CLI::Range(1, 256));
   s.command->add_option("--repeats", s.repeats, "timed calls per stage (default 20)")
       ->check(CLI::Range(1, 10000));
+  s.command
+      ->add_option("--rounds", s.rounds,
+                   "rounds that time every kind and micro-batch size in turn; each layer's "
+                   "record is the median of its rounds (default 3)")
+      ->check(CLI::Range(1, 100));
 }
 
 namespace {
@@ -165,24 +172,39 @@ int runStages(const StagesCommand &s, int waitMs) {
               localDevices == 1 ? "" : "s", s.cluster.c_str());
   int status = 0;
   size_t written = 0;
-  for (const DeviceSpec *kind : kinds) {
-    const std::string library = kind->localLibrary();
-    // One group of `layers` devices of this kind on this host.
-    nlohmann::json clusterSpec = {
-        {"name", "het-tune-stages"},
-        {"nodes",
-         {{{"name", "localhost"},
-           {"count", 1},
-           {"devices", {{{"group", "g"}, {"kind", kind->name}, {"count", layers}}}},
-           {"links",
-            {{{"between", {"g", "g"}},
-              {"type", "shared-memory"},
-              {"bandwidth_gbps", 80.0},
-              {"latency_us", 1.0}}}}}}}};
-    fs::path clusterFile = work / (kind->name + ".cluster.json");
-    std::ofstream(clusterFile) << clusterSpec.dump(2) << "\n";
-    Cluster one = loadCluster(clusterFile.string(), catalog);
-    for (int mbs : sizes) {
+  // Every (kind, micro-batch) executable first; then `rounds` rounds that
+  // time each in turn, kinds interleaved size by size, and each layer's
+  // record is the median of its rounds. A shared 2-core VM drifts by tens
+  // of percent over the seconds one kind's sizes take: timed one kind
+  // after the other, the drift lands on one kind and decides plans (the
+  // main job's MLP was priced faster on cpu.mlir than on cpu.onednn, and
+  // ran 1.7-2.0x slower there).
+  struct Profiled {
+    const DeviceSpec *kind;
+    std::string library, tag;
+    int mbs;
+    fs::path exe;
+    std::vector<std::vector<LayerTime>> rounds; // per round, per layer
+  };
+  std::vector<Profiled> profiled;
+  for (int mbs : sizes)
+    for (const DeviceSpec *kind : kinds) {
+      const std::string library = kind->localLibrary();
+      // One group of `layers` devices of this kind on this host.
+      nlohmann::json clusterSpec = {
+          {"name", "het-tune-stages"},
+          {"nodes",
+           {{{"name", "localhost"},
+             {"count", 1},
+             {"devices", {{{"group", "g"}, {"kind", kind->name}, {"count", layers}}}},
+             {"links",
+              {{{"between", {"g", "g"}},
+                {"type", "shared-memory"},
+                {"bandwidth_gbps", 80.0},
+                {"latency_us", 1.0}}}}}}}};
+      fs::path clusterFile = work / (kind->name + ".cluster.json");
+      std::ofstream(clusterFile) << clusterSpec.dump(2) << "\n";
+      Cluster one = loadCluster(clusterFile.string(), catalog);
       Plan plan;
       plan.globalBatch = mbs;
       plan.microBatches = 1;
@@ -202,9 +224,16 @@ int runStages(const StagesCommand &s, int waitMs) {
         status = 1;
         continue;
       }
+      profiled.push_back({kind, library, tag, mbs, exe, {}});
+    }
+  for (int round = 0; round < s.rounds; ++round)
+    for (Profiled &p : profiled) {
+      if (p.rounds.size() != size_t(round))
+        continue; // an earlier round failed
       std::vector<pid_t> pids;
+      std::string tag = p.tag + ".r" + std::to_string(round);
       for (int c = 0; c < concurrent; ++c)
-        pids.push_back(start({exe.string(), "--threads", "1", "--profile-repeats",
+        pids.push_back(start({p.exe.string(), "--threads", "1", "--profile-repeats",
                               std::to_string(s.repeats), "--profile-stages",
                               (work / (tag + "." + std::to_string(c) + ".json")).string()},
                              (work / (tag + "." + std::to_string(c) + ".log")).string()));
@@ -214,8 +243,8 @@ int runStages(const StagesCommand &s, int waitMs) {
         std::string base = (work / (tag + "." + std::to_string(c))).string();
         if (int rc = finish(pids[c]); rc != 0) {
           if (!failed)
-            std::cerr << "het-tune stages: error: the profile run of " << kind->name
-                      << " at micro-batch " << mbs << " failed (exit " << rc << "):\n"
+            std::cerr << "het-tune stages: error: the profile run of " << p.kind->name
+                      << " at micro-batch " << p.mbs << " failed (exit " << rc << "):\n"
                       << slurp(base + ".log");
           failed = true;
           continue;
@@ -238,17 +267,40 @@ int runStages(const StagesCommand &s, int waitMs) {
         status = 1;
         continue;
       }
-      std::printf("%s (%s kernels), micro-batch %d:", kind->name.c_str(), library.c_str(), mbs);
+      p.rounds.push_back(std::move(sum));
+    }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  // Printed and written kind by kind, as before.
+  for (const DeviceSpec *kind : kinds)
+    for (const Profiled &p : profiled) {
+      if (p.kind != kind || p.rounds.size() != size_t(s.rounds))
+        continue;
+      std::printf("%s (%s kernels), micro-batch %d:", kind->name.c_str(), p.library.c_str(),
+                  p.mbs);
       for (int l = 0; l < layers; ++l) {
+        std::vector<double> fwd, bwd, update;
+        for (const std::vector<LayerTime> &r : p.rounds) {
+          fwd.push_back(r[l].fwd);
+          bwd.push_back(r[l].bwd);
+          update.push_back(r[l].update);
+        }
         LayerMeasurement m;
         m.layer = l;
-        m.microBatch = mbs;
+        m.microBatch = p.mbs;
         m.concurrent = concurrent;
-        m.time = sum[l];
-        m.details = nlohmann::json{{"library", library},
+        m.time.fwd = median(fwd);
+        m.time.bwd = median(bwd);
+        m.time.update = median(update);
+        m.details = nlohmann::json{{"library", p.library},
                                    {"repeats", s.repeats},
-                                   {"statistic", "mean of the repeats, averaged over the "
-                                                 "concurrent processes"},
+                                   {"rounds", s.rounds},
+                                   {"statistic", "median over the rounds (kinds timed in turn) "
+                                                 "of the mean of the repeats, averaged over "
+                                                 "the concurrent processes"},
                                    {"threads", 1}}
                         .dump();
         try {
@@ -258,12 +310,11 @@ int runStages(const StagesCommand &s, int waitMs) {
           std::cerr << "het-tune stages: error: " << e.what() << "\n";
           return 1;
         }
-        std::printf(" L%d %.3f+%.3f ms", l, 1e3 * sum[l].fwd, 1e3 * sum[l].bwd);
+        std::printf(" L%d %.3f+%.3f ms", l, 1e3 * m.time.fwd, 1e3 * m.time.bwd);
       }
       std::printf("\n");
       std::fflush(stdout);
     }
-  }
   // Messages with the job's ranks on this host: to a rank that waited
   // (asleep) for the sender's work, and right after one another.
   if (localDevices >= 2) {

@@ -21,6 +21,7 @@ struct StagesCommand {
   std::vector<int> microBatches; // empty: the model's batch, halved down to 1
   int concurrent = 1;            // profile processes at once
   int repeats = 20;
+  int rounds = 3; // each kind and size timed in turn, the median kept
 };
 
 void addStagesCommand(CLI::App &app, StagesCommand &stages);

@@ -42,10 +42,13 @@ TEST(Profiles, SailorFilesLoadWithTheirNumbers) {
   ASSERT_TRUE(p.lookup("A100-40", 1, 3, three));
   EXPECT_DOUBLE_EQ(three[1].fwd, (two[1].fwd + four[1].fwd) / 2);
   EXPECT_DOUBLE_EQ(three[1].update, (two[1].update + four[1].update) / 2);
-  // Beyond the largest (8): scaled in proportion, update unscaled.
+  // Beyond the largest (8): on the line through 4 and 8 (a per-call cost
+  // and a per-sample one), update unscaled.
   ASSERT_TRUE(p.lookup("A100-40", 1, 8, eight));
   ASSERT_TRUE(p.lookup("A100-40", 1, 16, sixteen));
-  EXPECT_DOUBLE_EQ(sixteen[1].fwd, eight[1].fwd * 2);
+  ASSERT_GE(eight[1].fwd, four[1].fwd);
+  EXPECT_DOUBLE_EQ(sixteen[1].fwd, eight[1].fwd + 8 * (eight[1].fwd - four[1].fwd) / 4);
+  EXPECT_LT(sixteen[1].fwd, eight[1].fwd * 2);
   EXPECT_DOUBLE_EQ(sixteen[1].update, eight[1].update);
   // The directory name is resolved through the catalog.
   EXPECT_TRUE(p.lookup("RTX-3090", 8, 8, t));
