@@ -120,7 +120,7 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   // three ops and recompute the probabilities in the backward: the scores
   // and the probabilities, both f32, exist while the layer runs (a working
   // set, one layer at a time; bench/memory/predicted.py's GPT at sequence
-  // 256 on cpu.mlir measured 0.99x this, 1.22x with the probabilities
+  // 256 on cpu.mlir measured 1.01x this, 1.22x with the probabilities
   // alone); accelerator builds keep the three ops through autodiff, which
   // stashes the probabilities for the backward.
   const std::string library = spec.localLibrary();
