@@ -8,6 +8,7 @@
 #include "KernelCall.h"
 #include "RankMetrics.h"
 
+#include "Types/DataType.h" // hetccl: the 16-bit conversions
 #include "het/Support/ShareBlocks.h"
 
 #include <chrono>
@@ -82,11 +83,37 @@ void PipelineComm::flush() {
     what += " " + std::to_string(receive.peer);
   }
   checkCcl(hetcclGroupEnd(), receives.empty() ? "sending activations/gradients" : what, world);
-  // Partial sums from several senders add up in place.
-  for (PendingReceive &receive : receives)
-    if (receive.target)
-      for (size_t k = 0; k < receive.scratch.size(); ++k)
-        receive.target[k] += receive.scratch[k];
+  // Partial sums from several senders add up in f32, then take their format.
+  std::vector<PartialSum *> sums;
+  for (PendingReceive &receive : receives) {
+    if (!receive.sum)
+      continue;
+    PartialSum &sum = *receive.sum;
+    if (sums.empty() || sums.back() != &sum)
+      sums.push_back(&sum);
+    const unsigned char *part = receive.scratch.data();
+    for (size_t k = 0; k < sum.total.size(); ++k) {
+      float value;
+      if (sum.format == 0) {
+        std::memcpy(&value, part + 4 * k, 4);
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, part + 2 * k, 2);
+        value = sum.format == 1 ? hetccl::bf16ToFloat(bits) : hetccl::halfToFloat(bits);
+      }
+      sum.total[k] += value;
+    }
+  }
+  for (PartialSum *sum : sums) {
+    if (sum->format == 0) {
+      std::memcpy(sum->destination, sum->total.data(), 4 * sum->total.size());
+      continue;
+    }
+    auto *out = static_cast<uint16_t *>(sum->destination);
+    for (size_t k = 0; k < sum->total.size(); ++k)
+      out[k] = sum->format == 1 ? hetccl::floatToBf16(sum->total[k])
+                                : hetccl::floatToHalf(sum->total[k]);
+  }
   pending.clear();
   receives.clear();
 }
@@ -163,13 +190,21 @@ static void receive(const int64_t *meta, void *const *buffers) {
   auto *data = static_cast<unsigned char *>(buffers[0]);
   std::vector<Transfer> transfers = comm.layout.receives(channel, comm.place, accumulate);
   if (accumulate) {
-    // A partial sum of the senders' (none: zero).
-    if (call.attribute(2) != 4)
-      throw std::runtime_error("a partial sum between stages must be f32");
-    std::memset(data, 0, bytes);
+    // A partial sum of the senders' (none: zero), in f32, bf16 or f16.
+    ElementFormat format = call.formats[0];
+    int64_t elementBytes = call.attribute(2);
+    if (elementBytes != (format == ElementFormat::F32 ? 4 : 2))
+      throw std::runtime_error("a partial sum between stages must be f32, bf16 or f16, got " +
+                               std::to_string(elementBytes) + "-byte elements");
+    auto sum = std::make_shared<PipelineComm::PartialSum>();
+    sum->total.assign(bytes / static_cast<size_t>(elementBytes), 0.0f);
+    sum->destination = data;
+    sum->format = static_cast<int>(format);
+    if (transfers.empty())
+      std::memset(data, 0, bytes);
     for (const Transfer &t : transfers) {
-      PipelineComm::PendingReceive r{t.peer, nullptr, bytes, reinterpret_cast<float *>(data), {}};
-      r.scratch.resize(bytes / sizeof(float));
+      PipelineComm::PendingReceive r{t.peer, nullptr, bytes, sum, {}};
+      r.scratch.resize(bytes);
       r.buffer = r.scratch.data();
       comm.receives.push_back(std::move(r));
     }

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,15 +53,24 @@ struct PipelineComm {
     std::vector<unsigned char> bytes;
   };
   std::vector<PendingSend> pending;
+  /// A partial sum from several senders (a backward message of a value
+  /// that is not split by sample): each part is added, widened to f32, into
+  /// `total` in the order of the receives; after the group the total goes
+  /// to `destination` in its format (bf16 or f16 rounded once, to nearest
+  /// even), as the receiver's cast of an f32 sum would round it.
+  struct PartialSum {
+    std::vector<float> total;
+    void *destination = nullptr;
+    int format = 0; // KernelCall.h's ElementFormat: 0 f32, 1 bf16, 2 f16
+  };
   /// Receives of the running phase, posted when all `expectedReceives`
-  /// calls have been made. An accumulated receive lands in `scratch` and is
-  /// added to `target` (float) after the group.
+  /// calls have been made. A part of a partial sum lands in `scratch`.
   struct PendingReceive {
     int peer;
     void *buffer;
     size_t bytes;
-    float *target = nullptr;
-    std::vector<float> scratch;
+    std::shared_ptr<PartialSum> sum;
+    std::vector<unsigned char> scratch;
   };
   std::vector<PendingReceive> receives;
   int expectedReceives = 0, receiveCalls = 0;

@@ -64,10 +64,10 @@ bool accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library);
 /// their results.
 void widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16 = true);
 
-/// Mixed precision in pipelines: backward sends and receives and
-/// collectives of bf16 or f16 values move f32 (the sender casts up, the
-/// receiver back down, both exact): the runtime's partial sums and
-/// collectives are f32. Forward messages move 16-bit values as they are.
+/// Mixed precision in pipelines: collectives of bf16 or f16 values move
+/// f32 (cast up before, back down after, both exact): they reduce in f32.
+/// Messages between stages, forward and backward, move 16-bit values as
+/// they are.
 void widenLowPrecisionCommunication(Operation *root);
 
 /// Ops lowered to a call into libhetrt (HetToRuntime.cpp); with

@@ -129,14 +129,13 @@ void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, 
 void mlir::het::widenLowPrecisionCommunication(Operation *root) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
-    // Forward messages between stages move their 16-bit values as they are
-    // (half the bytes of f32; a receiver copies them, so the bits are
-    // those one rank computes). Backward ones may be partial sums that a
-    // receiver adds up (the runtime sums in f32), and collectives reduce
-    // in f32: those widen.
-    bool forwardMessage = isa<SendOp, RecvOp>(op) && !op->hasAttr(HetDialect::getBackwardAttrName());
-    if (isa<SendOp, RecvOp, AllReduceOp, AllGatherOp, ReduceScatterOp, TransferOp>(op) &&
-        !forwardMessage && hasLowType(op))
+    // Messages between stages move their 16-bit values as they are (half
+    // the bytes of f32): a receiver copies activations and gradients split
+    // by sample, and adds up the parts of a gradient that is not (a partial
+    // sum) in f32, rounding the total once to its format (PipelineComm's
+    // PartialSum), which is what its cast of an f32 sum would do.
+    // Collectives reduce in f32: those widen.
+    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, TransferOp>(op) && hasLowType(op))
       ops.push_back(op);
   });
   widen(ops);
