@@ -262,7 +262,17 @@ double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &
                                const std::vector<int> &b, int rb) const {
   if (layer <= 0 || layer >= int(modelDesc.layers.size()))
     return 0;
-  double bytes = modelDesc.layers[layer - 1].outputBytes * samples;
+  // Activations and their gradients cross in the stages' format when both
+  // stages train in one (16-bit messages move as they are); a boundary
+  // between formats, or a stage of several, moves f32.
+  int width = 0;
+  for (const std::vector<int> *side : {&a, &b})
+    for (int g : *side) {
+      int w = formatBytes(groupFormats[size_t(g)]);
+      width = width == 0 || width == w ? w : 4;
+    }
+  double scale = width > 0 ? double(width) / modelDesc.bytesPerElement : 1.0;
+  double bytes = modelDesc.layers[layer - 1].outputBytes * samples * scale;
   if (bytes <= 0)
     return 0;
   if (communication && communication->message) {

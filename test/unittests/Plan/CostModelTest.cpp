@@ -250,6 +250,11 @@ TEST_F(Fixture, AFormatPricesTimeAndMemory) {
   EXPECT_DOUBLE_EQ(a.stateBytesPerParam, 16);
   EXPECT_DOUBLE_EQ(b.stateBytesPerParam, 18);
   EXPECT_DOUBLE_EQ(bf16.memoryBytes(b, 0, 2, 1, 2, 1), 2e6 * 18 + 2 * 2e7 / 2);
+  // Messages between two bf16 stages move bf16 (both directions): 2
+  // samples * 1e6 B of f32 activations at half the bytes, over 1e11 B/s
+  // with 1 us latency.
+  EXPECT_DOUBLE_EQ(fp32.boundaryTime(1, 2, {0}, 1, {0}, 1), 1e-6 + 2e6 / 1e11);
+  EXPECT_DOUBLE_EQ(bf16.boundaryTime(1, 2, {0}, 1, {0}, 1), 1e-6 + 1e6 / 1e11);
 }
 
 /// One node of 4 V100 and 4 A100-80 of the shipped catalog.
