@@ -262,9 +262,11 @@ double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &
                                const std::vector<int> &b, int rb) const {
   if (layer <= 0 || layer >= int(modelDesc.layers.size()))
     return 0;
-  // Activations and their gradients cross in the stages' format when both
-  // stages train in one (16-bit messages move as they are); a boundary
-  // between formats, or a stage of several, moves f32.
+  // Activations and their gradients cross at the stages' width when every
+  // group on both sides trains at one (16-bit messages move as they are,
+  // fp16 next to bf16 included); where f32 meets 16-bit, f32. (A stage
+  // whose replicas train in different 16-bit formats sends f32 forward,
+  // het-autocast's f32 boundaries; it is priced at 16 bits here.)
   int width = 0;
   for (const std::vector<int> *side : {&a, &b})
     for (int g : *side) {
