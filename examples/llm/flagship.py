@@ -56,10 +56,11 @@ def rank_report(text, global_batch, window):
     """Each rank's kind, share, tokens/s, memory and checkpoint stalls from
     het-run's output."""
     ranks = {}
-    for r, kind, first, last, micro in re.findall(
-            r"^\[rank (\d+)\] rank \d+: stage \S+ \(layers \[[^\]]*\)\) replica \S+ on \S+ \(([^,]+), [^)]*\), "
-            r"samples \[(\d+), (\d+)\) of each micro-batch of (\d+)", text, re.M):
-        ranks[int(r)] = {"rank": int(r), "kind": kind,
+    for r, begin, end, tp, kind, first, last, micro in re.findall(
+            r"^\[rank (\d+)\] rank \d+: stage \S+ \(layers \[(\d+), (\d+)\)\) replica \S+(?: device \d+/(\d+))? "
+            r"on \S+ \(([^,]+), [^)]*\), samples \[(\d+), (\d+)\) of each micro-batch of (\d+)", text, re.M):
+        ranks[int(r)] = {"rank": int(r), "kind": kind, "layers": [int(begin), int(end)],
+                         "tensor_parallel": int(tp or 1),
                          "samples_per_step": (int(last) - int(first)) * (global_batch // int(micro))}
     for r, ms in re.findall(r"^\[rank (\d+)\] time per step ([0-9.]+) ms", text, re.M):
         row = ranks.setdefault(int(r), {"rank": int(r)})
@@ -72,6 +73,15 @@ def rank_report(text, global_batch, window):
             r"^\[rank (\d+)\] checkpoint stall \(\w+\): mean ([0-9.]+) ms, max ([0-9.]+) ms", text, re.M):
         ranks[int(r)]["checkpoint_stall_ms"] = {"mean": float(mean), "max": float(worst)}
     return [ranks[r] for r in sorted(ranks)]
+
+
+def layer_flops(show_model):
+    """Forward + backward FLOPs per sample of each layer, from het-plan
+    --show-model's table."""
+    flops = {}
+    for layer, forward, backward in re.findall(r"^\s+(\d+)\s+\S+\s+(\S+)\s+(\S+)\s", show_model, re.M):
+        flops[int(layer)] = float(forward) + float(backward)
+    return [flops[i] for i in range(len(flops))]
 
 
 def main():
@@ -155,12 +165,30 @@ def main():
     }
     # The job's model FLOPs utilization: its tokens/s at the median
     # iteration time against the f32 peak of one thread per rank (het-run's
-    # default). Not split by kind: a stage's share of the FLOPs is the
-    # planner's (het-plan --evaluate), not printed here.
+    # default, 6 N FLOPs per token). Per rank and kind: the FLOPs of the
+    # rank's layers (het-plan --show-model: forward and backward per sample,
+    # from the IR, attention included) for the samples it takes per step,
+    # over its tensor-parallel devices, at the same iteration time.
     iteration = re.search(r"iteration time ([0-9.]+) ms", text)
     if iteration:
-        summary["tokens_per_second"] = a.batch * a.window / (float(iteration.group(1)) / 1e3)
+        seconds = float(iteration.group(1)) / 1e3
+        summary["tokens_per_second"] = a.batch * a.window / seconds
         summary["mfu"] = summary["tokens_per_second"] * flops_per_token / (peak * len(summary["ranks"]))
+        layers = layer_flops(run([os.path.join(BIN, "het-plan"), "--cluster", a.cluster, "--model",
+                                  out("lm.mlir"), "--show-model"], out("model.txt")))
+        kinds = {}
+        for r in summary["ranks"]:
+            if "layers" not in r:
+                continue
+            flops = sum(layers[r["layers"][0]:r["layers"][1]]) * r["samples_per_step"] / r["tensor_parallel"]
+            r["model_flops_per_second"] = flops / seconds
+            r["mfu"] = r["model_flops_per_second"] / peak
+            k = kinds.setdefault(r["kind"], {"ranks": 0, "model_flops_per_second": 0.0})
+            k["ranks"] += 1
+            k["model_flops_per_second"] += r["model_flops_per_second"]
+        for k in kinds.values():
+            k["mfu"] = k["model_flops_per_second"] / (peak * k["ranks"])
+        summary["kinds"] = kinds
     json.dump(summary, open(out("summary.json"), "w"), indent=1)
     print(f"flagship: {a.steps} steps on {len(summary['ranks'])} ranks, loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
           f"PyTorch {torch['losses'][-1]:.3f} (relative difference at most {first20:.1e} over the first 20 "
@@ -170,6 +198,10 @@ def main():
     if "mfu" in summary:
         print(f"flagship: {summary['tokens_per_second']:.0f} tokens/s, model FLOPs utilization "
               f"{100 * summary['mfu']:.1f}% of {len(summary['ranks'])} threads' f32 peak")
+        for name, k in summary.get("kinds", {}).items():
+            print(f"flagship: {name}: {k['ranks']} rank{'s' if k['ranks'] != 1 else ''}, "
+                  f"{k['model_flops_per_second'] / 1e9:.1f} GFLOP/s of the model's, "
+                  f"{100 * k['mfu']:.1f}% of {k['ranks']} thread{'s' if k['ranks'] != 1 else ''}' f32 peak")
     for r in summary["ranks"]:
         stall = r.get("checkpoint_stall_ms")
         print(f"flagship: rank {r['rank']} ({r.get('kind', '?')}): {r.get('tokens_per_second', 0):.0f} tokens/s "
