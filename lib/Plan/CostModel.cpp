@@ -258,8 +258,20 @@ double CostModel::measuredSync(int b, int e, int replicas) const {
   return total;
 }
 
+double CostModel::boundaryTime(int layer, const StageContext &ctx, bool next) const {
+  std::vector<int> own;
+  for (const Member &m : ctx.members)
+    own.push_back(m.replicas);
+  return next ? boundaryTime(layer, ctx.samples, ctx.groups(), ctx.replicas(), ctx.nextGroups,
+                             ctx.nextReplicas, own, ctx.nextGroupReplicas)
+              : boundaryTime(layer, ctx.samples, ctx.groups(), ctx.replicas(), ctx.prevGroups,
+                             ctx.prevReplicas, own, ctx.prevGroupReplicas);
+}
+
 double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &a, int ra,
-                               const std::vector<int> &b, int rb) const {
+                               const std::vector<int> &b, int rb,
+                               const std::vector<int> &aReplicas,
+                               const std::vector<int> &bReplicas) const {
   if (layer <= 0 || layer >= int(modelDesc.layers.size()))
     return 0;
   // Activations and their gradients cross at the stages' width when every
@@ -290,14 +302,18 @@ double CostModel::boundaryTime(int layer, long samples, const std::vector<int> &
   }
   // The slowest of the links between the two stages' groups. Streams that
   // leave a node over the network share its NIC: as many as the busier
-  // end's node holds replicas.
+  // end's node holds replicas -- of that group: a stage whose replicas span
+  // several kinds has only its replicas of a kind on that kind's nodes.
   int streams = std::max(1, std::min(ra, rb));
   double slowest = INFINITY, latency = 0;
-  for (int x : a)
-    for (int y : b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t k = 0; k < b.size(); ++k) {
+      int x = a[i], y = b[k];
+      int onX = i < aReplicas.size() ? aReplicas[i] : ra;
+      int onY = k < bReplicas.size() ? bReplicas[k] : rb;
       Link l = clusterDesc.farthest(x, y);
       if (clusterDesc.crossesNodes(x, y))
-        l.bandwidthGbps /= std::min(streams, std::max(replicasPerNode(x, ra), replicasPerNode(y, rb)));
+        l.bandwidthGbps /= std::min(streams, std::max(replicasPerNode(x, onX), replicasPerNode(y, onY)));
       if (l.bytesPerSecond() < slowest) {
         slowest = l.bytesPerSecond();
         latency = l.latencySeconds();
@@ -416,13 +432,10 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
     }
   }
   // Each stage pays for what it sends: activations forward, gradients back.
-  std::vector<int> groups = ctx.groups();
   if (!ctx.nextGroups.empty())
-    c.p2p += boundaryTime(e, ctx.samples, groups, ctx.replicas(), ctx.nextGroups,
-                          ctx.nextReplicas);
+    c.p2p += boundaryTime(e, ctx, /*next=*/true);
   if (!ctx.prevGroups.empty())
-    c.p2p += boundaryTime(b, ctx.samples, groups, ctx.replicas(), ctx.prevGroups,
-                          ctx.prevReplicas);
+    c.p2p += boundaryTime(b, ctx, /*next=*/false);
   c.sync = stageSync(tables, ctx, b, e, chosen);
   return c;
 }
@@ -460,18 +473,18 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
          g.samples > 0 ? g.samples
                        : microBatchPerReplica(plan.globalBatch, plan.microBatches,
                                               s.replicas())});
-  auto groupsOf = [](const StagePlan &st) {
-    std::vector<int> out;
-    for (const ReplicaGroupPlan &g : st.replicaGroups)
-      out.push_back(g.group);
-    return out;
+  auto groupsOf = [](const StagePlan &st, std::vector<int> &groups, std::vector<int> &replicas) {
+    for (const ReplicaGroupPlan &g : st.replicaGroups) {
+      groups.push_back(g.group);
+      replicas.push_back(g.replicas);
+    }
   };
   if (j > 0) {
-    ctx.prevGroups = groupsOf(plan.stages[j - 1]);
+    groupsOf(plan.stages[j - 1], ctx.prevGroups, ctx.prevGroupReplicas);
     ctx.prevReplicas = plan.stages[j - 1].replicas();
   }
   if (j + 1 < S) {
-    ctx.nextGroups = groupsOf(plan.stages[j + 1]);
+    groupsOf(plan.stages[j + 1], ctx.nextGroups, ctx.nextGroupReplicas);
     ctx.nextReplicas = plan.stages[j + 1].replicas();
   }
   ctx.samples = plan.globalBatch / std::max(1, plan.microBatches);
@@ -507,8 +520,7 @@ bool CostModel::sharedHostStages(const Plan &plan, const std::vector<StageCost> 
       }
     }
     if (j + 1 < S)
-      shared[j].messageToNext = boundaryTime(s.layerEnd, ctx.samples, ctx.groups(),
-                                             ctx.replicas(), ctx.nextGroups, ctx.nextReplicas);
+      shared[j].messageToNext = boundaryTime(s.layerEnd, ctx, /*next=*/true);
     if (size_t(j) < costs.size())
       shared[j].finish = costs[j].sync + costs[j].update;
   }

@@ -58,7 +58,6 @@ Timeline simulateIteration(const CostModel &cost, const Plan &plan, const Evalua
   int cores = 0;
   if (ev.sharedCoresTime > 0 && cost.sharedHostStages(plan, ev.stages, shared, cores))
     return simulateOnSharedCores(plan, shared, cores, variation);
-  const long samples = plan.globalBatch / std::max(1, m);
   std::vector<double> F(S), B(S), sendNext(S, 0), sendPrev(S, 0);
   for (int j = 0; j < S; ++j) {
     const StagePlan &s = plan.stages[j];
@@ -66,11 +65,9 @@ Timeline simulateIteration(const CostModel &cost, const Plan &plan, const Evalua
     B[j] = ev.stages[j].bwd;
     CostModel::StageContext ctx = cost.contextOf(plan, j);
     if (j + 1 < S)
-      sendNext[j] = cost.boundaryTime(s.layerEnd, samples, ctx.groups(), ctx.replicas(),
-                                      ctx.nextGroups, ctx.nextReplicas);
+      sendNext[j] = cost.boundaryTime(s.layerEnd, ctx, /*next=*/true);
     if (j > 0)
-      sendPrev[j] = cost.boundaryTime(s.layerBegin, samples, ctx.groups(), ctx.replicas(),
-                                      ctx.prevGroups, ctx.prevReplicas);
+      sendPrev[j] = cost.boundaryTime(s.layerBegin, ctx, /*next=*/false);
   }
   // Per stage, its 1F1B order: +i is forward of micro-batch i, -(i+1) backward.
   std::vector<std::vector<int>> order(S);

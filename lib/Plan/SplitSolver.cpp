@@ -184,14 +184,11 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     Stage &st = pre[j];
     st.sendNext.assign(L + 1, 0);
     st.sendPrev.assign(L + 1, 0);
-    std::vector<int> groups = ctx[j].groups();
     for (int l = 0; l <= L; ++l) {
       if (!ctx[j].nextGroups.empty())
-        st.sendNext[l] = cost.boundaryTime(l, ctx[j].samples, groups, ctx[j].replicas(),
-                                           ctx[j].nextGroups, ctx[j].nextReplicas);
+        st.sendNext[l] = cost.boundaryTime(l, ctx[j], /*next=*/true);
       if (!ctx[j].prevGroups.empty())
-        st.sendPrev[l] = cost.boundaryTime(l, ctx[j].samples, groups, ctx[j].replicas(),
-                                           ctx[j].prevGroups, ctx[j].prevReplicas);
+        st.sendPrev[l] = cost.boundaryTime(l, ctx[j], /*next=*/false);
     }
     for (const auto &member : ctx[j].members) {
       st.capacity.push_back(cost.capacityBytes(member.group));

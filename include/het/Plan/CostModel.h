@@ -181,9 +181,14 @@ public:
   /// Time to send one micro-batch's activations across boundary `layer`
   /// (output of layer-1) from a stage whose `ra` replicas run on the groups
   /// `a` to one whose `rb` replicas run on `b`: min(ra, rb) parallel
-  /// streams over the slowest of the links between them.
+  /// streams over the slowest of the links between them. Streams leaving a
+  /// node share its network card: as many as the replicas of that group on
+  /// that node, from `aReplicas`/`bReplicas` (each group's replicas, in the
+  /// order of `a`/`b`; empty: the stage's total on each group).
   double boundaryTime(int layer, long microBatchSamples, const std::vector<int> &a, int ra,
-                      const std::vector<int> &b, int rb) const;
+                      const std::vector<int> &b, int rb,
+                      const std::vector<int> &aReplicas = {},
+                      const std::vector<int> &bReplicas = {}) const;
   double boundaryTime(int layer, long microBatchSamples, int a, int ra, int b, int rb) const {
     return boundaryTime(layer, microBatchSamples, std::vector<int>{a}, ra, std::vector<int>{b},
                         rb);
@@ -223,6 +228,8 @@ public:
     int tp = 1;
     std::vector<int> prevGroups, nextGroups; // empty: first / last stage
     int prevReplicas = 0, nextReplicas = 0;
+    /// The neighbours' replicas on each of their groups (prevGroups order).
+    std::vector<int> prevGroupReplicas, nextGroupReplicas;
     long samples = 1; // per micro-batch, all replicas together
     int inFlight = 1; // micro-batches whose activations it holds (1F1B)
     Recompute recompute = Recompute::None;
@@ -235,6 +242,9 @@ public:
     /// Member k's share of the micro-batch (1 for one replica).
     double fraction(size_t k) const;
   };
+  /// The stage's boundary with its next (`next`) or previous stage at
+  /// `layer`, for a micro-batch: boundaryTime with every group's replicas.
+  double boundaryTime(int layer, const StageContext &ctx, bool next) const;
   /// The tables of a stage's members: table(group, tp, mbs) of each.
   std::vector<const LayerTable *> tables(const StageContext &ctx) const;
   /// The cost of layers [b, e) as that stage; `tables` are tables(ctx).

@@ -136,6 +136,56 @@ TEST_F(Fixture, AttentionProbabilitiesByHowAKindRunsAttention) {
   EXPECT_DOUBLE_EQ(memoryOn("nvidia", "sm_90"), state + stash + 3 * 2 * 7e6);
 }
 
+// A stage whose replicas span two kinds (4 on node "na", 4 on node "nb")
+// sends to a stage of 8 replicas on two nodes of 4 ("nc"): each node's
+// network card carries the streams of that node's replicas, 4, not the
+// stage's 8 (issue 46: mixed-kind stages came out 1.1-1.4x too slow).
+TEST(CostModelBoundary, MixedKindStageSharesEachNodesCardByItsOwnReplicas) {
+  DeviceCatalog catalog;
+  catalog.add(roundDevice(10));
+  auto node = [](const char *name, int count, const char *group) {
+    return nlohmann::json{
+        {"name", name},
+        {"count", count},
+        {"devices", {{{"group", group}, {"kind", "round"}, {"count", 4}}}},
+        {"links",
+         {{{"between", {group, group}},
+           {"type", "x"},
+           {"bandwidth_gbps", 800.0},
+           {"latency_us", 1.0}}}}};
+  };
+  nlohmann::json spec = {
+      {"name", "c"},
+      {"nodes", {node("na", 1, "a"), node("nb", 1, "b"), node("nc", 2, "c")}},
+      {"network", {{"type", "ib"}, {"bandwidth_gbps", 80.0}, {"latency_us", 5.0}}}};
+  Cluster cluster = parseCluster(spec, "c.json", catalog);
+  ModelDesc model;
+  model.name = "m";
+  for (int i = 0; i < 2; ++i) {
+    LayerDesc l;
+    l.fwdFlops = 1e9;
+    l.bwdFlops = 2e9;
+    l.params = 1e3;
+    l.outputBytes = 1e6;
+    model.layers.push_back(l);
+  }
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 16;
+  plan.microBatches = 1;
+  StagePlan first(0, 1, 4, 0, 1), second(2, 1, 8, 1, 2);
+  first.replicaGroups.push_back({1, 4, 0});
+  plan.stages = {first, second};
+  CostModel::StageContext ctx = cost.contextOf(plan, 0);
+  ASSERT_EQ(ctx.replicas(), 8);
+  // 16 samples * 1e6 B over 8 streams, each node's 80 Gbit/s (1e10 B/s)
+  // shared by its 4 replicas: 5 us + 1.6e7 / (8 * 1e10 / 4).
+  EXPECT_DOUBLE_EQ(cost.boundaryTime(1, ctx, /*next=*/true), 5e-6 + 1.6e7 / (8 * 1e10 / 4));
+  // Told only the stage's total, the card would carry all 8.
+  EXPECT_DOUBLE_EQ(cost.boundaryTime(1, 16, ctx.groups(), 8, ctx.nextGroups, 8),
+                   5e-6 + 1.6e7 / (8 * 1e10 / 8));
+}
+
 TEST_F(Fixture, OneFOneBIterationTime) {
   CostModel cost(model, cluster, nullptr);
   // Two stages of one device each, one layer each, 4 micro-batches of 2.
