@@ -85,13 +85,14 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   const DeviceSpec &spec = *group.spec;
   const size_t n = modelDesc.layers.size();
   std::vector<LayerTime> measured;
-  bool profiled = profiles && profiles->lookup(spec.name, tp, mbs, measured) &&
+  LayerTime call;
+  bool profiled = profiles && profiles->lookup(spec.name, tp, mbs, measured, call) &&
                   measured.size() == n;
   // A kind measured at tp 1 only (het-tune stages): its tp > 1 tables come
   // from those measurements, never from the roofline (whose rates for a
   // measured kind are timed anew by every process: DeviceCatalog::find).
   bool fromTp1 = !profiled && tp > 1 && profiles &&
-                 profiles->lookup(spec.name, 1, mbs, measured) && measured.size() == n;
+                 profiles->lookup(spec.name, 1, mbs, measured, call) && measured.size() == n;
   profiled |= fromTp1;
 
   // The group's format sets the peak and the bytes an activation or a
@@ -108,6 +109,8 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
 
   LayerTable t;
   t.profiled = profiled;
+  if (profiled)
+    t.call = call;
   t.stateBytesPerParam = training.stateBytes(format);
   t.compute.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
@@ -416,12 +419,12 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
   double worstExcess = -INFINITY;
   for (size_t k = 0; k < ctx.members.size(); ++k) {
     const LayerTable &t = *tables[k];
-    double fwd = t.range(t.fwd, b, e), bwd = t.range(t.compute, b, e) - fwd;
+    double fwd = t.stageFwd(b, e), bwd = t.stageCompute(b, e) - fwd;
     if (fwd + bwd > c.fwd + c.bwd) {
       c.fwd = fwd;
       c.bwd = bwd;
     }
-    c.update = std::max(c.update, t.range(t.update, b, e));
+    c.update = std::max(c.update, t.stageUpdate(b, e));
     double memory = memoryBytes(t, b, e, ctx.tp, ctx.members[k].mbs, ctx.inFlight, ctx.zero,
                                 ctx.fraction(k));
     double capacity = capacityBytes(ctx.members[k].group);
@@ -511,8 +514,8 @@ bool CostModel::sharedHostStages(const Plan &plan, const std::vector<StageCost> 
     std::vector<const LayerTable *> t = tables(ctx);
     for (size_t k = 0; k < ctx.members.size(); ++k) {
       groups.push_back(ctx.members[k].group);
-      double fwd = t[k]->range(t[k]->fwd, s.layerBegin, s.layerEnd);
-      double bwd = t[k]->range(t[k]->compute, s.layerBegin, s.layerEnd) - fwd;
+      double fwd = t[k]->stageFwd(s.layerBegin, s.layerEnd);
+      double bwd = t[k]->stageCompute(s.layerBegin, s.layerEnd) - fwd;
       for (int r = 0; r < ctx.members[k].replicas * s.tensorParallel; ++r) {
         shared[j].fwd.push_back(fwd);
         shared[j].bwd.push_back(bwd);

@@ -67,7 +67,7 @@ FrequencyScaling scaleStageFrequencies(const CostModel &cost, const Plan &plan,
       const LayerTable &t = *tables[k];
       const int b = plan.stages[j].layerBegin, e = plan.stages[j].layerEnd;
       loads[j].members.push_back({spec, double(ctx.members[k].replicas) * ctx.tp,
-                                  t.range(t.compute, b, e), t.range(t.update, b, e)});
+                                  t.stageCompute(b, e), t.stageUpdate(b, e)});
       if (!spec->hasPower())
         unpowered.insert(spec->name);
       else if (spec->power.frequencyPower.empty())

@@ -81,7 +81,7 @@ void checkObjectiveInputs(const Cluster &cluster, const Objective &objective) {
 }
 
 double busySeconds(const LayerTable &table, int b, int e, int microBatches) {
-  return microBatches * table.range(table.compute, b, e) + table.range(table.update, b, e);
+  return microBatches * table.stageCompute(b, e) + table.stageUpdate(b, e);
 }
 
 ObjectiveTerms objectiveTerms(const CostModel &cost,

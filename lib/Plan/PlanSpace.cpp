@@ -260,7 +260,7 @@ std::vector<ReplicaGroupPlan> shareMicroBatch(const CostModel &cost, const Slot 
   double total = 0;
   for (const Slot::Member &m : slot.members) {
     const LayerTable &t = cost.table(m.group, slot.tp, even);
-    double seconds = t.range(t.compute, 0, L);
+    double seconds = t.stageCompute(0, L);
     double r = seconds > 0 ? even / seconds : 1.0;
     rate.push_back(r);
     total += r * m.replicas;

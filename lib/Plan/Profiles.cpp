@@ -250,6 +250,12 @@ void ProfileSet::loadHet(const std::string &path,
 
 bool ProfileSet::lookup(const std::string &device, int tp, double mbs,
                         std::vector<LayerTime> &out) const {
+  LayerTime call;
+  return lookup(device, tp, mbs, out, call);
+}
+
+bool ProfileSet::lookup(const std::string &device, int tp, double mbs,
+                        std::vector<LayerTime> &out, LayerTime &call) const {
   // The profiled sizes of this device and degree, smallest first.
   std::vector<std::pair<int, const ProfileTable *>> sizes;
   for (const auto &[key, table] : tables)
@@ -259,6 +265,21 @@ bool ProfileSet::lookup(const std::string &device, int tp, double mbs,
     return false;
   std::sort(sizes.begin(), sizes.end(),
             [](const auto &a, const auto &b) { return a.first < b.first; });
+  // The stage call's cost: linear between two sizes, the nearest's outside.
+  {
+    auto above = std::find_if(sizes.begin(), sizes.end(),
+                              [&](const auto &s) { return s.first >= mbs; });
+    if (above == sizes.end()) {
+      call = sizes.back().second->call;
+    } else if (above == sizes.begin() || above->first == mbs) {
+      call = above->second->call;
+    } else {
+      const LayerTime &lo = std::prev(above)->second->call, &hi = above->second->call;
+      double w = (mbs - std::prev(above)->first) / double(above->first - std::prev(above)->first);
+      call = {lo.fwd + w * (hi.fwd - lo.fwd), lo.bwd + w * (hi.bwd - lo.bwd),
+              lo.update + w * (hi.update - lo.update)};
+    }
+  }
   // Between two profiled sizes: linear in mbs through both (a fixed cost
   // per call plus one per sample, as kernels behave). Below the smallest:
   // the smallest, scaled in proportion.

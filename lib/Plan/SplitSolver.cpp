@@ -57,7 +57,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   auto rangeTime = [&](int j, int a, int b) {
     double worst = 0;
     for (const LayerTable *t : tables[j])
-      worst = std::max(worst, t->range(t->compute, a, b));
+      worst = std::max(worst, t->stageCompute(a, b));
     return worst;
   };
   // The objective's work term of stage j over [a, b) (energy: each
@@ -243,7 +243,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
                           st.stashFactor[k] * mt.range(mt.stash, a, b) +
                           ctx[j].members[k].mbs * working[k];
           fits &= memory <= st.capacity[k];
-          update = std::max(update, mt.range(mt.update, a, b));
+          update = std::max(update, mt.stageUpdate(a, b));
         }
         if (!fits)
           break;

@@ -77,6 +77,7 @@ size_t loadStageProfiles(const TuningDatabase &db, const plan::ModelDesc &model,
   struct Partial {
     std::vector<plan::LayerTime> times;
     std::vector<bool> present;
+    plan::LayerTime call; // the stage call's cost (every layer's record says it)
   };
   std::map<std::pair<int, int>, Partial> tables;
   for (const Record &r : db.find("stage", prefix, device, hostIdentity(), hetVersion())) {
@@ -95,6 +96,8 @@ size_t loadStageProfiles(const TuningDatabase &db, const plan::ModelDesc &model,
     t.times[layer] = {details["fwd_s"].get<double>(), details["bwd_s"].get<double>(),
                       details.value("update_s", 0.0)};
     t.present[layer] = true;
+    t.call = {details.value("call_fwd_s", 0.0), details.value("call_bwd_s", 0.0),
+              details.value("call_update_s", 0.0)};
     measuredAt = std::max(measuredAt, r.measuredAt);
   }
   // One load per micro-batch size: the lowest, a core of its own (the
@@ -107,6 +110,7 @@ size_t loadStageProfiles(const TuningDatabase &db, const plan::ModelDesc &model,
   for (const auto &[microBatch, t] : chosen) {
     plan::ProfileTable table;
     table.layers = t->times;
+    table.call = t->call;
     profiles.add(device, 1, microBatch, std::move(table), db.path());
   }
   return chosen.size();

@@ -31,6 +31,7 @@
 #include "llvm/Config/llvm-config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -179,16 +180,32 @@ int runStages(const StagesCommand &s, int waitMs) {
   // after the other, the drift lands on one kind and decides plans (the
   // main job's MLP was priced faster on cpu.mlir than on cpu.onednn, and
   // ran 1.7-2.0x slower there).
+  //
+  // Each (kind, size) is also built as one stage of every layer: a stage
+  // call costs more than its layers (the runtime's work around the stage
+  // function: arguments, buffers, the values received and sent, the
+  // samples), and a pipeline of one layer per stage pays that once per
+  // layer. With T_l each layer's stage and T the whole model's, the call's
+  // cost is c = (sum T_l - T) / (L - 1); each layer's record is T_l - c
+  // and carries c (call_*_s), which the planner charges once per stage and
+  // micro-batch. Charged per layer, it made the MLP's layers on cpu.onednn
+  // (0.056 ms of kernels per step in the job) cost as much as cpu.mlir's
+  // (0.147 ms), and a multi-layer stage or a second micro-batch was priced
+  // at the wrong count of calls.
   struct Profiled {
     const DeviceSpec *kind;
     std::string library, tag;
     int mbs;
+    bool whole; // one stage of every layer
     fs::path exe;
-    std::vector<std::vector<LayerTime>> rounds; // per round, per layer
+    std::vector<std::vector<LayerTime>> rounds; // per round, per stage
   };
   std::vector<Profiled> profiled;
   for (int mbs : sizes)
-    for (const DeviceSpec *kind : kinds) {
+    for (const DeviceSpec *kind : kinds)
+      for (bool whole : {false, true}) {
+      if (whole && layers < 2)
+        continue;
       const std::string library = kind->localLibrary();
       // One group of `layers` devices of this kind on this host.
       nlohmann::json clusterSpec = {
@@ -208,9 +225,12 @@ int runStages(const StagesCommand &s, int waitMs) {
       Plan plan;
       plan.globalBatch = mbs;
       plan.microBatches = 1;
-      for (int l = 0; l < layers; ++l)
-        plan.stages.push_back(StagePlan(0, 1, 1, l, l + 1));
-      std::string tag = kind->name + ".mb" + std::to_string(mbs);
+      if (whole)
+        plan.stages.push_back(StagePlan(0, 1, 1, 0, layers));
+      else
+        for (int l = 0; l < layers; ++l)
+          plan.stages.push_back(StagePlan(0, 1, 1, l, l + 1));
+      std::string tag = kind->name + ".mb" + std::to_string(mbs) + (whole ? ".whole" : "");
       fs::path planFile = work / (tag + ".plan.json"), exe = work / tag;
       std::ofstream(planFile) << planToJson(plan, one, model).dump(2) << "\n";
       std::vector<std::string> compileArgs = {compile,     s.model, "--cluster",
@@ -224,8 +244,8 @@ int runStages(const StagesCommand &s, int waitMs) {
         status = 1;
         continue;
       }
-      profiled.push_back({kind, library, tag, mbs, exe, {}});
-    }
+      profiled.push_back({kind, library, tag, mbs, whole, exe, {}});
+      }
   for (int round = 0; round < s.rounds; ++round)
     for (Profiled &p : profiled) {
       if (p.rounds.size() != size_t(round))
@@ -237,7 +257,8 @@ int runStages(const StagesCommand &s, int waitMs) {
                               std::to_string(s.repeats), "--profile-stages",
                               (work / (tag + "." + std::to_string(c) + ".json")).string()},
                              (work / (tag + "." + std::to_string(c) + ".log")).string()));
-      std::vector<LayerTime> sum(layers);
+      const int stages = p.whole ? 1 : layers;
+      std::vector<LayerTime> sum(stages);
       bool failed = false;
       for (int c = 0; c < concurrent; ++c) {
         std::string base = (work / (tag + "." + std::to_string(c))).string();
@@ -251,7 +272,7 @@ int runStages(const StagesCommand &s, int waitMs) {
         }
         nlohmann::json profile = nlohmann::json::parse(slurp(base + ".json"), nullptr, false);
         if (profile.is_discarded() || profile.value("format", "") != "het-stage-profile" ||
-            profile["stages"].size() != size_t(layers)) {
+            profile["stages"].size() != size_t(stages)) {
           std::cerr << "het-tune stages: error: unreadable profile " << base << ".json\n";
           failed = true;
           continue;
@@ -274,33 +295,60 @@ int runStages(const StagesCommand &s, int waitMs) {
     size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
+  auto medianOf = [&](const Profiled &p, int stage) {
+    std::vector<double> fwd, bwd, update;
+    for (const std::vector<LayerTime> &r : p.rounds) {
+      fwd.push_back(r[size_t(stage)].fwd);
+      bwd.push_back(r[size_t(stage)].bwd);
+      update.push_back(r[size_t(stage)].update);
+    }
+    return LayerTime{median(fwd), median(bwd), median(update)};
+  };
   // Printed and written kind by kind, as before.
   for (const DeviceSpec *kind : kinds)
     for (const Profiled &p : profiled) {
-      if (p.kind != kind || p.rounds.size() != size_t(s.rounds))
+      if (p.kind != kind || p.whole || p.rounds.size() != size_t(s.rounds))
         continue;
+      std::vector<LayerTime> times;
+      for (int l = 0; l < layers; ++l)
+        times.push_back(medianOf(p, l));
+      // The stage call's cost, from the whole model's stage at this size.
+      LayerTime call;
+      for (const Profiled &w : profiled)
+        if (w.kind == kind && w.whole && w.mbs == p.mbs && w.rounds.size() == size_t(s.rounds)) {
+          LayerTime all = medianOf(w, 0);
+          auto share = [&](double LayerTime::*part) {
+            double sum = 0, least = INFINITY;
+            for (const LayerTime &t : times) {
+              sum += t.*part;
+              least = std::min(least, t.*part);
+            }
+            // Never more than the cheapest layer's stage: its net time
+            // stays >= 0.
+            return std::clamp((sum - all.*part) / (layers - 1), 0.0, least);
+          };
+          call = {share(&LayerTime::fwd), share(&LayerTime::bwd), share(&LayerTime::update)};
+        }
       std::printf("%s (%s kernels), micro-batch %d:", kind->name.c_str(), p.library.c_str(),
                   p.mbs);
       for (int l = 0; l < layers; ++l) {
-        std::vector<double> fwd, bwd, update;
-        for (const std::vector<LayerTime> &r : p.rounds) {
-          fwd.push_back(r[l].fwd);
-          bwd.push_back(r[l].bwd);
-          update.push_back(r[l].update);
-        }
         LayerMeasurement m;
         m.layer = l;
         m.microBatch = p.mbs;
         m.concurrent = concurrent;
-        m.time.fwd = median(fwd);
-        m.time.bwd = median(bwd);
-        m.time.update = median(update);
+        m.time.fwd = times[l].fwd - call.fwd;
+        m.time.bwd = times[l].bwd - call.bwd;
+        m.time.update = times[l].update - call.update;
         m.details = nlohmann::json{{"library", p.library},
                                    {"repeats", s.repeats},
                                    {"rounds", s.rounds},
                                    {"statistic", "median over the rounds (kinds timed in turn) "
                                                  "of the mean of the repeats, averaged over "
-                                                 "the concurrent processes"},
+                                                 "the concurrent processes, less the stage "
+                                                 "call's cost"},
+                                   {"call_fwd_s", call.fwd},
+                                   {"call_bwd_s", call.bwd},
+                                   {"call_update_s", call.update},
                                    {"threads", 1}}
                         .dump();
         try {
@@ -312,7 +360,7 @@ int runStages(const StagesCommand &s, int waitMs) {
         }
         std::printf(" L%d %.3f+%.3f ms", l, 1e3 * m.time.fwd, 1e3 * m.time.bwd);
       }
-      std::printf("\n");
+      std::printf("; a stage call %.3f+%.3f ms\n", 1e3 * call.fwd, 1e3 * call.bwd);
       std::fflush(stdout);
     }
   // Messages with the job's ranks on this host: to a rank that waited

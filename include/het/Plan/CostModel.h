@@ -69,6 +69,15 @@ struct LayerTable {
   double range(const std::vector<double> &p, int b, int e) const {
     return p[e] - p[b];
   }
+  /// One stage call's cost besides its layers' (measured profiles only:
+  /// ProfileTable::call), paid once per stage and micro-batch.
+  LayerTime call;
+  /// A stage of layers [b, e) per micro-batch: its forward, its forward
+  /// and backward, and its optimizer step per iteration, each with the
+  /// stage call's cost once.
+  double stageFwd(int b, int e) const { return range(fwd, b, e) + call.fwd; }
+  double stageCompute(int b, int e) const { return range(compute, b, e) + call.fwd + call.bwd; }
+  double stageUpdate(int b, int e) const { return range(update, b, e) + call.update; }
   /// Bytes of training state for `params` parameters on a replica holding
   /// `fraction` of the sharded part: ZeRO level `zero` shards Adam's 8
   /// bytes (1), the gradient's 4 too (2) and the fp32 weights' 4 too (3);

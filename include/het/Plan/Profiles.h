@@ -32,6 +32,12 @@ struct ProfileTable {
   std::string device; // catalog name
   std::string file;   // where it came from
   std::vector<LayerTime> layers;
+  /// What one call of a stage costs besides its layers' (het-tune stages:
+  /// the runtime's work around a stage function -- arguments, buffers,
+  /// received and sent values, samples), paid once per stage and
+  /// micro-batch however many layers the stage holds; zero for profiles
+  /// that do not measure it.
+  LayerTime call;
 };
 
 class ProfileSet {
@@ -61,6 +67,10 @@ public:
   /// no profile at this `tp`.
   bool lookup(const std::string &device, int tp, double mbs,
               std::vector<LayerTime> &out) const;
+  /// The same, and in `call` the stage call's cost at `mbs` (between two
+  /// profiled sizes linear through both, outside them the nearest's).
+  bool lookup(const std::string &device, int tp, double mbs, std::vector<LayerTime> &out,
+              LayerTime &call) const;
   /// Checks that every table has `layers` layers (errors name the file).
   void checkLayerCount(size_t layers) const;
   bool empty() const { return tables.empty(); }

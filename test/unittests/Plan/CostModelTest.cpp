@@ -186,6 +186,36 @@ TEST(CostModelBoundary, MixedKindStageSharesEachNodesCardByItsOwnReplicas) {
                    5e-6 + 1.6e7 / (8 * 1e10 / 8));
 }
 
+// A measured stage call's cost (het-tune stages: the runtime's work around
+// a stage function) is paid once per stage and micro-batch, however many
+// layers the stage holds: between two profiled sizes it is interpolated.
+TEST_F(Fixture, AStageCallIsPaidOncePerStage) {
+  ProfileSet profiles;
+  for (int mbs : {2, 4}) {
+    ProfileTable t;
+    t.layers = {{1e-3 * mbs, 2e-3 * mbs, 1e-4}, {1e-3 * mbs, 2e-3 * mbs, 1e-4}};
+    t.call = {5e-4 * mbs, 1e-3 * mbs, 2e-4};
+    profiles.add("round", 1, mbs, std::move(t), "test");
+  }
+  CostModel cost(model, cluster, &profiles);
+  const LayerTable &t = cost.table(0, 1, 3);
+  // Micro-batch 3: layers 3 + 6 ms each, the call 1.5 + 3 ms.
+  EXPECT_NEAR(t.stageCompute(0, 2), 2 * 9e-3 + 4.5e-3, 1e-12);
+  EXPECT_NEAR(t.stageFwd(0, 1), 3e-3 + 1.5e-3, 1e-12);
+  EXPECT_NEAR(t.stageUpdate(0, 2), 2e-4 + 2e-4, 1e-12);
+  // One stage of both layers pays one call per micro-batch, two stages two.
+  Plan one, two;
+  one.globalBatch = two.globalBatch = 3;
+  one.microBatches = two.microBatches = 1;
+  one.stages = {{0, 1, 1, 0, 2, AllReduceAlgorithm::Ring}};
+  two.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Evaluation a = cost.evaluate(one), b = cost.evaluate(two);
+  EXPECT_NEAR(a.stages[0].fwd + a.stages[0].bwd, 2 * 9e-3 + 4.5e-3, 1e-12);
+  EXPECT_NEAR(b.stages[0].fwd + b.stages[0].bwd + b.stages[1].fwd + b.stages[1].bwd,
+              2 * (9e-3 + 4.5e-3), 1e-12);
+}
+
 TEST_F(Fixture, OneFOneBIterationTime) {
   CostModel cost(model, cluster, nullptr);
   // Two stages of one device each, one layer each, 4 micro-batches of 2.
