@@ -198,10 +198,9 @@ int runStages(const StagesCommand &s, int waitMs) {
   // layer. With T_l each layer's stage and T the whole model's, the call's
   // cost is c = (sum T_l - T) / (L - 1); each layer's record is T_l - c
   // and carries c (call_*_s), which the planner charges once per stage and
-  // micro-batch. Charged per layer, it made the MLP's layers on cpu.onednn
-  // (0.056 ms of kernels per step in the job) cost as much as cpu.mlir's
-  // (0.147 ms), and a multi-layer stage or a second micro-batch was priced
-  // at the wrong count of calls.
+  // micro-batch. Left in the layers, a stage of several layers paid it once
+  // per layer and a second micro-batch of one layer not again (on this VM
+  // c is 3-9 us per call at 32 samples for the MLP).
   struct Profiled {
     const DeviceSpec *kind;
     std::string library, tag;
@@ -214,47 +213,47 @@ int runStages(const StagesCommand &s, int waitMs) {
   for (int mbs : sizes)
     for (const DeviceSpec *kind : kinds)
       for (bool whole : {false, true}) {
-      if (whole && layers < 2)
-        continue;
-      const std::string library = kind->localLibrary();
-      // One group of `layers` devices of this kind on this host.
-      nlohmann::json clusterSpec = {
-          {"name", "het-tune-stages"},
-          {"nodes",
-           {{{"name", "localhost"},
-             {"count", 1},
-             {"devices", {{{"group", "g"}, {"kind", kind->name}, {"count", layers}}}},
-             {"links",
-              {{{"between", {"g", "g"}},
-                {"type", "shared-memory"},
-                {"bandwidth_gbps", 80.0},
-                {"latency_us", 1.0}}}}}}}};
-      fs::path clusterFile = work / (kind->name + ".cluster.json");
-      std::ofstream(clusterFile) << clusterSpec.dump(2) << "\n";
-      Cluster one = loadCluster(clusterFile.string(), catalog);
-      Plan plan;
-      plan.globalBatch = mbs;
-      plan.microBatches = 1;
-      if (whole)
-        plan.stages.push_back(StagePlan(0, 1, 1, 0, layers));
-      else
-        for (int l = 0; l < layers; ++l)
-          plan.stages.push_back(StagePlan(0, 1, 1, l, l + 1));
-      std::string tag = kind->name + ".mb" + std::to_string(mbs) + (whole ? ".whole" : "");
-      fs::path planFile = work / (tag + ".plan.json"), exe = work / tag;
-      std::ofstream(planFile) << planToJson(plan, one, model).dump(2) << "\n";
-      std::vector<std::string> compileArgs = {compile,     s.model, "--cluster",
-                                              clusterFile.string(), "--plan", planFile.string(),
-                                              "--tuning-db", s.db,  "-o", exe.string()};
-      std::string compileLog = (work / (tag + ".compile.log")).string();
-      if (int rc = finish(start(compileArgs, compileLog)); rc != 0) {
-        std::cerr << "het-tune stages: error: het-compile failed for " << kind->name
-                  << " at micro-batch " << mbs << " (exit " << rc << "):\n"
-                  << slurp(compileLog);
-        status = 1;
-        continue;
-      }
-      profiled.push_back({kind, library, tag, mbs, whole, exe, {}});
+        if (whole && layers < 2)
+          continue;
+        const std::string library = kind->localLibrary();
+        // One group of `layers` devices of this kind on this host.
+        nlohmann::json clusterSpec = {
+            {"name", "het-tune-stages"},
+            {"nodes",
+             {{{"name", "localhost"},
+               {"count", 1},
+               {"devices", {{{"group", "g"}, {"kind", kind->name}, {"count", layers}}}},
+               {"links",
+                {{{"between", {"g", "g"}},
+                  {"type", "shared-memory"},
+                  {"bandwidth_gbps", 80.0},
+                  {"latency_us", 1.0}}}}}}}};
+        fs::path clusterFile = work / (kind->name + ".cluster.json");
+        std::ofstream(clusterFile) << clusterSpec.dump(2) << "\n";
+        Cluster one = loadCluster(clusterFile.string(), catalog);
+        Plan plan;
+        plan.globalBatch = mbs;
+        plan.microBatches = 1;
+        if (whole)
+          plan.stages.push_back(StagePlan(0, 1, 1, 0, layers));
+        else
+          for (int l = 0; l < layers; ++l)
+            plan.stages.push_back(StagePlan(0, 1, 1, l, l + 1));
+        std::string tag = kind->name + ".mb" + std::to_string(mbs) + (whole ? ".whole" : "");
+        fs::path planFile = work / (tag + ".plan.json"), exe = work / tag;
+        std::ofstream(planFile) << planToJson(plan, one, model).dump(2) << "\n";
+        std::vector<std::string> compileArgs = {compile,     s.model, "--cluster",
+                                                clusterFile.string(), "--plan", planFile.string(),
+                                                "--tuning-db", s.db,  "-o", exe.string()};
+        std::string compileLog = (work / (tag + ".compile.log")).string();
+        if (int rc = finish(start(compileArgs, compileLog)); rc != 0) {
+          std::cerr << "het-tune stages: error: het-compile failed for " << kind->name
+                    << " at micro-batch " << mbs << " (exit " << rc << "):\n"
+                    << slurp(compileLog);
+          status = 1;
+          continue;
+        }
+        profiled.push_back({kind, library, tag, mbs, whole, exe, {}});
       }
   for (int round = 0; round < s.rounds; ++round)
     for (Profiled &p : profiled) {
