@@ -118,17 +118,16 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   t.params.assign(n + 1, 0);
   t.stash.assign(n + 1, 0);
   t.workingSet.assign(n, 0);
-  // How this kind runs het.attention: oneDNN's kernel (local cpu.onednn)
-  // holds no [.., Q, K] scores; other local kinds' kernels write it as its
-  // three ops and recompute the probabilities in the backward: the scores
-  // and the probabilities, both f32, exist while the layer runs (a working
-  // set, one layer at a time; bench/memory/predicted.py's GPT at sequence
-  // 256 on cpu.mlir measured 1.01x this, 1.22x with the probabilities
-  // alone); accelerator builds keep the three ops through autodiff, which
-  // stashes the probabilities for the backward.
-  const std::string library = spec.localLibrary();
-  const bool scoresStashed = library.empty();
-  const bool scoresTransient = library == "mlir" || library == "reference";
+  // How this kind runs het.attention in a planned pipeline (het-compile
+  // fuses attention for every stage of an x86 build, whose GPU stages are
+  // compiled from it too): oneDNN's kernel (local cpu.onednn) holds no
+  // [.., Q, K] scores; every other kind's code writes het.attention as its
+  // three ops again, in forward and backward functions apart, so the
+  // backward recomputes the probabilities: the scores and the
+  // probabilities, both f32, exist while the layer runs (a working set,
+  // one layer at a time; bench/memory/predicted.py's GPT at sequence 256
+  // on cpu.mlir measured 1.01x this, 1.22x with the probabilities alone).
+  const bool scoresTransient = spec.localLibrary() != "dnnl";
   for (size_t i = 0; i < n; ++i) {
     const LayerDesc &l = modelDesc.layers[i];
     const double split = tp > 1 && l.statusAt(tp) == 's' ? tp : 1;
@@ -183,11 +182,12 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     // The probabilities are f32 in every format (softmax is on autocast's
     // f32 list); tensor parallelism splits them by heads.
     double scores = l.attentionProbabilityBytes / split;
-    double stash = l.stashBytes * scale / split + (scoresStashed ? scores : 0);
+    double stash = l.stashBytes * scale / split;
     if (scoresTransient)
       t.workingSet[i] = 2 * scores;
     if (recompute == Recompute::Full) {
-      t.workingSet[i] = std::max(t.workingSet[i], stash);
+      // Its recomputed stash and, beside it, its scores and probabilities.
+      t.workingSet[i] += stash;
       // The layer's input stays (the previous layer's output; the data for
       // the first), and its forward runs again before its backward.
       stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes * scale / split : 0.0);

@@ -10,7 +10,7 @@ using namespace het::plan;
 double standAloneThroughput(const CostModel &cost, int g, int mbs) {
   const LayerTable &t = cost.table(g, 1, std::max(1, mbs));
   const int L = int(cost.model().layers.size());
-  double seconds = t.range(t.compute, 0, L) + t.range(t.update, 0, L);
+  double seconds = t.stageCompute(0, L) + t.stageUpdate(0, L);
   return seconds > 0 ? std::max(1, mbs) / seconds : 0;
 }
 

@@ -66,7 +66,7 @@ using Status = int;
 constexpr int kNchw = 0, kCrossCorrelation = 1, kDeterministic = 1;
 // cudnnDataType_t and cudnnMathType_t.
 constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
-constexpr int kTensorOpMath = 1, kFmaMath = 3;
+constexpr int kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3;
 constexpr size_t kMaxWorkspaceBytes = size_t(256) << 20;
 
 /// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t: the same layout.
@@ -247,12 +247,16 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
   AlgorithmPerformance found[16];
   int count = 0;
   library.check(query(library.handle, a, b, s.convolution, out, 16, &count, found), queryName);
-  // The site's math (FP32 FMA for f32: no TF32; tensor cores allowed for
-  // 16-bit data), and a workspace the site keeps for good: at most
-  // kMaxWorkspaceBytes (an FFT algorithm may ask for far more).
+  // The site's math (FP32 FMA for f32: no TF32; for 16-bit data any, the
+  // tensor cores included: the heuristics list algorithms of every math
+  // type, and some shapes -- grouped, depthwise, channels not a multiple of
+  // 8 -- have only non-tensor-core ones), and a workspace the site keeps
+  // for good: at most kMaxWorkspaceBytes (an FFT algorithm may ask for far
+  // more).
   auto usable = [&](const AlgorithmPerformance &p) {
     bool math = s.dataType == kFloat ? p.mathType == kFmaMath
-                                     : p.mathType == kFmaMath || p.mathType == kTensorOpMath;
+                                     : p.mathType == kFmaMath || p.mathType == kTensorOpMath ||
+                                           p.mathType == kDefaultMath;
     return p.status == 0 && math && p.memory <= kMaxWorkspaceBytes;
   };
   int chosen = -1;
@@ -267,6 +271,10 @@ Site &siteOf(Driver &driver, Cudnn &library, const int64_t *meta, const KernelCa
          (s.dataType == kFloat ? "FP32" : "16-bit data, f32 arithmetic") +
          ") with a workspace of at most 256 MiB for this convolution");
   s.algorithm = found[chosen].algorithm;
+  // The descriptor takes the chosen algorithm's math type before its
+  // workspace is asked and it runs (cuDNN requires them to agree).
+  library.check(library.setMathType(s.convolution, found[chosen].mathType),
+                "cudnnSetConvolutionMathType");
   library.check(size(library.handle, a, b, s.convolution, out, s.algorithm, &s.workspaceBytes),
                 "cudnnGetConvolution*WorkspaceSize");
   if (s.workspaceBytes)

@@ -111,10 +111,10 @@ TEST_F(Fixture, MemoryIsStatePlusInFlightActivations) {
 }
 
 // Attention probabilities ([.., Q, K], f32) are held by how a kind runs
-// het.attention: oneDNN's kernel (a local cpu.onednn-like kind) holds none,
-// generated CPU kernels hold one layer's scores and probabilities while it
-// runs (recomputed in the backward), accelerator builds stash the
-// probabilities for every micro-batch in flight.
+// het.attention: oneDNN's kernel (a local cpu.onednn-like kind) holds none;
+// generated CPU kernels and accelerators write it as its three ops and
+// hold one layer's scores and probabilities while it runs (recomputed in
+// the backward of a pipeline stage).
 TEST_F(Fixture, AttentionProbabilitiesByHowAKindRunsAttention) {
   model.layers[0].attentionProbabilityBytes = 4e6;
   model.layers[1].attentionProbabilityBytes = 3e6;
@@ -133,7 +133,7 @@ TEST_F(Fixture, AttentionProbabilitiesByHowAKindRunsAttention) {
   EXPECT_DOUBLE_EQ(memoryOn("cpu", "onednn"), state + stash);
   // Scores and probabilities of the larger layer, for one micro-batch.
   EXPECT_DOUBLE_EQ(memoryOn("cpu", "mlir"), state + stash + 2 * 2 * 4e6);
-  EXPECT_DOUBLE_EQ(memoryOn("nvidia", "sm_90"), state + stash + 3 * 2 * 7e6);
+  EXPECT_DOUBLE_EQ(memoryOn("nvidia", "sm_90"), state + stash + 2 * 2 * 4e6);
 }
 
 // A stage whose replicas span two kinds (4 on node "na", 4 on node "nb")
