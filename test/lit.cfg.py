@@ -25,3 +25,12 @@ config.environment["HET_CACHE_DIR"] = os.path.join(config.het_obj_root, "test", 
 tool_dirs = [config.het_tools_dir, config.llvm_tools_dir]
 tools = ["het-opt", "het-eval", "het-compile"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Tests that run code on the AVX512-BF16 dot product need a CPU with it
+# (Linux names the flag avx512_bf16); FileCheck tests of that code do not.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if "avx512_bf16" in cpuinfo.read().split():
+            config.available_features.add("avx512bf16")
+except OSError:
+    pass

@@ -187,7 +187,7 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addNestedPass<func::FuncOp>(createTileTransposesPass());
   if (options.contractionTiling || options.contractionTilingEverywhere)
     pm.addNestedPass<func::FuncOp>(createTileContractionsPass(
-        options.contractionTiling, options.contractionTilingEverywhere));
+        options.contractionTiling, options.contractionTilingEverywhere, options.bf16DotProduct));
 
   if (options.threadedLoops) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -64,6 +64,11 @@ __attribute__((target("avx512f,avx512bf16"))) double dotRate(long iterations) {
 
 } // namespace
 
+bool hasBf16DotProduct() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
 MultiplyAddPeaks measureMultiplyAddPeaks(double seconds) {
   MultiplyAddPeaks peaks;
   __builtin_cpu_init();

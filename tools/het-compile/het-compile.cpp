@@ -187,7 +187,8 @@ cl::list<std::string> recomputeLayers(
 cl::opt<std::string> bf16Products(
     "bf16-products",
     cl::desc("with --precision bf16 on the CPU: native (oneDNN's bf16 matrix products and "
-             "convolutions), f32 (the same products in f32 on the bf16-rounded operands: the "
+             "convolutions; with --library=mlir generated contractions on the AVX512-BF16 dot "
+             "product), f32 (the same products in f32 on the bf16-rounded operands: the "
              "same values, the f32 FMA's speed), or auto (default: measure this core's bf16 dot "
              "product against its f32 FMA and take the faster; het-dot-peak prints both)"),
     cl::init("auto"), cl::cat(category));
@@ -1155,6 +1156,15 @@ int main(int argc, char **argv) {
           "core's bf16 dot product does {0:f1} GFLOP/s, its f32 FMA {1:f1} "
           "(--bf16-products=native overrides)\n",
           peaks.bf16Gflops, peaks.f32Gflops);
+  }
+  if (options.nativeBf16Products && usesFormat("bf16") && target == "x86_64") {
+    // Generated bf16 contractions (--library=mlir, cpu.mlir stages) pair
+    // their products on the AVX512-BF16 dot product where this CPU has it.
+    options.bf16DotProduct = ::het::support::hasBf16DotProduct();
+    if (!options.bf16DotProduct && bf16Products == "native" && library == "mlir")
+      return fail("--bf16-products=native with --library=mlir: this CPU has no AVX512-BF16 "
+                  "dot product for the generated bf16 contractions (--bf16-products=f32 runs "
+                  "them in f32 on their bf16-rounded operands)");
   }
   if (zeroStage.getNumOccurrences() && clusterFile.empty() && planFile.empty()) {
     llvm::errs() << "het-compile: error: --zero shards optimizer state over a stage's "

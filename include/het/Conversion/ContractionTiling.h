@@ -99,8 +99,20 @@ struct ContractionTiling {
 /// layers and convolutions.
 bool isMultiplyAddContraction(linalg::GenericOp op);
 
+/// The multiply and the add of a contraction's body (both null when `op`
+/// is none), and how they read their operands. A body may extend two
+/// bf16/f16 inputs to its f32 accumulator before the product.
+struct MultiplyAddBody {
+  Operation *mul = nullptr; // arith.mulf
+  Operation *add = nullptr; // arith.addf
+  bool mulSwapped = false; // in1 * in0
+  bool addOutFirst = true; // out + product
+  explicit operator bool() const { return mul != nullptr; }
+};
+MultiplyAddBody matchMultiplyAddBody(linalg::GenericOp op);
+
 /// Whether `op` is a contraction het-tile-contractions can tile (on
-/// buffers: f32, out += in0 * in1, an output whose innermost index is a
+/// buffers: f32 accumulators, inputs f32 or bf16/f16, out += in0 * in1, an output whose innermost index is a
 /// parallel dimension that the inputs read contiguously or not at all);
 /// otherwise why not, in `why`.
 bool isTilableContraction(linalg::GenericOp op, std::string *why = nullptr);
@@ -129,9 +141,11 @@ std::vector<ContractionTiling> reductionBlockCandidates(linalg::GenericOp op,
 LogicalResult verifyTiling(linalg::GenericOp op, const ContractionTiling &tiling,
                            std::string *why = nullptr);
 
-/// Replaces `op` by the tiled loop nest.
+/// Replaces `op` by the tiled loop nest. `bf16Dot`: bf16 inputs' innermost
+/// reduction runs in pairs on the AVX512-BF16 dot product (the target must
+/// have it); otherwise 16-bit inputs are extended to f32 as they are read.
 LogicalResult tileContraction(RewriterBase &rewriter, linalg::GenericOp op,
-                              const ContractionTiling &tiling);
+                              const ContractionTiling &tiling, bool bf16Dot = false);
 
 /// Which tiling a contraction with this signature gets (std::nullopt:
 /// leave it to linalg-to-loops).
@@ -141,9 +155,11 @@ using ContractionTilingLookup =
 /// `het-tile-contractions`: tiles every tilable contraction `lookup`
 /// knows (a `het.contraction_tiling` string attribute on the op overrides
 /// it, for tests). With `everywhere`, contractions the lookup does not know
-/// get that tiling instead (the pass option `tiling=...`).
+/// get that tiling instead (the pass option `tiling=...`). `bf16Dot` as
+/// for tileContraction (the pass option `bf16-dot`).
 std::unique_ptr<Pass> createTileContractionsPass(ContractionTilingLookup lookup,
-                                                 std::optional<ContractionTiling> everywhere = {});
+                                                 std::optional<ContractionTiling> everywhere = {},
+                                                 bool bf16Dot = false);
 
 void registerTileContractionsPass();
 

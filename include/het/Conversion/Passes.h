@@ -206,6 +206,9 @@ struct CpuPipelineOptions {
   /// One tiling for every generated contraction it fits (het-compile
   /// --contraction-tiling; contractionTiling's records come first).
   std::optional<ContractionTiling> contractionTilingEverywhere;
+  /// Tiled bf16 contractions (library mlir, native bf16 products) run on the
+  /// AVX512-BF16 dot product: the target CPU must have it.
+  bool bf16DotProduct = false;
   /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
   /// malloc/free: a GPU executable's buffers are managed memory, and every
   /// executable counts its buffers (the peak it reports, --profile-memory).

@@ -22,6 +22,10 @@ struct MultiplyAddPeaks {
 /// Measures both on the calling thread for about `seconds` in all.
 MultiplyAddPeaks measureMultiplyAddPeaks(double seconds);
 
+/// Whether this CPU has the AVX512-BF16 dot product (vdpbf16ps), which
+/// generated bf16 contractions need.
+bool hasBf16DotProduct();
+
 } // namespace het::support
 
 #endif

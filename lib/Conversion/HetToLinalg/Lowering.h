@@ -50,8 +50,9 @@ bool hasLowPrecisionKernel(Operation *op, KernelLibrary library);
 
 /// Whether `op` is a matrix product whose generated contraction reads its
 /// bf16/f16 operands and accumulates in f32 (NVIDIA GPUs with the vendor
-/// libraries: cublasGemmEx on the tensor cores).
-bool accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library);
+/// libraries: cublasGemmEx on the tensor cores; generated CPU contractions
+/// in bf16 when `nativeBf16`: the AVX512-BF16 dot product).
+bool accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library, bool nativeBf16 = true);
 
 /// Mixed precision on kernels without a bf16/f16 path: every het op of
 /// `function` with bf16 or f16 operands or results, but the casts and the

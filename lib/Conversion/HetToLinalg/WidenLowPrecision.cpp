@@ -20,7 +20,9 @@
 // product of two bf16 or f16 values is exact in f32), which
 // het-gpu-contractions-to-cublas hands to cublasGemmEx on the tensor
 // cores. Their results are then rounded once, as cuBLAS's 16-bit GEMMs
-// under PyTorch's CUDA autocast round theirs. Convolutions without a bias
+// under PyTorch's CUDA autocast round theirs. Generated CPU contractions
+// (KernelLibrary::Mlir) with native bf16 products do the same in bf16:
+// het-tile-contractions runs them on the AVX512-BF16 dot product. Convolutions without a bias
 // keep their 16-bit operands and result whole: hetrt_cudnn_conv2d* in
 // bf16/f16 with f32 arithmetic (CudnnConvolution.cpp).
 //
@@ -93,8 +95,14 @@ static bool hasLowType(Operation *op) {
   return llvm::any_of(op->getOperandTypes(), isLow) || llvm::any_of(op->getResultTypes(), isLow);
 }
 
-bool mlir::het::accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library) {
-  if (library != KernelLibrary::Cudnn || !isa<MatmulOp, LinearOp, LinearGradOp>(op))
+bool mlir::het::accumulatesLowPrecisionInF32(Operation *op, KernelLibrary library,
+                                             bool nativeBf16) {
+  if (!isa<MatmulOp, LinearOp, LinearGradOp>(op))
+    return false;
+  // Generated CPU contractions read bf16 pairs into the AVX512-BF16 dot
+  // product (het-tile-contractions); f16 has no dot product on x86.
+  bool cpuBf16 = library == KernelLibrary::Mlir && nativeBf16;
+  if (library != KernelLibrary::Cudnn && !cpuBf16)
     return false;
   // Every floating-point operand in one 16-bit format: a GEMM's A and B
   // share one type (an f32 operand beside bf16 ones widens the op whole).
@@ -105,7 +113,7 @@ bool mlir::het::accumulatesLowPrecisionInF32(Operation *op, KernelLibrary librar
       return false;
     format = tensor.getElementType();
   }
-  return true;
+  return library == KernelLibrary::Cudnn || (format && format.isBF16());
 }
 
 void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, bool nativeBf16) {
@@ -119,7 +127,7 @@ void mlir::het::widenLowPrecision(func::FuncOp function, KernelLibrary library, 
                        (nativeBf16 || library == KernelLibrary::Cudnn);
     if (!hasLowType(op) || isa<CastOp>(op) || keepsFormat)
       return WalkResult::skip();
-    (accumulatesLowPrecisionInF32(op, library) ? accumulating : ops).push_back(op);
+    (accumulatesLowPrecisionInF32(op, library, nativeBf16) ? accumulating : ops).push_back(op);
     return WalkResult::skip(); // het.elementwise bodies go with their op
   });
   widen(ops);

@@ -101,28 +101,59 @@ bool innermostContiguous(MemRefType type) {
 
 } // namespace
 
-bool mlir::het::isMultiplyAddContraction(linalg::GenericOp op) {
+MultiplyAddBody mlir::het::matchMultiplyAddBody(linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
+    return {};
   // The body: out + in0 * in1 (either operand order), yielded, without
-  // fast-math flags (which would let LLVM reassociate or fuse).
+  // fast-math flags (which would let LLVM reassociate or fuse); 16-bit
+  // inputs of an f32 accumulator are extended first (exact).
   Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return false;
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast_if_present<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  BlockArgument in0 = body.getArgument(0), in1 = body.getArgument(1), out = body.getArgument(2);
+  arith::MulFOp mul;
+  arith::AddFOp add;
+  for (Operation &inner : body.without_terminator()) {
+    if (isa<arith::ExtFOp>(inner) && !mul)
+      continue; // checked with the product's operands below
+    if (auto m = dyn_cast<arith::MulFOp>(inner); m && !mul)
+      mul = m;
+    else if (auto a = dyn_cast<arith::AddFOp>(inner); a && mul && !add)
+      add = a;
+    else
+      return {};
+  }
   auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
   if (!mul || !add || !yield || yield.getNumOperands() != 1 || yield.getOperand(0) != add ||
       mul.getFastmathAttr().getValue() != arith::FastMathFlags::none ||
       add.getFastmathAttr().getValue() != arith::FastMathFlags::none)
-    return false;
-  BlockArgument in0 = body.getArgument(0), in1 = body.getArgument(1), out = body.getArgument(2);
-  bool mulOfInputs = (mul.getLhs() == in0 && mul.getRhs() == in1) ||
-                     (mul.getLhs() == in1 && mul.getRhs() == in0);
+    return {};
+  // Both inputs in one format: each product operand is the input itself
+  // (f32, the accumulator's type) or its extension (bf16/f16).
+  bool extended = in0.getType() != out.getType();
+  if (in0.getType() != in1.getType())
+    return {};
+  auto input = [&](Value v) -> Value {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    if (!extended)
+      return ext ? Value() : v;
+    return ext && ext.getType() == out.getType() ? ext.getIn() : Value();
+  };
+  Value lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  bool mulOfInputs = lhs && rhs && ((lhs == in0 && rhs == in1) || (lhs == in1 && rhs == in0));
   bool addOfOut = (add.getLhs() == out && add.getRhs() == mul) ||
                   (add.getLhs() == mul && add.getRhs() == out);
-  return mulOfInputs && addOfOut &&
-         llvm::is_contained(op.getIteratorTypesArray(), utils::IteratorType::reduction);
+  if (!mulOfInputs || !addOfOut ||
+      !llvm::is_contained(op.getIteratorTypesArray(), utils::IteratorType::reduction))
+    return {};
+  MultiplyAddBody match;
+  match.mul = mul;
+  match.add = add;
+  match.mulSwapped = lhs == in1;
+  match.addOutFirst = add.getLhs() == out;
+  return match;
+}
+
+bool mlir::het::isMultiplyAddContraction(linalg::GenericOp op) {
+  return bool(matchMultiplyAddBody(op));
 }
 
 bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
@@ -132,9 +163,15 @@ bool mlir::het::isTilableContraction(linalg::GenericOp op, std::string *why) {
     auto type = dyn_cast<MemRefType>(operand.getType());
     if (!type)
       return fail(why, "not on buffers");
-    if (!type.hasStaticShape() || !type.getElementType().isF32())
-      return fail(why, "not a static f32 buffer");
+    if (!type.hasStaticShape())
+      return fail(why, "not a static buffer");
   }
+  // f32 accumulators; inputs f32 too, or bf16/f16 extended in the body.
+  if (!cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType().isF32())
+    return fail(why, "not an f32 output");
+  Type inputs = cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
+  if (!inputs.isF32() && !inputs.isBF16() && !inputs.isF16())
+    return fail(why, "inputs neither f32, bf16 nor f16");
 
   // The tiled loops read an input after loading the accumulators: an input
   // that is a view of the output would be read as updated where the untiled
@@ -204,8 +241,12 @@ std::string mlir::het::contractionSignature(linalg::GenericOp op) {
                    },
                    "|");
   // Whether the body reads `in0 * in1` or `in1 * in0`, `out + p` or
-  // `p + out` is the same arithmetic, so not part of the key.
+  // `p + out` is the same arithmetic, so not part of the key. The inputs'
+  // format is: bf16 pairs run on another instruction.
+  Type inputs = cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
   os << " f32";
+  if (!inputs.isF32())
+    os << " " << inputs;
   return text;
 }
 

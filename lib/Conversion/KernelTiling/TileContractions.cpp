@@ -15,6 +15,18 @@
 // last bits against the evaluator. Written directly, one emitter covers
 // every contraction HetToLinalg produces and keeps the evaluator's order.
 //
+// bf16 inputs (mixed precision with native bf16 products) are extended to
+// f32 as they are loaded; with `bf16Dot` (a CPU with AVX512-BF16) the
+// innermost reduction instead runs in pairs (k, k+1) on vdpbf16ps, which
+// adds two bf16 products into each f32 lane per instruction: one input's
+// two vectors at k and k+1 interleaved lane by lane, the other's two
+// scalars as one 32-bit pair broadcast. An odd last k, and vectors of
+// another width than 8 or 16 lanes, take the extended multiply-add. The
+// pair's sum is rounded once before it joins the accumulator, so results
+// differ from the f32 path in the last bits (as oneDNN's bf16 kernels do).
+// MLIR 19's x86vector dialect has no bf16 dot product: the LLVM intrinsic
+// is called directly (llvm.call_intrinsic on vector types).
+//
 //===----------------------------------------------------------------------===//
 
 #include "het/Conversion/ContractionTiling.h"
@@ -22,6 +34,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -49,7 +62,7 @@ struct BlockRange {
 
 class NestBuilder {
 public:
-  NestBuilder(linalg::GenericOp op, const ContractionTiling &tiling)
+  NestBuilder(linalg::GenericOp op, const ContractionTiling &tiling, bool bf16Dot)
       : op(op), tiling(tiling), loc(op.getLoc()), ranges(op.getStaticLoopRanges()),
         maps(op.getIndexingMapsArray()) {
     vecDim = cast<AffineDimExpr>(maps[2].getResults().back()).getPosition();
@@ -60,11 +73,11 @@ public:
       else if (d != vecDim && d != tiling.rowDim && !(tiling.twoRowDims() && d == tiling.rowDim2))
         otherParallel.push_back(d);
     }
-    Block &body = op.getRegion().front();
-    auto mul = cast<arith::MulFOp>(body.front());
-    auto add = cast<arith::AddFOp>(mul->getNextNode());
-    mulSwapped = mul.getLhs() == body.getArgument(1);
-    addOutFirst = add.getLhs() == body.getArgument(2);
+    MultiplyAddBody body = matchMultiplyAddBody(op);
+    mulSwapped = body.mulSwapped;
+    addOutFirst = body.addOutFirst;
+    inputType = cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
+    dot = bf16Dot && inputType.isBF16();
   }
 
   /// `zeroed`: the output holds +0.0 everywhere (a fill just before, which
@@ -320,63 +333,185 @@ private:
     unsigned d = reductions[level];
     // The outermost reduction runs over the current cache block, if any.
     bool blocked = level == 0 && blockBegin;
-    auto loop = b.create<scf::ForOp>(
-        loc, blocked ? blockBegin : constant(b, 0), blocked ? blockEnd : constant(b, ranges[d]),
-        constant(b, 1), accumulators, [&](OpBuilder &nb, Location, Value iv, ValueRange carried) {
-          SmallVector<Value> inner(dims);
-          inner[d] = iv;
-          nb.create<scf::YieldOp>(loc, buildReductions(nb, inner, level + 1, carried, rowIndex,
-                                                       row2Index, colIndex, widths));
-        });
-    return SmallVector<Value>(loop.getResults());
+    Value lower = blocked ? blockBegin : constant(b, 0);
+    Value upper = blocked ? blockEnd : constant(b, ranges[d]);
+    auto loop = [&](Value from, Value to, int64_t step, bool paired, ValueRange carried) {
+      auto forOp = b.create<scf::ForOp>(
+          loc, from, to, constant(b, step), carried,
+          [&](OpBuilder &nb, Location, Value iv, ValueRange inside) {
+            SmallVector<Value> inner(dims);
+            inner[d] = iv;
+            nb.create<scf::YieldOp>(
+                loc, paired ? multiplyAdd(nb, inner, inside, rowIndex, row2Index, colIndex, widths,
+                                          /*pairDim=*/d)
+                            : buildReductions(nb, inner, level + 1, inside, rowIndex, row2Index,
+                                              colIndex, widths));
+          });
+      return SmallVector<Value>(forOp.getResults());
+    };
+    if (!dot || level + 1 != reductions.size() || (!blocked && ranges[d] < 2))
+      return loop(lower, upper, 1, /*paired=*/false, accumulators);
+    // The innermost reduction in pairs on the dot product, then its odd
+    // last point alone.
+    if (!blocked) {
+      int64_t pairs = ranges[d] / 2 * 2;
+      SmallVector<Value> sums = loop(lower, constant(b, pairs), 2, /*paired=*/true, accumulators);
+      if (pairs == ranges[d])
+        return sums;
+      SmallVector<Value> last(dims);
+      last[d] = constant(b, pairs);
+      return multiplyAdd(b, last, sums, rowIndex, row2Index, colIndex, widths);
+    }
+    Value count = b.create<arith::SubIOp>(loc, upper, lower);
+    Value pairsEnd = b.create<arith::AddIOp>(
+        loc, lower,
+        b.create<arith::MulIOp>(loc, b.create<arith::DivUIOp>(loc, count, constant(b, 2)),
+                                constant(b, 2)));
+    SmallVector<Value> sums = loop(lower, pairsEnd, 2, /*paired=*/true, accumulators);
+    Value odd = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, pairsEnd, upper);
+    auto ifOp = b.create<scf::IfOp>(
+        loc, odd,
+        [&](OpBuilder &tb, Location) {
+          SmallVector<Value> last(dims);
+          last[d] = pairsEnd;
+          tb.create<scf::YieldOp>(
+              loc, multiplyAdd(tb, last, sums, rowIndex, row2Index, colIndex, widths));
+        },
+        [&](OpBuilder &eb, Location) { eb.create<scf::YieldOp>(loc, sums); });
+    return SmallVector<Value>(ifOp.getResults());
   }
 
+  /// Adds the products at the reduction point `dims` into `accumulators`;
+  /// with `pairDim`, those at `dims` and at the next point along it (the
+  /// dot product's pairs, or two multiply-adds where a vector's width has
+  /// no dot product).
   SmallVector<Value> multiplyAdd(OpBuilder &b, SmallVector<Value> dims, ValueRange accumulators,
                                  ArrayRef<Value> rowIndex, ArrayRef<Value> row2Index,
-                                 ArrayRef<Value> colIndex, ArrayRef<unsigned> widths) {
+                                 ArrayRef<Value> colIndex, ArrayRef<unsigned> widths,
+                                 std::optional<unsigned> pairDim = std::nullopt) {
     Type f32 = b.getF32Type();
-    // Each input's value for block element (i, k, j), read once: keyed by
-    // the row and the second row where it depends on them, and by the
-    // vector (or its width, for a broadcast scalar).
-    std::map<std::tuple<unsigned, unsigned, unsigned, unsigned, bool>, Value> values;
-    std::map<std::tuple<unsigned, unsigned, unsigned>, Value> scalars;
-    auto input = [&](unsigned n, unsigned i, unsigned k, unsigned j) -> Value {
+    SmallVector<Value> next;
+    if (pairDim) {
+      next = dims;
+      next[*pairDim] = b.create<arith::AddIOp>(loc, dims[*pairDim], constant(b, 1));
+    }
+    // Where an input is read at reduction point `at` for block element
+    // (i, k, j), and whether it varies along the vector dimension.
+    struct Read {
+      SmallVector<Value> at;
+      bool byVector;
+      unsigned row, row2;
+    };
+    auto where = [&](ArrayRef<Value> point, unsigned n, unsigned i, unsigned k, unsigned j) {
       AffineMap map = maps[n];
       bool byRow = map.isFunctionOfDim(tiling.rowDim), byVector = map.isFunctionOfDim(vecDim);
       bool byRow2 = row2Start && map.isFunctionOfDim(tiling.rowDim2);
-      unsigned row = byRow ? i : 0, row2 = byRow2 ? k : 0, key = byVector ? j : widths[j];
-      auto found = values.find({n, row, row2, key, byVector});
-      if (found != values.end())
-        return found->second;
-      SmallVector<Value> at(dims);
-      at[tiling.rowDim] = rowIndex[row];
+      Read read{SmallVector<Value>(point), byVector, byRow ? i : 0, byRow2 ? k : 0};
+      read.at[tiling.rowDim] = rowIndex[read.row];
       if (byRow2)
-        at[tiling.rowDim2] = row2Index[row2];
-      at[vecDim] = colIndex[byVector ? j : 0];
-      Value operand = op.getDpsInputs()[n], value;
-      auto type = VectorType::get({widths[j]}, f32);
-      if (byVector) {
-        value = b.create<vector::LoadOp>(loc, type, operand, indices(b, map, at));
-      } else {
-        Value &scalar = scalars[{n, row, row2}];
-        if (!scalar)
-          scalar = b.create<memref::LoadOp>(loc, operand, indices(b, map, at));
-        value = b.create<vector::BroadcastOp>(loc, type, scalar);
-      }
-      values[{n, row, row2, key, byVector}] = value;
+        read.at[tiling.rowDim2] = row2Index[read.row2];
+      read.at[vecDim] = colIndex[byVector ? j : 0];
+      return read;
+    };
+    // Each input's value for block element (i, k, j) at each point, read
+    // once: keyed by the point (0: dims, 1: next), the row and the second
+    // row where it depends on them, and the vector (or its width, for a
+    // broadcast scalar).
+    using Key = std::tuple<unsigned, unsigned, unsigned, unsigned, unsigned, bool>;
+    std::map<Key, Value> values, pairs;
+    std::map<std::tuple<unsigned, unsigned, unsigned, unsigned>, Value> scalars;
+    auto scalar = [&](unsigned point, unsigned n, const Read &read) {
+      Value &value = scalars[{point, n, read.row, read.row2}];
+      if (!value)
+        value = b.create<memref::LoadOp>(loc, op.getDpsInputs()[n], indices(b, maps[n], read.at));
       return value;
+    };
+    // f32 lanes, extended from bf16/f16 inputs (exact).
+    auto input = [&](unsigned point, unsigned n, unsigned i, unsigned k, unsigned j) -> Value {
+      Read read = where(point ? next : dims, n, i, k, j);
+      unsigned key = read.byVector ? j : widths[j];
+      Value &value = values[{point, n, read.row, read.row2, key, read.byVector}];
+      if (value)
+        return value;
+      auto type = VectorType::get({widths[j]}, f32);
+      if (read.byVector) {
+        value = b.create<vector::LoadOp>(loc, type.clone(inputType), op.getDpsInputs()[n],
+                                         indices(b, maps[n], read.at));
+        if (inputType != f32)
+          value = b.create<arith::ExtFOp>(loc, type, value);
+      } else {
+        Value element = scalar(point, n, read);
+        if (inputType != f32)
+          element = b.create<arith::ExtFOp>(loc, f32, element);
+        value = b.create<vector::BroadcastOp>(loc, type, element);
+      }
+      return value;
+    };
+    // The dot product's operand: 2 x width bf16 lanes, the values at
+    // `dims` and `next` alternating.
+    Type i16 = b.getI16Type(), i32 = b.getI32Type();
+    auto pairInput = [&](unsigned n, unsigned i, unsigned k, unsigned j) -> Value {
+      Read read0 = where(dims, n, i, k, j), read1 = where(next, n, i, k, j);
+      unsigned width = widths[j], key = read0.byVector ? j : width;
+      Value &value = pairs[{0, n, read0.row, read0.row2, key, read0.byVector}];
+      if (value)
+        return value;
+      auto lanes = VectorType::get({width}, i16);
+      auto result = VectorType::get({2 * width}, inputType);
+      if (read0.byVector) {
+        auto load = [&](const Read &read) -> Value {
+          Value v = b.create<vector::LoadOp>(loc, lanes.clone(inputType), op.getDpsInputs()[n],
+                                             indices(b, maps[n], read.at));
+          return b.create<vector::BitCastOp>(loc, lanes, v);
+        };
+        SmallVector<int64_t> interleave;
+        for (unsigned lane = 0; lane < width; ++lane)
+          interleave.append({lane, width + lane});
+        Value at0 = load(read0), at1 = load(read1);
+        Value both = b.create<vector::ShuffleOp>(loc, at0, at1, interleave);
+        value = b.create<vector::BitCastOp>(loc, result, both);
+      } else {
+        // The two scalars as one 32-bit lane, broadcast.
+        auto pairType = VectorType::get({2}, i16);
+        Value pair = b.create<arith::ConstantOp>(
+            loc, pairType, DenseElementsAttr::get(pairType, b.getI16IntegerAttr(0)));
+        for (auto [slot, read] : llvm::enumerate(std::array<const Read *, 2>{&read0, &read1})) {
+          Value bits = b.create<arith::BitcastOp>(loc, i16, scalar(slot, n, *read));
+          pair = b.create<vector::InsertOp>(loc, bits, pair, int64_t(slot));
+        }
+        Value word = b.create<vector::ExtractOp>(
+            loc, b.create<vector::BitCastOp>(loc, VectorType::get({1}, i32), pair), int64_t(0));
+        Value words = b.create<vector::BroadcastOp>(loc, VectorType::get({width}, i32), word);
+        value = b.create<vector::BitCastOp>(loc, result, words);
+      }
+      return value;
+    };
+    auto multiplyAddAt = [&](unsigned point, unsigned i, unsigned k, unsigned j, Value acc) {
+      Value a = input(point, 0, i, k, j), c = input(point, 1, i, k, j);
+      Value product =
+          mulSwapped ? b.create<arith::MulFOp>(loc, c, a) : b.create<arith::MulFOp>(loc, a, c);
+      return addOutFirst ? b.create<arith::AddFOp>(loc, acc, product).getResult()
+                         : b.create<arith::AddFOp>(loc, product, acc).getResult();
     };
     SmallVector<Value> sums;
     unsigned columns = widths.size(), rows2 = row2Index.size();
     for (unsigned i = 0; i < accumulators.size() / (columns * rows2); ++i) {
       for (unsigned k = 0; k < rows2; ++k) {
         for (unsigned j = 0; j < columns; ++j) {
-          Value a = input(0, i, k, j), c = input(1, i, k, j);
-          Value product =
-              mulSwapped ? b.create<arith::MulFOp>(loc, c, a) : b.create<arith::MulFOp>(loc, a, c);
           Value acc = accumulators[sums.size()];
-          sums.push_back(addOutFirst ? b.create<arith::AddFOp>(loc, acc, product)
-                                     : b.create<arith::AddFOp>(loc, product, acc));
+          if (!pairDim) {
+            sums.push_back(multiplyAddAt(0, i, k, j, acc));
+          } else if (widths[j] == 16 || widths[j] == 8) {
+            StringRef intrinsic = widths[j] == 16 ? "llvm.x86.avx512bf16.dpbf16ps.512"
+                                                  : "llvm.x86.avx512bf16.dpbf16ps.256";
+            Value a = pairInput(0, i, k, j), c = pairInput(1, i, k, j);
+            sums.push_back(b.create<LLVM::CallIntrinsicOp>(loc, acc.getType(),
+                                                           b.getStringAttr(intrinsic),
+                                                           ValueRange{acc, a, c})
+                               .getResult(0));
+          } else {
+            sums.push_back(multiplyAddAt(1, i, k, j, multiplyAddAt(0, i, k, j, acc)));
+          }
         }
       }
     }
@@ -391,6 +526,8 @@ private:
   unsigned vecDim = 0;
   SmallVector<unsigned> reductions, otherParallel;
   bool mulSwapped = false, addOutFirst = true;
+  Type inputType;   // f32, or bf16/f16 extended to the f32 accumulators
+  bool dot = false; // bf16 pairs on the AVX512-BF16 dot product
   Value blockBegin, blockEnd; // the current cache block of reductions.front(), if blocked
   bool startFromZero = false; // accumulators start at +0.0 instead of the output's values
   Value row2Start;            // the current block of the second row dimension, if any
@@ -406,8 +543,11 @@ struct TileContractionsPass
     lookup = other.lookup;
     everywhere = other.everywhere;
   }
-  TileContractionsPass(ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere)
-      : lookup(std::move(lookup)), everywhere(everywhere) {}
+  TileContractionsPass(ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere,
+                       bool dotProduct)
+      : lookup(std::move(lookup)), everywhere(everywhere) {
+    bf16Dot = dotProduct;
+  }
 
   StringRef getArgument() const override { return "het-tile-contractions"; }
   StringRef getDescription() const override {
@@ -416,8 +556,8 @@ struct TileContractionsPass
            "het.contraction_tiling attribute or the tiling option";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect, memref::MemRefDialect,
-                    scf::SCFDialect, vector::VectorDialect>();
+    registry.insert<affine::AffineDialect, arith::ArithDialect, LLVM::LLVMDialect,
+                    memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect>();
   }
 
   LogicalResult initialize(MLIRContext *) override {
@@ -476,7 +616,7 @@ struct TileContractionsPass
                          << "' does not fit this contraction, left untiled: " << why;
         continue;
       }
-      if (failed(tileContraction(rewriter, op, *tiling)))
+      if (failed(tileContraction(rewriter, op, *tiling, bf16Dot)))
         return signalPassFailure();
     }
   }
@@ -486,6 +626,10 @@ struct TileContractionsPass
       llvm::cl::desc(
           "tile every tilable contraction so: 'row=d<N> rows=<N> width=<N> "
           "vectors=<N> order=rows|columns [row2=d<N> rows2=<N>] [others=inside] [rblock=<N>]'")};
+  Option<bool> bf16Dot{*this, "bf16-dot",
+                       llvm::cl::desc("run bf16 contractions' innermost reduction in pairs on "
+                                      "the AVX512-BF16 dot product (the target must have it)"),
+                       llvm::cl::init(false)};
   ContractionTilingLookup lookup;
   std::optional<ContractionTiling> everywhere;
 };
@@ -493,7 +637,7 @@ struct TileContractionsPass
 } // namespace
 
 LogicalResult mlir::het::tileContraction(RewriterBase &rewriter, linalg::GenericOp op,
-                                         const ContractionTiling &tiling) {
+                                         const ContractionTiling &tiling, bool bf16Dot) {
   std::string why;
   if (!isTilableContraction(op, &why))
     return op.emitError() << "cannot tile this contraction: " << why;
@@ -510,7 +654,7 @@ LogicalResult mlir::het::tileContraction(RewriterBase &rewriter, linalg::Generic
     zeroed = matchPattern(fill.getInputs()[0], m_Constant(&value)) && value.getValue().isPosZero();
   }
   rewriter.setInsertionPoint(op);
-  NestBuilder(op, tiling).build(rewriter, zeroed);
+  NestBuilder(op, tiling, bf16Dot).build(rewriter, zeroed);
   rewriter.eraseOp(op);
   if (zeroed)
     rewriter.eraseOp(fill);
@@ -518,8 +662,8 @@ LogicalResult mlir::het::tileContraction(RewriterBase &rewriter, linalg::Generic
 }
 
 std::unique_ptr<Pass> mlir::het::createTileContractionsPass(
-    ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere) {
-  return std::make_unique<TileContractionsPass>(std::move(lookup), everywhere);
+    ContractionTilingLookup lookup, std::optional<ContractionTiling> everywhere, bool bf16Dot) {
+  return std::make_unique<TileContractionsPass>(std::move(lookup), everywhere, bf16Dot);
 }
 
 void mlir::het::registerTileContractionsPass() { PassRegistration<TileContractionsPass>(); }
