@@ -134,7 +134,8 @@ void mlir::het::buildHetToBuffersPipeline(OpPassManager &pm, const CpuPipelineOp
     pm.addNestedPass<func::FuncOp>(createUpdateAfterGradientPass());
     pm.addPass(createOutlineLayersPass());
   }
-  pm.addPass(createConvertHetToLinalgPass(options.library, options.nativeBf16Products));
+  pm.addPass(createConvertHetToLinalgPass(options.library, options.nativeBf16Products,
+                                          options.generatedBf16Products));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise)
     pm.addPass(createFuseElementwisePass());
@@ -187,7 +188,8 @@ void mlir::het::buildHetToLLVMPipeline(OpPassManager &pm, const CpuPipelineOptio
   pm.addNestedPass<func::FuncOp>(createTileTransposesPass());
   if (options.contractionTiling || options.contractionTilingEverywhere)
     pm.addNestedPass<func::FuncOp>(createTileContractionsPass(
-        options.contractionTiling, options.contractionTilingEverywhere, options.bf16DotProduct));
+        options.contractionTiling, options.contractionTilingEverywhere,
+        options.generatedBf16Products));
 
   if (options.threadedLoops) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

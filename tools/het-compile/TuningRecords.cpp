@@ -116,9 +116,14 @@ void reportTilings(const tune::RecordedTilings &tilings, const std::string &dbPa
     llvm::errs() << "\n";
     return;
   }
+  // bf16 contractions (on the dot product) are tuned on the bf16 step.
+  bool bf16 = llvm::any_of(missing, [](const std::string &signature) {
+    return llvm::StringRef(signature).ends_with(" bf16");
+  });
   llvm::errs() << ", " << missing.size()
                << " without a record (untiled loops); het-tune kernels " << model
-               << " --library mlir --db " << dbPath << " measures them:\n";
+               << " --library mlir" << (bf16 ? " --precision bf16" : "") << " --db " << dbPath
+               << " measures them:\n";
   for (const std::string &signature : missing)
     llvm::errs() << "  " << signature << "\n";
 }

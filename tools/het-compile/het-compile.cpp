@@ -14,6 +14,8 @@
 #include "het/Conversion/Passes.h"
 #include "het/Support/InstallLayout.h"
 #include "het/Support/MultiplyAddPeaks.h"
+// lib/Runtime's oneDNN rate measurement (HetDnnlProductRates).
+#include "DnnlProductRates.h"
 #include "het/Target/NativeCodegen.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "het/Dialect/Het/IR/HetDialect.h"
@@ -1146,25 +1148,41 @@ int main(int argc, char **argv) {
       return fail(e.what());
     }
   }
-  if (bf16Products == "auto" && usesFormat("bf16") && target == "x86_64") {
-    // A quarter second: bf16 dot product against f32 FMA on this core.
-    ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
-    options.nativeBf16Products = peaks.bf16Gflops > peaks.f32Gflops;
-    if (!options.nativeBf16Products)
-      llvm::errs() << llvm::formatv(
-          "het-compile: note: bf16 products run in f32 on their bf16-rounded operands: this "
-          "core's bf16 dot product does {0:f1} GFLOP/s, its f32 FMA {1:f1} "
-          "(--bf16-products=native overrides)\n",
-          peaks.bf16Gflops, peaks.f32Gflops);
-  }
-  if (options.nativeBf16Products && usesFormat("bf16") && target == "x86_64") {
-    // Generated bf16 contractions (--library=mlir, cpu.mlir stages) pair
-    // their products on the AVX512-BF16 dot product where this CPU has it.
-    options.bf16DotProduct = ::het::support::hasBf16DotProduct();
-    if (!options.bf16DotProduct && bf16Products == "native" && library == "mlir")
+  if (usesFormat("bf16") && target == "x86_64") {
+    // Two kinds of bf16 products, each on its own unit: oneDNN's kernels
+    // (AMX tiles where the core has them, else vdpbf16ps) and the generated
+    // contractions of --library=mlir and cpu.mlir stages (vdpbf16ps,
+    // het-tile-contractions). --bf16-products=auto times each against f32.
+    bool pipeline = !clusterFile.empty() || !planFile.empty();
+    bool generated = library == "mlir" || pipeline, onednn = library == "dnnl" || pipeline;
+    bool dot = ::het::support::hasBf16DotProduct();
+    if (!dot && bf16Products == "native" && library == "mlir")
       return fail("--bf16-products=native with --library=mlir: this CPU has no AVX512-BF16 "
                   "dot product for the generated bf16 contractions (--bf16-products=f32 runs "
                   "them in f32 on their bf16-rounded operands)");
+    options.generatedBf16Products = dot && bf16Products == "native";
+    if (bf16Products == "auto" && generated && dot) {
+      // A quarter second: bf16 dot product against f32 FMA on this core.
+      ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
+      options.generatedBf16Products = peaks.bf16Gflops > peaks.f32Gflops;
+      if (!options.generatedBf16Products)
+        llvm::errs() << llvm::formatv(
+            "het-compile: note: generated bf16 products run in f32 on their bf16-rounded "
+            "operands: this core's bf16 dot product does {0:f1} GFLOP/s, its f32 FMA {1:f1} "
+            "(--bf16-products=native overrides)\n",
+            peaks.bf16Gflops, peaks.f32Gflops);
+    }
+    if (bf16Products == "auto" && onednn) {
+      // A quarter second: oneDNN's bf16 matmul against its f32 one.
+      ::het::rt::DnnlProductRates rates = ::het::rt::measureDnnlProductRates(0.25);
+      options.nativeBf16Products = rates.bf16Gflops > rates.f32Gflops;
+      if (!options.nativeBf16Products)
+        llvm::errs() << llvm::formatv(
+            "het-compile: note: oneDNN's bf16 products run in f32 on their bf16-rounded "
+            "operands: its bf16 matmul does {0:f1} GFLOP/s on this core, its f32 one {1:f1} "
+            "(--bf16-products=native overrides)\n",
+            rates.bf16Gflops, rates.f32Gflops);
+    }
   }
   if (zeroStage.getNumOccurrences() && clusterFile.empty() && planFile.empty()) {
     llvm::errs() << "het-compile: error: --zero shards optimizer state over a stage's "

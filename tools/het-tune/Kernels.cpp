@@ -12,6 +12,7 @@
 
 #include "het/Conversion/Passes.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
+#include "het/Support/MultiplyAddPeaks.h"
 #include "het/Tune/ContractionTuning.h"
 #include "het/Tune/GemmTuning.h"
 
@@ -49,6 +50,12 @@ void addKernelsCommand(CLI::App &app, KernelsCommand &k) {
                    "pipeline stage's shares of its micro-batch (default: the model's)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  k.command
+      ->add_option("--precision", k.precision,
+                   "--library mlir: fp32 (default), or bf16: the contractions of the bf16 "
+                   "step (het-compile --precision bf16 --bf16-products native), which pair "
+                   "their products on the AVX512-BF16 dot product")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   k.command->add_option("--threads", k.threads,
                         "--library dnnl: thread counts to time at (default 1)")
       ->delimiter(',')
@@ -74,6 +81,7 @@ int tuneContractions(const KernelsCommand &k, llvm::ArrayRef<mlir::ModuleOp> ste
     mlir::PassManager pm(module.getContext());
     mlir::het::CpuPipelineOptions lowering;
     lowering.library = mlir::het::KernelLibrary::Mlir;
+    lowering.generatedBf16Products = k.precision == "bf16";
     mlir::het::buildHetToBuffersPipeline(pm, lowering);
     if (failed(pm.run(module))) {
       std::fprintf(stderr, "het-tune: could not lower '%s' with generated kernels\n",
@@ -102,6 +110,7 @@ int tuneContractions(const KernelsCommand &k, llvm::ArrayRef<mlir::ModuleOp> ste
               contractionCompiler().c_str());
   std::fflush(stdout);
   ContractionSweepOptions options;
+  options.bf16Dot = k.precision == "bf16";
   if (k.rounds > 0)
     options.rounds = k.rounds;
   options.timeBudgetSeconds = k.timeBudget;
@@ -147,7 +156,7 @@ int runKernels(const KernelsCommand &k, int waitMs) {
   auto buildStep = [&](mlir::ModuleOp step, int64_t batch) {
     if (hasStep)
       return true;
-    std::string pipeline = "het-training-pipeline{fuse=true}";
+    std::string pipeline = "het-training-pipeline{fuse=true precision=" + k.precision + "}";
     if (batch > 0)
       pipeline = "het-rebatch{samples=" + std::to_string(batch) + "}," + pipeline;
     mlir::PassManager pm(&context);
@@ -160,6 +169,17 @@ int runKernels(const KernelsCommand &k, int waitMs) {
     return true;
   };
   if (k.library == "mlir") {
+    if (k.precision == "bf16" && !::het::support::hasBf16DotProduct()) {
+      std::fprintf(stderr, "het-tune: --precision bf16 tunes contractions on the AVX512-BF16 dot "
+                           "product, and this CPU has none\n");
+      return 1;
+    }
+    if (hasStep && k.precision != "fp32") {
+      std::fprintf(stderr, "het-tune: --precision applies to a forward model, and '%s' is a "
+                           "training step (its formats are set)\n",
+                   k.model.c_str());
+      return 1;
+    }
     std::vector<mlir::OwningOpRef<mlir::ModuleOp>> steps;
     std::vector<int64_t> batches = k.batches;
     if (batches.empty())
@@ -174,8 +194,9 @@ int runKernels(const KernelsCommand &k, int waitMs) {
       views.push_back(*step);
     return tuneContractions(k, views, waitMs);
   }
-  if (!k.batches.empty()) {
-    std::fprintf(stderr, "het-tune: --batch is for --library mlir\n");
+  if (!k.batches.empty() || k.precision != "fp32") {
+    std::fprintf(stderr, "het-tune: --%s is for --library mlir\n",
+                 k.batches.empty() ? "precision" : "batch");
     return 1;
   }
   if (!buildStep(*module, 0))

@@ -20,6 +20,7 @@ struct KernelsCommand {
   std::string model, db;
   std::string library = "dnnl";
   std::vector<int64_t> batches; // --library mlir: rebatched steps
+  std::string precision = "fp32"; // --library mlir: fp32, or bf16 (dot-product contractions)
   std::vector<int> threads{1};
   int rounds = 0; // 0: the library's default (5 for dnnl, 3 for mlir)
   double timeBudget = 300;

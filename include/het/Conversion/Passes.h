@@ -74,10 +74,13 @@ std::unique_ptr<Pass> createChannelBlockedActivationsPass(KernelLibrary library)
 /// `nativeBf16Products`: oneDNN runs bf16 matrix products and convolutions
 /// as bf16 (f32 accumulation); false: they too compute in f32 on their
 /// bf16-rounded operands (the same values: a product of two bf16 values is
-/// exact in f32), on CPUs whose bf16 dot product is slower than their f32
-/// FMA (het/Support/MultiplyAddPeaks.h).
+/// exact in f32), where oneDNN's bf16 matmul is slower than its f32 one
+/// (lib/Runtime/DnnlProductRates.h). `generatedBf16Products`: the same for
+/// generated contractions (library mlir), which read bf16 operands for the
+/// AVX512-BF16 dot product (het/Support/MultiplyAddPeaks.h).
 std::unique_ptr<Pass> createConvertHetToLinalgPass(KernelLibrary library,
-                                                   bool nativeBf16Products = true);
+                                                   bool nativeBf16Products = true,
+                                                   bool generatedBf16Products = false);
 
 /// `het-build-entry-points`: picks the training step (`@*_train_step`),
 /// adds `@<model>_predict` (the forward function returning the logits of its
@@ -174,6 +177,9 @@ struct CpuPipelineOptions {
   /// Mixed precision: bf16 products on oneDNN's bf16 kernels (true) or in
   /// f32 on bf16-rounded operands (createConvertHetToLinalgPass).
   bool nativeBf16Products = true;
+  /// The same for generated contractions (library mlir): bf16 operands,
+  /// tiled onto the AVX512-BF16 dot product (the target CPU must have it).
+  bool generatedBf16Products = false;
   /// Fuse element-wise linalg ops before bufferization (-O1 and up).
   bool fuseElementwise = true;
   /// Sums over an innermost dimension as vectorizable partial sums
@@ -206,9 +212,6 @@ struct CpuPipelineOptions {
   /// One tiling for every generated contraction it fits (het-compile
   /// --contraction-tiling; contractionTiling's records come first).
   std::optional<ContractionTiling> contractionTilingEverywhere;
-  /// Tiled bf16 contractions (library mlir, native bf16 products) run on the
-  /// AVX512-BF16 dot product: the target CPU must have it.
-  bool bf16DotProduct = false;
   /// Allocate through _mlir_memref_to_llvm_alloc/free (libhetrt) instead of
   /// malloc/free: a GPU executable's buffers are managed memory, and every
   /// executable counts its buffers (the peak it reports, --profile-memory).

@@ -56,6 +56,10 @@ struct ContractionSweepOptions {
   int rounds = 3;
   double timeBudgetSeconds = 300;     // cases not reached are reported, not recorded
   std::vector<unsigned> widths{16, 8}; // vector widths tried
+  /// bf16 contractions run on the AVX512-BF16 dot product (het-compile's
+  /// lowering on a CPU that has it): candidates are then checked against
+  /// the untiled loops within the sums' reordering, not bit for bit.
+  bool bf16Dot = false;
 };
 
 struct ContractionSweepResult {

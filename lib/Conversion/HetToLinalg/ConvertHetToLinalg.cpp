@@ -39,9 +39,11 @@ struct ConvertHetToLinalgPass
 
   ConvertHetToLinalgPass() = default;
   ConvertHetToLinalgPass(const ConvertHetToLinalgPass &other) : PassWrapper(other) {}
-  explicit ConvertHetToLinalgPass(KernelLibrary library, bool nativeBf16Products) {
+  ConvertHetToLinalgPass(KernelLibrary library, bool nativeBf16Products,
+                         bool generatedBf16Products) {
     this->library = kernelLibraryName(library).str();
     this->bf16Products = nativeBf16Products ? "native" : "f32";
+    this->generatedBf16Products = generatedBf16Products ? "native" : "f32";
   }
 
   StringRef getArgument() const override { return "convert-het-to-linalg"; }
@@ -68,6 +70,12 @@ struct ConvertHetToLinalgPass
       llvm::cl::desc("native (oneDNN's bf16 kernels) or f32 (bf16 products computed in f32 on "
                      "their bf16-rounded operands, where the CPU's bf16 dot product is slower)"),
       llvm::cl::init("native")};
+  Option<std::string> generatedBf16Products{
+      *this, "generated-bf16-products",
+      llvm::cl::desc("the same for generated contractions (library=mlir): native (bf16 operands "
+                     "read by the contraction, for the AVX512-BF16 dot product) or f32 "
+                     "(default: as bf16-products)"),
+      llvm::cl::init("")};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -84,7 +92,16 @@ struct ConvertHetToLinalgPass
           << bf16Products << "'";
       return signalPassFailure();
     }
+    if (!generatedBf16Products.empty() && generatedBf16Products != "native" &&
+        generatedBf16Products != "f32") {
+      module.emitError(
+          "convert-het-to-linalg: generated-bf16-products must be 'native' or 'f32', got '")
+          << generatedBf16Products << "'";
+      return signalPassFailure();
+    }
     bool nativeBf16 = bf16Products == "native";
+    bool generatedBf16 =
+        generatedBf16Products.empty() ? nativeBf16 : generatedBf16Products == "native";
     SmallVector<std::pair<Operation *, KernelLibrary>> work;
     bool failedAny = false;
     // Only function bodies compute; module-level het ops (het.cluster and
@@ -104,7 +121,11 @@ struct ConvertHetToLinalgPass
         }
         functionLibrary = *parsed;
       }
-      widenLowPrecision(function, functionLibrary, nativeBf16);
+      // oneDNN's bf16 kernels and the generated bf16 contractions pay on
+      // different units (AMX tiles, the AVX512-BF16 dot product): each is
+      // chosen apart.
+      widenLowPrecision(function, functionLibrary,
+                        functionLibrary == KernelLibrary::Mlir ? generatedBf16 : nativeBf16);
       // Generated kernels have no batch-norm kernel: its statistics and
       // normalization become sums and element-wise ops, lowered below like
       // any others (BatchNormDecomposition.h).
@@ -190,8 +211,10 @@ StringRef mlir::het::kernelLibraryName(KernelLibrary library) {
 }
 
 std::unique_ptr<Pass> mlir::het::createConvertHetToLinalgPass(KernelLibrary library,
-                                                             bool nativeBf16Products) {
-  return std::make_unique<ConvertHetToLinalgPass>(library, nativeBf16Products);
+                                                             bool nativeBf16Products,
+                                                             bool generatedBf16Products) {
+  return std::make_unique<ConvertHetToLinalgPass>(library, nativeBf16Products,
+                                                  generatedBf16Products);
 }
 
 namespace mlir::het {

@@ -10,7 +10,11 @@
 //
 // Each candidate first runs once from a zero output and must reproduce the
 // untiled loops' output bit for bit (the tiling keeps every sum's order and
-// uses no fused multiply-add), else it is an error and not timed. Then
+// uses no fused multiply-add), else it is an error and not timed. A bf16
+// contraction on the dot product adds each pair's products in another
+// order: it must agree within 1e-4 of the output's largest magnitude (the
+// reordering of sums of values in [-1, 1] moves the last bits; a pair
+// misaligned by one k moves the first). Then
 // --rounds rounds time every candidate still in, the first candidate
 // rotating per round; a round runs a candidate for about 10 ms and takes
 // its median call; a candidate's time is its best round. After the first
@@ -91,9 +95,9 @@ buildCandidateModule(mlir::linalg::GenericOp op,
 
 /// The lowering het-compile gives a step's contractions, up to the LLVM
 /// dialect (lib/Conversion/Pipeline.cpp's tail).
-mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module) {
+mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module, bool bf16Dot) {
   mlir::PassManager pm(module.getContext());
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::het::createTileContractionsPass({}));
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::het::createTileContractionsPass({}, {}, bf16Dot));
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::createConvertSCFToCFPass());
@@ -144,6 +148,16 @@ Buffers makeBuffers(mlir::linalg::GenericOp op) {
     std::vector<float> values(size_t(type.getNumElements()));
     for (size_t i = 0; i < values.size(); ++i)
       values[i] = float(int((i + seed) * 2654435761u % 2001) - 1000) * 1e-3f;
+    if (type.getElementType().isBF16()) {
+      // 16-bit inputs: the same values truncated to bf16, packed at the
+      // front of the (twice large enough) buffer.
+      auto *bits = reinterpret_cast<uint16_t *>(values.data());
+      for (size_t i = 0; i < values.size(); ++i) {
+        uint32_t word;
+        std::memcpy(&word, &values[i], sizeof word);
+        bits[i] = uint16_t(word >> 16);
+      }
+    }
     buffers.inputs.push_back(std::move(values));
     seed += 7919;
   }
@@ -162,9 +176,9 @@ struct Candidate : Timed {
 /// The candidates' module (buildCandidateModule), lowered and compiled.
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
 compileCandidates(mlir::linalg::GenericOp op,
-                  const std::vector<mlir::het::ContractionTiling> &tilings) {
+                  const std::vector<mlir::het::ContractionTiling> &tilings, bool bf16Dot) {
   mlir::OwningOpRef<mlir::ModuleOp> module = buildCandidateModule(op, tilings);
-  if (failed(lowerToLLVMDialect(*module)))
+  if (failed(lowerToLLVMDialect(*module, bf16Dot)))
     return llvm::createStringError("could not lower them");
   return compile(*module);
 }
@@ -178,12 +192,27 @@ KernelFn lookupKernel(mlir::ExecutionEngine &engine, const std::string &name) {
   return reinterpret_cast<KernelFn>(*address);
 }
 
+/// Whether `got` is `expected`: bit for bit, or with `reordered` sums
+/// within 1e-4 of the largest magnitude.
+bool reproduces(const std::vector<float> &got, const std::vector<float> &expected,
+                bool reordered) {
+  if (!reordered)
+    return std::memcmp(got.data(), expected.data(), expected.size() * sizeof(float)) == 0;
+  float largest = 0;
+  for (float value : expected)
+    largest = std::max(largest, std::fabs(value));
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (!(std::fabs(got[i] - expected[i]) <= 1e-4f * largest))
+      return false;
+  return true;
+}
+
 /// The compiled candidates (@t0, @t1, ... of `engine`) that reproduce
-/// `expected` bit for bit from a zero output; the others are errors.
+/// `expected` from a zero output (reproduces()); the others are errors.
 std::vector<Candidate> checkedCandidates(mlir::ExecutionEngine &engine,
                                          const std::vector<mlir::het::ContractionTiling> &tilings,
                                          Buffers &buffers, const std::vector<float> &expected,
-                                         const std::string &signature,
+                                         bool reordered, const std::string &signature,
                                          std::vector<std::string> &errors) {
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < tilings.size(); ++i) {
@@ -194,9 +223,10 @@ std::vector<Candidate> checkedCandidates(mlir::ExecutionEngine &engine,
     }
     std::fill(buffers.output.begin(), buffers.output.end(), 0.f);
     candidate.function(buffers.inputs[0].data(), buffers.inputs[1].data(), buffers.output.data());
-    if (std::memcmp(buffers.output.data(), expected.data(), expected.size() * sizeof(float)) != 0) {
+    if (!reproduces(buffers.output, expected, reordered)) {
       errors.push_back("tiling " + tilings[i].str() + " of " + signature +
-                       " does not reproduce the untiled result bit for bit");
+                       (reordered ? " does not reproduce the untiled result within 1e-4"
+                                  : " does not reproduce the untiled result bit for bit"));
       continue;
     }
     candidates.push_back(candidate);
@@ -227,7 +257,11 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     std::vector<mlir::het::ContractionTiling> tilings =
         mlir::het::contractionTilingCandidates(op, options.widths);
     double compileStart = steadySeconds();
-    auto engine = compileCandidates(op, tilings);
+    bool reordered = options.bf16Dot &&
+                     mlir::cast<mlir::MemRefType>(op.getDpsInputs()[0].getType())
+                         .getElementType()
+                         .isBF16();
+    auto engine = compileCandidates(op, tilings, options.bf16Dot);
     if (!engine) {
       result.errors.push_back("could not compile the candidates of " + c.signature + ": " +
                               llvm::toString(engine.takeError()));
@@ -251,7 +285,8 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     const std::vector<float> expected = reference;
 
     std::vector<Candidate> candidates =
-        checkedCandidates(**engine, tilings, buffers, expected, c.signature, result.errors);
+        checkedCandidates(**engine, tilings, buffers, expected, reordered, c.signature,
+                          result.errors);
     if (candidates.empty())
       continue;
 
@@ -298,7 +333,7 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
     std::vector<Candidate> blocked;
     if (!blockedTilings.empty()) {
       double blockedCompileStart = steadySeconds();
-      auto compiled = compileCandidates(op, blockedTilings);
+      auto compiled = compileCandidates(op, blockedTilings, options.bf16Dot);
       if (!compiled) {
         result.errors.push_back("could not compile the cache-blocked candidates of " + c.signature +
                                 ": " + llvm::toString(compiled.takeError()));
@@ -307,7 +342,8 @@ ContractionSweepResult sweepContractions(const std::vector<ContractionCase> &cas
         compileSeconds += steadySeconds() - blockedCompileStart;
         blocked.push_back(Candidate{winner->tiling, winner->function}); // stage 1's best, again
         for (const Candidate &k : checkedCandidates(*blockedEngine, blockedTilings, buffers,
-                                                    expected, c.signature, result.errors))
+                                                    expected, reordered, c.signature,
+                                                    result.errors))
           blocked.push_back(k);
         timeInterleaved(blocked, options.rounds, calls, /*dropAfter=*/0, /*dropFactor=*/1.3,
                         [&](Candidate &k) { k.function(a, b, buffers.output.data()); });
