@@ -77,8 +77,8 @@ def main():
             compile_model(compiler, model, exes[name, label], opts + flags)
     version = None
     print(f"\n{a.steps} steps, median of {a.rounds} alternating rounds; samples/s (peak MiB)")
-    print("het bf16: --bf16-products auto (here: what het-dot-peak's rates decide); "
-          "native: oneDNN's bf16 kernels")
+    print("het bf16: --bf16-products auto (what the oneDNN rates above decide: native where its "
+          "bf16 matmul is the faster); native: oneDNN's bf16 kernels forced")
     print(f"{'model':5} {'thr':>3} {'het f32':>16} {'het bf16':>16} {'het bf16 native':>16} {'torch f32':>16} "
           f"{'torch bf16':>16} {'het bf16/f32':>13} {'het/torch bf16':>15}")
     for threads in (int(t) for t in a.threads.split(",")):

@@ -8,15 +8,18 @@
 // memcpy. It takes a few hundredths of a second and runs once per process.
 //
 // The CPU trains in every format het compiles for it (docs/precision.md):
-// bf16 products either on the AVX512_BF16 dot product or as f32 products
-// of the bf16-rounded operands, whichever this core runs faster
-// (het-compile --bf16-products auto), and fp16 widened to f32. So bf16 is
-// priced at the fp32 rate times the measured dot-product advantage where
-// there is one, fp16 at the fp32 rate.
+// bf16 products natively (oneDNN's bf16 kernels, on AMX tiles where the
+// core has them; generated contractions on the AVX512_BF16 dot product) or
+// as f32 products of the bf16-rounded operands, whichever this core runs
+// faster (het-compile --bf16-products auto), and fp16 widened to f32. So
+// bf16 is priced at the fp32 rate times the larger measured advantage of
+// the two native paths where there is one, fp16 at the fp32 rate.
 //
 //===----------------------------------------------------------------------===//
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Support/MultiplyAddPeaks.h"
+
+#include "DnnlProductRates.h"
 
 #include <algorithm>
 #include <chrono>
@@ -77,9 +80,12 @@ DeviceSpec measureLocalCpu(const DeviceSpec &templateSpec) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   s.peakTflops["fp32"] = matmulFlopsAllCores(cores) / 1e12;
   support::MultiplyAddPeaks peaks = support::measureMultiplyAddPeaks(0.02);
-  double bf16Advantage = peaks.f32Gflops > 0 && peaks.bf16Gflops > peaks.f32Gflops
-                             ? peaks.bf16Gflops / peaks.f32Gflops
-                             : 1.0;
+  rt::DnnlProductRates dnnl = rt::measureDnnlProductRates(0.05);
+  double bf16Advantage = 1.0;
+  if (peaks.f32Gflops > 0)
+    bf16Advantage = std::max(bf16Advantage, peaks.bf16Gflops / peaks.f32Gflops);
+  if (dnnl.f32Gflops > 0)
+    bf16Advantage = std::max(bf16Advantage, dnnl.bf16Gflops / dnnl.f32Gflops);
   s.peakTflops["bf16"] = s.peakTflops["fp32"] * bf16Advantage;
   s.peakTflops["fp16"] = s.peakTflops["fp32"];
 

@@ -58,6 +58,13 @@ void addVectorMath(llvm::TargetLibraryInfoImpl &library, const llvm::Triple &tri
       {"tanhf", "_ZGVdN8v_tanhf", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
       {"erff", "_ZGVbN4v_erff", llvm::ElementCount::getFixed(4), false, "_ZGV_LLVM_N4v"},
       {"erff", "_ZGVdN8v_erff", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      // AVX-512 variants (glibc's 'e' ISA), for loops vectorized 16 wide.
+      {"tanhf", "_ZGVeN16v_tanhf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"erff", "_ZGVeN16v_erff", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"expf", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"logf", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"llvm.exp.f32", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"llvm.log.f32", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
   };
   library.addVectorizableFunctions(glibc235);
 }
@@ -76,6 +83,11 @@ llvm::Expected<NativeTarget> het::target::hostTarget(const std::string &mcpu, ch
     llvm::SubtargetFeatures subtarget;
     for (auto &feature : llvm::sys::getHostCPUFeatures())
       subtarget.AddFeature(feature.first(), feature.second);
+    // Generated loops run 16 lanes wide where the core has AVX-512: LLVM's
+    // tuning for recent Intel server cores prefers 256-bit vectors (a
+    // frequency penalty older cores paid), which halves element-wise speed.
+    if (llvm::sys::getHostCPUFeatures().lookup("avx512f"))
+      subtarget.AddFeature("prefer-256-bit", false);
     target.features = subtarget.getString();
   } else {
     target.cpu = mcpu;

@@ -191,8 +191,10 @@ cl::opt<std::string> bf16Products(
     cl::desc("with --precision bf16 on the CPU: native (oneDNN's bf16 matrix products and "
              "convolutions; with --library=mlir generated contractions on the AVX512-BF16 dot "
              "product), f32 (the same products in f32 on the bf16-rounded operands: the "
-             "same values, the f32 FMA's speed), or auto (default: measure this core's bf16 dot "
-             "product against its f32 FMA and take the faster; het-dot-peak prints both)"),
+             "same values, the f32 units' speed), or auto (default: each kind of product "
+             "native where it is faster here: oneDNN's bf16 matmul timed against its f32 one "
+             "(AMX cores run it several times faster), the bf16 dot product against the f32 "
+             "FMA for generated contractions; het-dot-peak prints all four rates)"),
     cl::init("auto"), cl::cat(category));
 cl::opt<std::string> lossScale(
     "loss-scale",
