@@ -3,13 +3,16 @@
 PyTorch eager on the same tokens, side by side in one run.
 
     .venv/bin/python bench/llm/run.py [--model small] [--batch 4] [--window 256]
-        [--steps 300] [--threads 1,2] [--timing-steps 8] [--rounds 2] [--out bench-llm]
+        [--steps 300] [--threads 1,2] [--timing-steps 8] [--rounds 2] [--precision fp32|bf16]
+        [--out bench-llm]
 
 1. Data: `het.data prepare` on the Python standard library's sources
    (--limit-bytes of them), a byte-level BPE of the model's vocabulary.
 2. Model: examples/llm/gpt2.py:MODEL (`small`: GPT-2 small's shape at the
    corpus's vocabulary), exported with het.export and compiled by het-compile
-   with AdamW (weight decay 0.1, betas 0.9,0.95), gradient clipping at 1.0.
+   with AdamW (weight decay 0.1, betas 0.9,0.95), gradient clipping at 1.0;
+   --precision bf16 compiles it in bf16 and runs PyTorch under torch.autocast
+   (bf16 on the CPU), the same formats on both sides.
 3. Throughput: at each --threads count, --rounds rounds alternating het's
    executable and bench/llm/torch_train.py (the same module, the same initial
    parameters, the windows het logged), --timing-steps steps each; tokens/s
@@ -118,6 +121,8 @@ def main():
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--eval-windows", type=int, default=64)
     p.add_argument("--limit-bytes", type=int, default=16 << 20)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: het-compile --precision bf16 against PyTorch under torch.autocast bf16")
     p.add_argument("--out", default="bench-llm")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -133,8 +138,11 @@ def main():
     run([PY, "-m", "het.export", spec, "--input-shape", f"{a.batch},{a.window}", "--input-dtype", "int64",
          "-o", out("lm.mlir")])
     update = ["--optimizer", "adamw", "--weight-decay", "0.1", "--betas", "0.9,0.95", "--clip-grad-norm", "1.0"]
-    run([os.path.join(BIN, "het-compile"), out("lm.mlir"), "--lr", str(a.lr), *update, "-o", out("lm")])
+    run([os.path.join(BIN, "het-compile"), out("lm.mlir"), "--lr", str(a.lr), *update,
+         "--precision", a.precision, "-o", out("lm")])
     torch_update = ["--optimizer", "adamw", "--weight-decay", "0.1", "--betas", "0.9,0.95", "--clip-grad-norm", "1.0"]
+    if a.precision == "bf16":
+        torch_update.append("--bf16")
     data = ["--load", out("lm.npz"), "--data", out("corpus/train.bin")]
 
     def het(steps, t, extra=(), tag="timing"):
@@ -172,7 +180,8 @@ def main():
 
     if a.steps == 0:
         json.dump({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                   "machine": machine(), "model": f"examples/llm/gpt2.py:{a.model}", "batch": a.batch,
+                   "machine": machine(), "model": f"examples/llm/gpt2.py:{a.model}", "precision": a.precision,
+                   "batch": a.batch,
                    "window": a.window, "timing_steps": a.timing_steps, "warmup_steps_left_out": WARMUP,
                    "timing": timing}, open(out("summary-timing.json"), "w"), indent=1)
         print(f"wrote {out('summary-timing.json')}")
@@ -207,7 +216,8 @@ def main():
     summary = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(), "peer": pt["system"],
-        "model": f"examples/llm/gpt2.py:{a.model}", "parameters": n, "batch": a.batch, "window": a.window,
+        "model": f"examples/llm/gpt2.py:{a.model}", "precision": a.precision, "parameters": n, "batch": a.batch,
+        "window": a.window,
         "flops_per_token": flops_per_token, "f32_peak_flops_per_thread": peak,
         "update": "AdamW (weight decay 0.1, betas 0.9,0.95), clip 1.0, lr %g" % a.lr,
         "timing": timing,

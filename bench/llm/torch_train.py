@@ -126,6 +126,8 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--attention", default="eager", choices=["eager", "sdpa"],
                    help="transformers' attention: eager (the module het imported) or sdpa")
+    p.add_argument("--bf16", action="store_true",
+                   help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--json", required=True)
     a = p.parse_args()
     if a.threads:
@@ -155,8 +157,9 @@ def main():
         x = torch.tensor(np.stack([tokens[s:s + a.window] for s in ids]).astype(np.int64))
         y = torch.tensor(np.stack([tokens[s + 1:s + a.window + 1] for s in ids]).astype(np.int64))
         t0 = time.perf_counter()
-        logits = model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         update(model, optimizer, scheduler, loss, a)
         seconds.append(time.perf_counter() - t0)
         losses.append(loss.item())
@@ -164,7 +167,8 @@ def main():
             evals.append({"step": step + 1, "loss": validate(model, val, a.window, val_windows, a.batch)})
     timed = seconds[1:] or seconds
     result = {
-        "system": f"PyTorch {torch.__version__} eager ({a.attention} attention)",
+        "system": f"PyTorch {torch.__version__} eager ({a.attention} attention"
+                  + (", autocast bf16)" if a.bf16 else ")"),
         "threads": torch.get_num_threads(),
         "losses": losses,
         "eval": evals,
