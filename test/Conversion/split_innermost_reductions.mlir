@@ -91,3 +91,41 @@ func.func @left_alone(%x: tensor<64x32xf32>, %rows: tensor<64xf32>, %cols: tenso
   } -> tensor<f32>
   return %0, %1, %2, %3, %4 : tensor<64xf32>, tensor<32xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// A lone innermost reduction at least 128 long and a multiple of 16 (a
+// loss's sum of exponentials over a vocabulary): each row is viewed as
+// blocks of 16 lanes (no copy), summed per lane over the blocks, then the
+// 16 lanes into the output. Shorter rows (the 32 of @left_alone above) and
+// lengths that are no multiple of 16 stay one loop.
+// CHECK-LABEL: func.func @long_rows
+// CHECK: %[[VIEW:.*]] = tensor.expand_shape %arg0 {{\[}}[0], [1, 2]] output_shape [4, 16, 16] : tensor<4x256xf32> into tensor<4x16x16xf32>
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: %[[PARTIAL:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[VIEW]], %arg1 : tensor<4x16x16xf32>, tensor<4xf32>) outs(%[[ZEROS]] : tensor<4x16xf32>)
+// CHECK: math.exp
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction"]} ins(%[[PARTIAL]] : tensor<4x16xf32>) outs(%arg2 : tensor<4xf32>)
+// CHECK-LABEL: func.func @odd_rows
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @long_rows(%x: tensor<4x256xf32>, %m: tensor<4xf32>, %out: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %m : tensor<4x256xf32>, tensor<4xf32>) outs(%out : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %o, %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @odd_rows(%x: tensor<4x200xf32>, %out: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x200xf32>) outs(%out : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

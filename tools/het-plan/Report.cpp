@@ -152,10 +152,16 @@ std::string formatObjective(double value, ObjectiveKind kind) {
     std::snprintf(buf, sizeof buf, "USD %.4g", value);
     return buf;
   case ObjectiveKind::Energy:
+    // A unit per scale, so that a small model's step (joules or less)
+    // does not print as "0.000 kJ".
     if (value >= 1e6)
       std::snprintf(buf, sizeof buf, "%.3f MJ", value / 1e6);
-    else
+    else if (value >= 1e3)
       std::snprintf(buf, sizeof buf, "%.3f kJ", value / 1e3);
+    else if (value >= 1.0)
+      std::snprintf(buf, sizeof buf, "%.3f J", value);
+    else
+      std::snprintf(buf, sizeof buf, "%.3f mJ", value * 1e3);
     return buf;
   }
   return "";

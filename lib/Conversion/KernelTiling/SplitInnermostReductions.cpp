@@ -21,6 +21,17 @@
 // single loop's (and than het-eval's): a deterministic one, the same for
 // every tiling and thread count, within rounding of the other.
 //
+// A sum with one reduction, innermost and long (a loss's sum of
+// exponentials over a vocabulary, a softmax's or a norm's row sums), has no
+// outer reduction to run the lanes along. Its row is split into blocks of
+// kLanes instead, k = kk * kLanes + w (the inputs viewed [..., K / kLanes,
+// kLanes], no copy):
+//
+//   partial[r, w] = sum over kk of f(x[r, kk, w])       w parallel, innermost
+//   out[r]        = out[r] + sum over w of partial[r, w]
+//
+// so the exponentials of 16 lanes are one vector call, not 16 scalar ones.
+//
 // CPU lowering only: GPU builds map reductions onto blocks (BlockReductions.cpp).
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +53,10 @@ constexpr int64_t kMinInnermost = 8;
 /// Elements of the partial sums, at most (16 MiB of f32): they live in a
 /// temporary between the two generics.
 constexpr int64_t kMaxPartial = int64_t(1) << 22;
+/// A lone innermost reduction is split into blocks of this many lanes (one
+/// AVX-512 vector of f32) where it is at least kMinRow long and a multiple.
+constexpr int64_t kLanes = 16;
+constexpr int64_t kMinRow = 128;
 
 /// The body's add of the output (out + v or v + out, yielded, no fast-math
 /// flags), or null when the body is not such a sum.
@@ -58,23 +73,27 @@ arith::AddFOp outputAdd(linalg::GenericOp op) {
   return add;
 }
 
-/// Whether splitting `op` helps and keeps it correct: a static f32 sum into
+enum class Split { None, AlongInner, Row };
+
+/// How splitting `op` helps and keeps it correct: a static f32 sum into
 /// one output whose innermost loop is a reduction, read contiguously by the
-/// inputs, with another reduction outside it (else the partial sums would
-/// be the input again) and partial sums much smaller than the input.
-bool worthSplitting(linalg::GenericOp op) {
+/// inputs, either with another reduction outside it and partial sums much
+/// smaller than the input (AlongInner), or alone and long (Row).
+Split worthSplitting(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumResults() != 1 || !outputAdd(op))
-    return false;
+    return Split::None;
   auto outType = dyn_cast<RankedTensorType>(op.getResult(0).getType());
   if (!outType || !outType.hasStaticShape() || !outType.getElementType().isF32())
-    return false;
+    return Split::None;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   unsigned inner = iterators.size() - 1;
   if (iterators.empty() || iterators[inner] != utils::IteratorType::reduction ||
-      llvm::count(iterators, utils::IteratorType::reduction) < 2 ||
       ShapedType::isDynamic(ranges[inner]) || ranges[inner] < kMinInnermost)
-    return false;
+    return Split::None;
+  bool alone = llvm::count(iterators, utils::IteratorType::reduction) == 1;
+  if (alone && (ranges[inner] < kMinRow || ranges[inner] % kLanes != 0))
+    return Split::None;
   MLIRContext *context = op.getContext();
   AffineExpr innerDim = getAffineDimExpr(inner, context);
   bool read = false;
@@ -82,7 +101,7 @@ bool worthSplitting(linalg::GenericOp op) {
   for (OpOperand *input : op.getDpsInputOperands()) {
     auto type = dyn_cast<RankedTensorType>(input->get().getType());
     if (!type || !type.hasStaticShape())
-      return false;
+      return Split::None;
     largestInput = std::max(largestInput, type.getNumElements());
     AffineMap map = op.getMatchingIndexingMap(input);
     if (!map.isFunctionOfDim(inner))
@@ -91,17 +110,108 @@ bool worthSplitting(linalg::GenericOp op) {
     ArrayRef<AffineExpr> results = map.getResults();
     if (results.back() != innerDim ||
         llvm::any_of(results.drop_back(), [&](AffineExpr e) { return e.isFunctionOfDim(inner); }))
-      return false;
+      return Split::None;
     read = true;
   }
   // The output indexes by loop dimensions or constant 0 (kept unit dims).
   for (AffineExpr e : op.getMatchingIndexingMap(op.getDpsInitOperand(0)).getResults()) {
     auto constant = dyn_cast<AffineConstantExpr>(e);
     if (!isa<AffineDimExpr>(e) && !(constant && constant.getValue() == 0))
-      return false;
+      return Split::None;
   }
+  if (!read)
+    return Split::None;
+  if (alone)
+    return outType.getNumElements() * kLanes <= kMaxPartial ? Split::Row : Split::None;
   int64_t partial = outType.getNumElements() * ranges[inner];
-  return read && partial <= kMaxPartial && partial * 4 <= largestInput;
+  return partial <= kMaxPartial && partial * 4 <= largestInput ? Split::AlongInner : Split::None;
+}
+
+/// out + partial[..., w] over w in order, in place of `op`.
+void sumPartials(RewriterBase &rewriter, linalg::GenericOp op, Value partials) {
+  MLIRContext *context = op.getContext();
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  unsigned rank = outType.getRank();
+  SmallVector<utils::IteratorType> sumIterators(rank, utils::IteratorType::parallel);
+  sumIterators.push_back(utils::IteratorType::reduction);
+  SmallVector<AffineExpr> outDims;
+  for (unsigned d = 0; d < rank; ++d)
+    outDims.push_back(getAffineDimExpr(d, context));
+  SmallVector<AffineMap> sumMaps{AffineMap::getMultiDimIdentityMap(rank + 1, context),
+                                 AffineMap::get(rank + 1, 0, outDims, context)};
+  bool outFirst =
+      outputAdd(op).getLhs() == op.getRegion().front().getArgument(op.getNumDpsInputs());
+  auto sum = rewriter.create<linalg::GenericOp>(
+      op.getLoc(), TypeRange{outType}, ValueRange{partials}, op.getDpsInits(), sumMaps,
+      sumIterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        Value added = outFirst ? b.create<arith::AddFOp>(l, args[1], args[0])
+                               : b.create<arith::AddFOp>(l, args[0], args[1]);
+        b.create<linalg::YieldOp>(l, added);
+      });
+  sum->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rewriter.replaceOp(op, sum.getResults());
+}
+
+/// Zeroed partial sums of `op`'s output shape with `lanes` more.
+Value zeroPartials(RewriterBase &rewriter, linalg::GenericOp op, int64_t lanes) {
+  Location loc = op.getLoc();
+  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+  SmallVector<int64_t> shape(outType.getShape());
+  shape.push_back(lanes);
+  Value empty = rewriter.create<tensor::EmptyOp>(loc, shape, outType.getElementType());
+  Value zero = rewriter.create<arith::ConstantOp>(loc, rewriter.getF32FloatAttr(0.0f));
+  return rewriter.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+}
+
+/// Rewrites a lone long reduction into blocks of kLanes (file comment).
+void splitRow(RewriterBase &rewriter, linalg::GenericOp op) {
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  unsigned loops = op.getNumLoops(), inner = loops - 1;
+  int64_t blocks = op.getStaticLoopRanges()[inner] / kLanes;
+  // Loops: the old ones with the innermost now kk (a reduction over the
+  // blocks), then w (parallel, kLanes).
+  AffineExpr kk = getAffineDimExpr(inner, context), w = getAffineDimExpr(loops, context);
+  rewriter.setInsertionPoint(op);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    SmallVector<AffineExpr> results;
+    for (AffineExpr e : map.getResults())
+      results.push_back(e.shiftDims(loops, 0));
+    Value value = input->get();
+    if (map.isFunctionOfDim(inner)) {
+      // Read as its innermost index only (worthSplitting): view it as
+      // [..., blocks, kLanes].
+      auto type = cast<RankedTensorType>(value.getType());
+      SmallVector<int64_t> shape(type.getShape().drop_back());
+      shape.append({blocks, kLanes});
+      SmallVector<ReassociationIndices> groups;
+      for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+        groups.push_back({d});
+      groups.push_back({type.getRank() - 1, type.getRank()});
+      value = rewriter.create<tensor::ExpandShapeOp>(
+          loc, RankedTensorType::get(shape, type.getElementType()), value, groups);
+      results.back() = kk;
+      results.push_back(w);
+    }
+    inputs.push_back(value);
+    maps.push_back(AffineMap::get(loops + 1, 0, results, context));
+  }
+  SmallVector<AffineExpr> partialResults;
+  for (AffineExpr e : op.getMatchingIndexingMap(op.getDpsInitOperand(0)).getResults())
+    partialResults.push_back(e.shiftDims(loops, 0));
+  partialResults.push_back(w);
+  maps.push_back(AffineMap::get(loops + 1, 0, partialResults, context));
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  iterators.push_back(utils::IteratorType::parallel);
+  Value zeros = zeroPartials(rewriter, op, kLanes);
+  auto partial = rewriter.create<linalg::GenericOp>(loc, TypeRange{zeros.getType()}, inputs,
+                                                    ValueRange{zeros}, maps, iterators);
+  rewriter.cloneRegionBefore(op.getRegion(), partial.getRegion(), partial.getRegion().end());
+  partial->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  sumPartials(rewriter, op, partial.getResult(0));
 }
 
 /// Rewrites `op` into the partial sums and their sum (file comment).
@@ -130,11 +240,6 @@ void split(RewriterBase &rewriter, linalg::GenericOp op) {
   }
   auto rename = [&](AffineMap map) { return map.replaceDimsAndSymbols(renamed, {}, loops, 0); };
 
-  auto outType = cast<RankedTensorType>(op.getResult(0).getType());
-  SmallVector<int64_t> partialShape(outType.getShape());
-  partialShape.push_back(op.getStaticLoopRanges()[inner]);
-  Type f32 = outType.getElementType();
-
   SmallVector<AffineMap> maps;
   for (OpOperand *input : op.getDpsInputOperands())
     maps.push_back(rename(op.getMatchingIndexingMap(input)));
@@ -144,34 +249,12 @@ void split(RewriterBase &rewriter, linalg::GenericOp op) {
   maps.push_back(AffineMap::get(loops, 0, partialResults, context));
 
   rewriter.setInsertionPoint(op);
-  Value empty = rewriter.create<tensor::EmptyOp>(loc, partialShape, f32);
-  Value zero = rewriter.create<arith::ConstantOp>(loc, rewriter.getF32FloatAttr(0.0f));
-  Value zeros = rewriter.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+  Value zeros = zeroPartials(rewriter, op, op.getStaticLoopRanges()[inner]);
   auto partial = rewriter.create<linalg::GenericOp>(
       loc, TypeRange{zeros.getType()}, op.getDpsInputs(), ValueRange{zeros}, maps, newIterators);
   rewriter.cloneRegionBefore(op.getRegion(), partial.getRegion(), partial.getRegion().end());
   partial->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-
-  // out + partial[..., w], over w in order.
-  unsigned rank = outType.getRank();
-  SmallVector<utils::IteratorType> sumIterators(rank, utils::IteratorType::parallel);
-  sumIterators.push_back(utils::IteratorType::reduction);
-  SmallVector<AffineExpr> outDims;
-  for (unsigned d = 0; d < rank; ++d)
-    outDims.push_back(getAffineDimExpr(d, context));
-  SmallVector<AffineMap> sumMaps{AffineMap::getMultiDimIdentityMap(rank + 1, context),
-                                 AffineMap::get(rank + 1, 0, outDims, context)};
-  bool outFirst =
-      outputAdd(op).getLhs() == op.getRegion().front().getArgument(op.getNumDpsInputs());
-  auto sum = rewriter.create<linalg::GenericOp>(
-      loc, TypeRange{outType}, ValueRange{partial.getResult(0)}, op.getDpsInits(), sumMaps,
-      sumIterators, [&](OpBuilder &b, Location l, ValueRange args) {
-        Value added = outFirst ? b.create<arith::AddFOp>(l, args[1], args[0])
-                               : b.create<arith::AddFOp>(l, args[0], args[1]);
-        b.create<linalg::YieldOp>(l, added);
-      });
-  sum->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-  rewriter.replaceOp(op, sum.getResults());
+  sumPartials(rewriter, op, partial.getResult(0));
 }
 
 struct SplitInnermostReductionsPass
@@ -187,14 +270,20 @@ struct SplitInnermostReductionsPass
   }
 
   void runOnOperation() override {
-    SmallVector<linalg::GenericOp> sums;
+    SmallVector<std::pair<linalg::GenericOp, Split>> sums;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (op.hasPureTensorSemantics() && worthSplitting(op))
-        sums.push_back(op);
+      if (!op.hasPureTensorSemantics())
+        return;
+      if (Split how = worthSplitting(op); how != Split::None)
+        sums.push_back({op, how});
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : sums)
-      split(rewriter, op);
+    for (auto [op, how] : sums) {
+      if (how == Split::Row)
+        splitRow(rewriter, op);
+      else
+        split(rewriter, op);
+    }
   }
 };
 
