@@ -1239,6 +1239,7 @@ int PipelineRank::run() {
       m.collectiveSeconds = commSeconds().collective - commBefore.collective;
       m.p2pSeconds = commSeconds().p2p - commBefore.p2p;
       m.checkpointStallSeconds = stepStall;
+      m.predictedStepSeconds = info_.predictedSeconds;
       metrics.report(m);
     }
     if (stopsAfter(s)) {

@@ -47,6 +47,8 @@ void RankMetrics::report(const StepMetrics &m) {
                          {"rss_bytes", resident * ::sysconf(_SC_PAGESIZE)}};
   if (m.hasLoss)
     line["loss"] = m.loss;
+  if (m.predictedStepSeconds > 0)
+    line["predicted_step_seconds"] = m.predictedStepSeconds;
   std::string text = line.dump();
   text = "{" + labels_ + "," + text.substr(1) + "\n";
   // One write of less than PIPE_BUF bytes: lines of different ranks never

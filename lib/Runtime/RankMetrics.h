@@ -27,6 +27,9 @@ struct StepMetrics {
   bool hasLoss = false;
   double loss = 0;
   double collectiveSeconds = 0, p2pSeconds = 0, checkpointStallSeconds = 0;
+  /// The plan's predicted time per iteration (het-plan's, compiled into the
+  /// pipeline; 0: none): what "slower than planned" alerts compare with.
+  double predictedStepSeconds = 0;
 };
 
 class RankMetrics {

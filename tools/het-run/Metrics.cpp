@@ -330,6 +330,7 @@ void JobMetrics::takeLine(const std::string &line) {
   r.p2p += j.value("p2p_seconds", 0.0);
   r.stall += j.value("checkpoint_stall_seconds", 0.0);
   r.rss = j.value("rss_bytes", int64_t(0));
+  r.predictedStepSeconds = j.value("predicted_step_seconds", 0.0);
   r.globalBatch = std::atoll(j.value("global_batch", "0").c_str());
   if (log_.is_open()) {
     j["time"] = utcNow();
@@ -368,6 +369,7 @@ std::string JobMetrics::prometheus() const {
     const char *name, *type, *help;
     double (*value)(const Rank &);
     bool lossOnly;
+    bool predictedOnly = false;
   };
   static const Series series[] = {
       {"het_rank_up", "gauge", "1 while the rank reports steps, 0 once it ended or was lost.",
@@ -390,11 +392,14 @@ std::string JobMetrics::prometheus() const {
        [](const Rank &r) { return r.stall; }, false},
       {"het_rank_resident_memory_bytes", "gauge", "The rank's resident memory.",
        [](const Rank &r) { return static_cast<double>(r.rss); }, false},
+      {"het_rank_predicted_step_seconds", "gauge",
+       "The plan's predicted time per step (het-plan), for ranks of a planned pipeline.",
+       [](const Rank &r) { return r.predictedStepSeconds; }, false, true},
   };
   for (const Series &s : series) {
     family(s.name, s.type, s.help);
     for (const Rank &r : ranks_) {
-      if (s.lossOnly && !r.hasLoss)
+      if ((s.lossOnly && !r.hasLoss) || (s.predictedOnly && r.predictedStepSeconds <= 0))
         continue;
       out << s.name << "{";
       bool first = true;

@@ -88,6 +88,7 @@ private:
     std::string state = "starting";
     int64_t step = -1;
     double stepSeconds = 0, samplesPerSecond = 0, loss = 0;
+    double predictedStepSeconds = 0; // the plan's (0: none)
     bool hasLoss = false;
     double collective = 0, p2p = 0, stall = 0; // totals
     int64_t rss = 0, globalBatch = 0;

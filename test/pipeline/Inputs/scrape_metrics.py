@@ -95,6 +95,13 @@ if not by["het_job_samples_per_second"][0][1] > 0:
     sys.exit("het_job_samples_per_second is not positive")
 if not all(v > 1 << 20 for _, v in by["het_rank_resident_memory_bytes"]):
     sys.exit("a rank reports less than 1 MiB resident")
+# A planned pipeline's ranks report the plan's predicted step time (what
+# deploy/prometheus's "slower than planned" alert compares with).
+for labels, value in by.get("het_rank_predicted_step_seconds", []):
+    if set(labels) != {"rank", "group", "kind", "stage", "replica", "part"} or not value > 0:
+        sys.exit(f"het_rank_predicted_step_seconds{labels} {value}: bad labels or not positive")
+# The text, for the checks of deploy/'s dashboard and alert rules.
+open(prefix + ".prom", "w").write(text)
 print(f"scraped {len(samples)} samples of {len(families)} families while the job ran "
       f"(step {int(job_step)} of {steps}); {ranks} ranks up, one loss")
 
