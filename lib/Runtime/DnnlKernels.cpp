@@ -463,20 +463,13 @@ void linearGradLowPrecision(const int64_t *meta, const KernelCall &c, int64_t ro
   std::vector<float> &sums = s.scratch;
   std::fill(sums.begin(), sums.end(), 0.0f);
   if (type == dt::bf16) {
-    // bf16 to f32 is a shift into the high half, written inline so that
-    // the loop over j vectorizes (a call per element was an eighth of a
-    // bf16 GPT step); rows are summed in order, as before.
+    // Rows in order; the loop over j vectorizes (bf16ToFloat is inline: a
+    // call per element was an eighth of a bf16 GPT step).
     const auto *dy = static_cast<const uint16_t *>(c.buffers[0]);
     float *sum = sums.data();
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint16_t *row = dy + r * n;
-      for (int64_t j = 0; j < n; ++j) {
-        uint32_t bits = uint32_t(row[j]) << 16;
-        float value;
-        std::memcpy(&value, &bits, sizeof value);
-        sum[j] += value;
-      }
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        sum[j] += hetccl::bf16ToFloat(dy[r * n + j]);
     auto *db = static_cast<uint16_t *>(c.buffers[c.numOperands + 2]);
     for (int64_t j = 0; j < n; ++j)
       db[j] = hetccl::floatToBf16(sums[j]); // to nearest even

@@ -74,7 +74,7 @@ MultiplyAddPeaks measureMultiplyAddPeaks(double seconds) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f"))
     return peaks;
-  bool bf16 = __builtin_cpu_supports("avx512bf16");
+  bool bf16 = hasBf16DotProduct();
   // Iterations for about a sixth of the budget per measurement (three
   // rounds of one or two).
   long iterations = 1 << 14;

@@ -1163,27 +1163,27 @@ int main(int argc, char **argv) {
                   "dot product for the generated bf16 contractions (--bf16-products=f32 runs "
                   "them in f32 on their bf16-rounded operands)");
     options.generatedBf16Products = dot && bf16Products == "native";
+    // `auto`: native where the bf16 rate beats the f32 one, else a note.
+    auto decide = [](bool &native, const char *products, const char *rates, double bf16,
+                     double f32) {
+      native = bf16 > f32;
+      if (!native)
+        llvm::errs() << llvm::formatv(
+            "het-compile: note: {0} run in f32 on their bf16-rounded operands: {1}, bf16 "
+            "{2:f1} GFLOP/s against f32 {3:f1} (--bf16-products=native overrides)\n",
+            products, rates, bf16, f32);
+    };
     if (bf16Products == "auto" && generated && dot) {
       // A quarter second: bf16 dot product against f32 FMA on this core.
       ::het::support::MultiplyAddPeaks peaks = ::het::support::measureMultiplyAddPeaks(0.25);
-      options.generatedBf16Products = peaks.bf16Gflops > peaks.f32Gflops;
-      if (!options.generatedBf16Products)
-        llvm::errs() << llvm::formatv(
-            "het-compile: note: generated bf16 products run in f32 on their bf16-rounded "
-            "operands: this core's bf16 dot product does {0:f1} GFLOP/s, its f32 FMA {1:f1} "
-            "(--bf16-products=native overrides)\n",
-            peaks.bf16Gflops, peaks.f32Gflops);
+      decide(options.generatedBf16Products, "generated bf16 products",
+             "this core's dot product against its FMA", peaks.bf16Gflops, peaks.f32Gflops);
     }
     if (bf16Products == "auto" && onednn) {
       // A quarter second: oneDNN's bf16 matmul against its f32 one.
       ::het::rt::DnnlProductRates rates = ::het::rt::measureDnnlProductRates(0.25);
-      options.nativeBf16Products = rates.bf16Gflops > rates.f32Gflops;
-      if (!options.nativeBf16Products)
-        llvm::errs() << llvm::formatv(
-            "het-compile: note: oneDNN's bf16 products run in f32 on their bf16-rounded "
-            "operands: its bf16 matmul does {0:f1} GFLOP/s on this core, its f32 one {1:f1} "
-            "(--bf16-products=native overrides)\n",
-            rates.bf16Gflops, rates.f32Gflops);
+      decide(options.nativeBf16Products, "oneDNN's bf16 products",
+             "its matmul on this core", rates.bf16Gflops, rates.f32Gflops);
     }
   }
   if (zeroStage.getNumOccurrences() && clusterFile.empty() && planFile.empty()) {

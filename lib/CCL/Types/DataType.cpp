@@ -83,13 +83,6 @@ uint16_t floatToHalf(float f) {
   return uint16_t(sign | (absx >> 13));
 }
 
-float bf16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
 uint16_t floatToBf16(float f) {
   uint32_t x;
   memcpy(&x, &f, 4);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace hetccl {
 
@@ -20,7 +21,15 @@ bool opValid(int op);
 
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);
-float bf16ToFloat(uint16_t b);
+// A shift into the high half: inline, so that loops over bf16 values (the
+// runtime's sums, the compressed ring's casts) vectorize instead of making a
+// call per element.
+inline float bf16ToFloat(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 uint16_t floatToBf16(float f);
 
 // acc[i] = acc[i] (op) in[i] for n elements. Avg reduces as Sum; the caller
