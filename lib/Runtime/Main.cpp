@@ -58,6 +58,7 @@ struct Options {
   std::string prompt;                       // --generate: token ids
   long long generate = 0, topK = 0;         // tokens to decode; 0: greedy
   double temperature = 1.0;
+  bool profileMemory = false; // --profile-memory
 };
 
 const char *usage =
@@ -97,14 +98,20 @@ const char *usage =
     "                   statistics) after training\n"
     "  --threads T      threads of the oneDNN kernels (default: all cores)\n"
     "  --print-every K  print the loss every K steps (default 1)\n"
+    "  --profile-memory after training, where the peak of buffers comes from:\n"
+    "                   parameters, optimizer state (each twice: the step writes\n"
+    "                   the next values beside the current ones), batch data,\n"
+    "                   and the step's temporaries (its activations among them)\n"
     "Deterministic for a fixed seed and thread count. A progress bar replaces\n"
     "the per-step lines when stdout is a terminal.\n";
 
 bool parseOptions(int argc, char **argv, Options &o) {
   OptionReader options(argc, argv, usage);
-  while (options.next()) {
+  while (options.next({"--profile-memory"})) {
     const std::string &arg = options.name(), &value = options.value();
-    if (arg == "--steps")
+    if (arg == "--profile-memory")
+      o.profileMemory = true;
+    else if (arg == "--steps")
       o.steps = options.integer(0);
     else if (arg == "--batch")
       o.batch = options.integer(1);
@@ -146,6 +153,17 @@ bool parseOptions(int argc, char **argv, Options &o) {
       die("unknown option '" + arg + "' (see --help)");
   }
   return true;
+}
+
+/// What an argument's buffer holds, by its role in the step.
+MemoryUse memoryUseOf(const std::string &role) {
+  if (role == "param")
+    return MemoryUse::Parameters;
+  if (role == "state")
+    return MemoryUse::OptimizerState;
+  if (role == "data" || role == "label" || role == "index")
+    return MemoryUse::BatchData;
+  return MemoryUse::Other;
 }
 
 /// The progress bar on a terminal: steps, loss, throughput (tokens/s for a
@@ -192,6 +210,7 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   int dataInput = -1, labelInput = -1;
   for (unsigned i = 0; i < info.inputs.size(); ++i) {
     const TensorInfo &t = info.inputs[i];
+    MemoryUseScope use(memoryUseOf(t.role));
     inputs.emplace_back(bytesOf(t));
     initialize(t, i, o.seed, inputs.back());
     inputIndex[t.name] = i;
@@ -203,8 +222,11 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   int lossOutput = -1;
   std::vector<int> feedback; // output -> input of the same name, or -1
   for (unsigned j = 0; j < info.outputs.size(); ++j) {
-    outputs.emplace_back(bytesOf(info.outputs[j]));
     auto it = inputIndex.find(info.outputs[j].name);
+    // An output that becomes the next step's argument is its next value.
+    MemoryUseScope use(it == inputIndex.end() ? MemoryUse::StepResults
+                                              : memoryUseOf(info.inputs[it->second].role));
+    outputs.emplace_back(bytesOf(info.outputs[j]));
     feedback.push_back(it == inputIndex.end() ? -1 : static_cast<int>(it->second));
     if (info.outputs[j].name == "loss")
       lossOutput = static_cast<int>(j);
@@ -420,7 +442,12 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     }
     hetrtRandomContext() = {s, 0}; // het.dropout's counters: the whole batch is here
     setLearningRateStep(s);
-    step(in.data(), out.data());
+    if (o.profileMemory)
+      setMemoryPhase("step " + std::to_string(s));
+    {
+      MemoryUseScope temporaries(MemoryUse::Temporaries);
+      step(in.data(), out.data());
+    }
     loss = outputs[lossOutput].f()[0];
     if (s == 0)
       warmStart = std::chrono::steady_clock::now(); // kernels are set up now
@@ -465,6 +492,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                 static_cast<long long>(batch), timed, seconds);
   if (o.steps > 0)
     std::printf("memory: %s\n", memoryReport().c_str());
+  if (o.steps > 0 && o.profileMemory)
+    std::printf("memory: %s\n", memoryProfile().c_str());
   if (evalTokens)
     validate(o.steps);
 

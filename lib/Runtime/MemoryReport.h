@@ -14,6 +14,13 @@ namespace het::rt {
 /// caches, message staging, and memory freed but not returned).
 std::string memoryReport();
 
+/// --profile-memory: where the peak of the buffers comes from, "peak of
+/// buffers 0.255 MiB in step 0, backward of micro-batch 1: parameters
+/// 0.029 MiB (11%), ..." (each use that held any, largest first; see
+/// MemoryUse), and what the resident set holds beyond the buffers (code,
+/// libraries, the kernel libraries' workspace and caches, message staging).
+std::string memoryProfile();
+
 } // namespace het::rt
 
 #endif

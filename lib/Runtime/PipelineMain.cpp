@@ -123,6 +123,10 @@ const char *usage =
     "                        halfway through a message: the step's first\n"
     "                        activation/gradient transfer, or its gradient\n"
     "                        all-reduce\n"
+    "  --profile-memory      after training, where each rank's peak of buffers comes\n"
+    "                        from: parameters, gradients, optimizer state,\n"
+    "                        activations, batch data, the running function's\n"
+    "                        results and temporaries, and the phase it was in\n"
     "  --profile-stages F.json [--profile-repeats N]\n"
     "                        instead of training: time each stage's forward,\n"
     "                        backward and update alone in this one process (no\n"
@@ -134,10 +138,12 @@ const char *usage =
 
 bool parseOptions(int argc, char **argv, Options &o) {
   OptionReader options(argc, argv, usage);
-  while (options.next({"--sync-checkpoint"})) {
+  while (options.next({"--sync-checkpoint", "--profile-memory"})) {
     const std::string &arg = options.name(), &value = options.value();
     if (arg == "--sync-checkpoint")
       o.syncCheckpoint = true;
+    else if (arg == "--profile-memory")
+      o.profileMemory = true;
     else if (arg == "--steps")
       o.steps = options.integer(0);
     else if (arg == "--seed")
@@ -281,6 +287,7 @@ void PipelineRank::setUp() {
       batchInputs_.push_back(t.name);
       continue;
     }
+    MemoryUseScope use(t.role == "param" ? MemoryUse::Parameters : MemoryUse::OptimizerState);
     Buffer whole(bytesOf(t));
     if (auto it = loaded_.find(t.name); it != loaded_.end())
       copyLoaded(it->second, t, whole);
@@ -498,10 +505,14 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
     in.push_back(b->memory.get());
   }
   std::vector<Buffer> results;
-  for (const TensorInfo &t : f.outputs) {
-    results.emplace_back(bytesOf(t));
-    out.push_back(results.back().memory.get());
+  {
+    MemoryUseScope use(MemoryUse::StepResults);
+    for (const TensorInfo &t : f.outputs) {
+      results.emplace_back(bytesOf(t));
+      out.push_back(results.back().memory.get());
+    }
   }
+  MemoryUseScope temporaries(MemoryUse::Temporaries);
   PipelineComm &comm = pipelineComm();
   comm.expectedReceives = f.receives;
   comm.receiveCalls = 0;
@@ -520,6 +531,7 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
     } else if (t.name.rfind("grad.", 0) == 0 && accumulate) {
       auto it = gradients_.find(t.name);
       if (it == gradients_.end()) {
+        setMemoryUse(results[j].memory.get(), MemoryUse::Gradients);
         gradients_.emplace(t.name, std::move(results[j]));
       } else {
         float *sum = it->second.f();
@@ -528,10 +540,15 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
           sum[e] += add[e];
       }
     } else if (batch && t.name.rfind("saved.", 0) == 0) {
+      setMemoryUse(results[j].memory.get(), MemoryUse::Activations);
       (*batch)[t.name] = std::move(results[j]);
     } else if (evaluating_) {
       // Validation keeps no state (a forward's running statistics).
     } else {
+      auto index = stepIndex_.find(t.name);
+      bool param = index != stepIndex_.end() && info_.inputs[index->second].role == "param";
+      setMemoryUse(results[j].memory.get(),
+                   param ? MemoryUse::Parameters : MemoryUse::OptimizerState);
       persistent_[t.name] = std::move(results[j]);
     }
   }
@@ -1153,8 +1170,13 @@ int PipelineRank::run() {
     CommSeconds commBefore = commSeconds();
     double kernelsBefore = kernelSeconds_;
     commTrace().step(s);
-    for (int i = 0; i < M; ++i)
-      fillBatch(s, i);
+    if (o_.profileMemory)
+      setMemoryPhase("step " + std::to_string(s) + ", reading the batch");
+    {
+      MemoryUseScope use(MemoryUse::BatchData);
+      for (int i = 0; i < M; ++i)
+        fillBatch(s, i);
+    }
     lossSum_ = 0;
     gradients_.clear();
     for (size_t e = 0; e < stage_->order.size(); ++e) {
@@ -1164,6 +1186,9 @@ int PipelineRank::run() {
       // het.dropout draws by (step, sample of the step's batch): this
       // micro-batch's share starts at micro * samples + the replica's first.
       hetrtRandomContext() = {s, micro * microBatchSamples_ + firstSample_};
+      if (o_.profileMemory)
+        setMemoryPhase("step " + std::to_string(s) + ", " + (backward ? "backward" : "forward") +
+                       " of micro-batch " + std::to_string(micro));
       call(*functionOf(entry), &microBatch_[micro], /*accumulate=*/true);
       if (backward)
         microBatch_[micro].clear(); // its activations and data are done
@@ -1191,6 +1216,8 @@ int PipelineRank::run() {
     // decided it together (the found-inf all-reduce) and says so.
     auto ratio = persistent_.find("amp.scale_ratio");
     float ratioBefore = ratio != persistent_.end() ? ratio->second.f()[0] : 0.0f;
+    if (o_.profileMemory)
+      setMemoryPhase("step " + std::to_string(s) + ", update");
     call(variant_->update, nullptr, /*accumulate=*/false);
     if (ratio != persistent_.end()) {
       float ratioAfter = persistent_.at("amp.scale_ratio").f()[0];
@@ -1287,6 +1314,8 @@ int PipelineRank::run() {
   }
   if (!stepSeconds.empty())
     std::printf("rank %d: memory: %s\n", comm.rank, memoryReport().c_str());
+  if (!stepSeconds.empty() && o_.profileMemory)
+    std::printf("rank %d: memory: %s\n", comm.rank, memoryProfile().c_str());
   if (stoppedAt >= 0)
     // The checkpoint is on disk (wait() above): het-run resumes from it.
     std::printf("stopped after the checkpoint of step %lld, as het-run asked\n",

@@ -40,6 +40,7 @@ struct Options {
   int threads = 1;
   long long printEvery = 1, checkpointEvery = 0, fullEvery = 4;
   bool syncCheckpoint = false;
+  bool profileMemory = false; // --profile-memory: what the buffers' peak holds
   std::vector<int> killRanks;
   std::string killStep;
   std::string killAt = "step"; // step | transfer | all-reduce

@@ -11,9 +11,10 @@
 // far more than a step's kernel): after the first step no driver call
 // allocates, and the blocks stay resident on the device.
 //
-// Every block is counted while it is live (its size kept by address), so
-// the process knows the peak of its buffers: what the executables report
-// beside the peak resident set (Memory.cpp).
+// Every block is counted while it is live (its size and use kept by
+// address), so the process knows the peak of its buffers and what they
+// held then: what the executables report beside the peak resident set
+// (MemoryReport.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "GpuDriver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -34,16 +36,67 @@ namespace {
 std::mutex poolMutex;
 std::unordered_map<void *, size_t> managedSize;  // live and pooled blocks
 std::map<size_t, std::vector<void *>> freeBlocks; // pooled, by size
-std::unordered_map<void *, size_t> liveSize;      // every live block
+struct LiveBlock {
+  size_t size;
+  MemoryUse use;
+};
+std::unordered_map<const void *, LiveBlock> liveBlocks; // every live block
 size_t liveBytes = 0, peakBytes = 0;
+std::array<size_t, kMemoryUses> liveByUse{}, peakByUse{};
+std::string phase, peakPhase;
+// Set by the driver's thread, read by whichever thread allocates.
+std::atomic<MemoryUse> currentUse{MemoryUse::Other};
+
+size_t &useBytes(std::array<size_t, kMemoryUses> &bytes, MemoryUse use) {
+  return bytes[static_cast<size_t>(use)];
+}
 
 /// Under poolMutex.
 void counted(void *p, size_t size) {
-  liveSize[p] = size;
+  MemoryUse use = currentUse.load(std::memory_order_relaxed);
+  liveBlocks[p] = {size, use};
   liveBytes += size;
-  peakBytes = std::max(peakBytes, liveBytes);
+  useBytes(liveByUse, use) += size;
+  if (liveBytes > peakBytes) {
+    peakBytes = liveBytes;
+    peakByUse = liveByUse;
+    if (peakPhase != phase)
+      peakPhase = phase;
+  }
 }
 } // namespace
+
+const char *memoryUseName(MemoryUse use) {
+  switch (use) {
+  case MemoryUse::Parameters: return "parameters";
+  case MemoryUse::Gradients: return "gradients";
+  case MemoryUse::OptimizerState: return "optimizer state";
+  case MemoryUse::Activations: return "activations kept for the backward";
+  case MemoryUse::BatchData: return "batch data";
+  case MemoryUse::StepResults: return "results of the running function";
+  case MemoryUse::Temporaries: return "temporaries of the running function";
+  case MemoryUse::Other: return "other";
+  }
+  return "other";
+}
+
+MemoryUseScope::MemoryUseScope(MemoryUse use) : previous_(currentUse.exchange(use)) {}
+MemoryUseScope::~MemoryUseScope() { currentUse.store(previous_); }
+
+void setMemoryUse(const void *buffer, MemoryUse use) {
+  std::lock_guard<std::mutex> lock(poolMutex);
+  auto it = liveBlocks.find(buffer);
+  if (it == liveBlocks.end() || it->second.use == use)
+    return;
+  useBytes(liveByUse, it->second.use) -= it->second.size;
+  useBytes(liveByUse, use) += it->second.size;
+  it->second.use = use;
+}
+
+void setMemoryPhase(const std::string &now) {
+  std::lock_guard<std::mutex> lock(poolMutex);
+  phase = now;
+}
 
 void *allocateHostVisible(size_t bytes, size_t alignment) {
   size_t size = std::max<size_t>(bytes, 1);
@@ -76,10 +129,11 @@ void freeHostVisible(void *pointer) {
   if (!pointer)
     return;
   std::lock_guard<std::mutex> lock(poolMutex);
-  auto live = liveSize.find(pointer);
-  if (live != liveSize.end()) {
-    liveBytes -= live->second;
-    liveSize.erase(live);
+  auto live = liveBlocks.find(pointer);
+  if (live != liveBlocks.end()) {
+    liveBytes -= live->second.size;
+    useBytes(liveByUse, live->second.use) -= live->second.size;
+    liveBlocks.erase(live);
   }
   if (gpu::active()) {
     auto it = managedSize.find(pointer);
@@ -93,7 +147,7 @@ void freeHostVisible(void *pointer) {
 
 BufferMemory bufferMemory() {
   std::lock_guard<std::mutex> lock(poolMutex);
-  return {liveBytes, peakBytes};
+  return {liveBytes, peakBytes, peakByUse, peakPhase};
 }
 
 } // namespace het::rt
