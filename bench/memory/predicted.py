@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The planner's memory model against measurement, rank by rank (not a test).
 
-    python bench/memory/predicted.py [--build DIR]
+    python bench/memory/predicted.py [--build DIR] [--only REGEX]
 
 For each configuration (a model, a plan on this machine's two CPU kinds,
 recomputation, sharding, format) het-plan --evaluate predicts each stage's memory per
@@ -69,11 +69,14 @@ def run(cmd, **kw):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--only", default="", help="the configurations whose name matches this regex")
     a = p.parse_args()
     binary = lambda name: os.path.join(a.build, "bin", name)
     work = tempfile.mkdtemp(prefix="het-memory-bench-")
-    rows, worst = [], 0.0
+    rows, uses_rows, worst = [], [], 0.0
     for k, (name, model, batch, micro, stages, fields, flags) in enumerate(CONFIGS):
+        if a.only and not re.search(a.only, name):
+            continue
         if isinstance(model, tuple):
             path = os.path.join(work, model[0])
             if not os.path.exists(path):
@@ -103,7 +106,9 @@ def main():
              "--plan", plan, "-o", exe, *flags])
         ranks = sum(int(s.split("=")[1].split(":")[1].split("@")[0]) for s in stages)
         out = run([binary("het-run"), "-n", str(ranks), "--timeout-ms", "120000", exe,
-                   "--steps", "4"])
+                   "--steps", "4", "--profile-memory"])
+        uses = {int(r): dict((u, float(v)) for u, v in re.findall(r"([a-z][a-z ]+) (\S+) MiB \(", line))
+                for r, line in re.findall(r"rank (\d+): memory: peak of buffers (.*)", out)}
         stage_of = {int(r): int(s) for r, s in re.findall(r"rank (\d+): stage s(\d+)", out)}
         measured = {int(r): float(m) for r, m in
                     re.findall(r"rank (\d+): memory: peak (\S+) MiB of buffers", out)}
@@ -113,6 +118,17 @@ def main():
             ratio = measured[rank] / want
             worst = max(worst, abs(ratio - 1))
             rows.append(f"| {name} | {rank} (s{stage}) | {want:.3f} | {measured[rank]:.3f} | {ratio:.2f} |")
+            # By use: the model's terms against --profile-memory's at the peak.
+            m = predicted["stages"][stage]["memory"]
+            u = uses.get(rank, {})
+            got = lambda *names: sum(u.get(n, 0.0) for n in names)
+            pairs = [("state", (m["parameters"] + m["gradients"] + m["optimizer_state"] + m["gradient_results"]),
+                      got("parameters", "gradients", "optimizer state", "results of the running function")),
+                     ("activations", m["activations"], got("activations kept for the backward")),
+                     ("working set", m["working_set"], got("temporaries of the running function")),
+                     ("data", m["batch_data"], got("batch data"))]
+            uses_rows.append(f"| {name} | {rank} | " + " | ".join(
+                f"{p / 2**20:.3f} / {q:.3f}" for _, p, q in pairs) + f" | {m['peak_phase']} |")
     print(f"{time.strftime('%Y-%m-%d')}, {platform.node()} ({os.cpu_count()} cores); Adam; "
           f"4 steps; predicted: het-plan --evaluate on local-two-kinds; measured: each rank's "
           f"peak of buffers")
@@ -122,6 +138,14 @@ def main():
     print("\n".join(rows))
     print()
     print(f"worst: {100 * worst:.0f} % off")
+    print()
+    print("By use, predicted / measured MiB at the peak (measured: --profile-memory; state: "
+          "parameters, gradients, a backward's gradient results, optimizer state):")
+    print()
+    print("| configuration | rank | state | activations | working set (temporaries) | batch data | "
+          "predicted peak in |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(uses_rows))
 
 
 if __name__ == "__main__":

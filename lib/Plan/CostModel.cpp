@@ -112,12 +112,18 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
   if (profiled)
     t.call = call;
   t.stateBytesPerParam = training.stateBytes(format);
+  t.copyBytesPerParam = t.stateBytesPerParam - training.stateBytesPerParam;
   t.compute.assign(n + 1, 0);
   t.fwd.assign(n + 1, 0);
   t.update.assign(n + 1, 0);
   t.params.assign(n + 1, 0);
   t.stash.assign(n + 1, 0);
+  t.passedStash.assign(n + 1, 0);
+  t.inputStash.assign(n, 0);
   t.workingSet.assign(n, 0);
+  t.data.assign(n + 1, 0);
+  t.largestTensor.assign(n, 0);
+  t.recomputesLayers = recompute == Recompute::Full;
   // How this kind runs het.attention in a planned pipeline (het-compile
   // fuses attention for every stage of an x86 build, whose GPU stages are
   // compiled from it too): oneDNN's kernel (local cpu.onednn) holds no
@@ -182,15 +188,30 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     // The probabilities are f32 in every format (softmax is on autocast's
     // f32 list); tensor parallelism splits them by heads.
     double scores = l.attentionProbabilityBytes / split;
-    double stash = l.stashBytes * scale / split;
+    // What the backward keeps and holds: as analysed in this format (a
+    // 16-bit kind's autocast step keeps bf16 copies beside f32 results),
+    // else the model's figures at the format's width.
+    const bool lowFigures = scale < 1 && l.lowPrecision.analysed;
+    const double width = lowFigures ? 1.0 : scale;
+    double stash = (lowFigures ? l.lowPrecision.stashBytes : l.stashBytes) * width / split;
+    double passed =
+        (lowFigures ? l.lowPrecision.passedStashBytes : l.passedStashBytes) * width / split;
+    double input = (lowFigures ? l.lowPrecision.inputStashBytes : l.inputStashBytes) * width / split;
     if (scoresTransient)
       t.workingSet[i] = 2 * scores;
+    // Its backward's activation gradients. A 16-bit kind computes the ops
+    // without a 16-bit kernel in f32 between casts (docs/precision.md),
+    // holding f32 copies while they run: the f32 step's figure at least.
+    t.workingSet[i] +=
+        (lowFigures ? std::max(l.lowPrecision.gradientBytes, l.gradientBytes) : l.gradientBytes * scale) /
+        split;
     if (recompute == Recompute::Full) {
       // Its recomputed stash and, beside it, its scores and probabilities.
       t.workingSet[i] += stash;
       // The layer's input stays (the previous layer's output; the data for
       // the first), and its forward runs again before its backward.
       stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes * scale / split : 0.0);
+      passed = input = 0;
       bwd += fwd;
     }
     t.compute[i + 1] = t.compute[i] + fwd + bwd;
@@ -198,7 +219,14 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     t.update[i + 1] = t.update[i] + update;
     t.params[i + 1] = t.params[i] + l.params / split;
     // Sequence parallelism splits the stashed activations over the TP group.
-    t.stash[i + 1] = t.stash[i] + stash;
+    t.stash[i + 1] = t.stash[i] + stash - passed;
+    t.passedStash[i + 1] = t.passedStash[i] + passed;
+    t.inputStash[i] = input;
+    t.data[i + 1] = t.data[i] + l.dataBytes;
+    for (double elements : l.paramTensors)
+      t.largestTensor[i] = std::max(t.largestTensor[i], elements / split);
+    if (l.paramTensors.empty()) // a model JSON: one matrix of the layer's
+      t.largestTensor[i] = l.params / split;
   }
   return cache.emplace(key, std::move(t)).first->second;
 }
@@ -403,11 +431,38 @@ double CostModel::StageContext::fraction(size_t k) const {
   return double(members.at(k).mbs) / double(samples);
 }
 
-double CostModel::memoryBytes(const LayerTable &t, int b, int e, int tp,
-                              int mbs, int inFlight, int zero, double fraction) const {
-  (void)tp; // already folded into the table's prefix sums
-  return t.stateBytes(t.range(t.params, b, e), zero, fraction) +
-         double(inFlight) * mbs * t.range(t.stash, b, e) + double(mbs) * t.workingSetPeak(b, e);
+StageMemory LayerTable::memory(double params, double stash, double data, double working,
+                               double largest, double largestLayer,
+                               const MemoryPlace &at) const {
+  // fp32 weights and gradients, 4 bytes each; what ZeRO shards of each
+  // (LayerTable::stateBytes). The 16-bit copy stays whole.
+  auto held = [&](int level) { return at.zero >= level ? at.fraction : 1.0; };
+  const double optimizer = stateBytesPerParam - 8 - copyBytesPerParam;
+  StageMemory m;
+  m.parameters = params * (4 * held(3) + copyBytesPerParam);
+  m.gradients = params * 4 * held(2);
+  m.optimizerState = params * optimizer * held(1);
+  m.activations = double(at.inFlight) * at.mbs * stash;
+  m.batchData = double(at.microBatches) * at.mbs * data;
+  m.gradientResults = at.microBatches > 1 ? m.gradients : 0;
+  // Under ZeRO-2 one whole gradient waits for its reduce-scatter; under
+  // ZeRO-3 with full recomputation a layer's gathered weights stay whole
+  // from its recomputed forward to the end of its backward (without
+  // recomputation each is gathered just before its use and freed after).
+  double whole = at.zero >= 2 ? largest : 0;
+  if (at.zero >= 3 && recomputesLayers)
+    whole += largestLayer;
+  m.workingSet = double(at.mbs) * working + 4 * whole;
+  m.updateWorkingSet = at.zero >= 1 ? 4 * largest * at.fraction : 0;
+  return m;
+}
+
+StageMemory CostModel::memory(const LayerTable &t, int b, int e, const StageContext &ctx,
+                              size_t k) const {
+  LayerTable::MemoryPlace at{ctx.members.at(k).mbs, ctx.inFlight, ctx.microBatches, ctx.zero,
+                             ctx.fraction(k)};
+  return t.memory(t.range(t.params, b, e), t.stashOf(b, e), t.range(t.data, b, e),
+                  t.workingSetPeak(b, e), t.largestTensorOf(b, e), t.largestLayerOf(b, e), at);
 }
 
 StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
@@ -425,12 +480,12 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
       c.bwd = bwd;
     }
     c.update = std::max(c.update, t.stageUpdate(b, e));
-    double memory = memoryBytes(t, b, e, ctx.tp, ctx.members[k].mbs, ctx.inFlight, ctx.zero,
-                                ctx.fraction(k));
+    StageMemory memory = this->memory(t, b, e, ctx, k);
     double capacity = capacityBytes(ctx.members[k].group);
-    if (memory - capacity > worstExcess) {
-      worstExcess = memory - capacity;
-      c.memoryBytes = memory;
+    if (memory.peak() - capacity > worstExcess) {
+      worstExcess = memory.peak() - capacity;
+      c.memoryBytes = memory.peak();
+      c.memory = memory;
       c.capacityBytes = capacity;
     }
   }

@@ -96,6 +96,7 @@ ModelDesc makeDecoderModel(const std::string &name, const DecoderShape &shape) {
   emb.ioBytes = 3 * s * h * e;
   emb.outputBytes = s * h * e;
   emb.stashBytes = s * h * e;
+  emb.gradientBytes = 2 * s * h * e;
   emb.fwdKernels = 2; // token and position lookups
   emb.bwdKernels = 4;
   m.layers.push_back(emb);
@@ -109,6 +110,8 @@ ModelDesc makeDecoderModel(const std::string &name, const DecoderShape &shape) {
     b.ioBytes = blockStash;
     b.outputBytes = s * h * e;
     b.stashBytes = blockStash;
+    // The MLP's hidden gradient beside its input's and the residual's.
+    b.gradientBytes = s * (f + 2 * h) * e;
     // Megatron's block: two layer norms, QKV, attention, projection, two
     // MLP matrices, GeLU, two dropout-add-residuals.
     b.fwdKernels = 10;
@@ -124,6 +127,7 @@ ModelDesc makeDecoderModel(const std::string &name, const DecoderShape &shape) {
   head.ioBytes = 2 * s * v * e + s * h * e;
   head.outputBytes = 0;
   head.stashBytes = s * v * e + s * h * e;
+  head.gradientBytes = s * v * 4 + s * h * e; // the logits' gradient is f32
   head.fwdKernels = 3; // final norm, logits, cross-entropy
   head.bwdKernels = 6;
   m.layers.push_back(head);
@@ -185,6 +189,9 @@ ModelDesc parseModelJson(const json &j, const std::string &file) {
     d.ioBytes = positive(l, "io_bytes", file, at, true);
     d.outputBytes = positive(l, "output_bytes", file, at, true);
     d.stashBytes = positive(l, "stash_bytes", file, at, true);
+    d.gradientBytes = l.contains("gradient_bytes")
+                          ? positive(l, "gradient_bytes", file, at, true)
+                          : 2 * d.outputBytes;
     d.tensorParallel = boolOr(l, "tensor_parallel", true, file, at);
     d.fwdKernels = int(l.contains("kernels") ? integer(l, "kernels", file, at, 0) : 1);
     d.bwdKernels = 2 * d.fwdKernels;
@@ -203,6 +210,7 @@ json modelToJson(const ModelDesc &m) {
                       {"io_bytes", l.ioBytes},
                       {"output_bytes", l.outputBytes},
                       {"stash_bytes", l.stashBytes},
+                      {"gradient_bytes", l.gradientBytes},
                       {"tensor_parallel", l.tensorParallel},
                       {"kernels", l.fwdKernels}});
   return {{"name", m.name}, {"dtype", m.dtype}, {"layers", layers}};

@@ -176,8 +176,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
   // measured all-reduces are not affine in the range's bytes.)
   struct Stage {
     std::vector<double> sendNext, sendPrev; // by boundary layer
-    // Per member: capacity and the activation memory factor.
-    std::vector<double> capacity, stashFactor;
+    std::vector<double> capacity; // per member
   };
   std::vector<Stage> pre(S);
   for (int j = 0; j < S; ++j) {
@@ -190,10 +189,8 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
       if (!ctx[j].prevGroups.empty())
         st.sendPrev[l] = cost.boundaryTime(l, ctx[j], /*next=*/false);
     }
-    for (const auto &member : ctx[j].members) {
+    for (const auto &member : ctx[j].members)
       st.capacity.push_back(cost.capacityBytes(member.group));
-      st.stashFactor.push_back(double(ctx[j].inFlight) * member.mbs);
-    }
   }
   // A lower bound on what stages j.. add to the sum for layers [l, L): each
   // layer at its cheapest remaining stage, a mixed stage counted by its
@@ -227,9 +224,10 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
     for (int a = j; a + 1 + remaining <= L; ++a) {
       if (front[j][a].empty())
         continue;
-      // The most one layer of [a, b) holds only while it runs, per member
-      // (CostModel::memoryBytes).
-      std::vector<double> working(tables[j].size(), 0.0);
+      // The most one layer of [a, b) holds only while it runs, and its
+      // largest parameter tensor, per member (CostModel::memory).
+      std::vector<double> working(tables[j].size(), 0.0), largest(tables[j].size(), 0.0),
+          largestLayer(tables[j].size(), 0.0);
       for (int b = a + 1; b + remaining <= L; ++b) {
         double params = t.range(t.params, a, b);
         // Memory only grows with the range: longer ranges cannot fit either.
@@ -239,9 +237,15 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
           const LayerTable &mt = *tables[j][k];
           if (size_t(b - 1) < mt.workingSet.size())
             working[k] = std::max(working[k], mt.workingSet[b - 1]);
-          double memory = mt.stateBytes(params, ctx[j].zero, ctx[j].fraction(k)) +
-                          st.stashFactor[k] * mt.range(mt.stash, a, b) +
-                          ctx[j].members[k].mbs * working[k];
+          if (size_t(b - 1) < mt.largestTensor.size())
+            largest[k] = std::max(largest[k], mt.largestTensor[b - 1]);
+          largestLayer[k] = std::max(largestLayer[k], mt.range(mt.params, b - 1, b));
+          const CostModel::StageContext &c = ctx[j];
+          LayerTable::MemoryPlace at{c.members[k].mbs, c.inFlight, c.microBatches, c.zero,
+                                     c.fraction(k)};
+          double memory = mt.memory(params, mt.stashOf(a, b), mt.range(mt.data, a, b),
+                                    working[k], largest[k], largestLayer[k], at)
+                              .peak();
           fits &= memory <= st.capacity[k];
           update = std::max(update, mt.stageUpdate(a, b));
         }
@@ -382,8 +386,7 @@ double SplitSolver::minShortfall(const Shape &shape, SplitPolicy policy, int &st
     const std::vector<const LayerTable *> &tables = stageTables[j];
     double excess = 0;
     for (size_t k = 0; k < tables.size(); ++k) {
-      double mem = cost.memoryBytes(*tables[k], a, b, ctx[j].tp, ctx[j].members[k].mbs,
-                                    ctx[j].inFlight, ctx[j].zero, ctx[j].fraction(k));
+      double mem = cost.memoryBytes(*tables[k], a, b, ctx[j], k);
       excess = std::max(excess, mem - cost.capacityBytes(ctx[j].members[k].group));
     }
     return excess;

@@ -55,19 +55,21 @@ void printModel(std::ostream &os, const ModelDesc &model) {
   char line[256];
   os << "model " << model.name << ": " << model.layers.size() << " layers, "
      << model.dtype << ", batch " << model.batch
-     << " (FLOPs and bytes per sample; attn probs: the f32 [.., Q, K] probabilities of its "
-        "attention, held or not by how a kind runs it)\n";
+     << " (FLOPs and bytes per sample; stash: the results the backward reads; grad: the "
+        "backward's activation gradients at once; attn probs: the f32 [.., Q, K] probabilities "
+        "of its attention, held or not by how a kind runs it)\n";
   std::snprintf(line, sizeof line,
-                "  %-5s %-12s %12s %12s %12s %12s %12s %12s %12s\n", "layer", "name",
+                "  %-5s %-12s %12s %12s %12s %12s %12s %12s %12s %12s\n", "layer", "name",
                 "fwd FLOPs", "bwd FLOPs", "params", "io B", "output B",
-                "stash B", "attn probs B");
+                "stash B", "grad B", "attn probs B");
   os << line;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerDesc &l = model.layers[i];
     std::snprintf(line, sizeof line,
-                  "  %-5zu %-12s %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g\n",
+                  "  %-5zu %-12s %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g\n",
                   i, l.name.c_str(), l.fwdFlops, l.bwdFlops, l.params,
-                  l.ioBytes, l.outputBytes, l.stashBytes, l.attentionProbabilityBytes);
+                  l.ioBytes, l.outputBytes, l.stashBytes, l.gradientBytes,
+                  l.attentionProbabilityBytes);
     os << line;
   }
 }

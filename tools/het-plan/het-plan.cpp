@@ -49,14 +49,27 @@ void writeFile(const std::string &path, const std::string &text) {
 
 json evaluationToJson(const Evaluation &ev) {
   json stages = json::array();
-  for (const auto &s : ev.stages)
+  for (const auto &s : ev.stages) {
+    const StageMemory &m = s.memory;
     stages.push_back({{"fwd_s", s.fwd},
                       {"bwd_s", s.bwd},
                       {"p2p_s", s.p2p},
                       {"sync_s", s.sync},
                       {"update_s", s.update},
                       {"memory_bytes", s.memoryBytes},
-                      {"capacity_bytes", s.capacityBytes}});
+                      {"capacity_bytes", s.capacityBytes},
+                      // By use, as the runtime's --profile-memory splits its peak.
+                      {"memory",
+                       {{"parameters", m.parameters},
+                        {"gradients", m.gradients},
+                        {"optimizer_state", m.optimizerState},
+                        {"activations", m.activations},
+                        {"batch_data", m.batchData},
+                        {"gradient_results", m.gradientResults},
+                        {"working_set", m.workingSet},
+                        {"update_working_set", m.updateWorkingSet},
+                        {"peak_phase", m.update() > m.backward() ? "update" : "backward"}}}});
+  }
   return {{"iteration_s", ev.iterationTime},
           {"pipeline_s", ev.pipelineTime},
           {"sync_s", ev.syncTime},

@@ -46,6 +46,33 @@ struct TrainingSetup {
   double stateBytes(const std::string &format) const;
 };
 
+/// What one device of a stage holds at the peak of its buffers, by the
+/// uses the runtime's --profile-memory measures (lib/Runtime/MemoryReport).
+struct StageMemory {
+  double parameters = 0, gradients = 0, optimizerState = 0; // held, sharded or not
+  double activations = 0; // kept for the backward by the micro-batches in flight
+  double batchData = 0;   // every micro-batch's samples of the step
+  /// A backward writes its gradients beside the running sum of the step's
+  /// micro-batches (with one micro-batch the sum is that result).
+  double gradientResults = 0;
+  /// Held only while one layer runs: its activation gradients, recomputed
+  /// stash and attention scores, and under ZeRO a whole parameter or
+  /// gradient tensor between its gather or reduce-scatter and its use.
+  double workingSet = 0;
+  /// Held only while the update runs: under ZeRO, a tensor's updated block
+  /// before its all-gather.
+  double updateWorkingSet = 0;
+  /// The update writes new weights and optimizer state beside the current.
+  double update() const {
+    return 2 * (parameters + optimizerState) + gradients + updateWorkingSet;
+  }
+  double backward() const {
+    return parameters + gradients + optimizerState + activations + batchData + gradientResults +
+           workingSet;
+  }
+  double peak() const { return std::max(backward(), update()); }
+};
+
 /// The model's layer costs on one (device kind, tensor-parallel degree,
 /// micro-batch size): the stage-independent part, as prefix sums so any
 /// layer range costs O(1).
@@ -54,7 +81,11 @@ struct LayerTable {
   std::vector<double> fwd;     // prefix sums of fwd alone
   std::vector<double> update;  // prefix sums of optimizer time
   std::vector<double> params;  // prefix sums of parameters
-  std::vector<double> stash;   // prefix sums of stashed bytes per sample
+  /// Prefix sums of stashed bytes per sample that a layer's own backward
+  /// reads, and of those only the next layer's backward reads; per layer,
+  /// what a stage starting there keeps of earlier layers' results
+  /// (LayerDesc::passedStashBytes, inputStashBytes).
+  std::vector<double> stash, passedStash, inputStash;
   /// Per layer (not summed): the bytes per sample a layer holds only while
   /// it runs, one layer at a time. Under full recomputation, its whole stash
   /// while its backward recomputes it; on kinds whose kernels write
@@ -62,10 +93,14 @@ struct LayerTable {
   /// in the backward (generated CPU kernels), its f32 [.., Q, K] scores and
   /// probabilities.
   std::vector<double> workingSet;
+  std::vector<double> data; // prefix sums of step inputs per sample (LayerDesc::dataBytes)
+  /// Per layer: elements of its largest parameter tensor (split over TP).
+  std::vector<double> largestTensor;
   bool profiled = false;
   /// Optimizer state and weight copies per parameter in the group's format
-  /// (TrainingSetup::stateBytes).
-  double stateBytesPerParam = 16;
+  /// (TrainingSetup::stateBytes), of which the 16-bit copy of the weights a
+  /// 16-bit kind's forward reads.
+  double stateBytesPerParam = 16, copyBytesPerParam = 0;
   double range(const std::vector<double> &p, int b, int e) const {
     return p[e] - p[b];
   }
@@ -78,15 +113,6 @@ struct LayerTable {
   double stageFwd(int b, int e) const { return range(fwd, b, e) + call.fwd; }
   double stageCompute(int b, int e) const { return range(compute, b, e) + call.fwd + call.bwd; }
   double stageUpdate(int b, int e) const { return range(update, b, e) + call.update; }
-  /// Bytes of training state for `params` parameters on a replica holding
-  /// `fraction` of the sharded part: ZeRO level `zero` shards Adam's 8
-  /// bytes (1), the gradient's 4 too (2) and the fp32 weights' 4 too (3);
-  /// a 16-bit kind's weight copy stays whole.
-  double stateBytes(double params, int zero, double fraction) const {
-    static const double shardable[] = {0, 8, 12, 16};
-    double sharded = std::min(stateBytesPerParam, shardable[std::clamp(zero, 0, 3)]);
-    return params * (stateBytesPerParam - sharded + sharded * fraction);
-  }
   /// The most any layer of [b, e) holds only while it runs (workingSet).
   double workingSetPeak(int b, int e) const {
     double peak = 0;
@@ -94,6 +120,40 @@ struct LayerTable {
       peak = std::max(peak, workingSet[i]);
     return peak;
   }
+  /// Stashed bytes per sample of a stage over layers [b, e).
+  double stashOf(int b, int e) const {
+    double kept = range(stash, b, e) + (e - 1 > b ? range(passedStash, b, e - 1) : 0);
+    return kept + (b > 0 && size_t(b) < inputStash.size() ? inputStash[b] : 0);
+  }
+  double largestTensorOf(int b, int e) const {
+    double largest = 0;
+    for (int i = b; i < e && size_t(i) < largestTensor.size(); ++i)
+      largest = std::max(largest, largestTensor[i]);
+    return largest;
+  }
+  /// Parameters of the largest layer of [b, e).
+  double largestLayerOf(int b, int e) const {
+    double largest = 0;
+    for (int i = b; i < e && size_t(i + 1) < params.size(); ++i)
+      largest = std::max(largest, params[i + 1] - params[i]);
+    return largest;
+  }
+  /// Built for full recomputation: under ZeRO-3 a layer's recomputed
+  /// forward gathers its weights, which stay whole until its backward ends.
+  bool recomputesLayers = false;
+  /// Where a stage's device sits, for its memory: its share of each
+  /// micro-batch (mbs samples, `fraction` of the stage's), the micro-batches
+  /// in flight and in the step, and the stage's ZeRO level.
+  struct MemoryPlace {
+    int mbs = 1, inFlight = 1, microBatches = 1, zero = 0;
+    double fraction = 1;
+  };
+  /// One device's memory for a stage of `params` parameters, `stash` and
+  /// `data` bytes per sample (range sums), `working` the largest working
+  /// set per sample, `largest` the largest parameter tensor of a layer and
+  /// `largestLayer` the parameters of the largest layer.
+  StageMemory memory(double params, double stash, double data, double working,
+                     double largest, double largestLayer, const MemoryPlace &at) const;
 };
 
 /// Collective and message times measured on this host (het-tune stages'
@@ -119,7 +179,8 @@ struct StageCost {
   double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
   double p2p = 0;              // sends charged to this stage per micro-batch
   double sync = 0, update = 0; // once per iteration
-  double memoryBytes = 0, capacityBytes = 0;
+  double memoryBytes = 0, capacityBytes = 0; // of the member that fits worst
+  StageMemory memory;                         // that member's, by use
   double time() const { return fwd + bwd + p2p; }
 };
 
@@ -215,13 +276,6 @@ public:
   AllReduceAlgorithm bestAlgorithm(const std::vector<Member> &members, int tp,
                                    double params) const;
   double capacityBytes(int g) const;
-  /// Memory per device of a stage: its state (split over TP), the
-  /// activations of `inFlight` micro-batches held under 1F1B and the largest
-  /// working set of one layer for a micro-batch (LayerTable::workingSet).
-  /// `fraction`: the member's share of the stage's micro-batch, which
-  /// sizes its blocks of sharded state (`zero` > 0).
-  double memoryBytes(const LayerTable &t, int b, int e, int tp, int mbs,
-                     int inFlight, int zero = 0, double fraction = 1) const;
   /// The stage's gradient traffic under ZeRO level `zero` with
   /// `microBatches` micro-batches, in units of one all-reduce of its
   /// gradients: 1 for 0 and 1 (a reduce-scatter and an all-gather are
@@ -251,6 +305,15 @@ public:
     /// Member k's share of the micro-batch (1 for one replica).
     double fraction(size_t k) const;
   };
+  /// Memory per device of member `k` of a stage over layers [b, e): its
+  /// state (split over TP, its blocks of sharded state sized by its share
+  /// of the micro-batch), the activations of the micro-batches in flight
+  /// under 1F1B, the largest working set of one layer for a micro-batch
+  /// (LayerTable::workingSet), and the rest of StageMemory.
+  StageMemory memory(const LayerTable &t, int b, int e, const StageContext &ctx, size_t k) const;
+  double memoryBytes(const LayerTable &t, int b, int e, const StageContext &ctx, size_t k) const {
+    return memory(t, b, e, ctx, k).peak();
+  }
   /// The stage's boundary with its next (`next`) or previous stage at
   /// `layer`, for a micro-batch: boundaryTime with every group's replicas.
   double boundaryTime(int layer, const StageContext &ctx, bool next) const;

@@ -28,6 +28,27 @@ struct LayerDesc {
   double ioBytes = 0;         // activation bytes read + written, per sample
   double outputBytes = 0;     // bytes sent to the next layer, per sample
   double stashBytes = 0;      // activations kept for the backward, per sample
+  /// Of stashBytes, the results only later layers' backward reads (a relu
+  /// output a next linear's gradient needs): a stage ending at this layer
+  /// does not keep them (the next layer is taken to be the reader).
+  double passedStashBytes = 0;
+  /// Earlier layers' results that this layer's backward (or a later one's)
+  /// reads: what a stage starting here receives and keeps.
+  double inputStashBytes = 0;
+  /// Activation gradients the layer's backward holds at once, per sample:
+  /// its largest op's output and input gradients beside the gradient of
+  /// the layer's output (a residual stream's). The backward's working set.
+  double gradientBytes = 0;
+  /// The four figures above as the layer trains under autocast to a 16-bit
+  /// format (IR models: analysed after het-autocast; `analysed` false:
+  /// the figures above at the format's width).
+  struct LowPrecision {
+    bool analysed = false;
+    double stashBytes = 0, passedStashBytes = 0, inputStashBytes = 0, gradientBytes = 0;
+  } lowPrecision;
+  /// Step inputs per sample (data, labels, token ids) whose first reader
+  /// is this layer: the runtime holds them for every micro-batch of a step.
+  double dataBytes = 0;
   /// The f32 [.., Q, K] probabilities of the layer's het.attention ops, per
   /// sample (IR models): not in stashBytes, because what a kind holds of
   /// them depends on how its kernels run attention (CostModel::table).

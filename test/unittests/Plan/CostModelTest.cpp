@@ -102,12 +102,58 @@ TEST_F(Fixture, RooflineIsPerOpWhenOpsAreKnown) {
               1e-9);
 }
 
+/// One member of `mbs` samples with `inFlight` of `microBatches` in flight.
+CostModel::StageContext stageOf(int mbs, int inFlight, int microBatches, int zero = 0) {
+  CostModel::StageContext c;
+  c.members = {{0, 1, mbs}};
+  c.samples = mbs;
+  c.inFlight = inFlight;
+  c.microBatches = microBatches;
+  c.zero = zero;
+  return c;
+}
+
 TEST_F(Fixture, MemoryIsStatePlusInFlightActivations) {
   CostModel cost(model, cluster, nullptr);
   const LayerTable &t = cost.table(0, 1, 2);
-  // 2 layers * 1e6 params * 16 B + 3 micro-batches * 2 samples * 2e7 B.
-  EXPECT_DOUBLE_EQ(cost.memoryBytes(t, 0, 2, 1, 2, 3), 2e6 * 16 + 3 * 2 * 2e7);
+  // 2 layers * 1e6 params * 16 B + 3 micro-batches * 2 samples * 2e7 B,
+  // and a backward's gradients (4 B) beside their sum over micro-batches.
+  StageMemory m = cost.memory(t, 0, 2, stageOf(2, 3, 4), 0);
+  EXPECT_DOUBLE_EQ(m.parameters + m.gradients + m.optimizerState, 2e6 * 16);
+  EXPECT_DOUBLE_EQ(m.gradientResults, 2e6 * 4);
+  EXPECT_DOUBLE_EQ(cost.memoryBytes(t, 0, 2, stageOf(2, 3, 4), 0), 2e6 * 20 + 3 * 2 * 2e7);
+  // With one micro-batch the backward's gradients are the sum itself.
+  EXPECT_DOUBLE_EQ(cost.memoryBytes(t, 0, 2, stageOf(2, 1, 1), 0), 2e6 * 16 + 2 * 2e7);
   EXPECT_DOUBLE_EQ(cost.capacityBytes(0), 10 * double(1ull << 30) * 0.9);
+}
+
+// What the runtime holds besides state and stash (--profile-memory's
+// uses): every micro-batch's step inputs, a layer's activation gradients
+// while its backward runs, and, once the activations are small, the
+// update's new weights and moments beside the current ones.
+TEST_F(Fixture, MemoryCountsDataGradientsAndTheUpdate) {
+  model.layers[0].dataBytes = 1e5;
+  model.layers[0].gradientBytes = 3e6;
+  model.layers[1].gradientBytes = 5e6;
+  model.layers[0].paramTensors = {6e5, 4e5};
+  CostModel cost(model, cluster, nullptr);
+  const LayerTable &t = cost.table(0, 1, 2);
+  StageMemory m = cost.memory(t, 0, 2, stageOf(2, 1, 4), 0);
+  EXPECT_DOUBLE_EQ(m.batchData, 4 * 2 * 1e5);
+  EXPECT_DOUBLE_EQ(m.workingSet, 2 * 5e6);
+  EXPECT_DOUBLE_EQ(cost.memory(t, 0, 1, stageOf(2, 1, 4), 0).workingSet, 2 * 3e6);
+  // ZeRO-2 and 3 hold one whole gradient (or gathered weight) of the
+  // largest tensor between its reduce-scatter (gather) and its use.
+  StageMemory z3 = cost.memory(t, 0, 1, stageOf(2, 1, 4, 3), 0);
+  EXPECT_DOUBLE_EQ(z3.workingSet, 2 * 3e6 + 4 * 6e5);
+  EXPECT_DOUBLE_EQ(m.update(), 2 * (2e6 * 4 + 2e6 * 8) + 2e6 * 4);
+  model.layers[0].stashBytes = model.layers[1].stashBytes = 1;
+  model.layers[0].gradientBytes = model.layers[1].gradientBytes = 0;
+  CostModel small(model, cluster, nullptr);
+  const LayerTable &s = small.table(0, 1, 2);
+  StageMemory u = small.memory(s, 0, 2, stageOf(2, 1, 1), 0);
+  EXPECT_GT(u.update(), u.backward());
+  EXPECT_DOUBLE_EQ(u.peak(), u.update());
 }
 
 // Attention probabilities ([.., Q, K], f32) are held by how a kind runs
@@ -127,9 +173,9 @@ TEST_F(Fixture, AttentionProbabilitiesByHowAKindRunsAttention) {
     Cluster one = oneRoundNode(kinds, 2);
     CostModel cost(model, one, nullptr);
     // Micro-batches of 2 samples, 3 in flight.
-    return cost.memoryBytes(cost.table(0, 1, 2), 0, 2, 1, 2, 3);
+    return cost.memoryBytes(cost.table(0, 1, 2), 0, 2, stageOf(2, 3, 3), 0);
   };
-  double state = 2e6 * 16, stash = 3 * 2 * 2e7;
+  double state = 2e6 * 20, stash = 3 * 2 * 2e7; // state with a backward's gradients
   EXPECT_DOUBLE_EQ(memoryOn("cpu", "onednn"), state + stash);
   // Scores and probabilities of the larger layer, for one micro-batch.
   EXPECT_DOUBLE_EQ(memoryOn("cpu", "mlir"), state + stash + 2 * 2 * 4e6);
@@ -234,9 +280,10 @@ TEST_F(Fixture, OneFOneBIterationTime) {
   // sum(t) + (m - 1) max(t) + slowest (sync + update); one replica: no sync.
   double update = 28e6 / 7e11;
   EXPECT_NEAR(ev.iterationTime, 2 * t + 3 * t + update, 1e-12);
-  // Stage 0 holds 2 micro-batches in flight, stage 1 one.
-  EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 16 + 2 * 2 * 1e7);
-  EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes, 1e6 * 16 + 1 * 2 * 1e7);
+  // Stage 0 holds 2 micro-batches in flight, stage 1 one; each a
+  // backward's gradients (4 B per parameter) beside their sum.
+  EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 20 + 2 * 2 * 1e7);
+  EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes, 1e6 * 20 + 1 * 2 * 1e7);
 }
 
 TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
@@ -329,7 +376,11 @@ TEST_F(Fixture, AFormatPricesTimeAndMemory) {
   EXPECT_DOUBLE_EQ(b.range(b.stash, 0, 2), a.range(a.stash, 0, 2) / 2);
   EXPECT_DOUBLE_EQ(a.stateBytesPerParam, 16);
   EXPECT_DOUBLE_EQ(b.stateBytesPerParam, 18);
-  EXPECT_DOUBLE_EQ(bf16.memoryBytes(b, 0, 2, 1, 2, 1), 2e6 * 18 + 2 * 2e7 / 2);
+  StageMemory m = bf16.memory(b, 0, 2, stageOf(2, 1, 1), 0);
+  EXPECT_DOUBLE_EQ(m.backward(), 2e6 * 18 + 2 * 2e7 / 2);
+  // The update's peak: new fp32 weights, bf16 copies and moments beside
+  // the current ones, and the gradients.
+  EXPECT_DOUBLE_EQ(m.peak(), 2 * 2e6 * 14 + 2e6 * 4);
   // Messages between two bf16 stages move bf16 (both directions): 2
   // samples * 1e6 B of f32 activations at half the bytes, over 1e11 B/s
   // with 1 us latency.
