@@ -2,9 +2,43 @@
 
 #include "het/Plan/MemorySavers.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace het::plan {
+
+namespace {
+/// Each stage keeps only the savers it needs: in turn, a stage drops
+/// recomputation (when it may) and then lowers its ZeRO level (when it
+/// may) while the whole plan still fits and is no worse by the objective.
+/// Memory differs by stage (under 1F1B the first stages hold the most
+/// micro-batches in flight), and each saver costs time where it is used.
+void relaxPerStage(const CostModel &cost, const PlannerOptions &options, bool mayRecompute,
+                   bool mayShard, RankedPlan &r) {
+  auto tryWith = [&](size_t j, Recompute recompute, int zero) {
+    Plan p = r.plan;
+    p.stages[j].recompute = recompute;
+    p.stages[j].zero = zero;
+    Evaluation ev = cost.evaluate(p);
+    if (!ev.fits || !ev.problem.empty())
+      return false;
+    PlanEconomics economics = assessPlan(cost, p, ev, options.objective);
+    if (!economics.violated.empty() || economics.objective > r.economics.objective)
+      return false;
+    r.plan = std::move(p);
+    r.evaluation = std::move(ev);
+    r.economics = economics;
+    return true;
+  };
+  for (size_t j = 0; j < r.plan.stages.size(); ++j) {
+    if (mayRecompute && r.plan.stages[j].recompute == Recompute::Full)
+      tryWith(j, Recompute::None, r.plan.stages[j].zero);
+    while (mayShard && r.plan.stages[j].zero > 0 &&
+           tryWith(j, r.plan.stages[j].recompute, r.plan.stages[j].zero - 1)) {
+    }
+  }
+}
+} // namespace
 
 SaverChoice chooseMemorySavers(CostModel &cost, const PlannerOptions &options,
                                bool mayRecompute, bool mayShard) {
@@ -38,6 +72,12 @@ SaverChoice chooseMemorySavers(CostModel &cost, const PlannerOptions &options,
   }
   cost.setZero(best.zero);
   cost.setRecompute(best.recompute);
+  for (RankedPlan &r : best.result.plans)
+    relaxPerStage(cost, options, mayRecompute, mayShard, r);
+  std::stable_sort(best.result.plans.begin(), best.result.plans.end(),
+                   [](const RankedPlan &a, const RankedPlan &b) {
+                     return a.economics.objective < b.economics.objective;
+                   });
   return best;
 }
 

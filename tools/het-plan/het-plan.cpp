@@ -573,12 +573,20 @@ int main(int argc, char **argv) {
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
+      // Chosen because nothing fit, a saver is kept by the stages that
+      // need it (MemorySavers.h; the plans say which); asked for, by all.
+      const bool chosenSavers = recomputeReason == "no plan fits in device memory without it" ||
+                                zeroReason == "no plan fits in device memory without it";
       if (!recomputeReason.empty())
-        std::cout << "activation recomputation: full in every stage (" << recomputeReason
-                  << ")\n";
+        std::cout << "activation recomputation: full in "
+                  << (chosenSavers ? "the stages that need it" : "every stage") << " ("
+                  << recomputeReason << ")\n";
       if (!zeroReason.empty())
-        std::cout << "sharded data parallelism: ZeRO-" << cost.setup().zero
-                  << " in every stage of several replicas (" << zeroReason << ")\n";
+        std::cout << "sharded data parallelism: " << (chosenSavers ? "up to " : "") << "ZeRO-"
+                  << cost.setup().zero << " in "
+                  << (chosenSavers ? "the stages of several replicas that need it"
+                                   : "every stage of several replicas")
+                  << " (" << zeroReason << ")\n";
       if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
         std::cout << "objective: least " << toString(objective.kind) << " per iteration";
         if (deadline > 0)

@@ -113,24 +113,21 @@ struct LayerTable {
   double stageFwd(int b, int e) const { return range(fwd, b, e) + call.fwd; }
   double stageCompute(int b, int e) const { return range(compute, b, e) + call.fwd + call.bwd; }
   double stageUpdate(int b, int e) const { return range(update, b, e) + call.update; }
-  /// The most any layer of [b, e) holds only while it runs (workingSet).
-  double workingSetPeak(int b, int e) const {
-    double peak = 0;
-    for (int i = b; i < e && size_t(i) < workingSet.size(); ++i)
-      peak = std::max(peak, workingSet[i]);
-    return peak;
+  /// The largest of a per-layer figure over layers [b, e).
+  static double largestOf(const std::vector<double> &perLayer, int b, int e) {
+    double largest = 0;
+    for (int i = b; i < e && size_t(i) < perLayer.size(); ++i)
+      largest = std::max(largest, perLayer[i]);
+    return largest;
   }
+  /// The most any layer of [b, e) holds only while it runs (workingSet).
+  double workingSetPeak(int b, int e) const { return largestOf(workingSet, b, e); }
   /// Stashed bytes per sample of a stage over layers [b, e).
   double stashOf(int b, int e) const {
     double kept = range(stash, b, e) + (e - 1 > b ? range(passedStash, b, e - 1) : 0);
     return kept + (b > 0 && size_t(b) < inputStash.size() ? inputStash[b] : 0);
   }
-  double largestTensorOf(int b, int e) const {
-    double largest = 0;
-    for (int i = b; i < e && size_t(i) < largestTensor.size(); ++i)
-      largest = std::max(largest, largestTensor[i]);
-    return largest;
-  }
+  double largestTensorOf(int b, int e) const { return largestOf(largestTensor, b, e); }
   /// Parameters of the largest layer of [b, e).
   double largestLayerOf(int b, int e) const {
     double largest = 0;

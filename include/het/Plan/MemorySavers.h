@@ -6,6 +6,8 @@
 // least depends on the model, the cluster and the objective, so each
 // allowed combination is planned and the one whose best plan is best by
 // the objective is taken; an equally good plan with fewer savers wins.
+// Then each stage of its plans keeps only the savers it needs: a stage
+// that fits without recomputation, or at a lower ZeRO level, drops them.
 //
 //===----------------------------------------------------------------------===//
 
