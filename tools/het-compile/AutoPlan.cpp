@@ -128,14 +128,16 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
       if (!savers.result.plans.empty()) {
         planned = std::move(savers.result);
         report << llvm::formatv("no plan fits in device memory as it is: {0}{1}{2}\n",
-                                savers.zero > 0 ? "ZeRO-" + std::to_string(savers.zero) +
-                                                      " in stages of several replicas"
+                                savers.zero > 0 ? "up to ZeRO-" + std::to_string(savers.zero) +
+                                                      " in the stages of several replicas "
+                                                      "that need it"
                                                 : std::string(),
                                 savers.zero > 0 && savers.recompute != Recompute::None
                                     ? ", "
                                     : "",
                                 savers.recompute != Recompute::None
-                                    ? "full activation recomputation"
+                                    ? "full activation recomputation in the stages that "
+                                      "need it"
                                     : std::string());
       }
     }
