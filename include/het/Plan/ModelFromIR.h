@@ -8,6 +8,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Type;
 class DialectRegistry;
 namespace func {
 class FuncOp;
@@ -28,6 +29,9 @@ namespace het::plan {
 /// such function.
 ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
                           const std::string &function = "");
+
+/// Bytes of a statically shaped tensor (0 otherwise).
+double tensorBytes(mlir::Type type);
 
 /// The function a planner works on: `name` if given; else a training step
 /// (`@<model>_train_step`, what het-autodiff adds) whose ops carry
