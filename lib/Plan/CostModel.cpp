@@ -484,7 +484,6 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
     double capacity = capacityBytes(ctx.members[k].group);
     if (memory.peak() - capacity > worstExcess) {
       worstExcess = memory.peak() - capacity;
-      c.memoryBytes = memory.peak();
       c.memory = memory;
       c.capacityBytes = capacity;
     }
@@ -656,10 +655,10 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     const StagePlan &s = plan.stages[j];
     StageContext ctx = contextOf(plan, j);
     StageCost c = stageCost(tables(ctx), ctx, s.layerBegin, s.layerEnd);
-    if (c.memoryBytes > c.capacityBytes) {
+    if (c.memoryBytes() > c.capacityBytes) {
       ev.fits = false;
       ev.worstShortfallBytes =
-          std::max(ev.worstShortfallBytes, c.memoryBytes - c.capacityBytes);
+          std::max(ev.worstShortfallBytes, c.memoryBytes() - c.capacityBytes);
     }
     sum += c.time();
     if (c.time() > maxT) {

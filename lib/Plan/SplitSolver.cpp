@@ -115,7 +115,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         if (!cost.model().stageFits(a, b, ctx[j].tp))
           continue;
         StageCost c = cost.stageCost(tables[j], ctx[j], a, b);
-        if (c.memoryBytes > c.capacityBytes)
+        if (c.memoryBytes() > c.capacityBytes)
           break;
         chain[j + 1] = chain[j] + rangeTime(j, a, b);
         busiest[j + 1] =
@@ -153,7 +153,7 @@ SplitResult SplitSolver::solve(const Shape &shape, SplitPolicy policy,
         return result;
       StageCost c = cost.stageCost(tables[j], ctx[j], bounds[j], bounds[j + 1],
                                    &algorithms[j]);
-      if (c.memoryBytes > c.capacityBytes)
+      if (c.memoryBytes() > c.capacityBytes)
         return result;
       sum += c.time();
       maxT = std::max(maxT, c.time());

@@ -92,6 +92,16 @@ int envInteger(const char *name, int fallback) {
   return static_cast<int>(v);
 }
 
+MemoryUse memoryUseOf(const std::string &role) {
+  if (role == "param")
+    return MemoryUse::Parameters;
+  if (role == "state")
+    return MemoryUse::OptimizerState;
+  if (role == "data" || role == "label" || role == "index")
+    return MemoryUse::BatchData;
+  return MemoryUse::Other;
+}
+
 Buffer::Buffer(size_t n) : bytes(n) {
   memory.reset(allocateHostVisible(n));
   std::memset(memory.get(), 0, bytes);

@@ -67,6 +67,8 @@ struct Buffer {
 };
 
 size_t bytesOf(const TensorInfo &t);
+/// What an argument's buffer holds, by its role in the step (--profile-memory).
+MemoryUse memoryUseOf(const std::string &role);
 std::string shapeText(const std::vector<int64_t> &shape);
 
 /// Fills argument `index` as het::eval::randomArgument does (`stream` 0);

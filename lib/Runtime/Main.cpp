@@ -155,17 +155,6 @@ bool parseOptions(int argc, char **argv, Options &o) {
   return true;
 }
 
-/// What an argument's buffer holds, by its role in the step.
-MemoryUse memoryUseOf(const std::string &role) {
-  if (role == "param")
-    return MemoryUse::Parameters;
-  if (role == "state")
-    return MemoryUse::OptimizerState;
-  if (role == "data" || role == "label" || role == "index")
-    return MemoryUse::BatchData;
-  return MemoryUse::Other;
-}
-
 /// The progress bar on a terminal: steps, loss, throughput (tokens/s for a
 /// language model on a token file, else samples/s) and the time left.
 void progress(long long step, long long steps, double loss, double seconds, double samples,

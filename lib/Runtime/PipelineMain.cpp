@@ -287,7 +287,7 @@ void PipelineRank::setUp() {
       batchInputs_.push_back(t.name);
       continue;
     }
-    MemoryUseScope use(t.role == "param" ? MemoryUse::Parameters : MemoryUse::OptimizerState);
+    MemoryUseScope use(memoryUseOf(t.role));
     Buffer whole(bytesOf(t));
     if (auto it = loaded_.find(t.name); it != loaded_.end())
       copyLoaded(it->second, t, whole);
@@ -545,10 +545,11 @@ void PipelineRank::call(const StageFunction &f, Env *batch, bool accumulate) {
     } else if (evaluating_) {
       // Validation keeps no state (a forward's running statistics).
     } else {
+      // Parameters, optimizer state, a forward's running statistics.
       auto index = stepIndex_.find(t.name);
-      bool param = index != stepIndex_.end() && info_.inputs[index->second].role == "param";
-      setMemoryUse(results[j].memory.get(),
-                   param ? MemoryUse::Parameters : MemoryUse::OptimizerState);
+      setMemoryUse(results[j].memory.get(), index != stepIndex_.end()
+                                                ? memoryUseOf(info_.inputs[index->second].role)
+                                                : MemoryUse::OptimizerState);
       persistent_[t.name] = std::move(results[j]);
     }
   }

@@ -91,9 +91,9 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
     char layers[32];
     std::snprintf(layers, sizeof layers, "[%d, %d)", s.layerBegin, s.layerEnd);
     char mem[64];
-    std::snprintf(mem, sizeof mem, "%s / %s%s", formatBytes(sc.memoryBytes).c_str(),
+    std::snprintf(mem, sizeof mem, "%s / %s%s", formatBytes(sc.memoryBytes()).c_str(),
                   formatBytes(sc.capacityBytes).c_str(),
-                  sc.memoryBytes > sc.capacityBytes ? " !" : "");
+                  sc.memoryBytes() > sc.capacityBytes ? " !" : "");
     // A stage on several groups gets a row per group; the costs are the
     // stage's (its slowest member's).
     for (size_t k = 0; k < s.replicaGroups.size(); ++k) {

@@ -56,7 +56,7 @@ json evaluationToJson(const Evaluation &ev) {
                       {"p2p_s", s.p2p},
                       {"sync_s", s.sync},
                       {"update_s", s.update},
-                      {"memory_bytes", s.memoryBytes},
+                      {"memory_bytes", s.memoryBytes()},
                       {"capacity_bytes", s.capacityBytes},
                       // By use, as the runtime's --profile-memory splits its peak.
                       {"memory",
@@ -423,15 +423,20 @@ int main(int argc, char **argv) {
     // plan is best by the objective.
     std::string recomputeReason = recomputeName == "full" ? "--recompute full" : "";
     std::string zeroReason = zeroName == "auto" || zeroName == "0" ? "" : "--zero " + zeroName;
+    // Chosen because nothing fit without them: then each stage keeps them
+    // only where it needs them (MemorySavers.h; the plans say which).
+    bool recomputeChosen = false, zeroChosen = false;
     if (best.plans.empty() && best.constraintMisses == 0 &&
         (recomputeName == "auto" || zeroName == "auto")) {
       SaverChoice chosen = chooseMemorySavers(cost, options, recomputeName == "auto",
                                               zeroName == "auto");
       if (!chosen.result.plans.empty()) {
         best = std::move(chosen.result);
-        if (recomputeName == "auto" && chosen.recompute != Recompute::None)
+        recomputeChosen = recomputeName == "auto" && chosen.recompute != Recompute::None;
+        zeroChosen = zeroName == "auto" && chosen.zero > 0;
+        if (recomputeChosen)
           recomputeReason = "no plan fits in device memory without it";
-        if (zeroName == "auto" && chosen.zero > 0)
+        if (zeroChosen)
           zeroReason = "no plan fits in device memory without it";
       }
     }
@@ -573,19 +578,15 @@ int main(int argc, char **argv) {
                 << cluster.deviceCount() << " devices in "
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
-      // Chosen because nothing fit, a saver is kept by the stages that
-      // need it (MemorySavers.h; the plans say which); asked for, by all.
-      const bool chosenSavers = recomputeReason == "no plan fits in device memory without it" ||
-                                zeroReason == "no plan fits in device memory without it";
       if (!recomputeReason.empty())
         std::cout << "activation recomputation: full in "
-                  << (chosenSavers ? "the stages that need it" : "every stage") << " ("
+                  << (recomputeChosen ? "the stages that need it" : "every stage") << " ("
                   << recomputeReason << ")\n";
       if (!zeroReason.empty())
-        std::cout << "sharded data parallelism: " << (chosenSavers ? "up to " : "") << "ZeRO-"
+        std::cout << "sharded data parallelism: " << (zeroChosen ? "up to " : "") << "ZeRO-"
                   << cost.setup().zero << " in "
-                  << (chosenSavers ? "the stages of several replicas that need it"
-                                   : "every stage of several replicas")
+                  << (zeroChosen ? "the stages of several replicas that need it"
+                                 : "every stage of several replicas")
                   << " (" << zeroReason << ")\n";
       if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
         std::cout << "objective: least " << toString(objective.kind) << " per iteration";

@@ -176,8 +176,9 @@ struct StageCost {
   double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
   double p2p = 0;              // sends charged to this stage per micro-batch
   double sync = 0, update = 0; // once per iteration
-  double memoryBytes = 0, capacityBytes = 0; // of the member that fits worst
-  StageMemory memory;                         // that member's, by use
+  StageMemory memory;        // of the member that fits worst, by use
+  double capacityBytes = 0;  // that member's
+  double memoryBytes() const { return memory.peak(); }
   double time() const { return fwd + bwd + p2p; }
 };
 

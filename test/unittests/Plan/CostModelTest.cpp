@@ -282,8 +282,8 @@ TEST_F(Fixture, OneFOneBIterationTime) {
   EXPECT_NEAR(ev.iterationTime, 2 * t + 3 * t + update, 1e-12);
   // Stage 0 holds 2 micro-batches in flight, stage 1 one; each a
   // backward's gradients (4 B per parameter) beside their sum.
-  EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes, 1e6 * 20 + 2 * 2 * 1e7);
-  EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes, 1e6 * 20 + 1 * 2 * 1e7);
+  EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes(), 1e6 * 20 + 2 * 2 * 1e7);
+  EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes(), 1e6 * 20 + 1 * 2 * 1e7);
 }
 
 TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
