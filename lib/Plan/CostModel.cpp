@@ -228,6 +228,12 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     if (l.paramTensors.empty()) // a model JSON: one matrix of the layer's
       t.largestTensor[i] = l.params / split;
   }
+  t.workingSetMax = RangeMax(t.workingSet);
+  t.largestTensorMax = RangeMax(t.largestTensor);
+  std::vector<double> layerParams(n);
+  for (size_t i = 0; i < n; ++i)
+    layerParams[i] = t.params[i + 1] - t.params[i];
+  t.largestLayerMax = RangeMax(layerParams);
   return cache.emplace(key, std::move(t)).first->second;
 }
 

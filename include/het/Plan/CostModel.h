@@ -7,6 +7,7 @@
 #include "het/Plan/NumberFormats.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Profiles.h"
+#include "het/Plan/RangeMax.h"
 #include "het/Plan/SharedHostSchedule.h"
 
 #include <algorithm>
@@ -113,28 +114,19 @@ struct LayerTable {
   double stageFwd(int b, int e) const { return range(fwd, b, e) + call.fwd; }
   double stageCompute(int b, int e) const { return range(compute, b, e) + call.fwd + call.bwd; }
   double stageUpdate(int b, int e) const { return range(update, b, e) + call.update; }
-  /// The largest of a per-layer figure over layers [b, e).
-  static double largestOf(const std::vector<double> &perLayer, int b, int e) {
-    double largest = 0;
-    for (int i = b; i < e && size_t(i) < perLayer.size(); ++i)
-      largest = std::max(largest, perLayer[i]);
-    return largest;
-  }
   /// The most any layer of [b, e) holds only while it runs (workingSet).
-  double workingSetPeak(int b, int e) const { return largestOf(workingSet, b, e); }
+  double workingSetPeak(int b, int e) const { return workingSetMax.of(b, e); }
   /// Stashed bytes per sample of a stage over layers [b, e).
   double stashOf(int b, int e) const {
     double kept = range(stash, b, e) + (e - 1 > b ? range(passedStash, b, e - 1) : 0);
     return kept + (b > 0 && size_t(b) < inputStash.size() ? inputStash[b] : 0);
   }
-  double largestTensorOf(int b, int e) const { return largestOf(largestTensor, b, e); }
+  double largestTensorOf(int b, int e) const { return largestTensorMax.of(b, e); }
   /// Parameters of the largest layer of [b, e).
-  double largestLayerOf(int b, int e) const {
-    double largest = 0;
-    for (int i = b; i < e && size_t(i + 1) < params.size(); ++i)
-      largest = std::max(largest, params[i + 1] - params[i]);
-    return largest;
-  }
+  double largestLayerOf(int b, int e) const { return largestLayerMax.of(b, e); }
+  /// Range maxima of workingSet, largestTensor and each layer's parameters
+  /// (CostModel::table builds them once the per-layer figures are in).
+  RangeMax workingSetMax, largestTensorMax, largestLayerMax;
   /// Built for full recomputation: under ZeRO-3 a layer's recomputed
   /// forward gathers its weights, which stay whole until its backward ends.
   bool recomputesLayers = false;

@@ -587,3 +587,17 @@ TEST(GptModel, ParameterCountOfGpt3) {
 }
 
 } // namespace
+
+// The sparse table answers every range as a scan of it would.
+TEST(RangeMaxTest, EveryRangeAsAScan) {
+  std::vector<double> values = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+  het::plan::RangeMax max(values);
+  for (int b = -1; b <= int(values.size()) + 1; ++b)
+    for (int e = b; e <= int(values.size()) + 1; ++e) {
+      double scan = 0;
+      for (int i = std::max(b, 0); i < std::min<int>(e, int(values.size())); ++i)
+        scan = std::max(scan, values[size_t(i)]);
+      EXPECT_DOUBLE_EQ(max.of(b, e), scan) << "[" << b << ", " << e << ")";
+    }
+  EXPECT_DOUBLE_EQ(het::plan::RangeMax().of(0, 3), 0);
+}
