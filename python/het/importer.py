@@ -462,6 +462,20 @@ class _Importer:
         elem = self.element_type(param.dtype)
         return self.add_argument(f"p_{name}_{begin}_{end}", value.shape, elem, key, param=True)
 
+    def constant(self, arg):
+        """The value of an fx argument (a node or a Python scalar) when it is
+        a constant, else None; emits nothing for a non-constant node (pattern
+        handlers ask before deciding what to emit)."""
+        if not hasattr(arg, "op"):
+            return arg
+        if arg.op == "placeholder":
+            if self.input_kind[arg.name][0] != "const":
+                return None
+        elif arg.op != "call_function" or not self._is_const(arg):
+            return None
+        c = self.get(arg)
+        return c.value if isinstance(c, _Const) else None
+
     def _is_const(self, node) -> bool:
         if node in self.values:
             return isinstance(self.values[node], _Const)

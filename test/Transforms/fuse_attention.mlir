@@ -31,6 +31,46 @@ func.func @transposed_key(%q: tensor<3x10x4xf32>, %k: tensor<3x12x4xf32>, %v: te
 
 // -----
 
+// Imported torch.bmm attention (transformers' GPT-2): the matmuls work in
+// [batch * heads, T, D], the softmax in [batch, heads, T, T]; the key was
+// transposed before it was regrouped. The fused op works in the matmuls'
+// frame, the key is regrouped untransposed, and the reshapes and the
+// transpose around the softmax go.
+// CHECK-LABEL: func.func @regrouped_heads(
+// CHECK-SAME: %[[Q:.*]]: tensor<8x16x4xf32>, %[[K:.*]]: tensor<2x4x16x4xf32>, %[[V:.*]]: tensor<8x16x4xf32>)
+// CHECK-NEXT: %[[K3:.*]] = het.reshape %[[K]] {het.layer = 3 : i64} : tensor<2x4x16x4xf32> -> tensor<8x16x4xf32>
+// CHECK-NEXT: %[[O:.*]] = het.attention %[[Q]], %[[K3]], %[[V]] {causal, het.layer = 3 : i64, scale = 5.000000e-01 : f64} : tensor<8x16x4xf32>, tensor<8x16x4xf32>, tensor<8x16x4xf32> -> tensor<8x16x4xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @regrouped_heads(%q: tensor<8x16x4xf32>, %k: tensor<2x4x16x4xf32>, %v: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
+  %kt = het.transpose %k {permutation = array<i64: 0, 1, 3, 2>, het.layer = 3 : i64} : tensor<2x4x16x4xf32> -> tensor<2x4x4x16xf32>
+  %kt3 = het.reshape %kt {het.layer = 3 : i64} : tensor<2x4x4x16xf32> -> tensor<8x4x16xf32>
+  %s = het.matmul %q, %kt3 {het.layer = 3 : i64} : tensor<8x16x4xf32>, tensor<8x4x16xf32> -> tensor<8x16x16xf32>
+  %s4 = het.reshape %s {het.layer = 3 : i64} : tensor<8x16x16xf32> -> tensor<2x4x16x16xf32>
+  %p4 = het.softmax %s4 {causal, scale = 0.5 : f64, het.layer = 3 : i64} : tensor<2x4x16x16xf32>
+  %p = het.reshape %p4 {het.layer = 3 : i64} : tensor<2x4x16x16xf32> -> tensor<8x16x16xf32>
+  %o = het.matmul %p, %v {het.layer = 3 : i64} : tensor<8x16x16xf32>, tensor<8x16x4xf32> -> tensor<8x16x4xf32>
+  return %o : tensor<8x16x4xf32>
+}
+
+// -----
+
+// Reshapes that do more than regroup the leading dimensions are not looked
+// through: here the softmax normalizes rows of 32 scores (two queries' rows
+// at once), which is not attention over one query's keys.
+// CHECK-LABEL: func.func @reshape_mixes_rows(
+// CHECK-NOT: het.attention
+// CHECK: het.softmax
+func.func @reshape_mixes_rows(%q: tensor<8x16x4xf32>, %k: tensor<8x16x4xf32>, %v: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
+  %s = het.matmul %q, %k {transpose_rhs} : tensor<8x16x4xf32>, tensor<8x16x4xf32> -> tensor<8x16x16xf32>
+  %s4 = het.reshape %s : tensor<8x16x16xf32> -> tensor<8x8x32xf32>
+  %p4 = het.softmax %s4 : tensor<8x8x32xf32>
+  %p = het.reshape %p4 : tensor<8x8x32xf32> -> tensor<8x16x16xf32>
+  %o = het.matmul %p, %v : tensor<8x16x16xf32>, tensor<8x16x4xf32> -> tensor<8x16x4xf32>
+  return %o : tensor<8x16x4xf32>
+}
+
+// -----
+
 // The probabilities are returned too (attention weights a model outputs):
 // they must exist, so nothing is fused.
 // CHECK-LABEL: func.func @probabilities_used(

@@ -11,6 +11,7 @@ het.coverage agrees with the import error on which ops het does not map.
 
 import importlib.util
 import os
+import re
 
 import pytest
 import torch
@@ -159,3 +160,28 @@ def parse_unsupported(entry):
     HetImportError.unsupported ("  OP: REASON\n      at FILE:LINE (FUNC): CODE")."""
     head, at = entry.split("\n      at ", 1)
     return head.strip().split(": ", 1)[0], at.split(" (", 1)[0]
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_decoder_attention_fuses(name, attn):
+    """transformers' causal attention, in both implementations, imports as a
+    causal softmax with the 1/sqrt(head dim) scale folded in (GPT-2 eager's
+    where(bias, x, finfo.min) + additive 0/finfo.min mask and division;
+    the SDPA math form's sqrt(scale) on q and on k and its additive mask),
+    so that het-fuse-attention makes one het.attention per layer."""
+    from conftest import need_tool
+    need_tool("het-opt")
+    model = make(name, attn)
+    with torch.no_grad():
+        out = model(IDS)
+    prog = het.from_torch(model, IDS, target=torch.randint(0, out.shape[-1], out.shape[:-1]))
+    layers = model.model.config.num_hidden_layers
+    head_dim = model.model.config.hidden_size // model.model.config.num_attention_heads
+    softmaxes = re.findall(r"het\.softmax .*", prog)
+    assert len(softmaxes) == layers
+    for s in softmaxes:
+        assert "causal" in s and f"scale = {head_dim ** -0.5!r} : f64" in s, s
+    fused = het.het_opt(prog, ["--het-fuse-attention"])
+    assert fused.count("het.attention ") == layers
+    assert "het.softmax" not in fused and "-3.40282" not in prog  # no finfo.min mask left

@@ -1,13 +1,14 @@
 """Softmax with the attention patterns folded in: a causal mask (masked_fill
-with a `tril` buffer, or scaled_dot_product_attention's additive 0/-inf
-mask) becomes `{causal}`, a constant factor in front becomes `{scale}`, and
+with a `tril` buffer, transformers' where(bias, x, finfo.min) and additive
+0/finfo.min mask, or scaled_dot_product_attention's additive 0/-inf mask)
+becomes `{causal}`, a constant factor or divisor in front becomes `{scale}`, and
 scaled_dot_product_attention's guard for fully masked rows is dropped (a
 causal or unmasked softmax has none).
 """
 
 from .. import mlir
 from . import calls
-from ..importer import Const, Unsupported
+from ..importer import Unsupported
 
 
 def register(reg, aten, where_elementwise):
@@ -15,49 +16,138 @@ def register(reg, aten, where_elementwise):
     import torch
 
     def causal_mask_kind(mask, q, k):
-        """'keep' if `mask` (bool, True = keep) is the causal pattern, else None."""
-        torch_ = torch
-        m = mask.to(torch_.bool)
-        while m.dim() > 2 and m.shape[0] == 1:
-            m = m[0]
-        if m.dim() != 2 or tuple(m.shape) != (q, k):
+        """Whether `mask` (bool, True = keep) is the causal pattern in every
+        [q, k] matrix it holds (a mask per sample, as transformers builds, or
+        one broadcast)."""
+        m = mask.to(torch.bool)
+        if m.dim() < 2 or tuple(m.shape[-2:]) != (q, k):
             return False
-        i = torch_.arange(q).unsqueeze(1)
-        j = torch_.arange(k).unsqueeze(0)
+        i = torch.arange(q).unsqueeze(1)
+        j = torch.arange(k).unsqueeze(0)
         keep = j <= i + (k - q)
-        return bool(torch_.equal(m, keep))
+        return bool(torch.equal(m, keep.expand_as(m)))
+
+    def is_masked_fill(value):
+        """-inf, or the dtype's lowest finite value (transformers' `finfo.min`):
+        exp of either minus a row's maximum is exactly 0 where a causal row
+        keeps its diagonal."""
+        return float(value) <= float(torch.finfo(torch.bfloat16).min)  # f32's min, -inf
+
+    def peel_mask(im, src, shape):
+        """`x` when `src` masks x causally: where(masked, fill, x),
+        where(keep, x, fill) or x + additive mask (0 where kept, -inf or
+        finfo.min where masked); else None."""
+        q, k = shape[-2], shape[-1]
+        if calls(src, aten.where.self):
+            cond, a, b = src.args
+            c = im.constant(cond)
+            if c is None or not isinstance(c, torch.Tensor):
+                return None
+            c = c.to(torch.bool)
+            fill_a, fill_b = im.constant(a), im.constant(b)
+            if fill_a is not None and getattr(fill_a, "numel", lambda: 1)() == 1 and \
+                    is_masked_fill(fill_a) and causal_mask_kind(~c, q, k):
+                return b
+            if fill_b is not None and getattr(fill_b, "numel", lambda: 1)() == 1 and \
+                    is_masked_fill(fill_b) and causal_mask_kind(c, q, k):
+                return a
+            return None
+        if calls(src, aten.add.Tensor):
+            for x, m in ((src.args[0], src.args[1]), (src.args[1], src.args[0])):
+                if not hasattr(m, "op"):
+                    continue
+                m = im.constant(m)
+                if isinstance(m, torch.Tensor) and m.is_floating_point() and \
+                        causal_mask_kind(m == 0, q, k) and \
+                        bool(torch.all((m == 0) | (m <= float(torch.finfo(torch.bfloat16).min)))):
+                    return x
+        return None
+
+    def peel_scale(im, src):
+        """(x, c) when `src` is x * c or x / c for a constant scalar c; else None."""
+        if not (calls(src, aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar)
+                and len(src.users) == 1):
+            return None
+        c = im.constant(src.args[1])
+        if c is None or getattr(c, "numel", lambda: 1)() != 1 or not hasattr(src.args[0], "op"):
+            return None
+        c = float(c)
+        if src.target in (aten.div.Tensor, aten.div.Scalar):
+            if c == 0.0:
+                return None
+            c = 1.0 / c
+        return src.args[0], c
+
+    VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+             aten.expand.default, aten.clone.default)
+
+    def through_views(node):
+        """`node` past one-user views and copies (reshapes, expand, clone)."""
+        while calls(node, *VIEWS) and len(node.users) == 1:
+            node = node.args[0]
+        return node
+
+    def operand_scales(im, scores):
+        """scaled_dot_product_attention's math form scales q and k by
+        sqrt(scale) each before q @ k^T: the one-user `x * c` (c a constant
+        scalar) on either operand of the scores' bmm, with their product, or
+        None. `scores` may be a view of the bmm."""
+        bmm = scores
+        while calls(bmm, *VIEWS):
+            bmm = bmm.args[0]
+        if not calls(bmm, aten.bmm.default, aten.matmul.default) or len(bmm.users) != 1:
+            return None
+        muls, product = [], 1.0
+        for operand in bmm.args[:2]:
+            mul = through_views(operand) if len(operand.users) == 1 else operand
+            if calls(mul, aten.mul.Tensor, aten.mul.Scalar) and len(mul.users) == 1 and \
+                    hasattr(mul.args[0], "op") and mul not in im.values:
+                c = im.constant(mul.args[1])
+                if c is not None and getattr(c, "numel", lambda: 1)() == 1:
+                    muls.append(mul)
+                    product *= float(c)
+        return (muls, product) if muls else None
 
     def softmax(im, node):
         src, dim = node.args[0], node.args[1]
         shape = im.shape_of(node)
         rank = len(shape)
         attrs = {}
-        causal = False
-        # masked_fill(mask == 0, -inf) lowers to where(cond, -inf, x)
-        if hasattr(src, "op") and src.target is aten.where.self:
-            cond, fill, other = src.args
-            c_cond = im.get(cond) if hasattr(cond, "op") else None
-            c_fill = im.get(fill) if hasattr(fill, "op") else Const(fill)
-            if isinstance(c_cond, Const) and isinstance(c_fill, Const) and \
-                    float(c_fill.value) == float("-inf") and \
-                    causal_mask_kind(~c_cond.value.to(torch.bool), shape[-2], shape[-1]):
-                causal, src = True, other
-        # an additive mask of 0 / -inf (scaled_dot_product_attention's form)
-        elif hasattr(src, "op") and src.target is aten.add.Tensor and hasattr(src.args[1], "op"):
-            m = im.get(src.args[1])
-            if isinstance(m, Const) and isinstance(m.value, torch.Tensor) and \
-                    causal_mask_kind(m.value == 0, shape[-2], shape[-1]) and \
-                    bool(torch.all((m.value == 0) | (m.value == float("-inf")))):
-                causal, src = True, src.args[0]
+        causal, scale = False, None
+        # Peel, in any order, the causal masks (masked_fill with a `tril`
+        # buffer, transformers' where(bias, x, finfo.min) and its additive
+        # 0 / finfo.min mask, scaled_dot_product_attention's 0 / -inf one),
+        # a constant factor or divisor, and casts to the same dtype, so that
+        # het-fuse-attention finds matmul -> softmax -> matmul.
+        while hasattr(src, "op"):
+            if calls(src, aten._to_copy.default) and hasattr(src.args[0], "op") and \
+                    src.meta.get("val") is not None and src.args[0].meta.get("val") is not None and \
+                    src.meta["val"].dtype == src.args[0].meta["val"].dtype:
+                src = src.args[0]
+                continue
+            unmasked = peel_mask(im, src, shape)
+            if unmasked is not None and hasattr(unmasked, "op"):
+                causal, src = True, unmasked
+                continue
+            scaled = peel_scale(im, src) if scale is None else None
+            if scaled is not None:
+                src, scale = scaled
+                continue
+            break
+        split = operand_scales(im, src) if hasattr(src, "op") else None
+        if split is not None:
+            # Fold the operands' factors into the softmax's scale: the muls
+            # become their inputs (they have no other reader).
+            muls, product = split
+            scale = product * (1.0 if scale is None else scale)
+            for mul in muls:
+                im.values[mul] = im.get(mul.args[0])
         if causal:
             if dim % rank != rank - 1:
                 raise Unsupported("a causal softmax must be over the last axis")
             attrs["causal"] = None
-        # scale: softmax(x * c)
-        if hasattr(src, "op") and src.target in (aten.mul.Tensor, aten.mul.Scalar) and \
-                not hasattr(src.args[1], "op") and len(src.users) == 1:
-            attrs["scale"] = mlir.float_attr(float(src.args[1]))
-            src = src.args[0]
+        if scale is not None:
+            attrs["scale"] = mlir.float_attr(scale)
         if dim % rank != rank - 1:
             attrs["axis"] = f"{dim % rank} : i64"
         x = im.tensor(src)
