@@ -180,3 +180,26 @@ func.func @update(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>) -> (t
   %0:2 = het.sgd %p, %g, %m {lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64} : tensor<4xf32>
   return %0#0, %0#1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// AdamW: the step's factors (bias corrections in f64, the step size, the
+// decoupled decay) are computed once, before the element loop, which then
+// holds only f32 arithmetic: f64 in the loop made LLVM's vectorizer pick
+// the lanes of a double vector (4) for the whole f32 update.
+// CHECK-LABEL: func.func @adamw
+// CHECK: %[[LR:.*]] = call @hetrt_learning_rate(%{{.*}}) : (f64) -> f64
+// CHECK: %[[STEP:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
+// CHECK: arith.sitofp %[[STEP]] : i64 to f64
+// CHECK-COUNT-2: math.powf
+// CHECK: math.sqrt %{{.*}} : f64
+// CHECK: linalg.generic
+// CHECK-NOT: f64
+// CHECK: math.sqrt %{{.*}} : f32
+// CHECK-NOT: f64
+// CHECK: linalg.yield
+func.func @adamw(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>, %t: tensor<i64>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0:3 = het.adam %p, %g, %m, %v, %t {lr = 1.0e-03 : f64, weight_decay = 1.0e-01 : f64, decoupled} : tensor<4x8xf32>, tensor<i64>
+  return %0#0, %0#1, %0#2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
