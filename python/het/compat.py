@@ -46,19 +46,25 @@ GPT-2 and BERT export, and the exported program equals the eager model).
    m.model.layers.slice(None, 2, None)._modules").
 
 3. SDPA's output layout (any model, torch 2.6). In the captured graph
-   `F.scaled_dot_product_attention` has the CPU flash kernel's output layout
-   (`[N, H, L, E]` stored as `[N, L, H, E]`), so `.transpose(1, 2)
-   .contiguous()` records no copy; torch 2.6's decomposition returns the
-   layout `[L, N, H, E]` instead, and a later `.view` of the merged heads
-   (GPT-2's Conv1D: `x.view(-1, x.size(-1))`) fails in `run_decompositions`
-   ("Cannot view a tensor with shape torch.Size([2, 16, 64]) and strides
-   (64, 128, 1)"; pytorch/pytorch#136543). The fix decomposes into the same
-   ops (`_scaled_dot_product_attention_math`, a permute, a copy, a permute)
-   with the kernel's layout: same values, different strides.
+   `F.scaled_dot_product_attention` has the CPU flash kernel's output layout,
+   which is the query's (`empty_like(query)`: `[N, H, L, E]` stored as
+   `[N, L, H, E]` when the heads were split from a `[N, L, D]` projection,
+   as `[L, N, H, E]` in nn.MultiheadAttention), so `.transpose(1, 2)
+   .contiguous()` (or MHA's `.permute(2, 0, 1, 3).contiguous()`) records no
+   copy; torch 2.6's decomposition returns the layout `[L, N, H, E]` instead,
+   and a later `.view` of the merged heads (GPT-2's Conv1D:
+   `x.view(-1, x.size(-1))`) fails in `run_decompositions` ("Cannot view a
+   tensor with shape torch.Size([2, 16, 64]) and strides (64, 128, 1)";
+   pytorch/pytorch#136543). The fix decomposes into the same ops
+   (`_scaled_dot_product_attention_math`, a permute, a copy, a permute)
+   with the query's layout: same values, different strides.
 """
 
 import contextlib
+import os
+import re
 import sys
+import traceback
 
 __all__ = ["capture", "exportable", "uses_transformers"]
 
@@ -135,9 +141,14 @@ def _sdpa_cpu_decomposition(query, key, value, dropout_p=0.0, is_causal=False, *
     output, attn = torch.ops.aten._scaled_dot_product_attention_math.default(
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
         dropout_mask=None, scale=scale)
-    # [N, H, L, E] stored as [N, L, H, E], as the kernel's meta function
-    # allocates it; torch 2.6 stores it as [L, N, H, E].
-    return output.transpose(1, 2).contiguous(memory_format=torch.contiguous_format).transpose(1, 2), attn
+    # The output in the query's layout, as the kernel's meta function
+    # allocates it (`empty_like(query)`): [N, H, L, E] stored as [N, L, H, E]
+    # for heads split from a [N, L, D] projection (GPT-2, Llama), as
+    # [L, N, H, E] for nn.MultiheadAttention's sequence-first q; torch 2.6's
+    # decomposition stores it as [L, N, H, E] whatever the query.
+    outer_first = sorted(range(query.dim()), key=lambda d: -int(query.stride(d)))
+    back = [outer_first.index(d) for d in range(query.dim())]
+    return output.permute(outer_first).contiguous(memory_format=torch.contiguous_format).permute(back), attn
 
 
 @contextlib.contextmanager
@@ -196,10 +207,40 @@ def capture(module, example_inputs, training: bool = True):
             try:
                 ep = torch.export.export(module, tuple(example_inputs))
             except Exception as e:  # torch's own message says what it could not trace
-                raise HetImportError(f"torch.export could not capture the model: {type(e).__name__}: {e}") from e
-            return ep.run_decompositions()
+                raise HetImportError(f"torch.export could not capture the model: "
+                                     f"{torch_error_summary(e)}") from e
+            try:
+                return ep.run_decompositions()
+            except Exception as e:
+                raise HetImportError(f"torch's decomposition of the captured model to core ATen "
+                                     f"failed: {torch_error_summary(e)}") from e
     finally:
         module.train(was_training)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s+(\S[^\n]*)')
+
+
+def torch_error_summary(error) -> str:
+    """One line for an error torch raised while capturing or decomposing a
+    model: its type, the first line of its message, and the last frame of
+    the model's own code it names ("Original traceback:" of a failed
+    decomposition, "from user code:" of torch.export) or, failing that, the
+    last frame of the traceback outside torch."""
+    text = str(error)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    frames = _FRAME.findall(text)
+    where = None
+    if frames:
+        path, line, function, code = frames[-1]
+        where = f"{path}:{line} ({function}): {code.strip()}"
+    else:
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            if f"{os.sep}torch{os.sep}" not in frame.filename and f"{os.sep}het{os.sep}" not in frame.filename:
+                where = f"{frame.filename}:{frame.lineno} ({frame.name}): {(frame.line or '').strip()}"
+                break
+    summary = f"{type(error).__name__}: {first}"
+    return summary + (f" at {where}" if where else "")
 
 
 @contextlib.contextmanager

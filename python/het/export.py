@@ -16,8 +16,10 @@ With --train-steps N it also runs N optimizer steps on that batch
 start and fails unless the traces agree within --rtol; BatchNorm's running
 statistics are compared too, and the trained model in eval mode. With
 --eval-mode the model is imported and trained as model.eval() runs it
-(frozen batch norm, no dropout). Exit status: 0 on
-success, 1 on an import/tool/check error, 2 on bad arguments.
+(frozen batch norm, no dropout). Every failure ends as one `het.export:
+error:` line naming, where it can, the model's source line (--debug adds
+the traceback). Exit status: 0 on success, 1 on an import/tool/check error,
+2 on bad arguments, 3 on an internal error (a defect of het's).
 """
 
 import argparse
@@ -25,8 +27,10 @@ import contextlib
 import copy
 import importlib
 import importlib.util
+import logging
 import os
 import sys
+import traceback
 
 import numpy as np
 
@@ -111,6 +115,9 @@ def _parser():
                    help="--check's bound on the relative loss difference per step (default "
                         "1e-4; 2e-2 in bf16/fp16: a few roundings of 8 or 11 bits)")
     p.add_argument("--plot", help="write the loss curve to this image file")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, also print the Python traceback and torch's own error log "
+                        "(without it every failure is one `het.export: error:` line)")
     return p
 
 
@@ -275,131 +282,154 @@ def main(argv=None) -> int:
     except ImportError:
         print("het.export: error: torch is not installed (see docs/python.md)", file=sys.stderr)
         return 1
+    from .compat import torch_error_summary
+
+    # torch logs the tracebacks of a failed capture (fake tensors, export) at
+    # ERROR level before raising; the error that follows says it once.
+    quiet = logging.root.manager.disable
+    if not args.debug:
+        logging.disable(logging.ERROR)
+    try:
+        return _export(args, torch)
+    except HetError as e:
+        if args.debug:
+            traceback.print_exc()
+        print(f"het.export: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a defect of het's, or torch's outside capture
+        if args.debug:
+            traceback.print_exc()
+        print(f"het.export: error: internal error while exporting {args.model}: "
+              f"{torch_error_summary(e)} (a defect: please report it with the output of --debug)",
+              file=sys.stderr)
+        return 3
+    finally:
+        logging.disable(quiet)
+
+
+def _export(args, torch) -> int:
+    """main's work: import, save, and with --train-steps train (and --check)."""
     from . import checks, tools
     from .compat import without_dropout
     from .importer import from_torch
 
-    try:
-        model = load_model(torch, args)
-        inputs, target = _example_batch(torch, model, args)
-        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        low = args.precision in ("bf16", "fp16")
-        prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function,
-                          training=not args.eval_mode, precision=args.precision if low else None)
-        # The format it trains in (asked, or the model's own), and the
-        # arithmetic of the reference evaluator and of --check.
-        number_format = prog.precision
-        arithmetic = "f64" if args.precision == "f64" else "f32"
-        if arithmetic == "f64" and number_format != "fp32":
-            raise HetError(f"--precision f64 compares in f64, but the model computes in "
-                           f"{number_format} (its parameters' format or an autocast region); "
-                           f"leave --precision out to train it in {number_format}")
-        if args.rtol is None:
-            args.rtol = 1e-4 if number_format == "fp32" else 2e-2
-        out_dir = os.path.dirname(os.path.abspath(args.output))
-        os.makedirs(out_dir, exist_ok=True)
-        mlir_path, npz_path = prog.save(args.output)
-        # het's inputs are f32 where the model's are 16-bit (exactly).
-        wide = lambda t: t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
-        data = {name: wide(t).numpy() for name, t in zip(prog.input_names, list(inputs) + [target])}
-        data_path = os.path.splitext(args.output)[0] + ".data.npz"
-        np.savez(data_path, **data)
-        print(f"het.export: wrote {mlir_path} ({len(prog.params)} parameters, {prog.num_layers} layers), "
-              f"{npz_path}, {data_path}")
+    model = load_model(torch, args)
+    inputs, target = _example_batch(torch, model, args)
+    initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    low = args.precision in ("bf16", "fp16")
+    prog = from_torch(model, tuple(inputs), loss=args.loss, target=target, function=args.function,
+                      training=not args.eval_mode, precision=args.precision if low else None)
+    # The format it trains in (asked, or the model's own), and the
+    # arithmetic of the reference evaluator and of --check.
+    number_format = prog.precision
+    arithmetic = "f64" if args.precision == "f64" else "f32"
+    if arithmetic == "f64" and number_format != "fp32":
+        raise HetError(f"--precision f64 compares in f64, but the model computes in "
+                       f"{number_format} (its parameters' format or an autocast region); "
+                       f"leave --precision out to train it in {number_format}")
+    if args.rtol is None:
+        args.rtol = 1e-4 if number_format == "fp32" else 2e-2
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    os.makedirs(out_dir, exist_ok=True)
+    mlir_path, npz_path = prog.save(args.output)
+    # het's inputs are f32 where the model's are 16-bit (exactly).
+    wide = lambda t: t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+    data = {name: wide(t).numpy() for name, t in zip(prog.input_names, list(inputs) + [target])}
+    data_path = os.path.splitext(args.output)[0] + ".data.npz"
+    np.savez(data_path, **data)
+    print(f"het.export: wrote {mlir_path} ({len(prog.params)} parameters, {prog.num_layers} layers), "
+          f"{npz_path}, {data_path}")
 
-        if args.train_steps > 0:
-            feed = prog.initial_values()
-            feed.update(data)
-            result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
-                                 optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse,
-                                 precision=arithmetic, number_format=number_format)
-            for i, value in enumerate(result.losses):
-                print(f"step {i} loss {value:.8g}")
-            if args.plot:
-                from .plot import loss_curve
+    if args.train_steps > 0:
+        feed = prog.initial_values()
+        feed.update(data)
+        result = tools.train(prog, feed, steps=args.train_steps, function=args.function,
+                             optimizer=args.optimizer, learning_rate=args.lr, fuse=args.fuse,
+                             precision=arithmetic, number_format=number_format)
+        for i, value in enumerate(result.losses):
+            print(f"step {i} loss {value:.8g}")
+        if args.plot:
+            from .plot import loss_curve
 
-                loss_curve({"het": result.losses}, args.plot)
-            if args.check:
+            loss_curve({"het": result.losses}, args.plot)
+        if args.check:
+            model.load_state_dict(initial)
+            het_losses, reference_context = result.losses, contextlib.nullcontext()
+            het_final = result
+            if checks.dropout_sites(prog):
+                # het's masks are not torch's: dropout on, the loss must
+                # fall; the trace is compared with dropout off on both
+                # sides; the masks are checked on their own.
+                if not result.losses[-1] < result.losses[0]:
+                    raise HetError(f"with dropout the loss did not fall in {args.train_steps} "
+                                   f"steps ({result.losses[0]:.6g} -> {result.losses[-1]:.6g})")
+                print(f"with dropout: loss {result.losses[0]:.6g} -> {result.losses[-1]:.6g}")
+                for line in checks.dropout_statistics(prog):
+                    print(line)
+                plain = from_torch(model, tuple(inputs), loss=args.loss, target=target,
+                                   function=args.function, dropout=False)
+                feed = plain.initial_values()
+                feed.update(data)
+                het_final = tools.train(plain, feed, steps=args.train_steps,
+                                        function=args.function, optimizer=args.optimizer,
+                                        learning_rate=args.lr, fuse=args.fuse,
+                                        precision=arithmetic, number_format=number_format)
+                het_losses = het_final.losses
+                print(f"without dropout: {' '.join(f'{v:.8g}' for v in het_losses)}")
+                reference_context = without_dropout()
                 model.load_state_dict(initial)
-                het_losses, reference_context = result.losses, contextlib.nullcontext()
-                het_final = result
-                if checks.dropout_sites(prog):
-                    # het's masks are not torch's: dropout on, the loss must
-                    # fall; the trace is compared with dropout off on both
-                    # sides; the masks are checked on their own.
-                    if not result.losses[-1] < result.losses[0]:
-                        raise HetError(f"with dropout the loss did not fall in {args.train_steps} "
-                                       f"steps ({result.losses[0]:.6g} -> {result.losses[-1]:.6g})")
-                    print(f"with dropout: loss {result.losses[0]:.6g} -> {result.losses[-1]:.6g}")
-                    for line in checks.dropout_statistics(prog):
-                        print(line)
-                    plain = from_torch(model, tuple(inputs), loss=args.loss, target=target,
-                                       function=args.function, dropout=False)
-                    feed = plain.initial_values()
-                    feed.update(data)
-                    het_final = tools.train(plain, feed, steps=args.train_steps,
-                                            function=args.function, optimizer=args.optimizer,
-                                            learning_rate=args.lr, fuse=args.fuse,
-                                            precision=arithmetic, number_format=number_format)
-                    het_losses = het_final.losses
-                    print(f"without dropout: {' '.join(f'{v:.8g}' for v in het_losses)}")
-                    reference_context = without_dropout()
-                    model.load_state_dict(initial)
-                check_inputs, check_target = inputs, target
-                if number_format != "fp32":
-                    # f32 master weights under autocast, as het trains it
-                    model = model.float()
-                    check_inputs = [wide(t) for t in inputs]
-                    check_target = wide(target) if target is not None else None
-                if args.precision == "f64":
-                    model = model.double()
-                    wide = lambda t: t.double() if t is not None and t.is_floating_point() else t
-                    check_inputs, check_target = [wide(t) for t in inputs], wide(target)
-                start = copy.deepcopy(model.state_dict())
-                with reference_context:
-                    ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
-                                       args.train_steps, args.optimizer, args.lr,
-                                       training=not args.eval_mode, number_format=number_format)
-                    state_err, state_where = checks.state_difference(het_final, model, prog.state)
-                    trained = copy.deepcopy(model.state_dict())
-                    # PyTorch against itself, parameters nudged by about the
-                    # rounding of the precision: how much this run amplifies
-                    # rounding differences (deep batch-norm nets at tiny
-                    # batches amplify them past any tolerance).
-                    model.load_state_dict(start)
-                    nudge = 1e-13 if args.precision == "f64" else 1e-6
-                    with torch.no_grad():
-                        for parameter in model.parameters():
-                            parameter.mul_(1 + nudge)
-                    nudged = _torch_trace(torch, model, check_inputs, check_target, args.loss,
-                                          args.train_steps, args.optimizer, args.lr,
-                                          training=not args.eval_mode,
-                                          number_format=number_format)
-                    state_noise, _ = checks.state_difference(
-                        {k: v.numpy() for k, v in trained.items()}, model, prog.state)
-                err = _max_relative(het_losses, ref)
-                noise = _max_relative(nudged, ref)
-                print(f"pytorch trace: {' '.join(f'{v:.8g}' for v in ref)}")
-                print(f"max relative difference over {args.train_steps} steps: {err:.3g} (rtol {args.rtol:g}); "
-                      f"PyTorch against itself with parameters scaled by 1+{nudge:g}: {noise:.3g}")
-                if err <= args.rtol:
-                    pass
-                elif _agrees(err, noise, args.rtol):
-                    within = next((i for i, (a, b) in enumerate(zip(het_losses, ref))
-                                   if abs(a - b) > args.rtol * max(abs(b), 1e-30)), len(ref))
-                    print(f"ill-conditioned run: PyTorch's own trace moves by {noise:.3g} under a "
-                          f"{nudge:g} perturbation; het's difference is within 10x that "
-                          f"(and within rtol for the first {within} of {len(ref)} steps)")
-                else:
-                    raise HetError(f"het's loss trace differs from PyTorch's by {err:.3g} > {args.rtol:g}"
-                                   + (f" and > 10x PyTorch's own sensitivity {noise:.3g}"
-                                      if noise > args.rtol else ""))
-                if prog.state:
-                    _check_state(torch, model, prog, het_final, trained, state_err, state_where,
-                                 state_noise, check_inputs, check_target, args)
-    except HetError as e:
-        print(f"het.export: error: {e}", file=sys.stderr)
-        return 1
+            check_inputs, check_target = inputs, target
+            if number_format != "fp32":
+                # f32 master weights under autocast, as het trains it
+                model = model.float()
+                check_inputs = [wide(t) for t in inputs]
+                check_target = wide(target) if target is not None else None
+            if args.precision == "f64":
+                model = model.double()
+                wide = lambda t: t.double() if t is not None and t.is_floating_point() else t
+                check_inputs, check_target = [wide(t) for t in inputs], wide(target)
+            start = copy.deepcopy(model.state_dict())
+            with reference_context:
+                ref = _torch_trace(torch, model, check_inputs, check_target, args.loss,
+                                   args.train_steps, args.optimizer, args.lr,
+                                   training=not args.eval_mode, number_format=number_format)
+                state_err, state_where = checks.state_difference(het_final, model, prog.state)
+                trained = copy.deepcopy(model.state_dict())
+                # PyTorch against itself, parameters nudged by about the
+                # rounding of the precision: how much this run amplifies
+                # rounding differences (deep batch-norm nets at tiny
+                # batches amplify them past any tolerance).
+                model.load_state_dict(start)
+                nudge = 1e-13 if args.precision == "f64" else 1e-6
+                with torch.no_grad():
+                    for parameter in model.parameters():
+                        parameter.mul_(1 + nudge)
+                nudged = _torch_trace(torch, model, check_inputs, check_target, args.loss,
+                                      args.train_steps, args.optimizer, args.lr,
+                                      training=not args.eval_mode,
+                                      number_format=number_format)
+                state_noise, _ = checks.state_difference(
+                    {k: v.numpy() for k, v in trained.items()}, model, prog.state)
+            err = _max_relative(het_losses, ref)
+            noise = _max_relative(nudged, ref)
+            print(f"pytorch trace: {' '.join(f'{v:.8g}' for v in ref)}")
+            print(f"max relative difference over {args.train_steps} steps: {err:.3g} (rtol {args.rtol:g}); "
+                  f"PyTorch against itself with parameters scaled by 1+{nudge:g}: {noise:.3g}")
+            if err <= args.rtol:
+                pass
+            elif _agrees(err, noise, args.rtol):
+                within = next((i for i, (a, b) in enumerate(zip(het_losses, ref))
+                               if abs(a - b) > args.rtol * max(abs(b), 1e-30)), len(ref))
+                print(f"ill-conditioned run: PyTorch's own trace moves by {noise:.3g} under a "
+                      f"{nudge:g} perturbation; het's difference is within 10x that "
+                      f"(and within rtol for the first {within} of {len(ref)} steps)")
+            else:
+                raise HetError(f"het's loss trace differs from PyTorch's by {err:.3g} > {args.rtol:g}"
+                               + (f" and > 10x PyTorch's own sensitivity {noise:.3g}"
+                                  if noise > args.rtol else ""))
+            if prog.state:
+                _check_state(torch, model, prog, het_final, trained, state_err, state_where,
+                             state_noise, check_inputs, check_target, args)
     return 0
 
 

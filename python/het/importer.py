@@ -613,6 +613,30 @@ def _setup_handlers():
          aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.default,
          ov(aten.squeeze, "dims"), aten.flatten.using_ints], view)
 
+    def as_strided(im, node):
+        # Decompositions restride a result in place of a view (ConvNeXt's
+        # pooled [N, C, 1, 1] after its channels-last blocks). het tensors
+        # have no strides: only a restride that reads a row-major input in
+        # row-major order, i.e. a reshape, has a meaning here.
+        source, size, stride = node.args[0], list(node.args[1]), list(node.args[2])
+        offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset", 0)
+        val = source.meta.get("val") if hasattr(source, "meta") else None
+        if val is None or not val.is_contiguous():
+            raise _Unsupported("as_strided of a tensor that is not contiguous (a view of another "
+                               "layout): het tensors are row-major values without strides")
+        row_major, step = [], 1
+        for extent in reversed(size):
+            row_major.insert(0, step)
+            step *= extent
+        if (offset or 0) != 0 or step != val.numel() or \
+                any(e > 1 and s != r for e, s, r in zip(size, stride, row_major)):
+            raise _Unsupported(f"as_strided to size {size}, stride {stride}, offset {offset or 0}: "
+                               f"only a restride that reads its input in row-major order (a reshape) "
+                               f"has a het mapping")
+        return im.reshape(node, im.tensor(source), im.shape_of(node))
+
+    reg([aten.as_strided.default], as_strided)
+
     def permute(im, node):
         x = im.tensor(node.args[0])
         perm = [d % len(x.shape) for d in node.args[1]]

@@ -50,6 +50,11 @@ def max_difference(stdout):
     ("densenet_se.py:classifier", IMAGES_F64, ["het.concat", "het.batch_norm"]),
     ("vision_tiny.py:resnet18", IMAGES_F64 + ["--lr", "0.01"], ["het.conv2d", "het.max_pool2d"]),
     ("vision_tiny.py:densenet121", IMAGES_F64 + ["--lr", "0.01"], ["het.concat", "het.avg_pool2d"]),
+    # nn.MultiheadAttention (SDPA in the query's layout), class token, positions
+    ("vision_tiny.py:vit", IMAGES_F64, ["het.softmax", "het.concat", "het.layer_norm"]),
+    # depthwise 7x7 convolutions, channels-last LayerNorm, layer scale, the
+    # pooled result restrided (as_strided as a reshape)
+    ("vision_tiny.py:convnext", IMAGES_F64, ["het.conv2d", "het.layer_norm", "het.reduce_mean"]),
     # SGD on mobilenet_v2 at this size is chaotic in PyTorch itself (below);
     # Adam is not, and matches.
     ("vision_tiny.py:mobilenet_v2", IMAGES_F64 + ["--optimizer", "adam", "--lr", "1e-4"],
