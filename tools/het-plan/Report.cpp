@@ -145,6 +145,28 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   }
 }
 
+void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown) {
+  char line[512];
+  os << "  where the predicted " << formatSeconds(breakdown.iterationTime) << " go:\n";
+  for (const IterationPart &p : breakdown.parts) {
+    std::snprintf(line, sizeof line, "    %10s %5.1f%%  %s\n", formatSeconds(p.seconds).c_str(),
+                  breakdown.iterationTime > 0 ? 100 * p.seconds / breakdown.iterationTime : 0.0,
+                  p.what.c_str());
+    os << line;
+  }
+  os << "  per stage, busy (work + sends + sync and update) and idle:";
+  for (size_t j = 0; j < breakdown.stages.size(); ++j) {
+    const StageBusy &s = breakdown.stages[j];
+    double idle = breakdown.iterationTime > 0
+                      ? std::max(0.0, 1 - s.busy() / breakdown.iterationTime)
+                      : 0.0;
+    std::snprintf(line, sizeof line, "%s s%zu %s busy, %.0f%% idle", j ? ";" : "", j,
+                  formatSeconds(s.busy()).c_str(), 100 * idle);
+    os << line;
+  }
+  os << "\n";
+}
+
 std::string formatObjective(double value, ObjectiveKind kind) {
   char buf[48];
   switch (kind) {

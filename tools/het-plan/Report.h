@@ -3,6 +3,7 @@
 #define HET_TOOLS_HETPLAN_REPORT_H
 
 #include "het/Plan/CostModel.h"
+#include "het/Plan/Explain.h"
 #include "het/Plan/FrequencyScaling.h"
 #include "het/Plan/Objective.h"
 
@@ -23,6 +24,10 @@ std::string describeFormats(const CostModel &cost);
 /// The per-stage table of one plan.
 void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
                const Evaluation &ev);
+
+/// --explain: the parts the predicted iteration is made of, and each
+/// stage's busy time and idle share.
+void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown);
 
 /// "USD 1.23", "4.56 MJ", "12.3 s": an objective's value in its unit.
 std::string formatObjective(double value, ObjectiveKind kind);

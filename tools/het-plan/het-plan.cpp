@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
       evaluatePath, writePlanPath, writePlansDir, devicesPath;
   long globalBatch = 0;
   int top = 3, maxMicro = 0, maxStages = 0;
-  bool asJson = false, benchmark = false, noSubsets = false, showModel = false,
+  bool asJson = false, benchmark = false, noSubsets = false, showModel = false, explain = false,
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
   std::string precisionName = "auto", objectiveName = "time", recomputeName = "auto",
@@ -244,6 +244,11 @@ int main(int argc, char **argv) {
                "never put replicas of different kinds in one stage");
   app.add_flag("--equal-replicas", equalReplicas,
                "give all stages of a group the same number of replicas");
+  app.add_flag("--explain", explain,
+               "with the chosen (or --evaluate'd) plan: where its predicted iteration goes -- "
+               "the bottleneck stage's forward and backward over the micro-batches, its sends, "
+               "the pipeline's fill and drain, the gradient sync and the optimizer update -- and "
+               "each stage's busy time and idle share (also under \"explain\" with --json)");
   app.add_flag("--show-model", showModel,
                "print the per-layer costs the planner uses (per sample: "
                "FLOPs, bytes; parameters) and stop");
@@ -369,6 +374,8 @@ int main(int argc, char **argv) {
       if (asJson) {
         json out = evaluationToJson(ev);
         out["economics"] = economicsToJson(economics);
+        if (explain)
+          out["explain"] = breakdownToJson(explainIteration(plan, ev));
         if (!economics.violated.empty())
           out["violates"] = economics.violated;
         if (frequencyScaling)
@@ -391,6 +398,8 @@ int main(int argc, char **argv) {
                        "optimizer beside the others' backwards, takes "
                     << formatSeconds(ev.sharedCoresTime) << "\n";
         printPlan(std::cout, cost, plan, ev);
+        if (explain)
+          printBreakdown(std::cout, explainIteration(plan, ev));
         printEconomics(std::cout, economics);
         if (!economics.violated.empty())
           std::cout << "does not meet the objective's limit: " << economics.violated << "\n";
@@ -542,6 +551,8 @@ int main(int argc, char **argv) {
         json pj = planToJson(p.plan, cluster, model);
         pj["predicted"] = evaluationToJson(p.evaluation);
         pj["economics"] = economicsToJson(p.economics);
+        if (explain && out["plans"].empty())
+          pj["explain"] = breakdownToJson(explainIteration(p.plan, p.evaluation));
         out["plans"].push_back(pj);
       }
       if (!best.plans.empty() && frequencyScaling)
@@ -626,6 +637,8 @@ int main(int argc, char **argv) {
                   << formatSeconds(p.evaluation.syncTime) << "), "
                   << p.plan.microBatches << " micro-batches, 1F1B\n";
         printPlan(std::cout, cost, p.plan, p.evaluation);
+        if (explain && i == 0)
+          printBreakdown(std::cout, explainIteration(p.plan, p.evaluation));
         printEconomics(std::cout, p.economics);
       }
       if (!best.plans.empty() && frequencyScaling)

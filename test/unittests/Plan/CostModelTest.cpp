@@ -4,6 +4,7 @@
 #include "het/Plan/Collectives.h"
 #include "het/Plan/CostModel.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/Explain.h"
 #include "het/Plan/GanttSvg.h"
 
 #include <gtest/gtest.h>
@@ -284,6 +285,38 @@ TEST_F(Fixture, OneFOneBIterationTime) {
   // backward's gradients (4 B per parameter) beside their sum.
   EXPECT_DOUBLE_EQ(ev.stages[0].memoryBytes(), 1e6 * 20 + 2 * 2 * 1e7);
   EXPECT_DOUBLE_EQ(ev.stages[1].memoryBytes(), 1e6 * 20 + 1 * 2 * 1e7);
+}
+
+TEST_F(Fixture, ExplainSplitsTheIterationIntoItsParts) {
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 4;
+  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Evaluation ev = cost.evaluate(plan);
+  IterationBreakdown why = explainIteration(plan, ev);
+  // As OneFOneBIterationTime: 4 x 120 ms of the bottleneck's work, 4 of its
+  // sends, the other stage's one micro-batch (fill and drain), and the
+  // update (one replica: no sync).
+  double send = 1e-6 + 2e6 / 1e11, update = 28e6 / 7e11;
+  ASSERT_EQ(why.parts.size(), 4u);
+  EXPECT_EQ(why.parts[0].name, "compute");
+  EXPECT_NEAR(why.parts[0].seconds, 4 * 0.12, 1e-12);
+  EXPECT_EQ(why.parts[1].name, "sends");
+  EXPECT_NEAR(why.parts[1].seconds, 4 * send, 1e-12);
+  EXPECT_EQ(why.parts[2].name, "fill_drain");
+  EXPECT_NEAR(why.parts[2].seconds, 0.12 + send, 1e-12);
+  EXPECT_EQ(why.parts[3].name, "update");
+  EXPECT_NEAR(why.parts[3].seconds, update, 1e-12);
+  // Each stage works 4 x (120 ms + its send) and updates once; the rest of
+  // the iteration it waits.
+  ASSERT_EQ(why.stages.size(), 2u);
+  EXPECT_NEAR(why.stages[1].busy(), 4 * (0.12 + send) + update, 1e-12);
+  nlohmann::json j = breakdownToJson(why);
+  EXPECT_EQ(j["parts"].size(), 4u);
+  EXPECT_NEAR(j["stages"][0]["idle_fraction"].get<double>(),
+              1 - (4 * (0.12 + send) + update) / ev.iterationTime, 1e-9);
 }
 
 TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {

@@ -1,6 +1,7 @@
 //===- PlannerTest.cpp - the exact planner against brute force ------------===//
 #include "TestCatalog.h"
 
+#include "het/Plan/Explain.h"
 #include "het/Plan/Planner.h"
 
 #include <cmath>
@@ -196,8 +197,21 @@ TEST(Planner, AgreesWithBruteForceOnASharedMeasuredHost) {
           << "seed " << seed << ": plan " << i + 1 << " listed after a slower one";
     std::vector<SharedHostStage> stages;
     int cores = 0;
-    for (const auto &p : fast.plans)
+    for (const auto &p : fast.plans) {
       shared += cost.sharedHostStages(p.plan, {}, stages, cores);
+      // --explain's parts add up to the iteration, none negative, and no
+      // stage is busier than the iteration, on shared cores too.
+      IterationBreakdown why = explainIteration(p.plan, p.evaluation);
+      double sum = 0;
+      for (const IterationPart &part : why.parts) {
+        EXPECT_GE(part.seconds, -1e-12) << "seed " << seed << ": " << part.what;
+        sum += part.seconds;
+      }
+      EXPECT_NEAR(sum, p.evaluation.iterationTime, 1e-9 * p.evaluation.iterationTime)
+          << "seed " << seed;
+      for (const StageBusy &busy : why.stages)
+        EXPECT_LE(busy.busy(), p.evaluation.iterationTime * (1 + 1e-9)) << "seed " << seed;
+    }
   }
   EXPECT_EQ(agreed, instances);
   EXPECT_GT(shared, 0); // some listed plans have more ranks than cores
