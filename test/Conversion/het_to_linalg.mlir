@@ -184,16 +184,19 @@ func.func @update(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>) -> (t
 // -----
 
 // AdamW: the step's factors (bias corrections in f64, the step size, the
-// decoupled decay) are computed once, before the element loop, which then
-// holds only f32 arithmetic: f64 in the loop made LLVM's vectorizer pick
-// the lanes of a double vector (4) for the whole f32 update.
+// decoupled decay) are computed once, by a 0-d generic, and the element
+// loop reads them broadcast and holds only f32 arithmetic: f64 in the loop
+// made LLVM's vectorizer pick the lanes of a double vector (4) for the
+// whole f32 update. (A generic, not host scalars: on a GPU the step is in
+// device memory.)
 // CHECK-LABEL: func.func @adamw
 // CHECK: %[[LR:.*]] = call @hetrt_learning_rate(%{{.*}}) : (f64) -> f64
-// CHECK: %[[STEP:.*]] = tensor.extract %{{.*}}[] : tensor<i64>
-// CHECK: arith.sitofp %[[STEP]] : i64 to f64
+// CHECK: linalg.generic {{.*}}iterator_types = []{{.*}} ins(%{{.*}} : tensor<i64>)
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
 // CHECK-COUNT-2: math.powf
 // CHECK: math.sqrt %{{.*}} : f64
-// CHECK: linalg.generic
+// CHECK: linalg.yield {{.*}} : f32, f32, f32
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
 // CHECK-NOT: f64
 // CHECK: math.sqrt %{{.*}} : f32
 // CHECK-NOT: f64

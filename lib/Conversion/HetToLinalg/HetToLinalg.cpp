@@ -745,44 +745,52 @@ FailureOr<SmallVector<Value>> mlir::het::lowerToLinalg(OpBuilder &b, Operation *
         // As torch.optim.Adam (and het-eval): the bias corrections, the step
         // size and the decoupled decay factor in double, rounded once; the
         // per-element arithmetic in the element type. The step's factors are
-        // computed once, before the element loop: left in its body (LLVM
-        // hoists them anyway) their f64 pow and sqrt made the loop
-        // vectorizer pick 4 lanes, the width of a double vector, for the
-        // whole f32 update (xmm on AVX-512).
+        // computed once, by a 0-d generic of their own that the element loop
+        // reads broadcast: left in its body (LLVM hoists them anyway) their
+        // f64 pow and sqrt made the loop vectorizer pick 4 lanes, the width
+        // of a double vector, for the whole f32 update (xmm on AVX-512).
+        // A generic rather than host scalars: on a GPU the step lives in
+        // device memory, and the factors' generic becomes a kernel too.
         Value lr = runtimeLearningRate(b, loc, op, o.getLr().convertToDouble(), b.getF64Type());
         double beta1 = o.getBeta1().convertToDouble(), beta2 = o.getBeta2().convertToDouble();
         double epsilon = o.getEpsilon().convertToDouble();
         double decay = o.getWeightDecay().convertToDouble();
-        bool decoupled = o.getDecoupled();
+        bool decoupled = decay != 0 && o.getDecoupled();
         Type f = cast<RankedTensorType>(o.getParam().getType()).getElementType();
-        Type f64 = b.getF64Type();
-        auto exact = [&](double x) -> Value {
-          return b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(x));
-        };
-        auto rounded = [&](Value x) -> Value {
-          return f == f64 ? x : b.create<arith::TruncFOp>(loc, f, x).getResult();
-        };
-        Value step = b.create<tensor::ExtractOp>(loc, o.getStep(), ValueRange{});
-        Value stepF = b.create<arith::SIToFPOp>(loc, f64, step);
-        Value c1 = b.create<arith::SubFOp>(loc, exact(1.0),
-                                           b.create<math::PowFOp>(loc, exact(beta1), stepF));
-        Value c2 = b.create<arith::SubFOp>(loc, exact(1.0),
-                                           b.create<math::PowFOp>(loc, exact(beta2), stepF));
-        Value stepSize = rounded(b.create<arith::DivFOp>(loc, lr, c1));
-        Value c2Sqrt = rounded(b.create<math::SqrtOp>(loc, c2));
-        Value decayScale;
-        if (decay != 0 && decoupled)
-          decayScale = rounded(b.create<arith::SubFOp>(
-              loc, exact(1.0), b.create<arith::MulFOp>(loc, lr, exact(decay))));
+        auto scalar = RankedTensorType::get({}, f);
+        SmallVector<Type> factorTypes(decoupled ? 3 : 2, scalar);
+        SmallVector<Value> factors = buildElementwise(
+            b, loc, factorTypes, ValueRange{o.getStep()},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Type f64 = nb.getF64Type();
+              auto exact = [&](double x) -> Value {
+                return nb.create<arith::ConstantOp>(l, nb.getF64FloatAttr(x));
+              };
+              auto rounded = [&](Value x) -> Value {
+                return f == f64 ? x : nb.create<arith::TruncFOp>(l, f, x).getResult();
+              };
+              Value stepF = nb.create<arith::SIToFPOp>(l, f64, a[0]);
+              Value c1 = nb.create<arith::SubFOp>(
+                  l, exact(1.0), nb.create<math::PowFOp>(l, exact(beta1), stepF));
+              Value c2 = nb.create<arith::SubFOp>(
+                  l, exact(1.0), nb.create<math::PowFOp>(l, exact(beta2), stepF));
+              SmallVector<Value> out{rounded(nb.create<arith::DivFOp>(l, lr, c1)),
+                                     rounded(nb.create<math::SqrtOp>(l, c2))};
+              if (decoupled)
+                out.push_back(rounded(nb.create<arith::SubFOp>(
+                    l, exact(1.0), nb.create<arith::MulFOp>(l, lr, exact(decay)))));
+              return out;
+            });
+        SmallVector<Value> inputs{o.getParam(), o.getGrad(), o.getExpAvg(), o.getExpAvgSq()};
+        inputs.append(factors.begin(), factors.end());
         SmallVector<Type> types{op->getResultTypes()[0], op->getResultTypes()[1],
                                 op->getResultTypes()[2]};
         return buildElementwise(
-            b, loc, types,
-            ValueRange{o.getParam(), o.getGrad(), o.getExpAvg(), o.getExpAvgSq()},
-            [&](OpBuilder &nb, Location l, ValueRange a) {
+            b, loc, types, inputs, [&](OpBuilder &nb, Location l, ValueRange a) {
               Value value = a[0], g = a[1], m = a[2], v = a[3];
-              if (decayScale)
-                value = nb.create<arith::MulFOp>(l, value, decayScale);
+              Value stepSize = a[4], c2Sqrt = a[5];
+              if (decoupled)
+                value = nb.create<arith::MulFOp>(l, value, a[6]);
               else if (decay != 0)
                 g = nb.create<arith::AddFOp>(
                     l, g, nb.create<arith::MulFOp>(l, cst(nb, l, value, decay), value));
