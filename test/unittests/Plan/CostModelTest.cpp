@@ -77,6 +77,15 @@ struct Fixture : ::testing::Test {
       model.layers.push_back(l);
     }
   }
+  /// Two stages of one device each, one layer each, 4 micro-batches of 2.
+  static Plan twoStages() {
+    Plan plan;
+    plan.globalBatch = 8;
+    plan.microBatches = 4;
+    plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
+                   {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+    return plan;
+  }
 };
 
 TEST_F(Fixture, RooflineLayerTime) {
@@ -265,12 +274,7 @@ TEST_F(Fixture, AStageCallIsPaidOncePerStage) {
 
 TEST_F(Fixture, OneFOneBIterationTime) {
   CostModel cost(model, cluster, nullptr);
-  // Two stages of one device each, one layer each, 4 micro-batches of 2.
-  Plan plan;
-  plan.globalBatch = 8;
-  plan.microBatches = 4;
-  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
-                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Plan plan = twoStages();
   Evaluation ev = cost.evaluate(plan);
   ASSERT_TRUE(ev.fits) << ev.problem;
   // Each stage: 120 ms of compute; the boundary send of 2 samples * 1e6 B
@@ -289,11 +293,7 @@ TEST_F(Fixture, OneFOneBIterationTime) {
 
 TEST_F(Fixture, ExplainSplitsTheIterationIntoItsParts) {
   CostModel cost(model, cluster, nullptr);
-  Plan plan;
-  plan.globalBatch = 8;
-  plan.microBatches = 4;
-  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
-                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Plan plan = twoStages();
   Evaluation ev = cost.evaluate(plan);
   IterationBreakdown why = explainIteration(plan, ev);
   // As OneFOneBIterationTime: 4 x 120 ms of the bottleneck's work, 4 of its
@@ -325,11 +325,7 @@ TEST_F(Fixture, SimulatedIterationMatchesTheClosedForm) {
   for (auto &l : model.layers)
     l.outputBytes = 0;
   CostModel cost(model, cluster, nullptr);
-  Plan plan;
-  plan.globalBatch = 8;
-  plan.microBatches = 4;
-  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring},
-                 {0, 1, 1, 1, 2, AllReduceAlgorithm::Ring}};
+  Plan plan = twoStages();
   Evaluation ev = cost.evaluate(plan);
   Timeline t = simulateIteration(cost, plan, ev);
   EXPECT_NEAR(t.end, ev.iterationTime, 1e-12);
