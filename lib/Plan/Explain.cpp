@@ -106,6 +106,44 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
   return out;
 }
 
+std::string summarizeBreakdown(const IterationBreakdown &breakdown) {
+  if (breakdown.parts.empty() || breakdown.iterationTime <= 0)
+    return "";
+  auto percent = [&](double seconds) {
+    double share = 100 * seconds / breakdown.iterationTime;
+    if (share > 0 && share < 0.5)
+      return std::string("<1%");
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.0f%%", share);
+    return std::string(buf);
+  };
+  std::string bottleneck = breakdown.parts.front().what.substr(
+      0, breakdown.parts.front().what.find(' '));
+  std::string out;
+  for (const IterationPart &p : breakdown.parts) {
+    std::string name = p.name == "compute"      ? bottleneck + "'s forward and backward"
+                       : p.name == "sends"      ? "its sends"
+                       : p.name == "fill_drain" ? "fill and drain"
+                       : p.name == "sync"       ? "gradient sync"
+                       : p.name == "update"     ? "optimizer update"
+                                                : "sync and update";
+    out += (out.empty() ? "" : ", ") + name + " " + percent(p.seconds);
+  }
+  // The stage that waits most, where one does.
+  int idlest = -1;
+  double most = 0;
+  for (size_t j = 0; j < breakdown.stages.size(); ++j) {
+    double idle = breakdown.iterationTime - breakdown.stages[j].busy();
+    if (idle > most) {
+      most = idle;
+      idlest = int(j);
+    }
+  }
+  if (idlest >= 0 && breakdown.stages.size() > 1)
+    out += "; s" + std::to_string(idlest) + " idles " + percent(most) + " of it";
+  return out;
+}
+
 nlohmann::json breakdownToJson(const IterationBreakdown &breakdown) {
   nlohmann::json parts = nlohmann::json::array();
   for (const IterationPart &p : breakdown.parts)

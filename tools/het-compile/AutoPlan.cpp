@@ -6,6 +6,7 @@
 #include "het/Plan/CostModel.h"
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/Explain.h"
 #include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Plan.h"
@@ -173,6 +174,10 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
                             "micro-batch{3})\n",
                             1e3 * result.predictedSeconds, chosen->plan.globalBatch,
                             chosen->plan.microBatches, chosen->plan.microBatches == 1 ? "" : "es");
+    // Where it goes (het-plan --explain has the long form).
+    std::string where = summarizeBreakdown(explainIteration(chosen->plan, chosen->evaluation));
+    if (!where.empty())
+      report << "where it goes: " << where << "\n";
     // The calibrated kinds, for het-plan --devices.
     if (!request.devicesOut.empty()) {
       nlohmann::json devices = nlohmann::json::array();

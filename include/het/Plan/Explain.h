@@ -46,6 +46,12 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev);
 
 nlohmann::json breakdownToJson(const IterationBreakdown &breakdown);
 
+/// One line for het-compile --plan auto: each part's share of the
+/// iteration and the stage that idles most, e.g. "s1's forward and backward
+/// 61%, its sends 3%, fill and drain 20%, gradient sync 5%, optimizer
+/// update 11%; s0 idles 45% of it".
+std::string summarizeBreakdown(const IterationBreakdown &breakdown);
+
 } // namespace het::plan
 
 #endif

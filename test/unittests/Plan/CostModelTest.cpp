@@ -313,6 +313,12 @@ TEST_F(Fixture, ExplainSplitsTheIterationIntoItsParts) {
   // the iteration it waits.
   ASSERT_EQ(why.stages.size(), 2u);
   EXPECT_NEAR(why.stages[1].busy(), 4 * (0.12 + send) + update, 1e-12);
+  // het-compile --plan auto's one line: shares, and the stage idling most
+  // (the stages are equal: each waits out the other's micro-batch in the
+  // fill and drain; the first is named).
+  EXPECT_EQ(summarizeBreakdown(why),
+            "s0's forward and backward 80%, its sends <1%, fill and drain 20%, "
+            "optimizer update <1%; s0 idles 20% of it");
   nlohmann::json j = breakdownToJson(why);
   EXPECT_EQ(j["parts"].size(), 4u);
   EXPECT_NEAR(j["stages"][0]["idle_fraction"].get<double>(),
