@@ -50,13 +50,13 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
   const std::string sb = "s" + std::to_string(b);
   const std::string microBatches =
       std::to_string(M) + (M == 1 ? " micro-batch" : " micro-batches");
-  out.parts.push_back({"compute",
+  out.parts.push_back({"compute", sb + "'s forward and backward",
                        sb + " (the bottleneck) computes " + microBatches + " x (forward " +
                            milliseconds(bottleneck.fwd) + " + backward " +
                            milliseconds(bottleneck.bwd) + ")",
                        M * (bottleneck.fwd + bottleneck.bwd)});
   if (bottleneck.p2p > 0 && !shared)
-    out.parts.push_back({"sends",
+    out.parts.push_back({"sends", "its sends",
                          sb + " sends its boundary tensors, " + std::to_string(M) + " x " +
                              milliseconds(bottleneck.p2p),
                          M * bottleneck.p2p});
@@ -76,7 +76,7 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
         }
       what += ")";
     }
-    out.parts.push_back({"fill_drain", what, rest});
+    out.parts.push_back({"fill_drain", "fill and drain", what, rest});
   }
   // The sync and update after the last backward: the stage whose pair is
   // longest sets the closed form's; on shared cores, what they add there.
@@ -87,7 +87,7 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
       last = j;
   const StageCost &l = ev.stages[last];
   if (shared) {
-    out.parts.push_back({"sync_update",
+    out.parts.push_back({"sync_update", "sync and update",
                          "gradient syncs and optimizer updates beside the other stages' "
                          "backwards on the shared cores (s" + std::to_string(last) +
                              "'s: sync " + milliseconds(l.sync) + " + update " +
@@ -97,50 +97,41 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
     double total = l.sync + l.update;
     double sync = total > 0 ? ev.syncTime * l.sync / total : 0;
     if (l.sync > 0)
-      out.parts.push_back({"sync",
+      out.parts.push_back({"sync", "gradient sync",
                            "gradient sync over s" + std::to_string(last) + "'s replicas",
                            sync});
-    out.parts.push_back({"update", "optimizer update of s" + std::to_string(last),
+    out.parts.push_back({"update", "optimizer update", "optimizer update of s" + std::to_string(last),
                          ev.syncTime - sync});
   }
   return out;
 }
 
+double IterationBreakdown::idleFraction(size_t j) const {
+  return iterationTime > 0 ? std::max(0.0, 1 - stages[j].busy() / iterationTime) : 0.0;
+}
+
 std::string summarizeBreakdown(const IterationBreakdown &breakdown) {
   if (breakdown.parts.empty() || breakdown.iterationTime <= 0)
     return "";
-  auto percent = [&](double seconds) {
-    double share = 100 * seconds / breakdown.iterationTime;
-    if (share > 0 && share < 0.5)
+  auto percent = [](double share) {
+    if (share > 0 && share < 0.005)
       return std::string("<1%");
     char buf[16];
-    std::snprintf(buf, sizeof buf, "%.0f%%", share);
+    std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
     return std::string(buf);
   };
-  std::string bottleneck = breakdown.parts.front().what.substr(
-      0, breakdown.parts.front().what.find(' '));
   std::string out;
-  for (const IterationPart &p : breakdown.parts) {
-    std::string name = p.name == "compute"      ? bottleneck + "'s forward and backward"
-                       : p.name == "sends"      ? "its sends"
-                       : p.name == "fill_drain" ? "fill and drain"
-                       : p.name == "sync"       ? "gradient sync"
-                       : p.name == "update"     ? "optimizer update"
-                                                : "sync and update";
-    out += (out.empty() ? "" : ", ") + name + " " + percent(p.seconds);
-  }
+  for (const IterationPart &p : breakdown.parts)
+    out += (out.empty() ? "" : ", ") + p.label + " " +
+           percent(p.seconds / breakdown.iterationTime);
   // The stage that waits most, where one does.
   int idlest = -1;
-  double most = 0;
-  for (size_t j = 0; j < breakdown.stages.size(); ++j) {
-    double idle = breakdown.iterationTime - breakdown.stages[j].busy();
-    if (idle > most) {
-      most = idle;
+  for (size_t j = 0; j < breakdown.stages.size(); ++j)
+    if (breakdown.idleFraction(j) > (idlest < 0 ? 0.0 : breakdown.idleFraction(idlest)))
       idlest = int(j);
-    }
-  }
   if (idlest >= 0 && breakdown.stages.size() > 1)
-    out += "; s" + std::to_string(idlest) + " idles " + percent(most) + " of it";
+    out += "; s" + std::to_string(idlest) + " idles " + percent(breakdown.idleFraction(idlest)) +
+           " of it";
   return out;
 }
 
@@ -149,13 +140,13 @@ nlohmann::json breakdownToJson(const IterationBreakdown &breakdown) {
   for (const IterationPart &p : breakdown.parts)
     parts.push_back({{"part", p.name}, {"what", p.what}, {"seconds", p.seconds}});
   nlohmann::json stages = nlohmann::json::array();
-  for (const StageBusy &s : breakdown.stages)
+  for (size_t j = 0; j < breakdown.stages.size(); ++j) {
+    const StageBusy &s = breakdown.stages[j];
     stages.push_back({{"work_seconds", s.work},
                       {"send_seconds", s.sends},
                       {"sync_and_update_seconds", s.syncAndUpdate},
-                      {"idle_fraction", breakdown.iterationTime > 0
-                                            ? std::max(0.0, 1 - s.busy() / breakdown.iterationTime)
-                                            : 0.0}});
+                      {"idle_fraction", breakdown.idleFraction(j)}});
+  }
   return {{"iteration_seconds", breakdown.iterationTime}, {"parts", parts}, {"stages", stages}};
 }
 

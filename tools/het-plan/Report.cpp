@@ -157,9 +157,7 @@ void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown) {
   os << "  per stage, busy (work + sends + sync and update) and idle:";
   for (size_t j = 0; j < breakdown.stages.size(); ++j) {
     const StageBusy &s = breakdown.stages[j];
-    double idle = breakdown.iterationTime > 0
-                      ? std::max(0.0, 1 - s.busy() / breakdown.iterationTime)
-                      : 0.0;
+    double idle = breakdown.idleFraction(j);
     std::snprintf(line, sizeof line, "%s s%zu %s busy, %.0f%% idle", j ? ";" : "", j,
                   formatSeconds(s.busy()).c_str(), 100 * idle);
     os << line;

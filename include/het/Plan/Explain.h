@@ -22,8 +22,9 @@
 namespace het::plan {
 
 struct IterationPart {
-  std::string name;   // a short key: compute, sends, fill_drain, sync, update
-  std::string what;   // the sentence het-plan prints
+  std::string name;  // a key: compute, sends, fill_drain, sync, update, sync_update
+  std::string label; // a few words (het-compile's one line)
+  std::string what;  // the sentence het-plan prints
   double seconds = 0;
 };
 
@@ -38,6 +39,8 @@ struct IterationBreakdown {
   std::vector<IterationPart> parts; // they sum to the iteration time
   std::vector<StageBusy> stages;
   double iterationTime = 0;
+  /// The share of the iteration stage `j` waits.
+  double idleFraction(size_t j) const;
 };
 
 /// Splits `ev` (CostModel::evaluate of `plan`) into parts that sum to

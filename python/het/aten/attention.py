@@ -27,11 +27,14 @@ def register(reg, aten, where_elementwise):
         keep = j <= i + (k - q)
         return bool(torch.equal(m, keep.expand_as(m)))
 
-    def is_masked_fill(value):
-        """-inf, or the dtype's lowest finite value (transformers' `finfo.min`):
-        exp of either minus a row's maximum is exactly 0 where a causal row
-        keeps its diagonal."""
-        return float(value) <= float(torch.finfo(torch.bfloat16).min)  # f32's min, -inf
+    # Masked entries: -inf, or a dtype's lowest finite value (transformers'
+    # `finfo.min`; bf16's is above f32's): exp of either minus a row's
+    # maximum is exactly 0 where a causal row keeps its diagonal.
+    MASKED = float(torch.finfo(torch.bfloat16).min)
+
+    def scalar(value):
+        """A constant with one element (a Python number or a 0-d/1-element tensor)."""
+        return value is not None and getattr(value, "numel", lambda: 1)() == 1
 
     def peel_mask(im, src, shape):
         """`x` when `src` masks x causally: where(masked, fill, x),
@@ -45,11 +48,9 @@ def register(reg, aten, where_elementwise):
                 return None
             c = c.to(torch.bool)
             fill_a, fill_b = im.constant(a), im.constant(b)
-            if fill_a is not None and getattr(fill_a, "numel", lambda: 1)() == 1 and \
-                    is_masked_fill(fill_a) and causal_mask_kind(~c, q, k):
+            if scalar(fill_a) and float(fill_a) <= MASKED and causal_mask_kind(~c, q, k):
                 return b
-            if fill_b is not None and getattr(fill_b, "numel", lambda: 1)() == 1 and \
-                    is_masked_fill(fill_b) and causal_mask_kind(c, q, k):
+            if scalar(fill_b) and float(fill_b) <= MASKED and causal_mask_kind(c, q, k):
                 return a
             return None
         if calls(src, aten.add.Tensor):
@@ -59,7 +60,7 @@ def register(reg, aten, where_elementwise):
                 m = im.constant(m)
                 if isinstance(m, torch.Tensor) and m.is_floating_point() and \
                         causal_mask_kind(m == 0, q, k) and \
-                        bool(torch.all((m == 0) | (m <= float(torch.finfo(torch.bfloat16).min)))):
+                        bool(torch.all((m == 0) | (m <= MASKED))):
                     return x
         return None
 
@@ -69,7 +70,7 @@ def register(reg, aten, where_elementwise):
                 and len(src.users) == 1):
             return None
         c = im.constant(src.args[1])
-        if c is None or getattr(c, "numel", lambda: 1)() != 1 or not hasattr(src.args[0], "op"):
+        if not scalar(c) or not hasattr(src.args[0], "op"):
             return None
         c = float(c)
         if src.target in (aten.div.Tensor, aten.div.Scalar):
@@ -103,7 +104,7 @@ def register(reg, aten, where_elementwise):
             if calls(mul, aten.mul.Tensor, aten.mul.Scalar) and len(mul.users) == 1 and \
                     hasattr(mul.args[0], "op") and mul not in im.values:
                 c = im.constant(mul.args[1])
-                if c is not None and getattr(c, "numel", lambda: 1)() == 1:
+                if scalar(c):
                     muls.append(mul)
                     product *= float(c)
         return (muls, product) if muls else None
