@@ -35,12 +35,21 @@ void Tensor::checkShard(const std::string &name) const {
   bool fits = s.whole.size() == shape.size() && s.axis < int(shape.size()) && s.begin >= 0 &&
               s.end - s.begin == (shape.empty() ? 0 : shape[s.axis]) &&
               s.end <= s.whole[s.axis];
+  // Rows of a slice along another axis: their count is the stored rows.
+  bool rows = s.hasRows();
+  if (fits && rows)
+    fits = s.axis > 0 && s.rowBegin >= 0 && s.rowEnd - s.rowBegin == shape[0] &&
+           s.rowEnd <= s.whole[0];
   for (size_t d = 0; fits && d < shape.size(); ++d)
-    fits = int(d) == s.axis || shape[d] == s.whole[d];
+    fits = int(d) == s.axis || (rows && d == 0) || shape[d] == s.whole[d];
   if (!fits)
     throw CheckpointError("tensor '" + name + "' does not fit its shard (indices " +
                           std::to_string(s.begin) + ".." + std::to_string(s.end) + " of axis " +
-                          std::to_string(s.axis) + " of the whole tensor)");
+                          std::to_string(s.axis) +
+                          (rows ? ", rows " + std::to_string(s.rowBegin) + ".." +
+                                      std::to_string(s.rowEnd)
+                                : std::string()) +
+                          " of the whole tensor)");
 }
 
 const Tensor &Snapshot::at(const std::string &name) const {

@@ -83,7 +83,10 @@ std::string readData(const std::string &dir, const json &body) {
 }
 
 json shardJson(const Shard &s) {
-  return {{"axis", s.axis}, {"begin", s.begin}, {"end", s.end}, {"whole", s.whole}};
+  json j = {{"axis", s.axis}, {"begin", s.begin}, {"end", s.end}, {"whole", s.whole}};
+  if (s.hasRows())
+    j["rows"] = {s.rowBegin, s.rowEnd};
+  return j;
 }
 
 Shard shardFrom(const json &t) {
@@ -95,6 +98,14 @@ Shard shardFrom(const json &t) {
   s.begin = j.at("begin").get<int64_t>();
   s.end = j.at("end").get<int64_t>();
   s.whole = j.at("whole").get<std::vector<int64_t>>();
+  if (j.contains("rows")) {
+    auto rows = j.at("rows").get<std::vector<int64_t>>();
+    if (rows.size() != 2 || rows[0] < 0 || rows[1] < rows[0])
+      throw CheckpointError("tensor '" + t.at("name").get<std::string>() +
+                            "' has a shard whose rows are not [begin, end]");
+    s.rowBegin = rows[0];
+    s.rowEnd = rows[1];
+  }
   if (s.axis < 0)
     throw CheckpointError("tensor '" + t.at("name").get<std::string>() +
                           "' has a shard of negative axis");

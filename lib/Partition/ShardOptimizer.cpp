@@ -169,7 +169,11 @@ struct HetShardOptimizerPass
   }
 
   LogicalResult shard(StageOp stage, int64_t level) {
-    if (stage.getReplicas() < 2 || stage.getTensorParallel() > 1)
+    // Under tensor parallelism the stage's group (`@stage`) is the
+    // replicas of one tensor-parallel index (the runtime's communicator
+    // word 0): each rank shards its part of every tensor over the others
+    // holding the same part, so blocks are rows of the part.
+    if (stage.getReplicas() < 2)
       return success();
     std::vector<int64_t> shares;
     for (ReplicaGroupAttr group : stage.getReplicaGroupList())

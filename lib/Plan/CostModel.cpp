@@ -555,7 +555,7 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
   ctx.bestAlgorithm = false;
   ctx.algorithm = s.allReduce;
   ctx.recompute = s.recompute;
-  ctx.zero = s.replicas() > 1 && s.tensorParallel == 1 ? s.zero : 0; // what het-compile builds
+  ctx.zero = s.builtZero();
   ctx.microBatches = std::max(1, plan.microBatches);
   return ctx;
 }

@@ -15,6 +15,7 @@
 #include "Arguments.h"
 #include "ModelInfo.h"
 #include "Resharding.h"
+#include "TensorBox.h"
 
 #include "het-c/hetrt.h"
 #include "het/Checkpoint/Store.h"
@@ -108,10 +109,20 @@ private:
   /// working rank calls it at the same step; the reporting rank prints the
   /// mean loss and perplexity.
   void validate(int64_t afterSteps);
+  // Where the training state lives (PipelineState.cpp).
   std::vector<NeededTensor> heldTensors() const;
   /// Of state held in blocks by batch share (het-shard-optimizer): the
   /// block of stage `stage`'s replica `replica` of a tensor of `rows` rows.
   het::ShareBlock shareBlock(int64_t rows, int stage, int replica) const;
+  /// The part of step input `whole` that tensor-parallel part `tp` of
+  /// replica `replica` of stage `stage` holds: its tensor-parallel slice
+  /// and, with `blocks`, the replica's block of that slice's rows.
+  Box heldBox(const TensorInfo &whole, int stage, int replica, int tp, bool blocks = true) const;
+  /// The step input a persistent tensor is part of.
+  const TensorInfo &wholeOf(const std::string &name) const;
+  /// This rank's buffer of step input `whole` (initial `values`), laid out
+  /// as its stage code `local` reads it.
+  Buffer placeState(const TensorInfo &whole, const Buffer &values, const TensorInfo &local) const;
   void reportShardedState() const;
   void describeLayout();
   het::ckpt::Snapshot snapshot(int64_t step) const;

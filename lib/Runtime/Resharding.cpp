@@ -1,5 +1,6 @@
 //===- Resharding.cpp - resume from a checkpoint of any layout ------------===//
 #include "Resharding.h"
+#include "TensorBox.h"
 
 #include <algorithm>
 #include <cstring>
@@ -46,73 +47,6 @@ std::vector<int> parseRanks(const std::string &text) {
   while (std::getline(in, item, ','))
     ranks.push_back(std::stoi(item));
   return ranks;
-}
-
-/// A tensor's place in its whole one: [lo, hi) per dimension.
-struct Box {
-  std::vector<int64_t> lo, hi;
-  int64_t volume() const {
-    int64_t v = 1;
-    for (size_t d = 0; d < lo.size(); ++d)
-      v *= std::max<int64_t>(0, hi[d] - lo[d]);
-    return v;
-  }
-  bool operator==(const Box &o) const { return lo == o.lo && hi == o.hi; }
-};
-
-std::vector<int64_t> wholeShape(const std::vector<int64_t> &shape, const Shard &shard) {
-  return shard.present() ? shard.whole : shape;
-}
-
-Box boxOf(const std::vector<int64_t> &shape, const Shard &shard) {
-  Box b;
-  b.lo.assign(shape.size(), 0);
-  b.hi = wholeShape(shape, shard);
-  if (shard.present()) {
-    b.lo[shard.axis] = shard.begin;
-    b.hi[shard.axis] = shard.end;
-  }
-  return b;
-}
-
-Box intersect(const Box &a, const Box &b) {
-  Box c = a;
-  for (size_t d = 0; d < a.lo.size(); ++d) {
-    c.lo[d] = std::max(a.lo[d], b.lo[d]);
-    c.hi[d] = std::max(c.lo[d], std::min(a.hi[d], b.hi[d]));
-  }
-  return c;
-}
-
-/// Copies the elements of `region` from `src` (holding box `from`) to `dst`
-/// (holding box `to`), both row-major.
-void copyRegion(const uint8_t *src, const Box &from, uint8_t *dst, const Box &to,
-                const Box &region, size_t elementBytes) {
-  size_t rank = region.lo.size();
-  if (rank == 0) {
-    std::memcpy(dst, src, elementBytes);
-    return;
-  }
-  auto strides = [&](const Box &b) {
-    std::vector<int64_t> s(rank, 1);
-    for (size_t d = rank - 1; d > 0; --d)
-      s[d - 1] = s[d] * (b.hi[d] - b.lo[d]);
-    return s;
-  };
-  std::vector<int64_t> fromStride = strides(from), toStride = strides(to);
-  size_t run = static_cast<size_t>(region.hi[rank - 1] - region.lo[rank - 1]) * elementBytes;
-  std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t d, int64_t fromAt,
-                                                          int64_t toAt) {
-    if (d == rank - 1) {
-      fromAt += region.lo[d] - from.lo[d];
-      toAt += region.lo[d] - to.lo[d];
-      std::memcpy(dst + toAt * elementBytes, src + fromAt * elementBytes, run);
-      return;
-    }
-    for (int64_t i = region.lo[d]; i < region.hi[d]; ++i)
-      walk(d + 1, fromAt + (i - from.lo[d]) * fromStride[d], toAt + (i - to.lo[d]) * toStride[d]);
-  };
-  walk(0, 0, 0);
 }
 
 std::string shapeText(const std::vector<int64_t> &shape) {

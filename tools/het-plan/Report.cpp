@@ -134,12 +134,12 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
   // Sharded data parallelism, where a stage of several replicas uses it.
   bool shards = false;
   for (const StagePlan &s : plan.stages)
-    shards |= s.zero > 0 && s.replicas() > 1;
+    shards |= s.builtZero() > 0;
   if (shards) {
     os << "  sharded data parallelism per stage:";
     for (size_t j = 0; j < plan.stages.size(); ++j) {
       const StagePlan &s = plan.stages[j];
-      os << " s" << j << "=" << (s.replicas() > 1 && s.tensorParallel == 1 ? s.zero : 0);
+      os << " s" << j << "=" << s.builtZero();
     }
     os << "\n";
   }

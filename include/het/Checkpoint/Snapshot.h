@@ -27,14 +27,19 @@ public:
 size_t dtypeSize(const std::string &dtype);
 
 /// Where a tensor sits in a larger one it is a part of (a tensor-parallel
-/// rank's slice of a parameter): indices [begin, end) along `axis` of a
-/// tensor of shape `whole`, all other dimensions whole.
+/// rank's slice of a parameter, a replica's block of rows of optimizer
+/// state): indices [begin, end) along `axis` of a tensor of shape `whole`,
+/// all other dimensions whole, except that a slice along another axis than
+/// 0 may also hold only rows [rowBegin, rowEnd) (a replica's block of a
+/// tensor-parallel slice: ZeRO under tensor parallelism).
 struct Shard {
   int axis = -1; // -1: the tensor is whole
   int64_t begin = 0, end = 0;
   std::vector<int64_t> whole;
+  int64_t rowBegin = 0, rowEnd = -1; // rowEnd < 0: every row
 
   bool present() const { return axis >= 0; }
+  bool hasRows() const { return rowEnd >= 0; }
 };
 
 struct Tensor {

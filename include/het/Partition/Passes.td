@@ -101,7 +101,7 @@ def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
   let summary = "sharded data parallelism (ZeRO-1/2/3): each replica keeps and updates a block of the optimizer state, gradients and parameters";
   let description = [{
     Runs on partitioned stages (after `het-partition`). In every stage of
-    more than one replica (without tensor parallelism), each optimizer step
+    more than one replica, each optimizer step
     `het.adam`/`het.sgd` whose gradient is the stage's all-reduce and whose
     state (Adam's moments, SGD's momentum buffer) is the stage's own becomes
 
@@ -130,6 +130,10 @@ def HetShardOptimizer : Pass<"het-shard-optimizer", "::mlir::ModuleOp"> {
     share of the replicas this copy of the stages is compiled for. Tensors
     of rank 0, and those where some replica's block would be empty, stay
     whole. Each stage lists its sharded state in `het.sharded_state`.
+
+    With tensor parallelism the stage's tensors are already each rank's
+    part, and `@stage` groups the replicas holding the same part: blocks
+    are rows of the part, sharded over those replicas.
   }];
   let options = [
     Option<"samples", "samples", "int64_t", "0",

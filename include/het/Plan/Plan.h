@@ -60,6 +60,10 @@ struct StagePlan {
   bool mixed() const { return replicaGroups.size() > 1; }
   /// Shares that an even split would not give (written as replica_groups).
   bool explicitShares() const;
+  /// The ZeRO level het-compile builds: `zero` where there are replicas to
+  /// shard over (with tensor parallelism, over the replicas holding the
+  /// same part), else 0.
+  int builtZero() const { return replicas() > 1 ? zero : 0; }
 };
 
 struct Plan {

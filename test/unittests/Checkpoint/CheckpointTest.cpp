@@ -160,6 +160,32 @@ TEST(Checkpoint, ShardOutsideItsWholeTensorIsAClearError) {
   EXPECT_THROW(writeCheckpoint(d.path, 1, s), CheckpointError);
 }
 
+TEST(Checkpoint, ABlockOfRowsOfAShardRoundTrips) {
+  TempDir d;
+  Snapshot s = makeState(1); // w is [100, 10]
+  // Columns 10..20 of a [300, 30], rows 100..200 of them (a replica's block
+  // of a tensor-parallel part: ZeRO under tensor parallelism).
+  s.tensors["w"].shard = {1, 10, 20, {300, 30}, 100, 200};
+  writeCheckpoint(d.path, 1, s);
+  const Shard &shard = loadCheckpoint(d.path, 1).at("w").shard;
+  EXPECT_EQ(shard.axis, 1);
+  EXPECT_EQ(shard.rowBegin, 100);
+  EXPECT_EQ(shard.rowEnd, 200);
+  EXPECT_EQ(describeCheckpoint(d.path, 1).at("w").shard.rowEnd, 200);
+  // Rows that are not the tensor's, or past the whole's: clear errors.
+  s.tensors["w"].shard = {1, 10, 20, {300, 30}, 100, 150};
+  try {
+    writeCheckpoint(d.path, 2, s);
+    FAIL() << "no error";
+  } catch (const CheckpointError &e) {
+    EXPECT_NE(std::string(e.what()).find("indices 10..20 of axis 1, rows 100..150"),
+              std::string::npos)
+        << e.what();
+  }
+  s.tensors["w"].shard = {1, 10, 20, {150, 30}, 100, 200};
+  EXPECT_THROW(writeCheckpoint(d.path, 2, s), CheckpointError);
+}
+
 TEST(Checkpoint, IncrementalStoresOnlyChangedTensors) {
   TempDir d;
   Checkpointer c({d.path, /*async=*/false, /*fullEvery=*/3});
