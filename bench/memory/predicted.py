@@ -56,7 +56,20 @@ CONFIGS = [
     ("GPT, 2 replicas, ZeRO-3", "gpt.mlir", 32, 2, ["0:4=onednn:2"], {"zero": 3}, []),
     ("GPT, 2 x 2 replicas, ZeRO-3", "gpt.mlir", 32, 2, ["0:2=onednn:2", "2:4=mlir:2"],
      {"zero": 3}, []),
+    ("GPT, TP 2", "gpt.mlir", 32, 2, ["0:4=onednn:1/2"], None, []),
+    ("GPT, 2 stages x TP 2", "gpt.mlir", 32, 4, ["0:2=onednn:1/2", "2:4=mlir:1/2"], None, []),
+    ("GPT, 2 replicas x TP 2", "gpt.mlir", 32, 2, ["0:4=onednn:1,mlir:1/2"], None, []),
+    ("GPT, 2 replicas x TP 2, ZeRO-3", "gpt.mlir", 32, 2, ["0:4=onednn:1,mlir:1/2"], {"zero": 3}, []),
+    ("GPT, 2 replicas x TP 2, ZeRO-2, full recomputation", "gpt.mlir", 32, 2,
+     ["0:4=onednn:1,mlir:1/2"], {"zero": 2, "recompute": "full"}, []),
 ]
+
+
+def stage_ranks(stage):
+    """Ranks of a make_plan.py stage: its replicas times its tensor-parallel degree."""
+    members, _, tp = stage.split("=")[1].partition("/")
+    replicas = sum(int(m.split(":")[1].split("@")[0]) for m in members.split(","))
+    return replicas * int(tp or 1)
 
 
 def run(cmd, **kw):
@@ -104,7 +117,7 @@ def main():
         exe = os.path.join(work, f"{k}.exe")
         run([binary("het-compile"), path, "--optimizer", "adam",
              "--plan", plan, "-o", exe, *flags])
-        ranks = sum(int(s.split("=")[1].split(":")[1].split("@")[0]) for s in stages)
+        ranks = sum(stage_ranks(s) for s in stages)
         out = run([binary("het-run"), "-n", str(ranks), "--timeout-ms", "120000", exe,
                    "--steps", "4", "--profile-memory"])
         uses = {int(r): dict((u, float(v)) for u, v in re.findall(r"([a-z][a-z ]+) (\S+) MiB \(", line))

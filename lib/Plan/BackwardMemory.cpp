@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 #include <map>
@@ -139,13 +140,25 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
   if (!analysed || m.layers.empty())
     return;
   // `lowPrecision`: as autocast to bf16 trains it (fp16 holds the same
-  // bytes).
-  auto analyse = [&](bool lowPrecision) -> BackwardMemory {
+  // bytes). `splitInTwo`: each rank's part when het-tensor-parallel splits
+  // every layer that splits over two devices.
+  auto analyse = [&](bool lowPrecision, bool splitInTwo = false) -> BackwardMemory {
     mlir::OwningOpRef<mlir::ModuleOp> copy;
     mlir::func::FuncOp step = analysed;
     if (!analysed.getName().ends_with("_train_step")) {
       copy = module.clone();
       mlir::PassManager pm(module.getContext());
+      std::vector<int64_t> degrees;
+      for (const LayerDesc &l : m.layers)
+        degrees.push_back(l.statusAt(2) == 's' ? 2 : 1);
+      if (splitInTwo) {
+        if (llvm::none_of(degrees, [](int64_t d) { return d > 1; }))
+          return {};
+        mlir::het::HetTensorParallelOptions split;
+        split.layerDegrees = degrees;
+        split.function = analysed.getName().str();
+        pm.addPass(mlir::het::createHetTensorParallel(split));
+      }
       if (lowPrecision) {
         mlir::het::HetAutocastOptions autocast;
         autocast.precision = "bf16";
@@ -169,8 +182,8 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
       step = copy->lookupSymbol<mlir::func::FuncOp>((analysed.getName() + "_train_step").str());
       if (!step)
         return {};
-    } else if (lowPrecision) {
-      return {}; // a step as given: its format is its own
+    } else if (lowPrecision || splitInTwo) {
+      return {}; // a step as given: its format and split are its own
     }
     BackwardMemory b = analyzeBackward(step, m.layers.size(), double(m.batch));
     return b.stash.size() == m.layers.size() ? b : BackwardMemory{};
@@ -185,6 +198,10 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
     d.inputStashBytes = full.input[l];
     d.gradientBytes = full.working[l];
   }
+  BackwardMemory split = analyse(false, /*splitInTwo=*/true);
+  for (size_t l = 0; l < m.layers.size() && !split.stash.empty(); ++l)
+    m.layers[l].splitInTwo = {true, split.stash[l], split.passed[l], split.input[l],
+                              split.working[l]};
   if (m.bytesPerElement != 4)
     return;
   BackwardMemory low = analyse(true);

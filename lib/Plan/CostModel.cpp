@@ -63,6 +63,15 @@ int CostModel::microBatchPerReplica(long globalBatch, int microBatches,
   return int(std::max(1L, (perMicro + replicas - 1) / replicas));
 }
 
+double CostModel::tensorParallelShare(double whole, double atTwo, int degree) {
+  if (degree <= 1)
+    return 1;
+  if (whole <= 0)
+    return 1.0 / degree;
+  double kept = std::clamp(2 * atTwo - whole, 0.0, whole);
+  return (kept + (whole - kept) / degree) / whole;
+}
+
 double CostModel::tensorParallelAllReduce(double bytes, int tp, const Link &intra) const {
   // Measured on this host (het-tune stages), where the tensor-parallel
   // ranks are: a small all-reduce there costs what the ranks' wake-ups and
@@ -193,24 +202,34 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     // else the model's figures at the format's width.
     const bool lowFigures = scale < 1 && l.lowPrecision.analysed;
     const double width = lowFigures ? 1.0 : scale;
-    double stash = (lowFigures ? l.lowPrecision.stashBytes : l.stashBytes) * width / split;
-    double passed =
-        (lowFigures ? l.lowPrecision.passedStashBytes : l.passedStashBytes) * width / split;
-    double input = (lowFigures ? l.lowPrecision.inputStashBytes : l.inputStashBytes) * width / split;
+    // Under tensor parallelism each rank holds the part of each figure that
+    // does not split whole (no sequence parallelism), 1/split of the rest.
+    const LayerDesc::SplitInTwo &two = l.splitInTwo;
+    auto share = [&](double whole, double atTwo) {
+      return tensorParallelShare(whole, two.analysed ? atTwo : whole / 2, int(split));
+    };
+    double stash = (lowFigures ? l.lowPrecision.stashBytes : l.stashBytes) * width *
+                   share(l.stashBytes, two.stashBytes);
+    double passed = (lowFigures ? l.lowPrecision.passedStashBytes : l.passedStashBytes) * width *
+                    share(l.passedStashBytes, two.passedStashBytes);
+    double input = (lowFigures ? l.lowPrecision.inputStashBytes : l.inputStashBytes) * width *
+                   share(l.inputStashBytes, two.inputStashBytes);
     if (scoresTransient)
       t.workingSet[i] = 2 * scores;
     // Its backward's activation gradients. A 16-bit kind computes the ops
     // without a 16-bit kernel in f32 between casts (docs/precision.md),
     // holding f32 copies while they run: the f32 step's figure at least.
     t.workingSet[i] +=
-        (lowFigures ? std::max(l.lowPrecision.gradientBytes, l.gradientBytes) : l.gradientBytes * scale) /
-        split;
+        (lowFigures ? std::max(l.lowPrecision.gradientBytes, l.gradientBytes) : l.gradientBytes * scale) *
+        share(l.gradientBytes, two.gradientBytes);
     if (recompute == Recompute::Full) {
       // Its recomputed stash and, beside it, its scores and probabilities.
       t.workingSet[i] += stash;
       // The layer's input stays (the previous layer's output; the data for
       // the first), and its forward runs again before its backward.
-      stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes * scale / split : 0.0);
+      // (Whole on every tensor-parallel rank: a split layer's output is
+      // all-reduced.)
+      stash = std::min(stash, i > 0 ? modelDesc.layers[i - 1].outputBytes * scale : 0.0);
       passed = input = 0;
       bwd += fwd;
     }
@@ -218,7 +237,6 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     t.fwd[i + 1] = t.fwd[i] + fwd;
     t.update[i + 1] = t.update[i] + update;
     t.params[i + 1] = t.params[i] + l.params / split;
-    // Sequence parallelism splits the stashed activations over the TP group.
     t.stash[i + 1] = t.stash[i] + stash - passed;
     t.passedStash[i + 1] = t.passedStash[i] + passed;
     t.inputStash[i] = input;

@@ -269,6 +269,23 @@ Plan planFromJson(const json &j, const std::string &file,
            "unknown algorithm '" + spec.allReduce + "' (ring, tree, hierarchical)");
     st.recompute = *parseRecompute(spec.recompute); // readStageSpecs checked it
     st.zero = int(spec.zero);
+    if (!spec.explicitShares && st.mixed()) {
+      // Groups without shares split each micro-batch evenly, the first
+      // replicas taking one sample more where it does not divide: what
+      // het-compile builds from the same file (partition::resolveShares).
+      long micro = plan.globalBatch / plan.microBatches, replicas = st.replicas();
+      long base = micro / std::max(1L, replicas), extra = micro % std::max(1L, replicas);
+      std::vector<ReplicaGroupPlan> even;
+      for (const ReplicaGroupPlan &g : st.replicaGroups) {
+        int more = int(std::min<long>(extra, g.replicas));
+        extra -= more;
+        if (more > 0)
+          even.push_back({g.group, more, int(base + 1)});
+        if (g.replicas - more > 0)
+          even.push_back({g.group, g.replicas - more, int(base)});
+      }
+      st.replicaGroups = even;
+    }
     if (spec.explicitShares) {
       long total = 0;
       for (const auto &g : spec.replicaGroups)

@@ -273,6 +273,11 @@ public:
   /// 3 also all-gathers the parameters in each micro-batch's forward and
   /// backward.
   static double zeroTraffic(int zero, int microBatches);
+  /// Of a per-rank figure `whole` without tensor parallelism (bytes a
+  /// layer stashes, say), the fraction each of `degree` ranks holds, from
+  /// the figure at degree 2 (`atTwo`): the part that does not split
+  /// (2 atTwo - whole) stays whole on every rank, the rest splits.
+  static double tensorParallelShare(double whole, double atTwo, int degree);
 
   /// Where a stage sits in its pipeline: what the cost of its layer range
   /// depends on besides the range itself.

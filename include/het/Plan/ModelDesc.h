@@ -46,6 +46,16 @@ struct LayerDesc {
     bool analysed = false;
     double stashBytes = 0, passedStashBytes = 0, inputStashBytes = 0, gradientBytes = 0;
   } lowPrecision;
+  /// The four figures per rank of a layer split over two tensor-parallel
+  /// devices (IR models: analysed after het-tensor-parallel at degree 2;
+  /// `analysed` false: every figure splits). het splits the matrices, not
+  /// the sequence: the residual stream, the norms' inputs and the inputs of
+  /// column-split matrices stay whole on every rank, so a degree t holds
+  /// that whole part and 1/t of the rest (tensorParallelShare).
+  struct SplitInTwo {
+    bool analysed = false;
+    double stashBytes = 0, passedStashBytes = 0, inputStashBytes = 0, gradientBytes = 0;
+  } splitInTwo;
   /// Step inputs per sample (data, labels, token ids) whose first reader
   /// is this layer: the runtime holds them for every micro-batch of a step.
   double dataBytes = 0;

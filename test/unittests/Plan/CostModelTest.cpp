@@ -614,6 +614,17 @@ TEST_F(Fixture, ZonesAndNicsSetTheRouteBetweenNodes) {
   EXPECT_GT(cost.boundaryTime(1, 1, 0, 1, 1, 1), 6 * cost.boundaryTime(1, 1, 0, 1, 2, 1));
 }
 
+// What a tensor-parallel rank holds of a figure: the part the split at
+// degree 2 left whole stays whole, the rest divides by the degree.
+TEST(TensorParallelMemory, ShareKeepsTheUnsplitPartWhole) {
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 50, 2), 0.5);  // all of it splits
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 50, 4), 0.25);
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 100, 4), 1.0); // none splits
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 65, 4), 0.3 + 0.7 / 4);
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 65, 1), 1.0);
+  EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(0, 0, 2), 0.5);
+}
+
 TEST(GptModel, ParameterCountOfGpt3) {
   ModelDesc m = makeGptModel("gpt3", 96, 12288, 96, 2048, 50257);
   EXPECT_EQ(m.layers.size(), 98u);
