@@ -487,8 +487,21 @@ void HetPartitionPass::runOnOperation() {
   // every gradient becomes each stage's of its own gradients (combined
   // over its replicas first, unless unscaling did), summed over the whole
   // job by one all-reduce; each of a stage's R replicas adds 1/R of its
-  // stage's, which they all hold. Each stage then clips its own
-  // gradients with the job-wide sum, so every rank scales by one factor.
+  // stage's, which they all hold. Under tensor parallelism each of a
+  // replica's T devices holds its own part of a split parameter's
+  // gradient (1/R each) and the same whole gradient of the others (1/(R
+  // T) each). Each stage then clips its own gradients with the job-wide
+  // sum, so every rank scales by one factor.
+  std::set<std::string> splitParameters(tensorParallelSplit.begin(), tensorParallelSplit.end());
+  // The step argument a clipped gradient updates (-1: none found).
+  auto parameterOf = [&](Value clipped) -> int {
+    for (Operation *user : clipped.getUsers())
+      if (isa<AdamOp, SGDOp>(user) && user->getOperand(1) == clipped)
+        if (auto argument = dyn_cast<BlockArgument>(user->getOperand(0));
+            argument && argument.getOwner() == &body)
+          return int(argument.getArgNumber());
+    return -1;
+  };
   auto splitClipping = [&](SquaredNormOp norm) {
     ClipByNormOp clip = clippingOf(norm);
     if (!clip || clip.getGradients() != norm.getTensors()) {
@@ -517,13 +530,40 @@ void HetPartitionPass::runOnOperation() {
         positions.push_back(unsigned(k));
       }
       Value local;
-      if (gradients.empty()) // a stage without parameters adds nothing
+      const double replicas = double(std::max<int64_t>(1, plan.stages[j].replicas()));
+      const int64_t devices = std::max<int64_t>(1, plan.stages[j].tensorParallel);
+      // Under tensor parallelism: the split parameters' gradients, then the
+      // others (each device holds all of them).
+      SmallVector<Value> split, whole;
+      for (auto [gradient, position] : llvm::zip(gradients, positions)) {
+        if (devices == 1) {
+          split.push_back(gradient);
+          continue;
+        }
+        int parameter = parameterOf(clip.getClipped()[position]);
+        if (parameter < 0) {
+          clip.emitError("het-partition: a clipped gradient of stage '")
+              << plan.stages[j].name
+              << "' updates no parameter of the step, so under tensor parallelism it is "
+                 "unknown whether each device holds a part of it or all of it";
+          return false;
+        }
+        (splitParameters.count(argumentName(func, unsigned(parameter))) ? split : whole)
+            .push_back(gradient);
+      }
+      if (gradients.empty()) { // a stage without parameters adds nothing
         local = ob.create<arith::ConstantOp>(
             norm.getLoc(), DenseElementsAttr::get(scalar, ob.getF32FloatAttr(0.0f)));
-      else
-        local = ob.create<SquaredNormOp>(
-            norm.getLoc(), scalar, gradients,
-            ob.getF64FloatAttr(1.0 / double(std::max<int64_t>(1, plan.stages[j].replicas()))));
+      } else {
+        if (!split.empty())
+          local = ob.create<SquaredNormOp>(norm.getLoc(), scalar, split,
+                                           ob.getF64FloatAttr(1.0 / replicas));
+        if (!whole.empty()) {
+          Value kept = ob.create<SquaredNormOp>(norm.getLoc(), scalar, whole,
+                                                ob.getF64FloatAttr(1.0 / (replicas * devices)));
+          local = local ? ob.create<AddOp>(norm.getLoc(), scalar, local, kept).getResult() : kept;
+        }
+      }
       Value total = ob.create<AllReduceOp>(norm.getLoc(), scalar, local,
                                            SymbolRefAttr::get(ctx, clusterName),
                                            ReductionKind::Sum, CollectiveAlgorithm::Ring,

@@ -68,22 +68,35 @@ Clipping clippingOf(Value grad) {
     return {};
   unsigned k = cast<OpResult>(grad).getResultNumber();
   auto total = clip.getSquaredNorm().getDefiningOp<AllReduceOp>();
-  SquaredNormOp norm = total ? total.getInput().getDefiningOp<SquaredNormOp>() : nullptr;
   Value unclipped = clip.getGradients()[k];
-  if (!norm || norm->getBlock() != clip->getBlock() ||
-      std::distance(unclipped.use_begin(), unclipped.use_end()) != 2)
+  if (!total || std::distance(unclipped.use_begin(), unclipped.use_end()) != 2)
     return {};
-  for (OpOperand &use : unclipped.getUses())
-    if (use.getOwner() == norm)
-      return {clip, k, norm, use.getOperandNumber()};
+  // The norm that reads it: the all-reduce's input, or one of the norms a
+  // het.add joins there (under tensor parallelism, split gradients and
+  // whole ones are weighted apart).
+  for (OpOperand &use : unclipped.getUses()) {
+    auto norm = dyn_cast<SquaredNormOp>(use.getOwner());
+    if (!norm || norm->getBlock() != clip->getBlock())
+      continue;
+    for (Value v = norm.getResult(); v.hasOneUse();) {
+      Operation *user = *v.getUsers().begin();
+      if (user == total)
+        return {clip, k, norm, use.getOperandNumber()};
+      if (!isa<AddOp>(user))
+        break;
+      v = user->getResult(0);
+    }
+  }
   return {};
 }
 
 /// A squared norm some of whose operands (`blocks`) are now blocks of
-/// rows that one replica alone holds: those count whole (weight 1) while
-/// the rest keep the norm's weight (1/R: every replica holds them), so the
+/// rows that one of the stage's R replicas alone holds: those count R
+/// times the norm's weight (1 where it is 1/R: every replica held them;
+/// 1/T where tensor parallelism made it 1/(R T) for gradients each of T
+/// devices holds whole) while the rest keep the norm's weight, so the
 /// blocks move to a norm of their own and the two sums are added.
-void splitNorm(SquaredNormOp norm, ArrayRef<unsigned> blocks) {
+void splitNorm(SquaredNormOp norm, ArrayRef<unsigned> blocks, int64_t replicas) {
   SmallVector<Value> whole, held;
   for (auto [k, tensor] : llvm::enumerate(norm.getTensors()))
     (llvm::is_contained(blocks, unsigned(k)) ? held : whole).push_back(tensor);
@@ -91,7 +104,9 @@ void splitNorm(SquaredNormOp norm, ArrayRef<unsigned> blocks) {
   Location loc = norm.getLoc();
   Type scalar = norm.getType();
   SmallVector<Operation *> created = {
-      b.create<SquaredNormOp>(loc, scalar, held, b.getF64FloatAttr(1.0))};
+      b.create<SquaredNormOp>(loc, scalar, held,
+                              b.getF64FloatAttr(norm.getWeight().convertToDouble() *
+                                                double(replicas)))};
   if (!whole.empty()) {
     created.push_back(b.create<SquaredNormOp>(loc, scalar, whole, norm.getWeightAttr()));
     created.push_back(
@@ -350,7 +365,7 @@ struct HetShardOptimizerPass
       reduce.erase();
     }
     for (auto &[norm, blocks] : blockNorms)
-      splitNorm(norm, blocks.getArrayRef());
+      splitNorm(norm, blocks.getArrayRef(), int64_t(shares.size()));
     if (!sharded.empty())
       stage->setAttr(kShardedStateAttrName,
                      ArrayAttr::get(stage.getContext(), sharded));

@@ -117,8 +117,6 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
             ? request.globalBatch
             : model.batch * long(std::max(1, request.microBatches)) * long(smallest);
     options.exactMicroBatches = request.microBatches;
-    if (request.clipsGradients)
-      options.tensorParallel = {1};
     options.topK = 1;
     PlanResult planned = planPipeline(cost, options);
     // Nothing fits in memory as it is: shard state over replicas and

@@ -50,10 +50,6 @@ struct AutoPlanRequest {
   /// naming the group and kind). Empty: layers of several formats
   /// (--layer-precisions); the plan then states none.
   std::string format = "fp32";
-  /// The step clips its gradients by their global norm (--clip-grad-norm),
-  /// which is not built with tensor parallelism yet: the planner chooses
-  /// among plans without it.
-  bool clipsGradients = false;
 };
 
 struct AutoPlanResult {

@@ -680,7 +680,6 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
       request.microBatches =
           microBatches.getNumOccurrences() ? microBatches.getValue() : 0;
       request.globalBatch = globalBatch;
-      request.clipsGradients = clipGradNorm > 0;
       request.planOut =
           writePlan.empty() ? output + ".plan.json" : writePlan.getValue();
       request.devicesOut = output + ".devices.json";

@@ -62,7 +62,11 @@ def HetPartition : Pass<"het-partition", "::mlir::ModuleOp"> {
            "global_batch / micro_batches)">,
     Option<"lossWeighted", "loss-weighted", "bool", "false",
            "each replica's loss is weighted by its share of the micro-batch: sum "
-           "gradients over replicas instead of averaging them">
+           "gradients over replicas instead of averaging them">,
+    ListOption<"tensorParallelSplit", "tensor-parallel-split", "std::string",
+               "the step's parameters that het-tensor-parallel split (their gradients "
+               "differ on each device of a replica; the others' are equal on all): "
+               "gradient clipping counts the others' squares once per replica">
   ];
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];

@@ -248,22 +248,6 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     }
     tensorParallel |= st.tensorParallel > 1;
   }
-  // Gradient clipping adds each stage's squared gradient norm over the job,
-  // counting a stage's replicated gradients once and its sharded blocks
-  // (ZeRO) each once. Tensor-parallel shards hold parts of a stage's
-  // gradients while other gradients are replicated across them: not built
-  // with clipping yet, so refused here.
-  bool clipping = false;
-  step.walk([&](ClipByNormOp) { clipping = true; });
-  for (size_t j = 0; clipping && j < plan.stages.size(); ++j) {
-    const auto &st = plan.stages[j];
-    if (st.tensorParallel > 1)
-      return error(input, llvm::formatv(
-                              "{0}: stages[{1}] ('{2}').tensor_parallel: gradient clipping "
-                              "(--clip-grad-norm) is not built with tensor parallelism yet; plan "
-                              "the stage without it, or train without clipping",
-                              options.planFile, j, st.name));
-  }
   if (tensorParallel && givenStep)
     return error(input, llvm::formatv("{0}: the plan splits stages over tensor-parallel "
                                       "devices, which needs the forward model; the input is a "
@@ -407,6 +391,11 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
     partition.functionName = step.getName().str();
     partition.microBatchSamples = microBatch;
     partition.lossWeighted = !givenStep;
+    // (Gradient clipping counts a split parameter's squares on each device.)
+    std::vector<std::string> splitNames;
+    for (const auto &shard : shards)
+      splitNames.push_back(shard.name);
+    partition.tensorParallelSplit = splitNames;
     pm.addPass(createHetPartition(partition));
     if (sharding) {
       HetShardOptimizerOptions shard;
