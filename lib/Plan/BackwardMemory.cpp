@@ -87,6 +87,9 @@ BackwardMemory analyzeBackward(mlir::func::FuncOp step, size_t layers, double ba
   m.passed.assign(layers, 0);
   m.input.assign(layers, 0);
   m.working.assign(layers, 0);
+  m.recomputedFlops.assign(layers, 0);
+  m.recomputedBytes.assign(layers, 0);
+  const auto recomputedName = mlir::het::HetDialect::getRecomputedAttrName();
   std::multimap<size_t, double> dies; // live backward values by their last use
   double live = 0;
   for (mlir::Operation &op : body) {
@@ -119,6 +122,15 @@ BackwardMemory analyzeBackward(mlir::func::FuncOp step, size_t layers, double ba
     }
     if (op.hasTrait<mlir::OpTrait::IsTerminator>())
       break;
+    if (layer >= 0 && op.hasAttr(recomputedName)) {
+      m.recomputedFlops[size_t(layer)] += forwardFlops(&op) / batch;
+      double bytes = 0;
+      for (mlir::Value v : op.getOperands())
+        bytes += tensorBytes(v.getType());
+      for (mlir::Value v : op.getResults())
+        bytes += tensorBytes(v.getType());
+      m.recomputedBytes[size_t(layer)] += bytes / batch;
+    }
     for (mlir::Value r : op.getResults()) {
       if (returned(r) || !perSample(r))
         continue; // a parameter's gradient: not per sample (StageMemory counts it)
@@ -142,7 +154,9 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
   // `lowPrecision`: as autocast to bf16 trains it (fp16 holds the same
   // bytes). `splitInTwo`: each rank's part when het-tensor-parallel splits
   // every layer that splits over two devices.
-  auto analyse = [&](bool lowPrecision, bool splitInTwo = false) -> BackwardMemory {
+  // `selective`: with het-recompute's selective mode in every layer.
+  auto analyse = [&](bool lowPrecision, bool splitInTwo = false,
+                     bool selective = false) -> BackwardMemory {
     mlir::OwningOpRef<mlir::ModuleOp> copy;
     mlir::func::FuncOp step = analysed;
     if (!analysed.getName().ends_with("_train_step")) {
@@ -175,6 +189,11 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
       pm.addNestedPass<mlir::func::FuncOp>(mlir::het::createHetFuse());
       pm.addPass(mlir::createCanonicalizerPass());
       pm.addPass(mlir::createCSEPass());
+      if (selective) {
+        mlir::het::HetRecomputeOptions recompute;
+        recompute.mode = "selective";
+        pm.addNestedPass<mlir::func::FuncOp>(mlir::het::createHetRecompute(recompute));
+      }
       // A model these passes cannot take keeps the forward's estimate:
       // the planner can still price it as a forward graph.
       if (mlir::failed(pm.run(*copy)))
@@ -182,8 +201,8 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
       step = copy->lookupSymbol<mlir::func::FuncOp>((analysed.getName() + "_train_step").str());
       if (!step)
         return {};
-    } else if (lowPrecision || splitInTwo) {
-      return {}; // a step as given: its format and split are its own
+    } else if (lowPrecision || splitInTwo || selective) {
+      return {}; // a step as given: its format, split and recomputation are its own
     }
     BackwardMemory b = analyzeBackward(step, m.layers.size(), double(m.batch));
     return b.stash.size() == m.layers.size() ? b : BackwardMemory{};
@@ -198,6 +217,15 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
     d.inputStashBytes = full.input[l];
     d.gradientBytes = full.working[l];
   }
+  BackwardMemory selective = analyse(false, false, /*selective=*/true);
+  for (size_t l = 0; l < m.layers.size() && !selective.stash.empty(); ++l)
+    m.layers[l].selective = {true,
+                             selective.stash[l],
+                             selective.passed[l],
+                             selective.input[l],
+                             selective.working[l],
+                             selective.recomputedFlops[l],
+                             selective.recomputedBytes[l]};
   BackwardMemory split = analyse(false, /*splitInTwo=*/true);
   for (size_t l = 0; l < m.layers.size() && !split.stash.empty(); ++l)
     m.layers[l].splitInTwo = {true, split.stash[l], split.passed[l], split.input[l],

@@ -147,6 +147,17 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     const LayerDesc &l = modelDesc.layers[i];
     const double split = tp > 1 && l.statusAt(tp) == 's' ? tp : 1;
     double fwd, bwd, update;
+    // Roofline: the slower of compute and memory traffic, per op when the
+    // ops are known, else for the layer as a whole.
+    auto roofline = [&](double f, double acts, double weights) {
+      return std::max(f * mbs / split / flops, (weights + acts * mbs) * scale / split / bw);
+    };
+    double rooflineFwd = 0; // the forward's roofline time (without launches)
+    if (!l.fwdOps.empty())
+      for (const OpCost &op : l.fwdOps)
+        rooflineFwd += roofline(op.flops, op.bytes, op.weightBytes);
+    else
+      rooflineFwd = roofline(l.fwdFlops, l.ioBytes, l.params * modelDesc.bytesPerElement);
     if (profiled) {
       fwd = measured[i].fwd;
       bwd = measured[i].bwd;
@@ -157,12 +168,6 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
         update /= split;
       }
     } else {
-      // Roofline: the slower of compute and memory traffic, per op when the
-      // ops are known, else for the layer as a whole.
-      auto roofline = [&](double f, double acts, double weights) {
-        return std::max(f * mbs / split / flops,
-                        (weights + acts * mbs) * scale / split / bw);
-      };
       if (!l.fwdOps.empty()) {
         fwd = bwd = 0;
         for (const OpCost &op : l.fwdOps) {
@@ -222,6 +227,20 @@ const LayerTable &CostModel::table(int g, int tp, int mbs, Recompute recompute) 
     t.workingSet[i] +=
         (lowFigures ? std::max(l.lowPrecision.gradientBytes, l.gradientBytes) : l.gradientBytes * scale) *
         share(l.gradientBytes, two.gradientBytes);
+    if (recompute == Recompute::Selective && l.selective.analysed) {
+      // het-recompute's selective mode, as analysed: the products' results
+      // stay, the backward recomputes the cheap rest (its share of the
+      // forward by the roofline, as a share of this kind's forward time).
+      const LayerDesc::Selective &kept = l.selective;
+      stash = kept.stashBytes * scale * share(l.stashBytes, two.stashBytes);
+      passed = kept.passedStashBytes * scale * share(l.passedStashBytes, two.passedStashBytes);
+      input = kept.inputStashBytes * scale * share(l.inputStashBytes, two.inputStashBytes);
+      t.workingSet[i] = (scoresTransient ? 2 * scores : 0) +
+                        kept.gradientBytes * scale * share(l.gradientBytes, two.gradientBytes);
+      if (rooflineFwd > 0)
+        bwd += fwd * std::min(1.0, roofline(kept.recomputedFlops, kept.recomputedBytes, 0) /
+                                       rooflineFwd);
+    }
     if (recompute == Recompute::Full) {
       // Its recomputed stash and, beside it, its scores and probabilities.
       t.workingSet[i] += stash;
@@ -530,7 +549,18 @@ double CostModel::stageSync(const std::vector<const LayerTable *> &tables,
       ctx.bestAlgorithm ? bestAlgorithm(ctx.members, ctx.tp, params) : ctx.algorithm;
   if (chosen)
     *chosen = algorithm;
-  double sync = syncTime(ctx.members, ctx.tp, params, algorithm) *
+  // The runtime reduces the gradients tensor by tensor (and under ZeRO
+  // reduce-scatters and gathers each tensor once per micro-batch), so
+  // every collective after the first pays the all-reduce's fixed latency
+  // again: an all-reduce of one element.
+  double tensors = 0;
+  for (int i = b; i < e; ++i)
+    tensors += std::max<double>(modelDesc.layers[i].paramTensors.size(),
+                                modelDesc.layers[i].params > 0 ? 1 : 0);
+  double latency =
+      ctx.replicas() > 1 ? syncTime(ctx.members, ctx.tp, 1, algorithm) * std::max(0.0, tensors - 1)
+                         : 0;
+  double sync = (syncTime(ctx.members, ctx.tp, params, algorithm) + latency) *
                 zeroTraffic(ctx.zero, ctx.microBatches);
   if (communication && communication->allReduce && ctx.tp == 1 && ctx.replicas() > 1 &&
       oneNode(ctx.groups())) {

@@ -30,8 +30,12 @@ void relaxPerStage(const CostModel &cost, const PlannerOptions &options, bool ma
     r.economics = economics;
     return true;
   };
+  const bool selective = cost.model().pricesSelective();
   for (size_t j = 0; j < r.plan.stages.size(); ++j) {
-    if (mayRecompute && r.plan.stages[j].recompute == Recompute::Full)
+    // Full, then selective (which keeps the products' results), then none.
+    if (mayRecompute && r.plan.stages[j].recompute == Recompute::Full && selective)
+      tryWith(j, Recompute::Selective, r.plan.stages[j].zero);
+    if (mayRecompute && r.plan.stages[j].recompute != Recompute::None)
       tryWith(j, Recompute::None, r.plan.stages[j].zero);
     while (mayShard && r.plan.stages[j].zero > 0 &&
            tryWith(j, r.plan.stages[j].recompute, r.plan.stages[j].zero - 1)) {
@@ -47,10 +51,11 @@ SaverChoice chooseMemorySavers(CostModel &cost, const PlannerOptions &options,
   // In order of how much they change the step: a later combination must
   // be strictly better to win.
   std::vector<std::pair<int, Recompute>> candidates;
-  for (Recompute r : {Recompute::None, Recompute::Full})
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
     for (int z = 0; z <= 3; ++z) {
       if ((!mayShard && z != givenZero) || (!mayRecompute && r != givenRecompute) ||
-          (z == givenZero && r == givenRecompute))
+          (z == givenZero && r == givenRecompute) ||
+          (r == Recompute::Selective && !cost.model().pricesSelective()))
         continue;
       candidates.push_back({z, r});
     }

@@ -1,5 +1,7 @@
 //===- ModelDesc.cpp - layer costs from JSON or the GPT formulas ----------===//
 #include "het/Plan/ModelDesc.h"
+
+#include <algorithm>
 #include "JsonUtil.h"
 
 namespace het::plan {
@@ -21,6 +23,12 @@ bool ModelDesc::tensorParallelFits(int b, int e, int degree) const {
     splits |= status == 's';
   }
   return splits;
+}
+
+bool ModelDesc::pricesSelective() const {
+  return !layers.empty() &&
+         std::all_of(layers.begin(), layers.end(),
+                     [](const LayerDesc &l) { return l.selective.analysed; });
 }
 
 bool ModelDesc::keepsTiedLayers(int b, int e) const {

@@ -64,8 +64,7 @@ static double attentionScores(mlir::Value query, mlir::Value key) {
   return elements(q) / lastDim(q) * k.getDimSize(k.getRank() - 2);
 }
 
-// Forward FLOPs of one op.
-static double forwardFlops(mlir::Operation *op) {
+double forwardFlops(mlir::Operation *op) {
   llvm::StringRef name = op->getName().getStringRef();
   double out = op->getNumResults() ? elements(op->getResult(0).getType()) : 0;
   if (name == "het.linear" && op->getNumOperands() >= 2)

@@ -135,8 +135,9 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
                                     ? ", "
                                     : "",
                                 savers.recompute != Recompute::None
-                                    ? "full activation recomputation in the stages that "
-                                      "need it"
+                                    ? std::string("up to ") + toString(savers.recompute) +
+                                          " activation recomputation in the stages that "
+                                          "need it"
                                     : std::string());
       }
     }

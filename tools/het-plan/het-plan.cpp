@@ -177,11 +177,13 @@ int main(int argc, char **argv) {
                  "else mixed). Gradients are reduced in fp32 in every case")
       ->check(CLI::IsMember({"auto", "fp32", "mixed", "bf16", "fp16"}));
   app.add_option("--recompute", recomputeName,
-                 "activation recomputation (docs/memory.md) of every stage: none, full (keep "
-                 "each layer's input, run its forward again before its backward), or auto "
-                 "(default: none, unless no plan fits in device memory without it; then full, "
-                 "and the plan file says so per stage for het-compile --plan)")
-      ->check(CLI::IsMember({"auto", "none", "full"}));
+                 "activation recomputation (docs/memory.md) of every stage: none, selective "
+                 "(keep the matrix products' results, recompute the cheap rest; IR models), "
+                 "full (keep each layer's input, run its forward again before its backward), "
+                 "or auto (default: none, unless no plan fits in device memory without it; "
+                 "then the fastest mode that fits, and the plan file says so per stage for "
+                 "het-compile --plan)")
+      ->check(CLI::IsMember({"auto", "none", "selective", "full"}));
   app.add_option("--zero", zeroName,
                  "sharded data parallelism (docs/memory.md) of every stage of several "
                  "replicas: 0, 1 (optimizer state in blocks by batch share), 2 (and "
@@ -294,7 +296,14 @@ int main(int argc, char **argv) {
     Precision precision = Precision::Auto;
     parsePrecision(precisionName, precision);
     TrainingSetup setup = TrainingSetup::of(model, precision);
-    setup.recompute = recomputeName == "full" ? Recompute::Full : Recompute::None;
+    setup.recompute = recomputeName == "full"        ? Recompute::Full
+                      : recomputeName == "selective" ? Recompute::Selective
+                                                     : Recompute::None;
+    if (setup.recompute == Recompute::Selective && !model.pricesSelective())
+      fail(modelPath, "",
+           "--recompute selective: the planner prices it from a model's IR (it analyses "
+           "het-recompute's selective mode), and this model file gives none (use full, or "
+           "an .mlir model)");
     setup.zero = zeroName == "auto" ? 0 : std::stoi(zeroName);
     if (!inventoryPath.empty()) {
       if (deadline <= 0) {
@@ -430,7 +439,9 @@ int main(int argc, char **argv) {
     // Nothing fits in memory: shard state over replicas and recompute
     // activations, where allowed: the savers (MemorySavers.h) whose best
     // plan is best by the objective.
-    std::string recomputeReason = recomputeName == "full" ? "--recompute full" : "";
+    std::string recomputeReason =
+        recomputeName == "full" || recomputeName == "selective" ? "--recompute " + recomputeName
+                                                                : "";
     std::string zeroReason = zeroName == "auto" || zeroName == "0" ? "" : "--zero " + zeroName;
     // Chosen because nothing fit without them: then each stage keeps them
     // only where it needs them (MemorySavers.h; the plans say which).
@@ -590,7 +601,7 @@ int main(int argc, char **argv) {
                 << cluster.groups.size() << " groups), global batch "
                 << globalBatch << "\n";
       if (!recomputeReason.empty())
-        std::cout << "activation recomputation: full in "
+        std::cout << "activation recomputation: " << toString(cost.setup().recompute) << " in "
                   << (recomputeChosen ? "the stages that need it" : "every stage") << " ("
                   << recomputeReason << ")\n";
       if (!zeroReason.empty())

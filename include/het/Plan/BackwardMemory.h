@@ -47,6 +47,10 @@ struct BackwardMemory {
   /// like, not the parameters' gradients it returns) hold at once while
   /// the layer's backward ops run: each op's operands and results together.
   std::vector<double> working;
+  /// The forward work the backward does again (het-recompute's clones,
+  /// `het.recomputed`), per layer and sample: FLOPs, and bytes read and
+  /// written.
+  std::vector<double> recomputedFlops, recomputedBytes;
 };
 
 /// `step`'s backward memory per layer and sample (of `layers` layers, the

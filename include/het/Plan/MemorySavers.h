@@ -24,8 +24,8 @@ struct SaverChoice {
   int zero = 0;
 };
 
-/// Plans with each allowed combination (recomputation none or full when
-/// `mayRecompute`, else the setup's; ZeRO 0-3 when `mayShard`, else the
+/// Plans with each allowed combination (recomputation none, selective
+/// where the model prices it, or full when `mayRecompute`, else the setup's; ZeRO 0-3 when `mayShard`, else the
 /// setup's) other than the setup's own, which found nothing. Leaves `cost`
 /// set up with the chosen combination (unchanged when none fits).
 SaverChoice chooseMemorySavers(CostModel &cost, const PlannerOptions &options,

@@ -56,6 +56,15 @@ struct LayerDesc {
     bool analysed = false;
     double stashBytes = 0, passedStashBytes = 0, inputStashBytes = 0, gradientBytes = 0;
   } splitInTwo;
+  /// The four figures under selective recomputation (IR models: analysed
+  /// after het-recompute's selective mode; `analysed` false: the planner
+  /// cannot price it), and the forward work its backward does again per
+  /// sample: FLOPs, and bytes read and written.
+  struct Selective {
+    bool analysed = false;
+    double stashBytes = 0, passedStashBytes = 0, inputStashBytes = 0, gradientBytes = 0;
+    double recomputedFlops = 0, recomputedBytes = 0;
+  } selective;
   /// Step inputs per sample (data, labels, token ids) whose first reader
   /// is this layer: the runtime holds them for every micro-batch of a step.
   double dataBytes = 0;
@@ -105,6 +114,9 @@ struct ModelDesc {
   /// devices: no layer there with a degree that does not fit, and at least
   /// one that splits (else every device would repeat the same work).
   bool tensorParallelFits(int b, int e, int degree) const;
+  /// Whether the planner can price selective recomputation: every layer's
+  /// figures under it were analysed (IR models).
+  bool pricesSelective() const;
 };
 
 /// A GPT-style decoder (embedding, `blocks` transformer blocks, head) with

@@ -9,6 +9,7 @@
 namespace mlir {
 class ModuleOp;
 class Type;
+class Operation;
 class DialectRegistry;
 namespace func {
 class FuncOp;
@@ -32,6 +33,8 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
 
 /// Bytes of a statically shaped tensor (0 otherwise).
 double tensorBytes(mlir::Type type);
+/// The forward FLOPs of one op (0 for data movement).
+double forwardFlops(mlir::Operation *op);
 
 /// The function a planner works on: `name` if given; else a training step
 /// (`@<model>_train_step`, what het-autodiff adds) whose ops carry
