@@ -17,7 +17,7 @@ plan=(--cluster "$here/examples/clusters/local-two-kinds.json"
       --devices "$here/test/plan/Inputs/clusters/tiny-memory-cpus.devices.json"
       --global-batch 8 --max-micro-batches 4 --tensor-parallel 1)
 echo "$(date +%F), $(hostname) ($(nproc) cores): het-plan's pick against the other saver combinations"
-for combo in "auto auto" "0 none" "1 none" "2 none" "3 none" "2 full" "3 full"; do
+for combo in "auto auto" "0 none" "1 none" "2 none" "3 none" "2 selective" "3 selective" "2 full" "3 full"; do
   set -- $combo
   name="zero-$1-recompute-$2"
   predicted=$("$bin/het-plan" "${plan[@]}" --zero "$1" --recompute "$2" --top 1 \
