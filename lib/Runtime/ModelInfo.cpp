@@ -101,6 +101,8 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
       info.groups.push_back(group);
     } else if (keyword == "predicted") {
       ok = (line >> info.predictedSeconds) && info.predictedSeconds >= 0;
+    } else if (keyword == "plan_key") {
+      ok = bool(line >> info.planKey);
     } else if (keyword == "stage" || keyword == "order" || keyword == "function" ||
                keyword == "replicas") {
       size_t j = 0;

@@ -19,6 +19,7 @@
 //   batched <name>               (per step input with one row per sample)
 //   group <name> <count>         (per device group, in the cluster's order)
 //   predicted <seconds>          (optional: the plan's iteration time)
+//   plan_key <key>               (optional: het-run --tuning-db records the time under it)
 //   stage <j> <name> <begin> <end> <tensor-parallel> <replica-groups>
 //   replicas <j> <group> <vendor> <arch> <library> <count> <samples> <variant>
 //   order <j> F0 F1 B0 ...
@@ -113,6 +114,7 @@ struct ModelInfo {
   int64_t globalBatch = 0;
   bool lossSum = false;            // replicas' losses add up (weighted)
   double predictedSeconds = 0;     // the planner's iteration time, 0: unknown
+  std::string planKey;             // het/Plan/MeasuredPlans.h; empty: none
   std::vector<std::pair<std::string, int>> groups; // device groups, cluster order
   std::vector<StageInfo> stages;   // a pipeline (version 3) only
   std::vector<std::string> batched;

@@ -956,6 +956,9 @@ int PipelineRank::run() {
     if (info_.predictedSeconds > 0)
       std::printf("plan predicted %.3f ms per iteration; measured/predicted %.2f\n",
                   1e3 * info_.predictedSeconds, median / info_.predictedSeconds);
+    // het-run --tuning-db records the iteration time under it.
+    if (!info_.planKey.empty())
+      std::printf("plan key: %s\n", info_.planKey.c_str());
   }
   if (!stepSeconds.empty())
     std::printf("rank %d: memory: %s\n", comm.rank, memoryReport().c_str());

@@ -7,11 +7,13 @@
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Plan/Error.h"
 #include "het/Plan/Explain.h"
+#include "het/Plan/MeasuredPlans.h"
 #include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Plan.h"
 #include "het/Plan/Planner.h"
 #include "het/Tune/StageProfiles.h"
+#include "het/Tune/TuningDatabase.h"
 
 #include <nlohmann/json.hpp>
 
@@ -118,6 +120,24 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
             : model.batch * long(std::max(1, request.microBatches)) * long(smallest);
     options.exactMicroBatches = request.microBatches;
     options.topK = 1;
+    // Plans of this model that ran on this cluster and host (het-run
+    // --tuning-db): then the planner lists several candidates, and what
+    // they measured ranks them.
+    std::map<std::string, double> measured;
+    if (!request.tuningDb.empty() && !request.modelKey.empty()) {
+      try {
+        auto db = het::tune::TuningDatabase::open(request.tuningDb,
+                                                  het::tune::TuningDatabase::Mode::ReadOnly);
+        for (const het::tune::Record &r :
+             db->find("plan", measuredPlanPrefix(request.modelKey), "job",
+                      het::tune::hostIdentity(), het::tune::hetVersion()))
+          measured[r.workload] = r.seconds;
+      } catch (const het::tune::DatabaseError &) {
+        // (Its stage profiles were read above, or warned about.)
+      }
+      if (!measured.empty())
+        options.topK = 8;
+    }
     PlanResult planned = planPipeline(cost, options);
     // Nothing fits in memory as it is: shard state over replicas and
     // recompute activations, whichever combination plans fastest.
@@ -149,6 +169,43 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
                                            " micro-batches"
                                      : std::string()));
     const RankedPlan *chosen = &planned.plans.front();
+    // The plan as its file says it, which its key digests.
+    auto asWritten = [&](const Plan &p) {
+      Plan written = p;
+      if (request.format.empty())
+        written.formats.clear(); // layers of several formats: --layer-precisions says
+      return planToJson(written, cluster, model);
+    };
+    if (!measured.empty()) {
+      std::vector<RankedCandidate> candidates;
+      for (const RankedPlan &r : planned.plans) {
+        RankedCandidate c;
+        c.predictedSeconds = r.evaluation.iterationTime;
+        auto it = measured.find(
+            measuredPlanWorkload(measuredPlanKey(request.modelKey, asWritten(r.plan))));
+        if (it != measured.end())
+          c.measuredSeconds = it->second;
+        candidates.push_back(c);
+      }
+      double ratio = rankByMeasurement(candidates);
+      size_t best = 0;
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        if (candidates[k].measuredSeconds)
+          report << llvm::formatv("candidate {0}: measured {1:f3} ms before (het-run "
+                                  "--tuning-db), predicted {2:f3} ms\n",
+                                  k + 1, 1e3 * *candidates[k].measuredSeconds,
+                                  1e3 * candidates[k].predictedSeconds);
+        if (candidates[k].expectedSeconds < candidates[best].expectedSeconds)
+          best = k;
+      }
+      report << llvm::formatv("ranked {0} candidates by what they measured, the others by "
+                              "their prediction x {1:f2} (the measured plans' median "
+                              "measured/predicted): candidate {2}, {3} {4:f3} ms\n",
+                              candidates.size(), ratio, best + 1,
+                              candidates[best].measuredSeconds ? "measured" : "expected",
+                              1e3 * candidates[best].expectedSeconds);
+      chosen = &planned.plans[best];
+    }
     for (size_t j = 0; j < chosen->plan.stages.size(); ++j) {
       const StagePlan &stage = chosen->plan.stages[j];
       std::string replicas;
@@ -200,10 +257,7 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
         return error("cannot write the calibrated devices to " + request.devicesOut);
     }
     std::ofstream out(request.planOut);
-    Plan written = chosen->plan;
-    if (request.format.empty())
-      written.formats.clear(); // layers of several formats: --layer-precisions says
-    nlohmann::json plan = planToJson(written, cluster, model);
+    nlohmann::json plan = asWritten(chosen->plan);
     plan["predicted_iteration_s"] = result.predictedSeconds;
     out << plan.dump(2) << "\n";
     if (!out)
@@ -266,6 +320,14 @@ llvm::Expected<double> predictPlanFile(mlir::ModuleOp module, mlir::func::FuncOp
   } catch (const std::exception &e) {
     return error(llvm::Twine("malformed cluster or plan input: ") + e.what());
   }
+}
+
+std::string measuredPlanKeyOfFile(const std::string &modelKey, const std::string &planFile) {
+  std::ifstream in(planFile);
+  nlohmann::json plan = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (modelKey.empty() || plan.is_discarded())
+    return "";
+  return measuredPlanKey(modelKey, plan);
 }
 
 } // namespace het::compile

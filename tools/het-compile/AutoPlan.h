@@ -50,6 +50,10 @@ struct AutoPlanRequest {
   /// naming the group and kind). Empty: layers of several formats
   /// (--layer-precisions); the plan then states none.
   std::string format = "fp32";
+  /// What is trained (het/Plan/MeasuredPlans.h; empty: unknown): with a
+  /// tuning database, candidate plans that ran before (het-run
+  /// --tuning-db) are ranked by their measured iteration time.
+  std::string modelKey;
 };
 
 struct AutoPlanResult {
@@ -61,6 +65,10 @@ struct AutoPlanResult {
 /// writes the plan to request.planOut.
 llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func::FuncOp step,
                                               const AutoPlanRequest &request);
+
+/// The key (het/Plan/MeasuredPlans.h) of the plan in `planFile` for the
+/// model `modelKey`; empty when the file cannot be read.
+std::string measuredPlanKeyOfFile(const std::string &modelKey, const std::string &planFile);
 
 /// The iteration time the planner predicts for the plan in `planFile` on
 /// `clusterFile`, with the measurements of `tuningDb` (stage profiles,

@@ -25,6 +25,7 @@
 #include "het/Partition/PartitionPlan.h"
 #include "het/Partition/PipelinePrecision.h"
 #include "het/Plan/Error.h"
+#include "het/Plan/MeasuredPlans.h"
 #include "het/Plan/Plan.h"
 
 #include "AutoPlan.h"
@@ -594,6 +595,15 @@ std::string trainingOptions(bool withLayers = true) {
                        update);
 }
 
+/// What is trained, as keys of measured plans name it
+/// (het/Plan/MeasuredPlans.h): the input's bytes and the step's options.
+std::string trainedModel() {
+  auto bytes = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!bytes || inputFile == "-")
+    return "";
+  return ::het::plan::trainedModelKey((*bytes)->getBuffer().str(), trainingOptions());
+}
+
 /// The plan the pipeline was built for (the chosen one with --plan auto).
 std::string builtPlanFile;
 
@@ -672,6 +682,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     } else {
       ::het::compile::AutoPlanRequest request;
       request.tuningDb = tuningDb;
+      request.modelKey = trainedModel();
       request.clusterFile = clusterFile;
       // Per-layer formats are the plan's to state, not the planner's pick.
       request.format = !layerPrecisions.empty() ? ""
@@ -715,6 +726,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     build.stagesOutput = &stagesFile->os();
   }
   builtPlanFile = build.planFile;
+  // The key het-run --tuning-db records the measured iteration time under.
+  if (!build.planFile.empty())
+    build.planKey = ::het::compile::measuredPlanKeyOfFile(trainedModel(), build.planFile);
   FailureOr<OwningOpRef<ModuleOp>> built = mlir::het::buildPipeline(module, build);
   if (succeeded(built) && stagesFile)
     stagesFile->keep();

@@ -2,6 +2,10 @@
 #include "Attempts.h"
 
 #include "het/Plan/ClusterSurvivors.h"
+#include "het/Plan/MeasuredPlans.h"
+#include "het/Tune/TuningDatabase.h"
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -18,6 +22,40 @@ deviceEnvironment(const het::plan::Cluster &cluster) {
     for (int i = 0; i < g.count(); ++i)
       env.push_back({{"HET_DEVICE_GROUP", g.name}, {"HET_DEVICE_KIND", g.kind}});
   return env;
+}
+
+/// het-run --tuning-db: the finished pipeline's median iteration time
+/// under its plan key, for het-compile --plan auto --tuning-db to rank the
+/// plans that ran by what they measured. A job that printed no key or no
+/// time records nothing and says why.
+static void recordMeasuredPlan(const std::string &path, const JobResult &r) {
+  if (r.planKey.empty() || r.iterationSeconds <= 0) {
+    std::fprintf(stderr,
+                 "het-run: --tuning-db: nothing recorded: the program printed %s (a pipeline "
+                 "built by het-compile --plan or --cluster prints both)\n",
+                 r.planKey.empty() ? "no plan key" : "no iteration time");
+    return;
+  }
+  try {
+    auto db = het::tune::TuningDatabase::open(path, het::tune::TuningDatabase::Mode::ReadWrite);
+    het::tune::Record record;
+    record.kind = "plan";
+    record.workload = het::plan::measuredPlanWorkload(r.planKey);
+    record.device = "job";
+    record.host = het::tune::hostIdentity();
+    record.hetVersion = het::tune::hetVersion();
+    record.choice = r.planKey;
+    record.seconds = r.iterationSeconds;
+    record.details = nlohmann::json{{"predicted_s", r.predictedSeconds},
+                                    {"how", "het-run: the slowest rank's median iteration"}}
+                         .dump();
+    record.measuredAt = het::tune::utcNow();
+    db->put(record);
+    std::fprintf(stderr, "het-run: recorded plan %s: %.3f ms per iteration, in %s\n",
+                 r.planKey.c_str(), 1e3 * r.iterationSeconds, path.c_str());
+  } catch (const het::tune::DatabaseError &e) {
+    std::fprintf(stderr, "het-run: --tuning-db: nothing recorded: %s\n", e.what());
+  }
 }
 
 int runAttempts(Attempts &setup) {
@@ -162,6 +200,8 @@ int runAttempts(Attempts &setup) {
     }
     if (r.ok) {
       std::fprintf(stderr, "het-run: all %d ranks finished in %.3f s\n", nranks, r.seconds);
+      if (!setup.tuningDb.empty())
+        recordMeasuredPlan(setup.tuningDb, r);
       return finish(0, "the job is done");
     }
     for (size_t k = 0; k < r.fates.size(); ++k)

@@ -39,6 +39,9 @@ struct Attempts {
   ElasticPlans *plans = nullptr;               // set under --elastic
   LostDevices *lostDevices = nullptr;
   Coordinator *coordinator = nullptr;          // set under --coordinate
+  /// --tuning-db: where a finished pipeline's measured iteration time is
+  /// recorded under its plan key (het/Plan/MeasuredPlans.h).
+  std::string tuningDb;
 };
 
 /// Each rank's HET_DEVICE_GROUP and HET_DEVICE_KIND when het-run --cluster

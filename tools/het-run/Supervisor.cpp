@@ -54,6 +54,14 @@ struct Stream {
       progress->resumedStep = static_cast<int64_t>(step);
     else if (std::sscanf(line.c_str(), "stopped after the checkpoint of step %lld", &step) == 1)
       progress->stoppedStep = static_cast<int64_t>(step);
+    double ms = 0;
+    char key[160];
+    if (std::sscanf(line.c_str(), "iteration time %lf ms", &ms) == 1)
+      progress->iterationSeconds = std::max(progress->iterationSeconds, ms / 1e3);
+    else if (std::sscanf(line.c_str(), "plan predicted %lf ms", &ms) == 1)
+      progress->predictedSeconds = ms / 1e3;
+    else if (std::sscanf(line.c_str(), "plan key: %159s", key) == 1)
+      progress->planKey = key;
   }
   // Returns false at EOF.
   bool pump() {

@@ -73,6 +73,11 @@ struct JobResult {
   double seconds = 0;
   int64_t resumedStep = -1; // "resumed from step N" (a rank resumed)
   int64_t stoppedStep = -1; // "stopped after the checkpoint of step N"
+  /// What a pipeline reports at its end: "iteration time X ms" (the
+  /// slowest rank's), "plan predicted Y ms" and "plan key: K"
+  /// (het/Plan/MeasuredPlans.h); negative or empty where none did.
+  double iterationSeconds = -1, predictedSeconds = -1;
+  std::string planKey;
 };
 
 /// A fresh random job token (64 hex characters).

@@ -75,6 +75,11 @@ int main(int argc, char **argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--max-restarts", maxRestarts, "Restart the whole job up to K times after a failure")
       ->check(CLI::Range(0, 1000));
+  std::string tuningDb;
+  app.add_option("--tuning-db", tuningDb,
+                 "when the job finishes, record its measured iteration time under the plan's "
+                 "key in this tuning database (created if missing), so that het-compile "
+                 "--plan auto --tuning-db ranks the plans that ran by what they measured");
   app.add_option("--timeout-ms", timeoutMs, "hetccl per-call timeout for the ranks (HETCCL_TIMEOUT_MS)")
       ->check(CLI::Range(1LL, 86400000LL));
   std::string bindTo = "core";
@@ -506,5 +511,6 @@ int main(int argc, char **argv) {
   attempts.plans = plans.get();
   attempts.lostDevices = &lostDevices;
   attempts.coordinator = coordinator.get();
+  attempts.tuningDb = tuningDb;
   return hetrun::runAttempts(attempts);
 }

@@ -64,6 +64,7 @@ struct PipelineBuildOptions {
   /// `zero` in the plan.
   int zeroStage = -1;
   double predictedSeconds = 0;     // the planner's iteration time, 0: none
+  std::string planKey;             // MeasuredPlans.h: under which het-run records the time
   GpuStageOptions gpu;             // how stages on GPUs are built
   /// When set, each share's partitioned and scheduled module (het dialect,
   /// compression applied) is printed here before it is lowered: what

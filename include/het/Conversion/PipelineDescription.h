@@ -81,6 +81,7 @@ struct PipelineDescription {
   /// share (het-shard-optimizer, ShareBlocks.h).
   std::vector<std::string> shareSharded;
   double predictedSeconds = 0;
+  std::string planKey; // MeasuredPlans.h; empty: none
 
   /// The text of `het_model_info` after the step's own lines (`signature`,
   /// describeStep's output).

@@ -508,6 +508,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   description.shareSharded = sharded;
   description.microBatches = microBatches;
   description.predictedSeconds = options.predictedSeconds;
+  description.planKey = options.planKey;
   for (unsigned i : batchedArgs)
     description.batched.push_back(argumentName(step, i));
 

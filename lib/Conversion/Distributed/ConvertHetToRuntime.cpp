@@ -669,6 +669,8 @@ std::string PipelineDescription::text(const std::string &signature) const {
     os << "group " << g.name << ' ' << g.count << '\n';
   if (predictedSeconds > 0)
     os << "predicted " << llvm::formatv("{0:e6}", predictedSeconds) << '\n';
+  if (!planKey.empty())
+    os << "plan_key " << planKey << '\n';
   for (size_t j = 0; j < stages.size(); ++j) {
     const Stage &s = stages[j];
     os << "stage " << j << ' ' << s.name << ' ' << s.layerBegin << ' ' << s.layerEnd << ' '

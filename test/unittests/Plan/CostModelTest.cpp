@@ -6,6 +6,7 @@
 #include "het/Plan/Error.h"
 #include "het/Plan/Explain.h"
 #include "het/Plan/GanttSvg.h"
+#include "het/Plan/MeasuredPlans.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -623,6 +624,43 @@ TEST(TensorParallelMemory, ShareKeepsTheUnsplitPartWhole) {
   EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 65, 4), 0.3 + 0.7 / 4);
   EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 65, 1), 1.0);
   EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(0, 0, 2), 0.5);
+}
+
+// Plans that ran rank by what they measured; the others by their
+// prediction scaled by how far the measured ones' predictions were off.
+TEST(MeasuredPlans, MeasuredTimesRankAndScaleTheRest) {
+  std::vector<RankedCandidate> c(3);
+  c[0].predictedSeconds = 1.0; // predicted fastest, measured 3x slower
+  c[0].measuredSeconds = 3.0;
+  c[1].predictedSeconds = 1.2; // never ran: 1.2 x the median ratio
+  c[2].predictedSeconds = 1.5;
+  c[2].measuredSeconds = 2.0;
+  double ratio = rankByMeasurement(c);
+  EXPECT_DOUBLE_EQ(ratio, (3.0 + 2.0 / 1.5) / 2);
+  EXPECT_DOUBLE_EQ(c[0].expectedSeconds, 3.0);
+  EXPECT_DOUBLE_EQ(c[1].expectedSeconds, 1.2 * ratio);
+  EXPECT_DOUBLE_EQ(c[2].expectedSeconds, 2.0);
+  // None ran: the predictions as they are.
+  std::vector<RankedCandidate> none(1);
+  none[0].predictedSeconds = 0.5;
+  EXPECT_DOUBLE_EQ(rankByMeasurement(none), 1.0);
+  EXPECT_DOUBLE_EQ(none[0].expectedSeconds, 0.5);
+}
+
+// A key digests what decides the run, not what describes it.
+TEST(MeasuredPlans, KeysIgnoreDescriptionsAndPredictions) {
+  nlohmann::json plan = {{"cluster", "local"}, {"global_batch", 64}, {"micro_batches", 4},
+                         {"stages", {{{"name", "s0"}, {"replicas", 2}}}},
+                         {"model", "mlp"}, {"predicted_iteration_s", 1e-4}};
+  nlohmann::json described = plan;
+  described["model"] = "mlp_train_step";
+  described["predicted_iteration_s"] = 2e-4;
+  EXPECT_EQ(measuredPlanKey("m", plan), measuredPlanKey("m", described));
+  nlohmann::json other = plan;
+  other["micro_batches"] = 2;
+  EXPECT_NE(measuredPlanKey("m", plan), measuredPlanKey("m", other));
+  EXPECT_NE(measuredPlanKey("m", plan), measuredPlanKey("n", plan));
+  EXPECT_EQ(measuredPlanWorkload(measuredPlanKey("m", plan)).rfind(measuredPlanPrefix("m"), 0), 0u);
 }
 
 TEST(GptModel, ParameterCountOfGpt3) {
