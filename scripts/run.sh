@@ -294,9 +294,21 @@ print(json.load(open(sys.argv[1]))["global_batch"])' "$out/pipeline.plan.json")
 echo "het: the chosen plan against the 4 best het-plan lists (global batch $global_batch, at most 2 micro-batches; each run once, 150 steps):"
 "$here/.venv/bin/python" "$here/bench/plan/decisions.py" --model-file "$model" --tuning-db "$out/tune.db" \
   --global-batch "$global_batch" --max-micro-batches 2 --top 4 --runs 1 --steps 150 --no-record \
-  --chosen "$out/pipeline.plan.json" > "$out/decisions.txt" 2>&1 \
+  --record-plans --chosen "$out/pipeline.plan.json" > "$out/decisions.txt" 2>&1 \
   || { cat "$out/decisions.txt"; echo "het: bench/plan/decisions.py failed" >&2; exit 1; }
 grep -v '^#\|^$' "$out/decisions.txt" | sed 's/^/het:   /'
+# Measured feedback: each of those runs recorded its iteration time under
+# its plan's key (het-run --tuning-db); planning again ranks the plans that
+# ran by what they measured, the others by their prediction scaled by how
+# far the measured ones were off (docs/planner.md).
+echo "het: het-compile --plan auto --tuning-db again: the plans that ran, ranked by what they measured:"
+"$here/build/bin/het-compile" "$model" --lr 0.1 --cluster "$two_kinds" --plan auto \
+  --tuning-db "$out/tune.db" --micro-batches 2 -o "$out/pipeline-measured" \
+  2> "$out/pipeline-measured-compile.txt" \
+  || { cat "$out/pipeline-measured-compile.txt"; echo "het: het-compile --plan auto (measured) failed" >&2; exit 1; }
+grep -E '^(candidate [0-9]+: measured|ranked |stage s[0-9]+:)' "$out/pipeline-measured-compile.txt" | sed 's/^/het:   /'
+grep -q '^ranked ' "$out/pipeline-measured-compile.txt" \
+  || { echo "het: the second --plan auto found none of the measured plans in $out/tune.db" >&2; exit 1; }
 
 # The same checkpoints under another plan: one rank of the cpu.onednn kind
 # takes the whole model, reads each layer's state from the ranks that

@@ -79,11 +79,14 @@ def spearman(a, b):
     return cov / (va * vb) ** 0.5 if va and vb else float("nan")
 
 
-def measure(exe, steps, runs):
+def measure(exe, steps, runs, record_in=None):
     times = []
     for _ in range(runs):
+        # With record_in, het-run records the time under the plan's key
+        # (het-compile --plan auto --tuning-db then ranks by it).
+        record = ["--tuning-db", record_in] if record_in else []
         out = run([os.path.join(BIN, "het-run"), "--cluster", CLUSTER, "--timeout-ms", "120000",
-                   exe, "--steps", str(steps), "--print-every", "100000"])
+                   *record, exe, "--steps", str(steps), "--print-every", "100000"])
         m = re.search(r"iteration time ([0-9.]+) ms", out)
         if not m:
             sys.exit(f"decisions: no iteration time in the output of {exe}:\n{out[-2000:]}")
@@ -115,6 +118,9 @@ def main():
     p.add_argument("--max-micro-batches", type=int, help="passed to het-plan")
     p.add_argument("--steps", type=int, help="steps per run instead of the model's default")
     p.add_argument("--no-record", action="store_true", help="print only, write no JSON record")
+    p.add_argument("--record-plans", action="store_true",
+                   help="het-run --tuning-db: record each plan's measured iteration time in the "
+                        "tuning database, for het-compile --plan auto --tuning-db to rank by")
     p.add_argument("--chosen", help="a plan file another tool chose (het-compile --plan auto): "
                    "say which listed plan it is and how it ran against the fastest")
     args = p.parse_args()
@@ -152,7 +158,7 @@ def main():
             exe = os.path.join(work, f"{model}-{k}")
             run([os.path.join(BIN, "het-compile"), src, "--lr", "0.05", "--cluster", CLUSTER,
                  "--plan", plan_file, "--tuning-db", db, "-o", exe])
-            measured, times = measure(exe, steps, args.runs)
+            measured, times = measure(exe, steps, args.runs, db if args.record_plans else None)
             predicted = plan["predicted"]["iteration_s"] * 1e3
             rows.append({"plan": k, "shape": describe(plan), "predicted_ms": predicted,
                          "measured_ms": measured, "runs_ms": times, "ratio": measured / predicted})

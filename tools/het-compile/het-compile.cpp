@@ -596,12 +596,21 @@ std::string trainingOptions(bool withLayers = true) {
 }
 
 /// What is trained, as keys of measured plans name it
-/// (het/Plan/MeasuredPlans.h): the input's bytes and the step's options.
+/// (het/Plan/MeasuredPlans.h): the input's bytes and the options that
+/// change the step's work (not a learning rate, betas or decay, so runs
+/// that differ only in those share their measurements).
 std::string trainedModel() {
   auto bytes = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!bytes || inputFile == "-")
     return "";
-  return ::het::plan::trainedModelKey((*bytes)->getBuffer().str(), trainingOptions());
+  std::string work = llvm::formatv(
+      "optimizer={0} momentum={1} fuse={2} fuse-attention={3} precision={4} layers={5} "
+      "loss-scale={6} recompute={7}/{8} clip={9} library={10} target={11}",
+      optimizer.getValue(), momentum > 0, fuse.getValue(), fuseAttention.getValue(),
+      precision.getValue(), llvm::join(layerPrecisions, ","), lossScale.getValue(),
+      recompute.getValue(), llvm::join(recomputeLayers, ","), clipGradNorm > 0,
+      library.getValue(), target.getValue());
+  return ::het::plan::trainedModelKey((*bytes)->getBuffer().str(), work);
 }
 
 /// The plan the pipeline was built for (the chosen one with --plan auto).
