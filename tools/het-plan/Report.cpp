@@ -165,6 +165,30 @@ void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown) {
   os << "\n";
 }
 
+void printMeasuredSplit(std::ostream &os, const IterationBreakdown &breakdown,
+                        const std::vector<MeasuredStageSplit> &split, const std::string &file) {
+  char line[512];
+  os << "  measured (" << file << "), per stage and step, beside the predicted:\n";
+  for (size_t j = 0; j < split.size() && j < breakdown.stages.size(); ++j) {
+    const MeasuredStageSplit &m = split[j];
+    const StageBusy &p = breakdown.stages[j];
+    if (m.ranks == 0) {
+      std::snprintf(line, sizeof line, "    s%zu: no rank reported\n", j);
+      os << line;
+      continue;
+    }
+    std::snprintf(line, sizeof line,
+                  "    s%zu: measured %s = kernels %s + messages %s + collectives %s + runtime %s "
+                  "(%d rank%s); predicted busy %s = work %s + sends %s + sync and update %s\n",
+                  j, formatSeconds(m.step).c_str(), formatSeconds(m.kernels).c_str(),
+                  formatSeconds(m.messages).c_str(), formatSeconds(m.collectives).c_str(),
+                  formatSeconds(m.runtime).c_str(), m.ranks, m.ranks == 1 ? "" : "s",
+                  formatSeconds(p.busy()).c_str(), formatSeconds(p.work).c_str(),
+                  formatSeconds(p.sends).c_str(), formatSeconds(p.syncAndUpdate).c_str());
+    os << line;
+  }
+}
+
 std::string formatObjective(double value, ObjectiveKind kind) {
   char buf[48];
   switch (kind) {

@@ -4,6 +4,7 @@
 
 #include "het/Plan/CostModel.h"
 #include "het/Plan/Explain.h"
+#include "het/Plan/MeasuredSplit.h"
 #include "het/Plan/FrequencyScaling.h"
 #include "het/Plan/Objective.h"
 
@@ -28,6 +29,10 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
 /// --explain: the parts the predicted iteration is made of, and each
 /// stage's busy time and idle share.
 void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown);
+/// A run's measured split per stage (het-plan --measured) beside each
+/// stage's predicted busy time.
+void printMeasuredSplit(std::ostream &os, const IterationBreakdown &breakdown,
+                        const std::vector<MeasuredStageSplit> &split, const std::string &file);
 
 /// "USD 1.23", "4.56 MJ", "12.3 s": an objective's value in its unit.
 std::string formatObjective(double value, ObjectiveKind kind);

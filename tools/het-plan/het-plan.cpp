@@ -31,6 +31,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <map>
 
 using namespace het::plan;
@@ -113,12 +114,23 @@ CLI::Validator positiveInteger() {
       "POSITIVE");
 }
 
+/// het-run's output for --measured: the whole file, or an error naming it.
+static std::string readMeasuredLog(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    fail(path, "", "cannot read it (--measured: what het-run printed for this plan)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 int main(int argc, char **argv) {
   CLI::App app{"het-plan: choose which chips run which layers (pipeline "
                "stages, data and tensor parallelism, micro-batching, "
                "all-reduce algorithms) for one training job on a mixed "
                "cluster, by a cost model and an exact search"};
   std::string tuningDbPath;
+  std::string measuredPath;
   std::string clusterPath, modelPath, profilesDir, catalogDir, svgPath,
       evaluatePath, writePlanPath, writePlansDir, devicesPath;
   long globalBatch = 0;
@@ -251,6 +263,12 @@ int main(int argc, char **argv) {
                "the bottleneck stage's forward and backward over the micro-batches, its sends, "
                "the pipeline's fill and drain, the gradient sync and the optimizer update -- and "
                "each stage's busy time and idle share (also under \"explain\" with --json)");
+  app.add_option("--measured", measuredPath,
+                 "with --explain: what het-run printed for a run of that plan; each stage's "
+                 "measured split per step (kernels, messages, collectives, runtime; averaged "
+                 "over its ranks) beside its predicted busy time")
+      ->needs("--explain")
+      ->needs("--evaluate");
   app.add_flag("--show-model", showModel,
                "print the per-layer costs the planner uses (per sample: "
                "FLOPs, bytes; parameters) and stop");
@@ -385,6 +403,10 @@ int main(int argc, char **argv) {
         out["economics"] = economicsToJson(economics);
         if (explain)
           out["explain"] = breakdownToJson(explainIteration(plan, ev));
+        if (!measuredPath.empty())
+          out["explain"]["measured"] = measuredSplitToJson(
+              measuredSplitFromLog(readMeasuredLog(measuredPath), plan.stages.size(),
+                                   measuredPath));
         if (!economics.violated.empty())
           out["violates"] = economics.violated;
         if (frequencyScaling)
@@ -409,6 +431,11 @@ int main(int argc, char **argv) {
         printPlan(std::cout, cost, plan, ev);
         if (explain)
           printBreakdown(std::cout, explainIteration(plan, ev));
+        if (!measuredPath.empty())
+          printMeasuredSplit(std::cout, explainIteration(plan, ev),
+                             measuredSplitFromLog(readMeasuredLog(measuredPath),
+                                                  plan.stages.size(), measuredPath),
+                             measuredPath);
         printEconomics(std::cout, economics);
         if (!economics.violated.empty())
           std::cout << "does not meet the objective's limit: " << economics.violated << "\n";
