@@ -247,7 +247,8 @@ cl::opt<std::string> tuningDb(
              "fastest on this host; with --library=mlir each generated contraction gets the "
              "register tiling het-tune kernels --library mlir measured fastest; --plan auto takes each device kind's step time from it "
              "when this step, compiled the same way on this host, was measured before, and "
-             "records what it measures"),
+             "records what it measures, and ranks its candidate plans by the iteration times "
+             "het-run --tuning-db recorded for those that ran"),
     cl::value_desc("F.db"), cl::cat(category));
 cl::opt<std::string> schedule("schedule", cl::desc("pipeline schedule: 1f1b (default) or gpipe"),
                               cl::init("1f1b"), cl::cat(distributed));
