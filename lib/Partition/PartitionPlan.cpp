@@ -192,18 +192,15 @@ void resolveShares(PartitionPlan &plan, long microBatchSamples) {
         fail(file, at + ".replicas",
              std::to_string(replicas) + " replicas cannot share a micro-batch of " +
                  std::to_string(microBatchSamples) + " samples (each needs at least one)");
-      // Even shares; when the micro-batch does not divide, the first
-      // replicas take one sample more (a group of them becomes two replica
-      // groups).
-      long base = microBatchSamples / replicas, extra = microBatchSamples % replicas;
+      // Even shares (the first replicas take one sample more where the
+      // micro-batch does not divide).
+      std::vector<long> counts;
+      for (const ReplicaGroupInfo &g : s.replicaGroups)
+        counts.push_back(g.replicas);
       std::vector<ReplicaGroupInfo> even;
-      for (const ReplicaGroupInfo &g : s.replicaGroups) {
-        long more = std::min(extra, g.replicas);
-        extra -= more;
-        if (more > 0)
-          even.push_back({g.group, more, base + 1, g.precision, g.field});
-        if (g.replicas - more > 0)
-          even.push_back({g.group, g.replicas - more, base, g.precision, g.field});
+      for (const ::het::plan::EvenShare &e : ::het::plan::evenShares(counts, microBatchSamples)) {
+        const ReplicaGroupInfo &g = s.replicaGroups[e.group];
+        even.push_back({g.group, e.replicas, e.samples, g.precision, g.field});
       }
       s.replicaGroups = even;
     } else {

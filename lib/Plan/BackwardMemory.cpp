@@ -151,21 +151,24 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
   mlir::func::FuncOp analysed = findLayeredFunction(module);
   if (!analysed || m.layers.empty())
     return;
-  // `lowPrecision`: as autocast to bf16 trains it (fp16 holds the same
-  // bytes). `splitInTwo`: each rank's part when het-tensor-parallel splits
-  // every layer that splits over two devices.
-  // `selective`: with het-recompute's selective mode in every layer.
-  auto analyse = [&](bool lowPrecision, bool splitInTwo = false,
-                     bool selective = false) -> BackwardMemory {
+  // How the step is built before its backward is analysed: as written;
+  // as autocast to bf16 trains it (fp16 holds the same bytes); each rank's
+  // part when het-tensor-parallel splits every layer that splits over two
+  // devices; with het-recompute's selective mode in every layer.
+  enum class Build { AsWritten, LowPrecision, SplitInTwo, Selective };
+  auto analyse = [&](Build build) -> BackwardMemory {
+    const bool lowPrecision = build == Build::LowPrecision;
+    const bool splitInTwo = build == Build::SplitInTwo;
+    const bool selective = build == Build::Selective;
     mlir::OwningOpRef<mlir::ModuleOp> copy;
     mlir::func::FuncOp step = analysed;
     if (!analysed.getName().ends_with("_train_step")) {
       copy = module.clone();
       mlir::PassManager pm(module.getContext());
       std::vector<int64_t> degrees;
-      for (const LayerDesc &l : m.layers)
-        degrees.push_back(l.statusAt(2) == 's' ? 2 : 1);
       if (splitInTwo) {
+        for (const LayerDesc &l : m.layers)
+          degrees.push_back(l.statusAt(2) == 's' ? 2 : 1);
         if (llvm::none_of(degrees, [](int64_t d) { return d > 1; }))
           return {};
         mlir::het::HetTensorParallelOptions split;
@@ -201,13 +204,13 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
       step = copy->lookupSymbol<mlir::func::FuncOp>((analysed.getName() + "_train_step").str());
       if (!step)
         return {};
-    } else if (lowPrecision || splitInTwo || selective) {
+    } else if (build != Build::AsWritten) {
       return {}; // a step as given: its format, split and recomputation are its own
     }
     BackwardMemory b = analyzeBackward(step, m.layers.size(), double(m.batch));
     return b.stash.size() == m.layers.size() ? b : BackwardMemory{};
   };
-  BackwardMemory full = analyse(false);
+  BackwardMemory full = analyse(Build::AsWritten);
   if (full.stash.empty())
     return;
   for (size_t l = 0; l < m.layers.size(); ++l) {
@@ -217,7 +220,7 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
     d.inputStashBytes = full.input[l];
     d.gradientBytes = full.working[l];
   }
-  BackwardMemory selective = analyse(false, false, /*selective=*/true);
+  BackwardMemory selective = analyse(Build::Selective);
   for (size_t l = 0; l < m.layers.size() && !selective.stash.empty(); ++l)
     m.layers[l].selective = {true,
                              selective.stash[l],
@@ -226,13 +229,13 @@ void memoryFromBackward(mlir::ModuleOp module, ModelDesc &m) {
                              selective.working[l],
                              selective.recomputedFlops[l],
                              selective.recomputedBytes[l]};
-  BackwardMemory split = analyse(false, /*splitInTwo=*/true);
+  BackwardMemory split = analyse(Build::SplitInTwo);
   for (size_t l = 0; l < m.layers.size() && !split.stash.empty(); ++l)
     m.layers[l].splitInTwo = {true, split.stash[l], split.passed[l], split.input[l],
                               split.working[l]};
   if (m.bytesPerElement != 4)
     return;
-  BackwardMemory low = analyse(true);
+  BackwardMemory low = analyse(Build::LowPrecision);
   for (size_t l = 0; l < m.layers.size() && !low.stash.empty(); ++l)
     m.layers[l].lowPrecision = {true, low.stash[l], low.passed[l], low.input[l], low.working[l]};
 }

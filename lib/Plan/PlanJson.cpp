@@ -58,6 +58,23 @@ bool StagePlan::explicitShares() const {
   return mixed() || replicaGroups.front().samples > 0;
 }
 
+std::vector<EvenShare> evenShares(const std::vector<long> &replicas, long microBatch) {
+  long total = 0;
+  for (long r : replicas)
+    total += r;
+  long base = microBatch / std::max(1L, total), extra = microBatch % std::max(1L, total);
+  std::vector<EvenShare> shares;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    long more = std::min(extra, replicas[k]);
+    extra -= more;
+    if (more > 0)
+      shares.push_back({k, more, base + 1});
+    if (replicas[k] - more > 0)
+      shares.push_back({k, replicas[k] - more, base});
+  }
+  return shares;
+}
+
 std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
                                       const std::vector<std::string> &groupNames) {
   std::string known;
@@ -270,20 +287,13 @@ Plan planFromJson(const json &j, const std::string &file,
     st.recompute = *parseRecompute(spec.recompute); // readStageSpecs checked it
     st.zero = int(spec.zero);
     if (!spec.explicitShares && st.mixed()) {
-      // Groups without shares split each micro-batch evenly, the first
-      // replicas taking one sample more where it does not divide: what
-      // het-compile builds from the same file (partition::resolveShares).
-      long micro = plan.globalBatch / plan.microBatches, replicas = st.replicas();
-      long base = micro / std::max(1L, replicas), extra = micro % std::max(1L, replicas);
+      // Groups without shares: even ones, as het-compile builds the file.
+      std::vector<long> counts;
+      for (const ReplicaGroupPlan &g : st.replicaGroups)
+        counts.push_back(g.replicas);
       std::vector<ReplicaGroupPlan> even;
-      for (const ReplicaGroupPlan &g : st.replicaGroups) {
-        int more = int(std::min<long>(extra, g.replicas));
-        extra -= more;
-        if (more > 0)
-          even.push_back({g.group, more, int(base + 1)});
-        if (g.replicas - more > 0)
-          even.push_back({g.group, g.replicas - more, int(base)});
-      }
+      for (const EvenShare &e : evenShares(counts, plan.globalBatch / plan.microBatches))
+        even.push_back({st.replicaGroups[e.group].group, int(e.replicas), int(e.samples)});
       st.replicaGroups = even;
     }
     if (spec.explicitShares) {

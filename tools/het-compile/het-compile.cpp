@@ -601,8 +601,10 @@ std::string trainingOptions(bool withLayers = true) {
 /// change the step's work (not a learning rate, betas or decay, so runs
 /// that differ only in those share their measurements).
 std::string trainedModel() {
-  auto bytes = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
-  if (!bytes || inputFile == "-")
+  if (inputFile == "-")
+    return ""; // stdin is read once, by the parser
+  auto bytes = llvm::MemoryBuffer::getFile(inputFile);
+  if (!bytes)
     return "";
   std::string work = llvm::formatv(
       "optimizer={0} momentum={1} fuse={2} fuse-attention={3} precision={4} layers={5} "
@@ -635,6 +637,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     fail("unknown --schedule '" + schedule + "' (use 1f1b or gpipe)");
     return failure();
   }
+  // What is trained, keying the measured plans: read and digested once.
+  const std::string modelKey = trainedModel();
   int compressionKind = 0;
   double ratio = 0;
   std::string problem;
@@ -692,7 +696,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
     } else {
       ::het::compile::AutoPlanRequest request;
       request.tuningDb = tuningDb;
-      request.modelKey = trainedModel();
+      request.modelKey = modelKey;
       request.clusterFile = clusterFile;
       // Per-layer formats are the plan's to state, not the planner's pick.
       request.format = !layerPrecisions.empty() ? ""
@@ -738,7 +742,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildForCluster(ModuleOp module, StageTimer &ti
   builtPlanFile = build.planFile;
   // The key het-run --tuning-db records the measured iteration time under.
   if (!build.planFile.empty())
-    build.planKey = ::het::compile::measuredPlanKeyOfFile(trainedModel(), build.planFile);
+    build.planKey = ::het::compile::measuredPlanKeyOfFile(modelKey, build.planFile);
   FailureOr<OwningOpRef<ModuleOp>> built = mlir::het::buildPipeline(module, build);
   if (succeeded(built) && stagesFile)
     stagesFile->keep();

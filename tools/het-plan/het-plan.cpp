@@ -429,13 +429,15 @@ int main(int argc, char **argv) {
                        "optimizer beside the others' backwards, takes "
                     << formatSeconds(ev.sharedCoresTime) << "\n";
         printPlan(std::cout, cost, plan, ev);
-        if (explain)
-          printBreakdown(std::cout, explainIteration(plan, ev));
-        if (!measuredPath.empty())
-          printMeasuredSplit(std::cout, explainIteration(plan, ev),
-                             measuredSplitFromLog(readMeasuredLog(measuredPath),
-                                                  plan.stages.size(), measuredPath),
-                             measuredPath);
+        if (explain) {
+          IterationBreakdown breakdown = explainIteration(plan, ev);
+          printBreakdown(std::cout, breakdown);
+          if (!measuredPath.empty())
+            printMeasuredSplit(std::cout, breakdown,
+                               measuredSplitFromLog(readMeasuredLog(measuredPath),
+                                                    plan.stages.size(), measuredPath),
+                               measuredPath);
+        }
         printEconomics(std::cout, economics);
         if (!economics.violated.empty())
           std::cout << "does not meet the objective's limit: " << economics.violated << "\n";

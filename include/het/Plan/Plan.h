@@ -101,6 +101,17 @@ struct StageSpec {
   bool evenShares() const;
 };
 
+/// A stage's replica groups (`replicas[k]` replicas each) when a plan
+/// gives no shares: each micro-batch of `microBatch` samples split evenly,
+/// the first replicas taking one sample more where it does not divide (a
+/// group then becomes two entries). Entries: {group index k, replicas,
+/// samples each}. het-compile and het-plan read such a file alike.
+struct EvenShare {
+  size_t group = 0;
+  long replicas = 0, samples = 0;
+};
+std::vector<EvenShare> evenShares(const std::vector<long> &replicas, long microBatch);
+
 /// Reads the "stages" list of a plan JSON, in either form (docs/planner.md):
 /// `{"group", "replicas"}` or `{"replica_groups": [{"group", "replicas",
 /// "micro_batch_size"}, ...]}`, each with optional "tensor_parallel",
