@@ -1,6 +1,7 @@
 //===- HetPartition.cpp - cut a step into het.stage regions ---------------===//
 #include "het/Partition/PartitionPlan.h"
 #include "SyncBatchNorm.h"
+#include "TiedParameters.h"
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
@@ -32,6 +33,8 @@ namespace mlir::het {
 using namespace mlir;
 using namespace mlir::het;
 using ::het::partition::PartitionPlan;
+using ::het::partition::TiedParameters;
+using ::het::partition::tieParameters;
 
 namespace {
 
@@ -183,12 +186,26 @@ void HetPartitionPass::runOnOperation() {
     if (l >= 0)
       stageOf[&op] = stageOfLayer(l);
   }
+  // Tied parameters: a parameter read by layers of several stages (GPT-2's
+  // token embedding and output head). Each of those stages keeps a copy of
+  // it and of its optimizer state, sums its own layers' parts of the
+  // gradient (accumulated over the micro-batches like any gradient), and
+  // in the update the parts are summed over every rank of those stages by
+  // one all-reduce (a het.tied_group), once per step; each copy then takes
+  // the same update. The step's sum of the parts becomes one partial sum
+  // per stage, and the update is repeated in every stage but its own.
+  std::set<std::string> splitParameters(tensorParallelSplit.begin(), tensorParallelSplit.end());
+  FailureOr<TiedParameters> tied =
+      tieParameters(func, plan, stageOf, lossWeighted, splitParameters);
+  if (failed(tied))
+    return signalPassFailure();
+
   // The backward pass: gradient ops and everything computed from them
   // (optimizer updates aside). Marked so the pipeline lowering can run a
   // micro-batch's forward and backward apart.
   llvm::DenseSet<Operation *> backward;
   for (Operation &op : body) {
-    if (isa<SGDOp, AdamOp>(op))
+    if (isa<SGDOp, AdamOp>(op) || tied->updateCopies.contains(&op))
       continue;
     bool fromGradient = llvm::any_of(op.getOperands(), [&](Value v) {
       Operation *def = v.getDefiningOp();
@@ -317,6 +334,32 @@ void HetPartitionPass::runOnOperation() {
                                   CompressionKind::None, FloatAttr());
   };
 
+  // A tied parameter's gradient: each stage's partial sum, summed over
+  // every rank of the stages holding it (their replicas' losses are
+  // weighted by share, so the sum is the whole gradient).
+  std::vector<FlatSymbolRefAttr> tieGroups;
+  for (const auto &tie : tied->ties) {
+    std::string name = "tied";
+    SmallVector<Attribute> members;
+    for (int s : tie.stages) {
+      name += "_" + plan.stages[s].name;
+      members.push_back(FlatSymbolRefAttr::get(ctx, plan.stages[s].name));
+    }
+    Operation *existing = module.lookupSymbol(name);
+    if (existing && !isa<TiedGroupOp>(existing)) {
+      module.emitError() << "het-partition: the module already has a symbol @" << name;
+      return signalPassFailure();
+    }
+    if (!existing)
+      b.create<TiedGroupOp>(func.getLoc(), name, b.getArrayAttr(members));
+    tieGroups.push_back(FlatSymbolRefAttr::get(ctx, name));
+  }
+  auto tieReduce = [&](size_t tie, Value partial, Location loc, OpBuilder &ob) -> Value {
+    return ob.create<AllReduceOp>(loc, partial.getType(), partial, tieGroups[tie],
+                                  ReductionKind::Sum, CollectiveAlgorithm::Ring,
+                                  CompressionKind::None, FloatAttr());
+  };
+
   // Each stage's inputs: the function arguments its ops use, in order.
   const size_t S = plan.stages.size();
   std::vector<std::vector<unsigned>> stageArgs(S);
@@ -328,31 +371,6 @@ void HetPartitionPass::runOnOperation() {
       stagesUsingOperand(use, users);
     for (int s : users)
       stageArgs[s].push_back(arg.getArgNumber());
-    // A parameter read by layers of two stages (tied weights: GPT-2's
-    // token embedding and output head) would need both stages' copies
-    // updated alike and their partial gradients summed once per step;
-    // the stages exchange them per micro-batch instead, in an order the
-    // schedules cannot keep. Refused here, naming the layers, rather
-    // than failing in the ranks.
-    if (users.size() > 1 && func.getArgAttr(arg.getArgNumber(), HetDialect::getParamAttrName())) {
-      std::set<int64_t> layers;
-      for (Operation *user : arg.getUsers())
-        if (auto layer = user->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName()))
-          layers.insert(layer.getInt());
-      std::string stageList, layerList;
-      for (int s : users)
-        stageList += (stageList.empty() ? "'" : ", '") + plan.stages[s].name + "'";
-      for (int64_t l : layers)
-        layerList += (layerList.empty() ? "" : ", ") + std::to_string(l);
-      module.emitError() << "het-partition: " << plan.file << ": stages " << stageList
-                         << " all read parameter '" << argumentName(func, arg.getArgNumber())
-                         << "' (a tied weight, in layers " << layerList
-                         << "); a pipeline cannot split a tied parameter yet: plan layers ["
-                         << *layers.begin() << ", " << *layers.rbegin() + 1
-                         << ") into one stage, or untie it (transformers: "
-                            "tie_word_embeddings=False)";
-      return signalPassFailure();
-    }
   }
 
   // Build the stages.
@@ -427,6 +445,17 @@ void HetPartitionPass::runOnOperation() {
     return Value(); // an argument no layered op declared: not reached
   };
 
+  // A gradient combined for stage j's update: over the stage's replicas,
+  // or for a tied parameter the stage's partial sum over the tie's ranks.
+  auto reduceGradient = [&](int j, Value source, Location loc, OpBuilder &ob) -> Value {
+    if (auto it = tied->tieOfPartial.find(source); it != tied->tieOfPartial.end()) {
+      Value partial = valueIn(tied->ties[it->second].partials.at(j), j);
+      return partial ? tieReduce(it->second, partial, loc, ob) : Value();
+    }
+    Value gradient = valueIn(source, j);
+    return gradient ? averaged(j, gradient, loc, ob) : Value();
+  };
+
   // Loss scaling (het-autodiff loss-scale): one het.unscale_gradients over
   // every parameter's gradient becomes one per stage over its own, after
   // the gradients are combined over the stage's replicas, and their
@@ -446,10 +475,10 @@ void HetPartitionPass::runOnOperation() {
           stagesUsingOperand(use, users);
         if (!users.count(int(j)))
           continue;
-        Value gradient = valueIn(unscale.getGradients()[k], int(j));
+        Value gradient = reduceGradient(int(j), unscale.getGradients()[k], unscale.getLoc(), ob);
         if (!gradient)
           return false;
-        gradients.push_back(averaged(int(j), gradient, unscale.getLoc(), ob));
+        gradients.push_back(gradient);
         positions.push_back(unsigned(k));
       }
       Value found;
@@ -492,7 +521,6 @@ void HetPartitionPass::runOnOperation() {
   // gradient (1/R each) and the same whole gradient of the others (1/(R
   // T) each). Each stage then clips its own gradients with the job-wide
   // sum, so every rank scales by one factor.
-  std::set<std::string> splitParameters(tensorParallelSplit.begin(), tensorParallelSplit.end());
   // The step argument a clipped gradient updates (-1: none found).
   auto parameterOf = [&](Value clipped) -> int {
     for (Operation *user : clipped.getUsers())
@@ -521,11 +549,11 @@ void HetPartitionPass::runOnOperation() {
         if (!users.count(int(j)))
           continue;
         Value source = clip.getGradients()[k];
-        Value gradient = valueIn(source, int(j));
+        Value gradient = reducedGradients.contains(source)
+                             ? valueIn(source, int(j))
+                             : reduceGradient(int(j), source, clip.getLoc(), ob);
         if (!gradient)
           return false;
-        if (!reducedGradients.contains(source))
-          gradient = averaged(int(j), gradient, clip.getLoc(), ob);
         gradients.push_back(gradient);
         positions.push_back(unsigned(k));
       }
@@ -535,7 +563,14 @@ void HetPartitionPass::runOnOperation() {
       // Under tensor parallelism: the split parameters' gradients, then the
       // others (each device holds all of them).
       SmallVector<Value> split, whole;
+      // A tied parameter's whole gradient is held by each of the stages
+      // holding a copy: each adds its share.
+      std::map<size_t, SmallVector<Value>> tiedBy; // stages holding it -> gradients
       for (auto [gradient, position] : llvm::zip(gradients, positions)) {
+        if (int tie = tied->tieOfGradient(clip.getGradients()[position]); tie >= 0) {
+          tiedBy[tied->ties[tie].stages.size()].push_back(gradient);
+          continue;
+        }
         if (devices == 1) {
           split.push_back(gradient);
           continue;
@@ -561,6 +596,11 @@ void HetPartitionPass::runOnOperation() {
         if (!whole.empty()) {
           Value kept = ob.create<SquaredNormOp>(norm.getLoc(), scalar, whole,
                                                 ob.getF64FloatAttr(1.0 / (replicas * devices)));
+          local = local ? ob.create<AddOp>(norm.getLoc(), scalar, local, kept).getResult() : kept;
+        }
+        for (const auto &[holders, tiedGradients] : tiedBy) {
+          Value kept = ob.create<SquaredNormOp>(norm.getLoc(), scalar, tiedGradients,
+                                                ob.getF64FloatAttr(1.0 / (replicas * holders)));
           local = local ? ob.create<AddOp>(norm.getLoc(), scalar, local, kept).getResult() : kept;
         }
       }
@@ -610,10 +650,16 @@ void HetPartitionPass::runOnOperation() {
     // (with loss scaling, averaged before unscaling).
     if (isa<SGDOp, AdamOp>(copy) && !reducedGradients.contains(op.getOperand(1))) {
       OpBuilder before(copy);
-      copy->setOperand(1,
-                       averaged(j, copy->getOperand(1), op.getLoc(), before));
+      auto tie = tied->tieOfPartial.find(op.getOperand(1));
+      copy->setOperand(1, tie != tied->tieOfPartial.end()
+                              ? tieReduce(tie->second, copy->getOperand(1), op.getLoc(), before)
+                              : averaged(j, copy->getOperand(1), op.getLoc(), before));
     }
     for (Value result : op.getResults()) {
+      // (A tied parameter's partial gradient stays in its stage: every
+      // stage holding the parameter reads its own.)
+      if (tied->tieOfPartial.count(result))
+        continue;
       // Unlayered users are copied into the stages that use them, so those
       // stages receive the value too.
       std::set<int> consumers;
@@ -663,6 +709,13 @@ void HetPartitionPass::runOnOperation() {
     Operation *def = r.getDefiningOp();
     auto it = def ? stageOf.find(def) : stageOf.end();
     StringAttr name = b.getStringAttr(resultName(func, index));
+    // A tied parameter and its optimizer state leave every stage holding
+    // a copy.
+    if (auto copies = tied->resultCopies.find(unsigned(index)); copies != tied->resultCopies.end())
+      for (auto [stage, copy] : copies->second) {
+        yieldNames[stage].push_back(name);
+        yields[stage].push_back(maps[stage].lookup(copy));
+      }
     if (it == stageOf.end()) {
       // An unlayered result (Adam's step counter) leaves every stage that
       // computed a copy of it: each stage keeps its own. An argument or

@@ -504,7 +504,10 @@ StageMemory CostModel::memory(const LayerTable &t, int b, int e, const StageCont
                               size_t k) const {
   LayerTable::MemoryPlace at{ctx.members.at(k).mbs, ctx.inFlight, ctx.microBatches, ctx.zero,
                              ctx.fraction(k)};
-  return t.memory(t.range(t.params, b, e), t.stashOf(b, e), t.range(t.data, b, e),
+  // (A copy of a tied parameter whose first layer is in an earlier stage
+  // is held here too, with its gradient and optimizer state.)
+  return t.memory(t.range(t.params, b, e) + modelDesc.tiedCopyElements(b, e), t.stashOf(b, e),
+                  t.range(t.data, b, e),
                   t.workingSetPeak(b, e), t.largestTensorOf(b, e), t.largestLayerOf(b, e), at);
 }
 
@@ -522,7 +525,7 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
       c.fwd = fwd;
       c.bwd = bwd;
     }
-    c.update = std::max(c.update, t.stageUpdate(b, e));
+    c.update = std::max(c.update, t.stageUpdate(b, e) + tiedCopyUpdate(t, b, e));
     StageMemory memory = this->memory(t, b, e, ctx, k);
     double capacity = capacityBytes(ctx.members[k].group);
     if (memory.peak() - capacity > worstExcess) {
@@ -536,8 +539,36 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
     c.p2p += boundaryTime(e, ctx, /*next=*/true);
   if (!ctx.prevGroups.empty())
     c.p2p += boundaryTime(b, ctx, /*next=*/false);
-  c.sync = stageSync(tables, ctx, b, e, chosen);
+  c.sync = stageSync(tables, ctx, b, e, chosen) + tiedSync(ctx, b, e);
   return c;
+}
+
+double CostModel::tiedCopyUpdate(const LayerTable &t, int b, int e) const {
+  // At the update's speed per parameter in the tie's first layer.
+  double seconds = 0;
+  for (const ModelDesc::Tie &tie : modelDesc.ties) {
+    int f = tie.layers.front();
+    double params = t.range(t.params, f, f + 1);
+    if (f < b && params > 0 && modelDesc.tiedCopyElements(b, e) > 0 &&
+        std::any_of(tie.layers.begin(), tie.layers.end(), [&](int l) { return l >= b && l < e; }))
+      seconds += t.range(t.update, f, f + 1) / params * tie.elements;
+  }
+  return seconds;
+}
+
+double CostModel::tiedSync(const StageContext &ctx, int b, int e) const {
+  // One all-reduce per step of each tied parameter's gradient over every
+  // rank of the stages holding a copy. The split search prices a stage
+  // without the others, so the collective is taken over twice this
+  // stage's ranks on its own links (two holders alike; the partner's
+  // link is not known here).
+  double elements = modelDesc.tiedExchangeElements(b, e);
+  if (elements <= 0)
+    return 0;
+  std::vector<Member> both = ctx.members;
+  for (Member &m : both)
+    m.replicas *= 2;
+  return syncTime(both, 1, elements, AllReduceAlgorithm::Ring);
 }
 
 double CostModel::stageSync(const std::vector<const LayerTable *> &tables,
@@ -677,11 +708,13 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
     if (!modelDesc.tensorParallelFits(s.layerBegin, s.layerEnd, s.tensorParallel))
       return invalid(at + "tensor_parallel " + std::to_string(s.tensorParallel) +
                      " splits none of its layers or does not divide one's attention heads");
-    if (!modelDesc.keepsTiedLayers(s.layerBegin, s.layerEnd))
-      return invalid(at + "layers [" + std::to_string(s.layerBegin) + ", " +
+    if (s.tensorParallel > 1 && !modelDesc.keepsTiedLayers(s.layerBegin, s.layerEnd))
+      return invalid(at + "tensor_parallel " + std::to_string(s.tensorParallel) +
+                     " with layers [" + std::to_string(s.layerBegin) + ", " +
                      std::to_string(s.layerEnd) +
-                     ") cut between layers that share a parameter (tied weights), which a "
-                     "pipeline cannot split yet");
+                     ") that share a parameter (tied weights) with another stage's: the copies "
+                     "of a tied parameter are kept whole; plan this stage without "
+                     "tensor_parallel or with all of the tied layers");
     if (s.replicas() > samples)
       return invalid(at + std::to_string(s.replicas()) +
                      " replicas cannot each take a sample of a micro-batch of " +

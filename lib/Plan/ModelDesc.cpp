@@ -1,8 +1,8 @@
 //===- ModelDesc.cpp - layer costs from JSON or the GPT formulas ----------===//
 #include "het/Plan/ModelDesc.h"
+#include "JsonUtil.h"
 
 #include <algorithm>
-#include "JsonUtil.h"
 
 namespace het::plan {
 using namespace json_util;
@@ -32,12 +32,28 @@ bool ModelDesc::pricesSelective() const {
 }
 
 bool ModelDesc::keepsTiedLayers(int b, int e) const {
-  for (auto [first, last] : tiedLayers) {
-    bool inside = first >= b && last < e, outside = last < b || first >= e;
-    if (!inside && !outside)
-      return false;
+  return tiedExchangeElements(b, e) == 0;
+}
+
+double ModelDesc::tiedCopyElements(int b, int e) const {
+  double elements = 0;
+  for (const Tie &tie : ties)
+    if (tie.layers.front() < b &&
+        std::any_of(tie.layers.begin(), tie.layers.end(), [&](int l) { return l >= b && l < e; }))
+      elements += tie.elements;
+  return elements;
+}
+
+double ModelDesc::tiedExchangeElements(int b, int e) const {
+  double elements = 0;
+  for (const Tie &tie : ties) {
+    auto in = [&](int l) { return l >= b && l < e; };
+    bool some = std::any_of(tie.layers.begin(), tie.layers.end(), in);
+    bool all = std::all_of(tie.layers.begin(), tie.layers.end(), in);
+    if (some && !all)
+      elements += tie.elements;
   }
-  return true;
+  return elements;
 }
 
 double ModelDesc::totalParams() const {

@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace het::plan {
 
@@ -220,15 +221,18 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     if (!func.getArgAttr(i, paramName))
       continue;
-    long first = -1, last = -1;
+    long first = -1;
+    std::set<int> readers;
     for (mlir::Operation *user : func.getArgument(i).getUsers()) {
       long l = layerOf(user);
       if (l >= 0 && (first < 0 || l < first))
         first = l;
-      last = std::max(last, l);
+      if (l >= 0)
+        readers.insert(int(l));
     }
-    if (first >= 0 && last > first)
-      m.tiedLayers.push_back({int(first), int(last)});
+    if (readers.size() > 1)
+      m.ties.push_back({std::vector<int>(readers.begin(), readers.end()),
+                        double(elements(func.getArgument(i).getType()))});
     if (first >= 0) {
       m.layers[first].params += elements(func.getArgument(i).getType());
       m.layers[first].paramTensors.push_back(elements(func.getArgument(i).getType()));

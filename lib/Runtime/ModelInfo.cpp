@@ -158,6 +158,17 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
       std::string name;
       ok = static_cast<bool>(line >> name);
       info.shareSharded.push_back(name);
+    } else if (keyword == "tied") {
+      size_t k = 0;
+      int stage = 0;
+      std::vector<int> members;
+      ok = (line >> k) && k == info.tiedGroups.size();
+      while (ok && line >> stage) {
+        ok = stage >= 0 && size_t(stage) < info.stages.size();
+        members.push_back(stage);
+      }
+      ok = ok && members.size() >= 2;
+      info.tiedGroups.push_back(members);
     } else if (keyword == "shard") {
       ShardInfo sh;
       ok = (line >> sh.name >> sh.axis >> sh.parts) && sh.axis >= 0 && sh.parts > 0;

@@ -123,6 +123,9 @@ struct ModelInfo {
   /// Optimizer state each replica of its stage holds a block of rows of
   /// (het-shard-optimizer; het/Support/ShareBlocks.h sizes the blocks).
   std::vector<std::string> shareSharded;
+  /// Per het.tied_group (communicator word 3 + its index): the stages whose
+  /// ranks sum a tied parameter's gradient.
+  std::vector<std::vector<int>> tiedGroups;
   std::string stepName;
   std::vector<TensorInfo> inputs, outputs;
   std::string predictName;

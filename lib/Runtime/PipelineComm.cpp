@@ -11,6 +11,7 @@
 #include "Types/DataType.h" // hetccl: the 16-bit conversions
 #include "het/Support/ShareBlocks.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -43,6 +44,15 @@ std::vector<int> PipelineComm::members(int64_t word) const {
     for (int r = 0; r < layout.ranks(); ++r)
       if (!layout.place(r).idle())
         ranks.push_back(r);
+    return ranks;
+  }
+  if (word >= 3 && info && size_t(word - 3) < info->tiedGroups.size()) {
+    for (int r = 0; r < layout.ranks(); ++r) {
+      const RankPlace &p = layout.place(r);
+      const std::vector<int> &stages = info->tiedGroups[word - 3];
+      if (!p.idle() && std::find(stages.begin(), stages.end(), p.stage) != stages.end())
+        ranks.push_back(r);
+    }
     return ranks;
   }
   if (word == 1)
@@ -228,9 +238,18 @@ static void receive(const int64_t *meta, void *const *buffers) {
 namespace {
 
 /// The communicator a collective runs on (word: 0 the stage's replicas, 1
-/// this replica's tensor-parallel devices, 2 every working rank); null: a
-/// group of one.
+/// this replica's tensor-parallel devices, 2 every working rank, 3 + k the
+/// ranks of tied group k); null: a group of one.
 hetcclComm_t communicator(const PipelineComm &comm, int64_t word) {
+  if (word >= 3) {
+    size_t k = static_cast<size_t>(word - 3);
+    if (!comm.world)
+      return nullptr; // profiling stages apart: no communication
+    if (k >= comm.tied.size() || !comm.tied[k])
+      die("internal error: a collective over tied group " + std::to_string(k) +
+          ", which this rank is not part of");
+    return comm.tied[k];
+  }
   return word == 2 ? comm.job : word == 1 ? comm.tensor : comm.data;
 }
 
@@ -313,7 +332,8 @@ static void allReduce(const int64_t *meta, void *const *buffers) {
   // In place: hetccl keys top-k's error feedback by the receive buffer.
   checkCcl(hetcclAllReduce(input.data(), input.data(), count, hetcclFloat32,
                            static_cast<hetcclRedOp_t>(call.attribute(0)), group),
-           std::string(call.attribute(4) == 2   ? "job-wide (loss scaling's found-inf)"
+           std::string(call.attribute(4) >= 3   ? "tied parameter's gradient"
+                       : call.attribute(4) == 2 ? "job-wide (loss scaling's found-inf)"
                        : call.attribute(4) == 1 ? "tensor-parallel"
                                                 : "gradient") +
                " all-reduce of stage " + std::to_string(comm.place.stage),

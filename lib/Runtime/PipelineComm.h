@@ -39,6 +39,9 @@ struct PipelineComm {
   hetcclComm_t tensor = nullptr; // this replica's devices; null without tensor parallelism
   hetcclComm_t job = nullptr;    // every working (not idle) rank: job-wide decisions
                                  // (loss scaling's found-inf); null with one
+  /// Per tied group (ModelInfo::tiedGroups): every rank of its stages, a
+  /// tied parameter's gradient; null where this rank is not one of them.
+  std::vector<hetcclComm_t> tied;
   int rank = 0, worldSize = 1;
   RankPlace place;
   /// --profile-stages: no hetccl; a receive fills its buffer with synthetic

@@ -694,6 +694,16 @@ int PipelineRank::run() {
       comm.job = job;
     else if (job)
       hetcclCommDestroy(job);
+    // Each tied group: every rank of its stages (a tied parameter's
+    // gradient, summed once per step).
+    for (const std::vector<int> &stages : info_.tiedGroups) {
+      bool member = !place.idle() &&
+                    std::find(stages.begin(), stages.end(), place.stage) != stages.end();
+      hetcclComm_t tied = nullptr;
+      checkCcl(hetcclCommSplit(comm.world, member ? 0 : HETCCL_SPLIT_NOCOLOR, rank, &tied, nullptr),
+               "making a tied parameter's communicator", comm.world);
+      comm.tied.push_back(member ? tied : nullptr);
+    }
   }
   if (byGroup) {
     // The group this rank was started as: the cluster's order.
@@ -977,6 +987,9 @@ int PipelineRank::run() {
       hetcclCommDestroy(comm.data);
     if (comm.tensor)
       hetcclCommDestroy(comm.tensor);
+    for (hetcclComm_t tied : comm.tied)
+      if (tied)
+        hetcclCommDestroy(tied);
     hetcclCommDestroy(comm.world);
   }
   return 0;

@@ -105,8 +105,15 @@ Box PipelineRank::heldBox(const TensorInfo &whole, int stage, int replica, int t
 }
 
 const TensorInfo &PipelineRank::wholeOf(const std::string &name) const {
-  auto it = stepIndex_.find(name);
-  return it != stepIndex_.end() ? info_.inputs.at(it->second) : persistentInfo_.at(name);
+  if (auto it = stepIndex_.find(name); it != stepIndex_.end())
+    return info_.inputs.at(it->second);
+  if (auto it = persistentInfo_.find(name); it != persistentInfo_.end())
+    return it->second;
+  // (An idle rank, which holds nothing, still takes part in --save.)
+  for (const TensorInfo &t : info_.inputs)
+    if (t.name == name)
+      return t;
+  die("internal error: no step argument or state named '" + name + "'");
 }
 
 Buffer PipelineRank::placeState(const TensorInfo &whole, const Buffer &values,
@@ -296,10 +303,23 @@ int64_t PipelineRank::resume(const std::string &root) {
 void PipelineRank::saveAll(const std::string &path) {
   PipelineComm &comm = pipelineComm();
   eval::NamedArrays arrays;
+  // Tensors of which several stages hold a copy that must be equal: a
+  // tied parameter and its optimizer state (TiedParameters.h), a shared
+  // counter (Adam's step). Copies that differ are an error, after the
+  // file is written.
+  std::string diverged;
   auto add = [&](const std::string &name, const TensorInfo &t, const void *data) {
     for (auto &[existing, array] : arrays)
-      if (existing == name)
-        return; // a per-stage copy of a shared counter (Adam's step)
+      if (existing == name) {
+        bool same = true;
+        for (int64_t i = 0; i < t.count() && same; ++i)
+          same = t.isInteger() ? array.integers[i] == static_cast<const int64_t *>(data)[i]
+                               : static_cast<float>(array.floats[i]) ==
+                                     static_cast<const float *>(data)[i];
+        if (!same && diverged.empty())
+          diverged = name;
+        return;
+      }
     eval::HostArray array;
     array.shape = t.shape;
     if (t.isInteger()) {
@@ -355,6 +375,9 @@ void PipelineRank::saveAll(const std::string &path) {
   if (llvm::Error e = eval::writeNpz(path, arrays))
     die(llvm::toString(std::move(e)));
   std::printf("saved %zu arrays to %s\n", arrays.size(), path.c_str());
+  if (!diverged.empty())
+    die("the stages' copies of '" + diverged + "' differ (saved the first stage's): a tied "
+        "parameter's copies must take the same updates");
 }
 
 } // namespace het::rt

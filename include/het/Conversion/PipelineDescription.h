@@ -80,6 +80,9 @@ struct PipelineDescription {
   /// Optimizer state each replica of its stage holds a block of, by batch
   /// share (het-shard-optimizer, ShareBlocks.h).
   std::vector<std::string> shareSharded;
+  /// The stages of each het.tied_group (by index), whose ranks sum a tied
+  /// parameter's gradient (communicator word 3 + the index).
+  std::vector<std::vector<int64_t>> tiedGroups;
   double predictedSeconds = 0;
   std::string planKey; // MeasuredPlans.h; empty: none
 

@@ -97,18 +97,30 @@ struct ModelDesc {
   int bytesPerElement = 4;
   long batch = 0; // the batch the model was written for (IR), 0 if none
   std::vector<LayerDesc> layers;
-  /// [first, last] layers that read one parameter (tied weights: GPT-2's
-  /// token embedding and output head). A pipeline cannot split them yet
-  /// (het-partition refuses it), so no stage boundary falls inside.
-  std::vector<std::pair<int, int>> tiedLayers;
+  /// A parameter read by several layers (tied weights: GPT-2's token
+  /// embedding and output head), counted in its first layer's params.
+  struct Tie {
+    std::vector<int> layers; // ascending
+    double elements = 0;
+  };
+  std::vector<Tie> ties;
 
   double totalParams() const;
-  /// Whether a stage over layers [b, e) holds each tied range whole or
-  /// none of it.
+  /// Whether a stage over layers [b, e) holds each tie's layers all or
+  /// none (else it keeps a copy of the parameter, summed with the other
+  /// holders' once per step: het-partition's tied groups).
   bool keepsTiedLayers(int b, int e) const;
-  /// tensorParallelFits and keepsTiedLayers: a stage het-compile builds.
+  /// Elements of tied parameters a stage over [b, e) holds a copy of
+  /// beyond its layers' params: those whose first layer is before b.
+  double tiedCopyElements(int b, int e) const;
+  /// Elements of tied parameters a stage over [b, e) sums with another
+  /// stage's copies once per step (some of their layers lie outside).
+  double tiedExchangeElements(int b, int e) const;
+  /// tensorParallelFits, and a tied parameter's copies kept whole: a stage
+  /// with tensor-parallel devices holds all of a tie's layers or none (a
+  /// stage het-compile builds).
   bool stageFits(int b, int e, int degree) const {
-    return tensorParallelFits(b, e, degree) && keepsTiedLayers(b, e);
+    return tensorParallelFits(b, e, degree) && (degree <= 1 || keepsTiedLayers(b, e));
   }
   /// Whether a stage over layers [b, e) can take `degree` tensor-parallel
   /// devices: no layer there with a degree that does not fit, and at least

@@ -121,6 +121,10 @@ LogicalResult mergeInto(ModuleOp into, ModuleOp from) {
       auto same = dyn_cast<TensorParallelGroupOp>(existing);
       if (group && same && group.getSize() == same.getSize())
         continue; // the same tensor-parallel group in both
+      auto tied = dyn_cast<TiedGroupOp>(op);
+      auto sameTied = dyn_cast<TiedGroupOp>(existing);
+      if (tied && sameTied && tied.getStages() == sameTied.getStages())
+        continue; // the same tied group in both
       return error(into, "internal error: two variants of the pipeline define @")
              << symbol.getName();
     }

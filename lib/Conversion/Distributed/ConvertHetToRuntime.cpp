@@ -147,10 +147,21 @@ FailureOr<KernelChoice> kernelsFor(StageOp stage, DeviceGroupOp group, const Gpu
 
 /// 0: over the stage's data-parallel replicas; 1: over the tensor-parallel
 /// devices of a replica; 2: over every working rank of the job (a
-/// collective over the het.cluster: loss scaling's found-inf).
+/// collective over the het.cluster: loss scaling's found-inf); 3 + k: over
+/// every rank of the stages of the module's k-th het.tied_group (a tied
+/// parameter's gradient).
 int64_t communicatorOf(Operation *op, SymbolRefAttr group) {
   if (SymbolTable::lookupNearestSymbolFrom<TensorParallelGroupOp>(op, group))
     return 1;
+  if (auto tied = SymbolTable::lookupNearestSymbolFrom<TiedGroupOp>(op, group)) {
+    int64_t index = 0;
+    for (auto other : tied->getParentOfType<ModuleOp>().getOps<TiedGroupOp>()) {
+      if (other == tied)
+        break;
+      ++index;
+    }
+    return 3 + index;
+  }
   return SymbolTable::lookupNearestSymbolFrom<ClusterOp>(op, group) ? 2 : 0;
 }
 
@@ -499,13 +510,25 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     d.groups.push_back({group.getSymName().str(), group.getCount()});
   bool sum = false;
   module.walk([&](AllReduceOp reduce) {
-    sum |= feedsUpdate(reduce) && reduce.getReduction() == ReductionKind::Sum;
+    sum |= feedsUpdate(reduce) && communicatorOf(reduce, reduce.getGroup()) == 0 &&
+           reduce.getReduction() == ReductionKind::Sum;
   });
   // Sharded optimizer state reduce-scatters the gradients instead.
   module.walk([&](ReduceScatterOp scatter) {
     sum |= scatter.getByShare() && scatter.getReduction() == ReductionKind::Sum;
   });
   d.lossCombine = sum ? "sum" : "avg";
+  for (auto tied : module.getOps<TiedGroupOp>()) {
+    std::vector<int64_t> members;
+    for (Attribute name : tied.getStages()) {
+      auto it = stageIndex.find(cast<FlatSymbolRefAttr>(name).getValue().str());
+      if (it == stageIndex.end())
+        return tied.emitError("convert-het-to-runtime: tied group @")
+               << tied.getSymName() << " names unknown stage " << name;
+      members.push_back(it->second);
+    }
+    d.tiedGroups.push_back(std::move(members));
+  }
   // The global batch, where the stages say their shares.
   d.globalBatch = stages.front().getMicroBatchSamples() * d.microBatches;
 
@@ -600,6 +623,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
   for (StageOp stage : stages)
     stage.erase();
   clusters.front().erase();
+  for (auto tied : llvm::make_early_inc_range(module.getOps<TiedGroupOp>()))
+    tied.erase();
   for (auto function : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
     if (!function.isExternal() && !entries.count(function.getName().str()))
       function.erase();
@@ -699,5 +724,11 @@ std::string PipelineDescription::text(const std::string &signature) const {
     os << "shard " << s.name << ' ' << s.axis << ' ' << s.parts << '\n';
   for (const std::string &name : shareSharded)
     os << "share_shard " << name << '\n';
+  for (size_t k = 0; k < tiedGroups.size(); ++k) {
+    os << "tied " << k;
+    for (int64_t stage : tiedGroups[k])
+      os << ' ' << stage;
+    os << '\n';
+  }
   return info;
 }

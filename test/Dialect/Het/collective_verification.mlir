@@ -4,7 +4,7 @@ het.cluster @lab {
   het.device_group @gpu kind #het.device<nvidia, "sm_80"> count 4 memory_gib 80.0
 }
 het.stage @s on @lab::@gpu replicas 4 layers [0, 1) (%x: tensor<8xf32>) {
-  // expected-error @+1 {{'het.all_reduce' op is over @t, which is neither a het.stage, a het.device_group, a het.tensor_parallel_group nor a het.cluster}}
+  // expected-error @+1 {{'het.all_reduce' op is over @t, which is neither a het.stage, a het.device_group, a het.tensor_parallel_group, a het.tied_group nor a het.cluster}}
   %0 = het.all_reduce %x over @t sum : tensor<8xf32> -> tensor<8xf32>
 }
 
@@ -212,3 +212,22 @@ func.func @f(%x: tensor<8xf32>) {
   %0 = het.all_reduce %x over @s mean : tensor<8xf32> -> tensor<8xf32>
   return
 }
+
+// -----
+
+// A tied group's all-reduce spans every rank of its stages.
+het.cluster @lab {
+  het.device_group @cpu kind #het.device<cpu, "onednn"> count 3 memory_gib 8.0
+}
+het.tied_group @tied_a_b stages [@a, @b]
+het.stage @a on @lab::@cpu replicas 2 layers [0, 1) (%x: tensor<8xf32>) {
+  %0 = het.all_reduce %x over @tied_a_b sum : tensor<8xf32> -> tensor<8xf32>
+}
+het.stage @b on @lab::@cpu replicas 1 layers [1, 2) (%x: tensor<8xf32>) {
+  %0 = het.all_reduce %x over @tied_a_b sum : tensor<8xf32> -> tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'het.tied_group' op ties at least two stages, got 1}}
+het.tied_group @alone stages [@a]

@@ -25,6 +25,17 @@ FailureOr<int64_t> mlir::het::resolveGroupSize(Operation *op,
     return devices.getCount();
   if (auto tensorParallel = dyn_cast_or_null<TensorParallelGroupOp>(target))
     return tensorParallel.getSize();
+  if (auto tied = dyn_cast_or_null<TiedGroupOp>(target)) {
+    // Every rank of the stages holding a copy of the parameter.
+    int64_t ranks = 0;
+    for (Attribute name : tied.getStages()) {
+      auto stage = symbolTable.lookupNearestSymbolFrom<StageOp>(tied, cast<FlatSymbolRefAttr>(name));
+      if (!stage)
+        return failure();
+      ranks += stage.getReplicas() * stage.getTensorParallel();
+    }
+    return ranks;
+  }
   if (isa_and_nonnull<ClusterOp>(target)) {
     // Every rank working for the job: each stage's replicas and devices.
     int64_t ranks = 0;
@@ -89,8 +100,8 @@ FailureOr<int64_t> groupSizeOrError(Operation *op, SymbolRefAttr group,
   if (failed(size)) {
     op->emitOpError("is over ")
         << group
-        << ", which is neither a het.stage, a het.device_group, a het.tensor_parallel_group nor a "
-           "het.cluster";
+        << ", which is neither a het.stage, a het.device_group, a het.tensor_parallel_group, a "
+           "het.tied_group nor a het.cluster";
     return size;
   }
   // Inside a stage, a tensor-parallel collective is among the devices of one

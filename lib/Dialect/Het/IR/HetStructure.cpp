@@ -196,6 +196,12 @@ LogicalResult TensorParallelGroupOp::verify() {
   return success();
 }
 
+LogicalResult TiedGroupOp::verify() {
+  if (getStages().size() < 2)
+    return emitOpError("ties at least two stages, got ") << getStages().size();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // SendOp / RecvOp
 //===----------------------------------------------------------------------===//

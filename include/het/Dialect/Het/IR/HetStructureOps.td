@@ -168,6 +168,27 @@ def Het_TensorParallelGroupOp : Het_Op<"tensor_parallel_group", [Symbol]> {
   let hasVerifier = 1;
 }
 
+def Het_TiedGroupOp : Het_Op<"tied_group", [Symbol]> {
+  let summary = "the stages that hold copies of one tied parameter";
+  let description = [{
+    A module-level symbol for the ranks of `stages` (every replica of
+    each), made by het-partition when a pipeline cuts between the layers
+    of a tied parameter (GPT-2's token embedding and output head). Each of
+    those stages keeps its own copy of the parameter and its optimizer
+    state, accumulates its own layers' part of the gradient over the
+    micro-batches, and in the update sums the parts with one all-reduce
+    over this group (once per step, as Megatron's embedding group does);
+    every copy then takes the same update.
+
+    ```mlir
+    het.tied_group @tied_s0_s1 stages [@s0, @s1]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefArrayAttr:$stages);
+  let assemblyFormat = "$sym_name `stages` $stages attr-dict";
+  let hasVerifier = 1;
+}
+
 def Het_YieldOp : Het_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["StageOp", "ElementwiseOp"]>]> {
   let summary = "the outputs of a stage, or the element a fused body computes";
