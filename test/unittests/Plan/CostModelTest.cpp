@@ -617,6 +617,37 @@ TEST_F(Fixture, ZonesAndNicsSetTheRouteBetweenNodes) {
 
 // What a tensor-parallel rank holds of a figure: the part the split at
 // degree 2 left whole stays whole, the rest divides by the degree.
+TEST_F(Fixture, ATiedParameterCostsEachHolderACopyAndAnExchange) {
+  // Layer 0's parameters (1e6, counted there) are read by layer 1 too.
+  CostModel untied(model, cluster, nullptr);
+  Evaluation before = untied.evaluate(twoStages());
+  model.ties.push_back({{0, 1}, 1e6});
+  EXPECT_FALSE(model.keepsTiedLayers(0, 1));
+  EXPECT_TRUE(model.keepsTiedLayers(0, 2));
+  EXPECT_EQ(model.tiedCopyElements(0, 1), 0);   // the first layer's own
+  EXPECT_EQ(model.tiedCopyElements(1, 2), 1e6); // the second stage's copy
+  EXPECT_EQ(model.tiedExchangeElements(1, 2), 1e6);
+  EXPECT_EQ(model.tiedExchangeElements(0, 2), 0); // all in one stage
+  CostModel tied(model, cluster, nullptr);
+  Evaluation after = tied.evaluate(twoStages());
+  ASSERT_TRUE(after.problem.empty()) << after.problem;
+  // The second stage holds the copy with its gradient and Adam state
+  // (fp32: 4 + 4 + 8 bytes per element) and updates it as layer 0 does.
+  EXPECT_NEAR(after.stages[1].memory.parameters - before.stages[1].memory.parameters, 4e6, 1);
+  EXPECT_NEAR(after.stages[1].memory.gradients - before.stages[1].memory.gradients, 4e6, 1);
+  EXPECT_NEAR(after.stages[1].memory.optimizerState - before.stages[1].memory.optimizerState,
+              8e6, 1);
+  const LayerTable &t = tied.table(0, 1, 2);
+  EXPECT_NEAR(after.stages[1].update - before.stages[1].update, t.range(t.update, 0, 1), 1e-15);
+  EXPECT_EQ(after.stages[0].update, before.stages[0].update);
+  // Both holders pay one all-reduce of its gradient per step (one replica
+  // each: over two ranks on the group's link).
+  EXPECT_GT(after.stages[0].sync, before.stages[0].sync);
+  EXPECT_NEAR(after.stages[0].sync - before.stages[0].sync,
+              after.stages[1].sync - before.stages[1].sync, 1e-15);
+  EXPECT_GT(after.iterationTime, before.iterationTime);
+}
+
 TEST(TensorParallelMemory, ShareKeepsTheUnsplitPartWhole) {
   EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 50, 2), 0.5);  // all of it splits
   EXPECT_DOUBLE_EQ(CostModel::tensorParallelShare(100, 50, 4), 0.25);
