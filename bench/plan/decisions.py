@@ -79,14 +79,15 @@ def spearman(a, b):
     return cov / (va * vb) ** 0.5 if va and vb else float("nan")
 
 
-def measure(exe, steps, runs, record_in=None):
+def measure(exe, steps, runs, record_in=None, load=None):
     times = []
     for _ in range(runs):
         # With record_in, het-run records the time under the plan's key
         # (het-compile --plan auto --tuning-db then ranks by it).
         record = ["--tuning-db", record_in] if record_in else []
         out = run([os.path.join(BIN, "het-run"), "--cluster", CLUSTER, "--timeout-ms", "120000",
-                   *record, exe, "--steps", str(steps), "--print-every", "100000"])
+                   *record, exe, "--steps", str(steps), "--print-every", "100000",
+                   *(["--load", load] if load else [])])
         m = re.search(r"iteration time ([0-9.]+) ms", out)
         if not m:
             sys.exit(f"decisions: no iteration time in the output of {exe}:\n{out[-2000:]}")
@@ -114,6 +115,8 @@ def main():
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--model-file", help="one model (.mlir) instead of --models")
     p.add_argument("--tuning-db", help="price by this database (het-tune stages already ran)")
+    p.add_argument("--load", help="parameters and constants for every run (the .npz het.export "
+                   "writes beside an imported model)")
     p.add_argument("--global-batch", type=int, help="instead of the model's default")
     p.add_argument("--max-micro-batches", type=int, help="passed to het-plan")
     p.add_argument("--steps", type=int, help="steps per run instead of the model's default")
@@ -142,7 +145,8 @@ def main():
         src = args.model_file or os.path.join(ROOT, "examples", "models", f"{model}.mlir")
         db = args.tuning_db or os.path.join(work, f"{model}.db")
         if not args.tuning_db:
-            run([os.path.join(BIN, "het-tune"), "stages", src, "--cluster", CLUSTER, "--db", db])
+            run([os.path.join(BIN, "het-tune"), "stages", src, "--cluster", CLUSTER, "--db", db,
+                 *(["--load", args.load] if args.load else [])])
         plans_dir = os.path.join(work, f"{model}-plans")
         plan_args = [os.path.join(BIN, "het-plan"), "--cluster", CLUSTER, "--model", src,
                      "--tuning-db", db, "--top", str(args.top), "--json", "--write-plans", plans_dir]
@@ -158,7 +162,8 @@ def main():
             exe = os.path.join(work, f"{model}-{k}")
             run([os.path.join(BIN, "het-compile"), src, "--lr", "0.05", "--cluster", CLUSTER,
                  "--plan", plan_file, "--tuning-db", db, "-o", exe])
-            measured, times = measure(exe, steps, args.runs, db if args.record_plans else None)
+            measured, times = measure(exe, steps, args.runs, db if args.record_plans else None,
+                                      args.load)
             predicted = plan["predicted"]["iteration_s"] * 1e3
             rows.append({"plan": k, "shape": describe(plan), "predicted_ms": predicted,
                          "measured_ms": measured, "runs_ms": times, "ratio": measured / predicted})

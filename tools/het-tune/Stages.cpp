@@ -58,6 +58,11 @@ void addStagesCommand(CLI::App &app, StagesCommand &s) {
       ->check(CLI::ExistingFile);
   s.command->add_option("--db", s.db, "the tuning database (created if missing)")->required();
   s.command
+      ->add_option("--load", s.load,
+                   "parameters and constants for the profile runs (the .npz het.export writes "
+                   "beside an imported model, whose constants it needs)")
+      ->check(CLI::ExistingFile);
+  s.command
       ->add_option("--micro-batch", s.microBatches,
                    "samples per call to measure at (default: the model's batch halved down "
                    "to 1, and 2 and 4 times it); the planner interpolates between them")
@@ -261,11 +266,16 @@ int runStages(const StagesCommand &s, int waitMs) {
         continue; // an earlier round failed
       std::vector<pid_t> pids;
       std::string tag = p.tag + ".r" + std::to_string(round);
-      for (int c = 0; c < concurrent; ++c)
-        pids.push_back(start({p.exe.string(), "--threads", "1", "--profile-repeats",
-                              std::to_string(s.repeats), "--profile-stages",
-                              (work / (tag + "." + std::to_string(c) + ".json")).string()},
-                             (work / (tag + "." + std::to_string(c) + ".log")).string()));
+      for (int c = 0; c < concurrent; ++c) {
+        std::vector<std::string> command = {
+            p.exe.string(), "--threads", "1", "--profile-repeats", std::to_string(s.repeats),
+            "--profile-stages", (work / (tag + "." + std::to_string(c) + ".json")).string()};
+        if (!s.load.empty()) {
+          command.push_back("--load");
+          command.push_back(s.load);
+        }
+        pids.push_back(start(command, (work / (tag + "." + std::to_string(c) + ".log")).string()));
+      }
       const int stages = p.whole ? 1 : layers;
       std::vector<LayerTime> sum(stages);
       bool failed = false;

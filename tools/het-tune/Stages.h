@@ -18,6 +18,7 @@
 struct StagesCommand {
   CLI::App *command = nullptr;
   std::string model, cluster, db;
+  std::string load; // --load for the profile runs (an imported model's constants)
   std::vector<int> microBatches; // empty: the model's batch, halved down to 1
   int concurrent = 1;            // profile processes at once
   int repeats = 20;
