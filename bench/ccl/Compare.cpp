@@ -2,9 +2,11 @@
 // `auto` algorithm) vs OpenMPI's MPI_Allreduce (shared memory, via mpirun)
 // vs Gloo's ring all-reduce (TCP on loopback), at 2 and 4 ranks, 4 KiB to
 // 64 MiB, next to the memcpy bound (one core copying the buffer). Prints a
-// Markdown table (docs/hetccl.md quotes it).
+// Markdown table (docs/hetccl.md quotes it). With -C alltoallv: hetccl's
+// AllToAllV against MPI_Alltoallv on uneven blocks (cclbench::
+// alltoallvCount; Gloo is not run).
 //
-//   hetccl-compare [-np 2,4]
+//   hetccl-compare [-np 2,4] [-r ROUNDS] [-C allreduce|alltoallv]
 #include "Sizes.h"
 
 #include "het-c/hetccl.h"
@@ -70,6 +72,43 @@ Results parse(const std::string& path) {
   return r;
 }
 
+bool allToAllV = false; // -C alltoallv
+
+// One all-to-all-v of this rank's uneven blocks (cclbench::alltoallvCount).
+struct Blocks {
+  std::vector<size_t> sc, so, rc, ro;
+  size_t sent = 0, received = 0;
+  Blocks(size_t bytes, int rank, int n) : sc(n), so(n), rc(n), ro(n) {
+    for (int q = 0; q < n; ++q) {
+      sc[q] = cclbench::alltoallvCount(bytes, rank, q, n);
+      rc[q] = cclbench::alltoallvCount(bytes, q, rank, n);
+      so[q] = sent;
+      ro[q] = received;
+      sent += sc[q];
+      received += rc[q];
+    }
+  }
+};
+
+int timedAllToAllV(int r, int n, hetcclComm_t comm, size_t bytes, double& t) {
+  Blocks k(bytes, r, n);
+  std::vector<float> a(k.sent + 1, float(r)), b(k.received + 1);
+  auto once = [&] {
+    return hetcclAllToAllV(a.data(), k.sc.data(), k.so.data(), b.data(), k.rc.data(), k.ro.data(), hetcclFloat32,
+                           comm);
+  };
+  int iters = cclbench::itersFor(bytes);
+  for (int i = 0; i < iters / 10 + 1; ++i)
+    if (once() != hetcclSuccess) return 2;
+  hetcclBarrier(comm);
+  double t0 = cclbench::now();
+  for (int i = 0; i < iters; ++i)
+    if (once() != hetcclSuccess) return 2;
+  t = (cclbench::now() - t0) / iters;
+  hetcclAllReduce(&t, &t, 1, hetcclFloat64, hetcclMax, comm);
+  return k.rc[n - 1] > 0 && b[k.ro[n - 1]] != float(n - 1) ? 3 : 0;
+}
+
 Results runHetccl(int n) {
   hetcclUniqueId id;
   if (hetcclGetUniqueId(&id) != hetcclSuccess) return {};
@@ -83,6 +122,12 @@ Results runHetccl(int n) {
       if (hetcclCommInitRank(&comm, n, id, r, nullptr) != hetcclSuccess) _exit(1);
       FILE* f = r == 0 ? fopen(out.c_str(), "w") : nullptr;
       for (size_t bytes : cclbench::sizes()) {
+        if (allToAllV) {
+          double t = 0;
+          if (int rc = timedAllToAllV(r, n, comm, bytes, t)) _exit(rc);
+          if (f) cclbench::report(f, bytes, t);
+          continue;
+        }
         size_t count = bytes / 4;
         std::vector<float> a(count, 1.0f), b(count);
         int iters = cclbench::itersFor(bytes);
@@ -114,7 +159,8 @@ Results runMpi(int n) {
   if (access(worker.c_str(), X_OK) != 0) return {};
   std::string out = scratch + "/mpi.txt";
   std::string cmd = "mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader -np " +
-                    std::to_string(n) + " " + worker + " > " + out + " 2>/dev/null";
+                    std::to_string(n) + " " + worker + (allToAllV ? " alltoallv" : "") + " > " + out +
+                    " 2>/dev/null";
   if (system(cmd.c_str()) != 0) fprintf(stderr, "mpirun failed: %s\n", cmd.c_str());
   Results r = parse(out);
   unlink(out.c_str());
@@ -122,6 +168,7 @@ Results runMpi(int n) {
 }
 
 Results runGloo(int n) {
+  if (allToAllV) return {};
   std::string worker = selfDir() + "/hetccl-compare-gloo";
   if (access(worker.c_str(), X_OK) != 0) return {};
   std::string dir = scratch + "/gloo-store";
@@ -183,6 +230,13 @@ int main(int argc, char** argv) {
       while (std::getline(ss, t, ',')) nps.push_back(atoi(t.c_str()));
     } else if (strcmp(argv[i], "-r") == 0) {
       rounds = std::max(1, atoi(argv[i + 1]));
+    } else if (strcmp(argv[i], "-C") == 0) {
+      if (strcmp(argv[i + 1], "alltoallv") == 0) {
+        allToAllV = true;
+      } else if (strcmp(argv[i + 1], "allreduce") != 0) {
+        fprintf(stderr, "hetccl-compare: unknown -C '%s' (use allreduce or alltoallv)\n", argv[i + 1]);
+        return 2;
+      }
     }
   }
   makeScratch();
@@ -199,8 +253,12 @@ int main(int argc, char** argv) {
       best(m, runMpi(n));
       best(g, runGloo(n));
     }
-    double f = 2.0 * (n - 1) / n;
-    printf("\n### %d ranks (all-reduce, f32 sum, busbw in GB/s)\n\n", n);
+    // Bus bandwidth: what each rank moves over the wire per second.
+    double f = allToAllV ? double(n - 1) / n : 2.0 * (n - 1) / n;
+    if (allToAllV)
+      printf("\n### %d ranks (all-to-all-v, f32, uneven blocks; busbw in GB/s)\n\n", n);
+    else
+      printf("\n### %d ranks (all-reduce, f32 sum, busbw in GB/s)\n\n", n);
     printf("| size | hetccl | OpenMPI (vader) | Gloo ring (TCP) | memcpy bound | hetccl/MPI | hetccl/Gloo |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t bytes : cclbench::sizes()) {

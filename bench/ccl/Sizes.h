@@ -27,6 +27,15 @@ inline double now() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// All-to-all-v's uneven blocks: rank `from` sends about `bytes` in all,
+// split over the ranks in weights 1, 2, 3 by (from + to) % 3, so every
+// pair's block differs from its neighbours'. Counts in floats.
+inline size_t alltoallvCount(size_t bytes, int from, int to, int n) {
+  size_t weights = 0;
+  for (int q = 0; q < n; ++q) weights += size_t(1 + (from + q) % 3);
+  return bytes / 4 * size_t(1 + (from + to) % 3) / weights;
+}
+
 // Result line the driver parses: "RESULT <bytes> <seconds per all-reduce>".
 inline void report(FILE* f, size_t bytes, double sec) { fprintf(f, "RESULT %zu %.9f\n", bytes, sec); }
 

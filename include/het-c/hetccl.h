@@ -244,6 +244,19 @@ hetcclResult_t hetcclReduce(const void* sendbuff, void* recvbuff, size_t count,
 /* Sends `count` elements to every rank (sendbuff holds nranks blocks). */
 hetcclResult_t hetcclAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                               hetcclDataType_t datatype, hetcclComm_t comm);
+/* Uneven blocks, as MPI_Alltoallv: sendcounts[r] elements at sdispls[r]
+ * (in elements) of sendbuff go to rank r, which receives them as
+ * recvcounts[me] elements at rdispls[me] of its recvbuff. Each array has
+ * one entry per rank; any count may be 0. A count that the two sides of
+ * a pair disagree on fails the call on the receiving rank
+ * (hetcclInvalidUsage, naming the bytes; every pair exchanges a frame,
+ * empty ones too, so this is never a wait), and sendcounts[rank] !=
+ * recvcounts[rank] fails it at once (hetcclInvalidArgument).
+ * Pairwise over the communicator's transports (shared memory on a host,
+ * TCP across); the buffers may not overlap. */
+hetcclResult_t hetcclAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                               hetcclDataType_t datatype, hetcclComm_t comm);
 hetcclResult_t hetcclSend(const void* sendbuff, size_t count, hetcclDataType_t datatype, int peer,
                           hetcclComm_t comm);
 hetcclResult_t hetcclRecv(void* recvbuff, size_t count, hetcclDataType_t datatype, int peer,

@@ -326,6 +326,19 @@ void hostAllToAll(hetcclComm* c, const void* send, void* recv, size_t count, het
   c->fabric.run(ops);
 }
 
+// Uneven blocks (Algorithms/AllToAllV.cpp), counts and offsets in elements.
+void hostAllToAllV(hetcclComm* c, const void* send, const std::vector<size_t>& sendCounts,
+                   const std::vector<size_t>& sendOffsets, void* recv, const std::vector<size_t>& recvCounts,
+                   const std::vector<size_t>& recvOffsets, hetcclDataType_t dt) {
+  size_t es = dtypeSize(dt);
+  auto bytes = [es](std::vector<size_t> v) {
+    for (size_t& x : v) x *= es;
+    return v;
+  };
+  allToAllV(c, static_cast<const char*>(send), bytes(sendCounts), bytes(sendOffsets), static_cast<char*>(recv),
+            bytes(recvCounts), bytes(recvOffsets));
+}
+
 // --- Device staging ----------------------------------------------------------
 
 // For cuda/hip ranks: copies the input to host memory, runs the host
@@ -713,6 +726,44 @@ hetcclResult_t hetcclAllToAll(const void* send, void* recv, size_t count, hetccl
     size_t bytes = bytesOf(count, dt) * size_t(c->nranks);
     if (count == 0) return;
     staged(c, send, bytes, recv, bytes, [&](const void* s, void* r) { hostAllToAll(c, s, r, count, dt); });
+  });
+}
+
+hetcclResult_t hetcclAllToAllV(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
+                               const size_t* recvcounts, const size_t* rdispls, hetcclDataType_t dt,
+                               hetcclComm_t c) {
+  if (!c) return record(hetcclInvalidArgument, "communicator is NULL");
+  for (auto [array, name] : {std::pair{sendcounts, "sendcounts"}, {sdispls, "sdispls"},
+                             {recvcounts, "recvcounts"}, {rdispls, "rdispls"}})
+    if (!array) return record(hetcclInvalidArgument, std::string(name) + " is NULL");
+  std::vector<size_t> sc(sendcounts, sendcounts + c->nranks), so(sdispls, sdispls + c->nranks),
+      rc(recvcounts, recvcounts + c->nranks), ro(rdispls, rdispls + c->nranks);
+  return submit(c, [=] {
+    checkType(dt);
+    // The elements each side spans: the end of its farthest block.
+    size_t sendEnd = 0, recvEnd = 0, sent = 0, received = 0;
+    for (int r = 0; r < c->nranks; ++r) {
+      if (sc[r]) sendEnd = std::max(sendEnd, so[r] + sc[r]);
+      if (rc[r]) recvEnd = std::max(recvEnd, ro[r] + rc[r]);
+      sent += sc[r];
+      received += rc[r];
+    }
+    if (sc[c->rank] != rc[c->rank])
+      fail(hetcclInvalidArgument, "this rank sends itself " + std::to_string(sc[c->rank]) +
+                                      " elements (sendcounts[" + std::to_string(c->rank) + "]) but expects " +
+                                      std::to_string(rc[c->rank]) + " (recvcounts[" + std::to_string(c->rank) +
+                                      "])");
+    checkBuf(send, sent, "sendbuff");
+    checkBuf(recv, received, "recvbuff");
+    if (sendEnd && recvEnd) {
+      // No block may be read after it is written: refuse overlapping buffers.
+      const char* s0 = static_cast<const char*>(send);
+      const char* r0 = static_cast<const char*>(recv);
+      if (s0 < r0 + bytesOf(recvEnd, dt) && r0 < s0 + bytesOf(sendEnd, dt))
+        fail(hetcclInvalidArgument, "sendbuff and recvbuff overlap (all-to-all-v has no in-place form)");
+    }
+    staged(c, send, bytesOf(sendEnd, dt), recv, bytesOf(recvEnd, dt),
+           [&](const void* s, void* r) { hostAllToAllV(c, s, sc, so, r, rc, ro, dt); });
   });
 }
 

@@ -12,6 +12,7 @@
 // -D cuda:0 (or hip:0,2, cuda:all) puts those ranks' buffers in device
 // memory: hetccl stages them through host memory beside host ranks, or
 // hands the call to NCCL/RCCL when every rank is on one vendor's devices.
+#include "Sizes.h" // bench/ccl: all-to-all-v's uneven blocks, as hetccl-compare times them
 #include "VendorMemory.h"
 
 #include "het-c/hetccl.h"
@@ -31,7 +32,7 @@ namespace {
 
 using hetcclbench::VendorMemory;
 
-enum Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
+enum Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, AllToAllV };
 
 struct Opts {
   int np = 0;
@@ -59,7 +60,7 @@ struct Opts {
           "usage: hetccl-bench [-np N] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
           "                    [-o sum|prod|min|max|avg] [-d float|double|half|bf16|int8|uint8|int32|int64]\n"
           "                    [-A ring|tree|halving_doubling|hierarchical|ps|auto] [-Z none|fp16|bf16|int8|topk:RATIO]\n"
-          "                    [-C allreduce|allgather|reducescatter|broadcast|reduce|alltoall] [-r ROOT] [-T TIMEOUT_MS]\n"
+          "                    [-C allreduce|allgather|reducescatter|broadcast|reduce|alltoall|alltoallv] [-r ROOT] [-T TIMEOUT_MS]\n"
           "                    [-D cuda:RANKS|hip:RANKS]  (RANKS: 0,2 or all: their buffers in device memory)\n",
           msg);
   exit(2);
@@ -128,9 +129,10 @@ Opts parse(int argc, char** argv) {
       } else usage(("unknown compression '" + v + "'").c_str());
     } else if (a == "-C") {
       std::string v = val();
-      const char* names[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"};
+      const char* names[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
+                             "alltoallv"};
       int k = -1;
-      for (int j = 0; j < 6; ++j)
+      for (int j = 0; j < 7; ++j)
         if (v == names[j]) k = j;
       if (k < 0) usage(("unknown collective '" + v + "'").c_str());
       o.coll = Coll(k);
@@ -258,9 +260,19 @@ struct Buffers {
   size_t count;      // elements per rank argument of the call
   size_t sendCount;  // elements in send
   size_t recvCount;  // elements in recv
+  // AllToAllV: the uneven blocks (cclbench::alltoallvCount), in elements.
+  std::vector<size_t> sendCounts, sendOffsets, recvCounts, recvOffsets;
 };
 
-Buffers sizeBuffers(const Opts& o, size_t bytes, int n) {
+// Block `k` of an all-to-all-v buffer that element i falls in, and i's
+// place in it.
+std::pair<int, size_t> blockOf(const std::vector<size_t>& counts, const std::vector<size_t>& offsets, size_t i) {
+  for (size_t k = 0; k < counts.size(); ++k)
+    if (i >= offsets[k] && i < offsets[k] + counts[k]) return {int(k), i - offsets[k]};
+  return {-1, 0};
+}
+
+Buffers sizeBuffers(const Opts& o, size_t bytes, int rank, int n) {
   Buffers b;
   size_t es = typeSize(o.dt), total = bytes / es;
   switch (o.coll) {
@@ -270,6 +282,20 @@ Buffers sizeBuffers(const Opts& o, size_t bytes, int n) {
   case AllGather: b.count = total / n; b.sendCount = b.count; b.recvCount = b.count * n; break;
   case ReduceScatter: b.count = total / n; b.sendCount = b.count * n; b.recvCount = b.count; break;
   case AllToAll: b.count = total / n; b.sendCount = b.recvCount = b.count * n; break;
+  case AllToAllV:
+    b.count = 0;
+    b.sendCount = b.recvCount = 0;
+    for (int q = 0; q < n; ++q) {
+      // alltoallvCount counts 4-byte elements: scale to this type's.
+      b.sendCounts.push_back(cclbench::alltoallvCount(total * 4, rank, q, n));
+      b.recvCounts.push_back(cclbench::alltoallvCount(total * 4, q, rank, n));
+      b.sendOffsets.push_back(b.sendCount);
+      b.recvOffsets.push_back(b.recvCount);
+      b.sendCount += b.sendCounts.back();
+      b.recvCount += b.recvCounts.back();
+    }
+    b.count = b.sendCount; // (what the table's count column shows)
+    break;
   }
   b.send.resize(b.sendCount * es + 1);
   b.recv.resize(b.recvCount * es + 1);
@@ -286,6 +312,9 @@ hetcclResult_t call(const Opts& o, Buffers& b, hetcclComm_t c) {
   case Broadcast: return hetcclBroadcast(send, recv, b.count, o.dt, o.root, c);
   case Reduce: return hetcclReduce(send, recv, b.count, o.dt, o.op, o.root, c);
   case AllToAll: return hetcclAllToAll(send, recv, b.count, o.dt, c);
+  case AllToAllV:
+    return hetcclAllToAllV(send, b.sendCounts.data(), b.sendOffsets.data(), recv, b.recvCounts.data(),
+                           b.recvOffsets.data(), o.dt, c);
   }
   return hetcclInvalidArgument;
 }
@@ -295,7 +324,8 @@ double busFactor(const Opts& o, int n) {
   case AllReduce: return 2.0 * (n - 1) / n;
   case AllGather:
   case ReduceScatter:
-  case AllToAll: return double(n - 1) / n;
+  case AllToAll:
+  case AllToAllV: return double(n - 1) / n;
   default: return 1.0;
   }
 }
@@ -307,7 +337,10 @@ void fill(const Opts& o, Buffers& b, int rank, int n) {
     double v;
     if (o.coll == AllGather || o.coll == Broadcast) v = double((rank * 31 + i) % 100);
     else if (o.coll == AllToAll) v = double((rank * 8 + i / per + i % per) % 100);
-    else v = gen(o, rank, i);
+    else if (o.coll == AllToAllV) {
+      auto [q, at] = blockOf(b.sendCounts, b.sendOffsets, i);
+      v = double((rank * 8 + q + at) % 100);
+    } else v = gen(o, rank, i);
     store(o.dt, b.send.data(), i, v);
   }
   (void)n;
@@ -336,6 +369,11 @@ long countWrong(const Opts& o, const Buffers& b, int rank, int n) {
     case AllGather: want = double(((i / b.count) * 31 + i % b.count) % 100); break;
     case Broadcast: want = double((o.root * 31 + i) % 100); break;
     case AllToAll: want = double(((i / per) * 8 + rank + i % per) % 100); break;
+    case AllToAllV: {
+      auto [r, at] = blockOf(b.recvCounts, b.recvOffsets, i);
+      want = double((r * 8 + rank + at) % 100);
+      break;
+    }
     default: want = 0;
     }
     double got = load(o.dt, b.recv.data(), i);
@@ -396,7 +434,8 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   }
   const char* opNames[] = {"sum", "prod", "min", "max", "avg"};
   const char* typeNames[] = {"float", "double", "half", "bfloat16", "int8", "uint8", "int32", "int64"};
-  const char* collNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"};
+  const char* collNames[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall",
+                             "alltoallv"};
   if (rank == 0) {
     printf("# hetccl-bench %s: nranks %d, algorithm %s, compression %s, iters %d, warmup %d, check %d, buffers %s\n",
            collNames[o.coll], n, hetcclAlgoName(o.algo), o.zName.c_str(), o.iters, o.warmup, o.check,
@@ -410,7 +449,7 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
   int points = 0;
   long totalWrong = 0;
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
-    Buffers b = sizeBuffers(o, bytes, n);
+    Buffers b = sizeBuffers(o, bytes, rank, n);
     fill(o, b, rank, n);
     if (device && !toDevice(b, memory, &why)) goto deviceFail;
     for (int i = 0; i < o.warmup; ++i)
@@ -435,7 +474,9 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
         wrong = long(w);
       }
       size_t es = typeSize(o.dt);
-      size_t dataBytes = (o.coll == AllGather || o.coll == ReduceScatter || o.coll == AllToAll) ? b.count * es * n : b.count * es;
+      size_t dataBytes = o.coll == AllToAllV ? b.sendCount * es
+                         : (o.coll == AllGather || o.coll == ReduceScatter || o.coll == AllToAll) ? b.count * es * n
+                                                                                                  : b.count * es;
       double algbw = t > 0 ? double(dataBytes) / t / 1e9 : 0;
       double busbw = algbw * busFactor(o, n);
       busSum += busbw;
@@ -452,7 +493,9 @@ int runRank(const Opts& o, hetcclComm_t comm, int rank, int n) {
         hetcclAlgo_t ran = hetcclAlgoAuto;
         if (o.coll == AllReduce) hetcclCommPickAlgorithm(comm, dataBytes, &ran);
         printf("  %10zu %12zu %8s %6s %6d %10.1f %9.3f %9.3f %8s  %s\n", dataBytes, b.count, typeNames[o.dt],
-               (o.coll == AllGather || o.coll == Broadcast || o.coll == AllToAll) ? "none" : opNames[o.op],
+               (o.coll == AllGather || o.coll == Broadcast || o.coll == AllToAll || o.coll == AllToAllV)
+                   ? "none"
+                   : opNames[o.op],
                rooted ? o.root : -1, t * 1e6, algbw, busbw, wbuf, o.coll == AllReduce ? hetcclAlgoName(ran) : "-");
         fflush(stdout);
       }

@@ -74,6 +74,13 @@ bool twoShotWins(const hetcclComm* c, size_t bytes);
 // Reads `send` and writes `recv` (the same buffer in place).
 void twoShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e);
 
+// Algorithms/AllToAllV.cpp: block r of `send` (sendBytes[r] at
+// sendOffsets[r]) to rank r, block r of `recv` from it; pairwise frames,
+// single-copy reads between ranks of one host for large blocks.
+void allToAllV(hetcclComm* c, const char* send, const std::vector<size_t>& sendBytes,
+               const std::vector<size_t>& sendOffsets, char* recv, const std::vector<size_t>& recvBytes,
+               const std::vector<size_t>& recvOffsets);
+
 // Algorithms/Hierarchical.cpp (groups by host and device kind)
 void hierAllReduce(hetcclComm* c, char* buf, size_t count, const Elem& e);
 

@@ -38,7 +38,7 @@ void waitOnBoard(hetcclComm* c, int peer, Ready ready, const char* what, const c
     int64_t now = nowNs();
     if (now >= dl.atNs)
       fail(hetcclTimeout, "timed out after " + std::to_string(c->timeoutMs) + " ms waiting on rank " +
-                              std::to_string(peer) + " (" + what + ", " + algorithm + " all-reduce)");
+                              std::to_string(peer) + " (" + what + ", " + algorithm + ")");
     if (now >= nextCheck) {
       try {
         c->fabric.links[peer]->checkPeer();
@@ -109,6 +109,15 @@ public:
                                    " bytes where this rank has " + std::to_string(totalBytes) +
                                    " (mismatched counts, types or collectives across ranks?)");
     return data(r);
+  }
+
+  // Waits for rank r's input of this call and returns its slot, whatever
+  // it holds (all-to-all-v: each rank's blocks differ in size).
+  const BoardSlot& peerInput(int r) {
+    BoardSlot& s = control(r)->slot[slot_];
+    waitOnBoard(
+        c_, r, [&] { return s.seq.load(std::memory_order_acquire) == k_; }, "its input", algorithm_);
+    return s;
   }
 
   // This rank has read call k: its slot k%2 may be reused by the peers.

@@ -26,7 +26,7 @@ bool oneShotApplies(const hetcclComm* c, size_t bytes) {
 void oneShotAllReduce(hetcclComm* c, const char* send, char* recv, size_t count, const Elem& e) {
   const size_t bytes = count * e.size;
   const int p = c->nranks, me = c->rank;
-  BoardCall call(c, "one-shot");
+  BoardCall call(c, "one-shot all-reduce");
 
   // Publish this rank's input.
   memcpy(call.data(me), send, bytes);

@@ -53,7 +53,7 @@ Share shareOf(size_t count, size_t elemSize, int q, int p) {
 void twoShotChunk(hetcclComm* c, const char* send, char* recv, size_t count, uint64_t totalBytes, const Elem& e) {
   const size_t bytes = count * e.size;
   const int p = c->nranks, me = c->rank;
-  BoardCall call(c, "two-shot");
+  BoardCall call(c, "two-shot all-reduce");
   char* myData = call.data(me);
 
   // 1. Publish this rank's input. Only the peers read it, and only their
@@ -94,7 +94,7 @@ void twoShotChunk(hetcclComm* c, const char* send, char* recv, size_t count, uin
     BoardSlot& s = call.control(r)->slot[call.slot()];
     waitOnBoard(
         c, r, [&] { return s.reduced.load(std::memory_order_acquire) == call.number(); }, "its reduced share",
-        "two-shot");
+        "two-shot all-reduce");
     if (theirs.count) memcpy(recv + theirs.begin * e.size, call.data(r) + theirs.begin * e.size, theirs.count * e.size);
   }
   call.finish();

@@ -43,7 +43,10 @@ def test_mismatched_counts_fail_every_rank():
         res = results(ranks, r)
         assert res["mismatch"] == "DistBackendError", describe(ranks)
         assert "rank 1 all-reduces 48 bytes where this rank has 40" in ranks[0].output
+        assert res["split_mismatch"] == "DistBackendError", describe(ranks)
+        assert float(res["split_mismatch_seconds"]) < 10, describe(ranks)  # the timeout is 20 s
         assert res["exit"] == "clean"
+    assert "rank 1 sent 8 bytes where this rank expects 0" in ranks[0].output, describe(ranks)
 
 
 def test_local_errors_name_the_problem_and_leave_the_group_usable():

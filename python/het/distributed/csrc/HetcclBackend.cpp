@@ -429,18 +429,18 @@ c10::intrusive_ptr<c10d::Work> HetcclBackend::alltoall_base(at::Tensor& output, 
   size_t selfBytes = inOff[me + 1] - inOff[me];
   TORCH_CHECK_VALUE(selfBytes == outOff[me + 1] - outOff[me], "hetccl all_to_all_single: this rank sends itself ",
                     selfBytes, " bytes but expects ", outOff[me + 1] - outOff[me]);
+  // hetcclAllToAllV by bytes: every pair exchanges a frame, empty ones
+  // too, so split sizes the two sides disagree on fail the call at once.
+  std::vector<size_t> sendCounts(p), recvCounts(p);
+  for (int q = 0; q < p; ++q) {
+    sendCounts[q] = inOff[q + 1] - inOff[q];
+    recvCounts[q] = outOff[q + 1] - outOff[q];
+  }
   return enqueue(c10d::OpType::ALLTOALL_BASE, "hetccl:all_to_all_single", {output}, opts.timeout,
-                 [this, in, out, inOff, outOff, p, me, selfBytes] {
-                   char* src = static_cast<char*>(in.data());
-                   char* dst = static_cast<char*>(out.data());
-                   std::vector<Transfer> transfers;
-                   for (int q = 0; q < p; ++q) {
-                     if (q == me) continue;
-                     transfers.push_back({q, true, src + inOff[q], inOff[q + 1] - inOff[q]});
-                     transfers.push_back({q, false, dst + outOff[q], outOff[q + 1] - outOff[q]});
-                   }
-                   exchange(transfers, "all_to_all_single");
-                   memcpy(dst + outOff[me], src + inOff[me], selfBytes);
+                 [this, in, out, inOff, outOff, sendCounts, recvCounts] {
+                   check(hetcclAllToAllV(in.data(), sendCounts.data(), inOff.data(), out.data(),
+                                         recvCounts.data(), outOff.data(), kBytes, comm_),
+                         comm_, "all_to_all_single");
                    out.writeBack();
                  });
 }
