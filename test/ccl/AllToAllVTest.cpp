@@ -114,49 +114,41 @@ TEST_P(AllToAllV, UnevenBlocksExactTcp) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllToAllV, ::testing::Values(2, 3, 4));
 
+// Two ranks whose counts for the blocks of rank 1 to rank 0 disagree: rank
+// 0 must fail at once (within half the 5 s timeout) with `message`.
+struct Disagreement {
+  std::vector<size_t> sendCounts[2], recvCounts[2];
+  const char* message;
+};
+
+int disagreeingRank(int rank, int n, const hetcclUniqueId& id, const Disagreement& d) {
+  hetcclComm_t comm = initRank(rank, n, id, 5000);
+  RCHECK(comm, "init");
+  std::vector<float> in(16, 1.0f), out(16, 0.0f);
+  std::vector<size_t> so = {0, 4}, ro = {0, 4};
+  double t0 = nowSec();
+  hetcclResult_t res = hetcclAllToAllV(in.data(), d.sendCounts[rank].data(), so.data(), out.data(),
+                                       d.recvCounts[rank].data(), ro.data(), hetcclFloat32, comm);
+  if (rank == 0) {
+    RCHECK(res == hetcclInvalidUsage, "rank 0 got %s", hetcclGetErrorString(res));
+    RCHECK(nowSec() - t0 < 2.5, "found only after %.1f s (the timeout is 5 s)", nowSec() - t0);
+    RCHECK(strstr(hetcclGetLastError(comm), d.message) != nullptr, "message: %s", hetcclGetLastError(comm));
+  }
+  hetcclCommAbort(comm);
+  return 0;
+}
+
 TEST(AllToAllVErrors, ACountThePairDisagreesOnFailsTheReceiverNamingTheBytes) {
-  auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initRank(rank, n, id, 5000);
-    RCHECK(comm, "init");
-    // Rank 1 sends rank 0 three floats; rank 0 expects five.
-    std::vector<float> in(16, 1.0f), out(16, 0.0f);
-    std::vector<size_t> so = {0, 4}, ro = {0, 4};
-    std::vector<size_t> sc = rank == 0 ? std::vector<size_t>{2, 3} : std::vector<size_t>{3, 2};
-    std::vector<size_t> rc = rank == 0 ? std::vector<size_t>{2, 5} : std::vector<size_t>{3, 2};
-    hetcclResult_t res = hetcclAllToAllV(in.data(), sc.data(), so.data(), out.data(), rc.data(), ro.data(),
-                                         hetcclFloat32, comm);
-    if (rank == 0) {
-      RCHECK(res == hetcclInvalidUsage, "rank 0 got %s", hetcclGetErrorString(res));
-      RCHECK(strstr(hetcclGetLastError(comm), "rank 1 sent 12 bytes where this rank expects 20") != nullptr,
-             "message: %s", hetcclGetLastError(comm));
-    }
-    hetcclCommAbort(comm);
-    return 0;
-  });
+  // Rank 1 sends rank 0 three floats; rank 0 expects five.
+  static const Disagreement d{{{2, 3}, {3, 2}}, {{2, 5}, {3, 2}}, "rank 1 sent 12 bytes where this rank expects 20"};
+  auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) { return disagreeingRank(rank, n, id, d); });
   EXPECT_TRUE(allOk(r));
 }
 
 TEST(AllToAllVErrors, AnEmptyBlockTheSenderFillsIsCaughtNotAwaited) {
-  auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) {
-    hetcclComm_t comm = initRank(rank, n, id, 5000);
-    RCHECK(comm, "init");
-    // Rank 1 sends rank 0 four floats; rank 0 expects none.
-    std::vector<float> in(16, 1.0f), out(16, 0.0f);
-    std::vector<size_t> so = {0, 4}, ro = {0, 4};
-    std::vector<size_t> sc = rank == 0 ? std::vector<size_t>{1, 0} : std::vector<size_t>{4, 1};
-    std::vector<size_t> rc = rank == 0 ? std::vector<size_t>{1, 0} : std::vector<size_t>{0, 1};
-    double t0 = nowSec();
-    hetcclResult_t res = hetcclAllToAllV(in.data(), sc.data(), so.data(), out.data(), rc.data(), ro.data(),
-                                         hetcclFloat32, comm);
-    if (rank == 0) {
-      RCHECK(res == hetcclInvalidUsage, "rank 0 got %s", hetcclGetErrorString(res));
-      RCHECK(nowSec() - t0 < 2.5, "found only after %.1f s (the timeout is 5 s)", nowSec() - t0);
-      RCHECK(strstr(hetcclGetLastError(comm), "rank 1 sent 16 bytes where this rank expects 0") != nullptr,
-             "message: %s", hetcclGetLastError(comm));
-    }
-    hetcclCommAbort(comm);
-    return 0;
-  });
+  // Rank 1 sends rank 0 four floats; rank 0 expects none.
+  static const Disagreement d{{{1, 0}, {4, 1}}, {{1, 0}, {0, 1}}, "rank 1 sent 16 bytes where this rank expects 0"};
+  auto r = runRanks(2, [](int rank, int n, const hetcclUniqueId& id) { return disagreeingRank(rank, n, id, d); });
   EXPECT_TRUE(allOk(r));
 }
 
