@@ -43,6 +43,10 @@ struct hetcclComm {
   uint64_t boardBytes = 0;
   uint64_t oneShotLimit = 0;
   uint64_t boardCalls = 0;
+  // Whether every pair of this host's ranks can read each other's memory
+  // with process_vm_readv (AllToAllV's single-copy blocks on the board):
+  // 0 not asked yet, 1 yes, -1 no (Algorithms/AllToAllV.cpp asks once).
+  int singleCopy = 0;
 
   // The tuning database's all-reduce choices for this communicator: (largest
   // size in bytes served, algorithm), ascending (Algorithms/Tuned.cpp); empty

@@ -52,19 +52,21 @@ size_t span(const std::vector<size_t>& counts, const std::vector<size_t>& at) {
   return end;
 }
 
-// How the blocks travel: the transport's frames (TCP), the shared board
-// (small, every rank on this host), single-copy reads (large, no board), or
-// frames again where the reads are refused (HETCCL_SINGLE_COPY=0).
-enum Path { Tcp, Board, SingleCopy, Refused };
+// How the blocks travel: the transport's frames (TCP); the shared board,
+// small blocks inline, large ones read from the sender's memory; with no
+// board, frames and single-copy reads of large blocks; and both where the
+// reads are refused (HETCCL_SINGLE_COPY=0: inline on the board where the
+// blocks fit, else frames).
+enum Path { Tcp, Board, BoardLarge, BoardRefused, Frames, FramesRefused };
 
 int exactRank(int rank, int n, const hetcclUniqueId& id, Path path) {
   if (path == Tcp) setenv("HETCCL_TRANSPORT", "tcp", 1);
-  if (path == SingleCopy || path == Refused) setenv("HETCCL_BOARD_BYTES", "0", 1);
-  if (path == Refused) setenv("HETCCL_SINGLE_COPY", "0", 1);
+  if (path == Frames || path == FramesRefused) setenv("HETCCL_BOARD_BYTES", "0", 1);
+  if (path == BoardRefused || path == FramesRefused) setenv("HETCCL_SINGLE_COPY", "0", 1);
   hetcclComm_t comm = initRank(rank, n, id, 30000);
   RCHECK(comm, "init");
   std::vector<size_t> bases = {0, 1, 1001};
-  if (path == SingleCopy || path == Refused) bases = {1, 9000}; // 9000 floats: 36 KB, above 16 KiB
+  if (path != Tcp && path != Board) bases = {1, 9000}; // 9000 floats: 36 KB, above 16 KiB
   for (hetcclDataType_t t : {hetcclFloat32, hetcclBfloat16, hetcclInt64, hetcclUint8})
     for (size_t base : bases) {
       size_t es = typeSize(t);
@@ -91,23 +93,32 @@ int exactRank(int rank, int n, const hetcclUniqueId& id, Path path) {
 
 class AllToAllV : public ::testing::TestWithParam<int> {};
 
-TEST_P(AllToAllV, UnevenBlocksExactThroughTheBoard) {
+TEST_P(AllToAllV, SmallBlocksThroughTheBoard) {
   auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, Board); });
   EXPECT_TRUE(allOk(r));
 }
 
-TEST_P(AllToAllV, UnevenBlocksExactBySingleCopyReads) {
-  auto r = runRanks(GetParam(),
-                    [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, SingleCopy); });
+TEST_P(AllToAllV, LargeBlocksReadFromTheSendersMemory) {
+  auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, BoardLarge); });
   EXPECT_TRUE(allOk(r));
 }
 
-TEST_P(AllToAllV, UnevenBlocksExactWhereReadsAreRefused) {
-  auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, Refused); });
+TEST_P(AllToAllV, LargeBlocksOnTheBoardWhereReadsAreRefused) {
+  auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, BoardRefused); });
   EXPECT_TRUE(allOk(r));
 }
 
-TEST_P(AllToAllV, UnevenBlocksExactTcp) {
+TEST_P(AllToAllV, FramesAndSingleCopyReadsWithoutABoard) {
+  auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, Frames); });
+  EXPECT_TRUE(allOk(r));
+}
+
+TEST_P(AllToAllV, FramesWithoutABoardWhereReadsAreRefused) {
+  auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, FramesRefused); });
+  EXPECT_TRUE(allOk(r));
+}
+
+TEST_P(AllToAllV, FramesOverTcp) {
   auto r = runRanks(GetParam(), [](int rank, int n, const hetcclUniqueId& id) { return exactRank(rank, n, id, Tcp); });
   EXPECT_TRUE(allOk(r));
 }
