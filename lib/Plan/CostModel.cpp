@@ -539,7 +539,8 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
     c.p2p += boundaryTime(e, ctx, /*next=*/true);
   if (!ctx.prevGroups.empty())
     c.p2p += boundaryTime(b, ctx, /*next=*/false);
-  c.sync = stageSync(tables, ctx, b, e, chosen) + tiedSync(ctx, b, e);
+  c.tiedSync = tiedSync(ctx, b, e);
+  c.sync = stageSync(tables, ctx, b, e, chosen) + c.tiedSync;
   return c;
 }
 

@@ -96,9 +96,14 @@ IterationBreakdown explainIteration(const Plan &plan, const Evaluation &ev) {
   } else {
     double total = l.sync + l.update;
     double sync = total > 0 ? ev.syncTime * l.sync / total : 0;
+    const std::string stage = "s" + std::to_string(last);
+    const std::string tied = "its tied parameters' gradients with the other stages holding them";
     if (l.sync > 0)
       out.parts.push_back({"sync", "gradient sync",
-                           "gradient sync over s" + std::to_string(last) + "'s replicas",
+                           l.tiedSync >= l.sync ? "gradient sync of " + stage + "'s tied parameters with "
+                                                      "the other stages holding them"
+                           : l.tiedSync > 0     ? "gradient sync over " + stage + "'s replicas, and of " + tied
+                                                : "gradient sync over " + stage + "'s replicas",
                            sync});
     out.parts.push_back({"update", "optimizer update", "optimizer update of s" + std::to_string(last),
                          ev.syncTime - sync});

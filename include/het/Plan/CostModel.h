@@ -168,6 +168,7 @@ struct StageCost {
   double fwd = 0, bwd = 0;     // per micro-batch (bwd includes TP comm)
   double p2p = 0;              // sends charged to this stage per micro-batch
   double sync = 0, update = 0; // once per iteration
+  double tiedSync = 0;         // of sync: tied parameters' gradients with the other holders
   StageMemory memory;        // of the member that fits worst, by use
   double capacityBytes = 0;  // that member's
   double memoryBytes() const { return memory.peak(); }
