@@ -74,28 +74,12 @@ Results parse(const std::string& path) {
 
 bool allToAllV = false; // -C alltoallv
 
-// One all-to-all-v of this rank's uneven blocks (cclbench::alltoallvCount).
-struct Blocks {
-  std::vector<size_t> sc, so, rc, ro;
-  size_t sent = 0, received = 0;
-  Blocks(size_t bytes, int rank, int n) : sc(n), so(n), rc(n), ro(n) {
-    for (int q = 0; q < n; ++q) {
-      sc[q] = cclbench::alltoallvCount(bytes, rank, q, n);
-      rc[q] = cclbench::alltoallvCount(bytes, q, rank, n);
-      so[q] = sent;
-      ro[q] = received;
-      sent += sc[q];
-      received += rc[q];
-    }
-  }
-};
-
 int timedAllToAllV(int r, int n, hetcclComm_t comm, size_t bytes, double& t) {
-  Blocks k(bytes, r, n);
+  cclbench::AllToAllVBlocks<size_t> k(bytes, r, n);
   std::vector<float> a(k.sent + 1, float(r)), b(k.received + 1);
   auto once = [&] {
-    return hetcclAllToAllV(a.data(), k.sc.data(), k.so.data(), b.data(), k.rc.data(), k.ro.data(), hetcclFloat32,
-                           comm);
+    return hetcclAllToAllV(a.data(), k.sendCounts.data(), k.sendOffsets.data(), b.data(), k.recvCounts.data(),
+                           k.recvOffsets.data(), hetcclFloat32, comm);
   };
   int iters = cclbench::itersFor(bytes);
   for (int i = 0; i < iters / 10 + 1; ++i)
@@ -106,7 +90,7 @@ int timedAllToAllV(int r, int n, hetcclComm_t comm, size_t bytes, double& t) {
     if (once() != hetcclSuccess) return 2;
   t = (cclbench::now() - t0) / iters;
   hetcclAllReduce(&t, &t, 1, hetcclFloat64, hetcclMax, comm);
-  return k.rc[n - 1] > 0 && b[k.ro[n - 1]] != float(n - 1) ? 3 : 0;
+  return k.recvCounts[n - 1] > 0 && b[k.recvOffsets[n - 1]] != float(n - 1) ? 3 : 0;
 }
 
 Results runHetccl(int n) {

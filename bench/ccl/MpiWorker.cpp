@@ -31,17 +31,9 @@ void allReduce(int rank, int n) {
 
 void allToAllV(int rank, int n) {
   for (size_t bytes : cclbench::sizes()) {
-    std::vector<int> sc(n), so(n), rc(n), ro(n);
-    int sent = 0, received = 0;
-    for (int q = 0; q < n; ++q) {
-      sc[q] = int(cclbench::alltoallvCount(bytes, rank, q, n));
-      rc[q] = int(cclbench::alltoallvCount(bytes, q, rank, n));
-      so[q] = sent;
-      ro[q] = received;
-      sent += sc[q];
-      received += rc[q];
-    }
-    std::vector<float> a(sent + 1, float(rank)), b(received + 1);
+    cclbench::AllToAllVBlocks<int> k(bytes, rank, n);
+    std::vector<int> &sc = k.sendCounts, &so = k.sendOffsets, &rc = k.recvCounts, &ro = k.recvOffsets;
+    std::vector<float> a(k.sent + 1, float(rank)), b(k.received + 1);
     int iters = cclbench::itersFor(bytes);
     for (int i = 0; i < iters / 10 + 1; ++i)
       MPI_Alltoallv(a.data(), sc.data(), so.data(), MPI_FLOAT, b.data(), rc.data(), ro.data(), MPI_FLOAT, MPI_COMM_WORLD);

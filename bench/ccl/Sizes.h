@@ -36,6 +36,23 @@ inline size_t alltoallvCount(size_t bytes, int from, int to, int n) {
   return bytes / 4 * size_t(1 + (from + to) % 3) / weights;
 }
 
+// One rank's blocks of such an all-to-all-v, packed in rank order; Count is
+// size_t for hetccl, int for MPI.
+template <typename Count> struct AllToAllVBlocks {
+  std::vector<Count> sendCounts, sendOffsets, recvCounts, recvOffsets;
+  Count sent = 0, received = 0;
+  AllToAllVBlocks(size_t bytes, int rank, int n) {
+    for (int q = 0; q < n; ++q) {
+      sendCounts.push_back(Count(alltoallvCount(bytes, rank, q, n)));
+      recvCounts.push_back(Count(alltoallvCount(bytes, q, rank, n)));
+      sendOffsets.push_back(sent);
+      recvOffsets.push_back(received);
+      sent += sendCounts.back();
+      received += recvCounts.back();
+    }
+  }
+};
+
 // Result line the driver parses: "RESULT <bytes> <seconds per all-reduce>".
 inline void report(FILE* f, size_t bytes, double sec) { fprintf(f, "RESULT %zu %.9f\n", bytes, sec); }
 

@@ -142,7 +142,6 @@ FailureOr<TiedParameters> tieParameters(func::FuncOp step, const PartitionPlan &
       return refuse("a part of its gradient is computed outside every layer, so no stage can "
                     "sum it");
     TiedParameter tie;
-    tie.argument = arg.getArgNumber();
     for (const auto &[s, values] : parts)
       readers.insert(s);
     readers.insert(owner);

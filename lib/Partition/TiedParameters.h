@@ -29,7 +29,6 @@
 namespace het::partition {
 
 struct TiedParameter {
-  unsigned argument = 0;          // the parameter's argument of the step
   std::vector<int> stages;        // the stages whose layers read it, in order
   std::map<int, mlir::Value> partials; // each stage's part of its gradient
 };

@@ -550,8 +550,7 @@ double CostModel::tiedCopyUpdate(const LayerTable &t, int b, int e) const {
   for (const ModelDesc::Tie &tie : modelDesc.ties) {
     int f = tie.layers.front();
     double params = t.range(t.params, f, f + 1);
-    if (f < b && params > 0 && modelDesc.tiedCopyElements(b, e) > 0 &&
-        std::any_of(tie.layers.begin(), tie.layers.end(), [&](int l) { return l >= b && l < e; }))
+    if (params > 0 && tie.copiedInto(b, e))
       seconds += t.range(t.update, f, f + 1) / params * tie.elements;
   }
   return seconds;

@@ -35,24 +35,24 @@ bool ModelDesc::keepsTiedLayers(int b, int e) const {
   return tiedExchangeElements(b, e) == 0;
 }
 
+bool ModelDesc::Tie::readIn(int b, int e) const {
+  return std::any_of(layers.begin(), layers.end(), [&](int l) { return l >= b && l < e; });
+}
+
 double ModelDesc::tiedCopyElements(int b, int e) const {
   double elements = 0;
   for (const Tie &tie : ties)
-    if (tie.layers.front() < b &&
-        std::any_of(tie.layers.begin(), tie.layers.end(), [&](int l) { return l >= b && l < e; }))
+    if (tie.copiedInto(b, e))
       elements += tie.elements;
   return elements;
 }
 
 double ModelDesc::tiedExchangeElements(int b, int e) const {
   double elements = 0;
-  for (const Tie &tie : ties) {
-    auto in = [&](int l) { return l >= b && l < e; };
-    bool some = std::any_of(tie.layers.begin(), tie.layers.end(), in);
-    bool all = std::all_of(tie.layers.begin(), tie.layers.end(), in);
-    if (some && !all)
+  for (const Tie &tie : ties)
+    // Read here and outside (the layers are ascending).
+    if (tie.readIn(b, e) && (tie.layers.front() < b || tie.layers.back() >= e))
       elements += tie.elements;
-  }
   return elements;
 }
 

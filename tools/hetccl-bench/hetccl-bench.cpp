@@ -282,20 +282,17 @@ Buffers sizeBuffers(const Opts& o, size_t bytes, int rank, int n) {
   case AllGather: b.count = total / n; b.sendCount = b.count; b.recvCount = b.count * n; break;
   case ReduceScatter: b.count = total / n; b.sendCount = b.count * n; b.recvCount = b.count; break;
   case AllToAll: b.count = total / n; b.sendCount = b.recvCount = b.count * n; break;
-  case AllToAllV:
-    b.count = 0;
-    b.sendCount = b.recvCount = 0;
-    for (int q = 0; q < n; ++q) {
-      // alltoallvCount counts 4-byte elements: scale to this type's.
-      b.sendCounts.push_back(cclbench::alltoallvCount(total * 4, rank, q, n));
-      b.recvCounts.push_back(cclbench::alltoallvCount(total * 4, q, rank, n));
-      b.sendOffsets.push_back(b.sendCount);
-      b.recvOffsets.push_back(b.recvCount);
-      b.sendCount += b.sendCounts.back();
-      b.recvCount += b.recvCounts.back();
-    }
-    b.count = b.sendCount; // (what the table's count column shows)
+  case AllToAllV: {
+    // AllToAllVBlocks counts 4-byte elements: scale to this type's.
+    cclbench::AllToAllVBlocks<size_t> k(total * 4, rank, n);
+    b.sendCounts = k.sendCounts;
+    b.sendOffsets = k.sendOffsets;
+    b.recvCounts = k.recvCounts;
+    b.recvOffsets = k.recvOffsets;
+    b.count = b.sendCount = k.sent; // (count: what the table's count column shows)
+    b.recvCount = k.received;
     break;
+  }
   }
   b.send.resize(b.sendCount * es + 1);
   b.recv.resize(b.recvCount * es + 1);

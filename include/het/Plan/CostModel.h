@@ -325,16 +325,16 @@ public:
   /// measured (setMeasuredCommunication) where the host was measured, else
   /// the ring over the node's link.
   double tensorParallelAllReduce(double bytes, int tp, const Link &intra) const;
-  /// StageCost::sync of layers [b, e) as that stage: the link formulas'
-  /// all-reduce, or, where measured communication prices the node (tp 1,
-  /// several replicas, one node), the measured all-reduces plus the last
-  /// stage's loss all-reduce. The split solver prices its ranges by it.
   /// A stage's update of the copies of tied parameters whose first layer
   /// lies in an earlier stage (TiedParameters.h in lib/Partition).
   double tiedCopyUpdate(const LayerTable &t, int b, int e) const;
   /// The once-per-step all-reduce of the gradients of tied parameters that
   /// a stage over [b, e) shares with other stages.
   double tiedSync(const StageContext &ctx, int b, int e) const;
+  /// StageCost::sync of layers [b, e) as that stage: the link formulas'
+  /// all-reduce, or, where measured communication prices the node (tp 1,
+  /// several replicas, one node), the measured all-reduces plus the last
+  /// stage's loss all-reduce. The split solver prices its ranges by it.
   double stageSync(const std::vector<const LayerTable *> &tables, const StageContext &ctx,
                    int b, int e, AllReduceAlgorithm *chosen = nullptr) const;
 

@@ -102,6 +102,11 @@ struct ModelDesc {
   struct Tie {
     std::vector<int> layers; // ascending
     double elements = 0;
+    /// Whether a stage over layers [b, e) reads it.
+    bool readIn(int b, int e) const;
+    /// Whether such a stage holds a copy beyond its own layers' params
+    /// (the tie's first layer, which counts it, is in an earlier stage).
+    bool copiedInto(int b, int e) const { return layers.front() < b && readIn(b, e); }
   };
   std::vector<Tie> ties;
 

@@ -44,10 +44,9 @@ namespace hetccl {
 
 namespace {
 
+// Below this a block is copied (through the board or a frame: a copy in
+// and a copy out beat a system call); from it on, read from the sender.
 constexpr size_t kSingleCopyBytes = 16 << 10;
-// On the board a block is inline below this (a copy in and a copy out
-// beat a system call), read from the sender's memory above.
-constexpr size_t kBoardSingleCopyBytes = 16 << 10;
 // The most a rank's blocks may add up to for the board path: measured with
 // hetccl-bench -C alltoallv on a 2-core host (2026-12-07), the board wins
 // up to 16 KiB with two ranks (frames and single-copy reads from 64 KiB)
@@ -127,7 +126,7 @@ bool boardAllToAllV(hetcclComm* c, const char* send, const std::vector<size_t>& 
   const int n = c->nranks, me = c->rank;
   if (c->singleCopy == 0) c->singleCopy = askSingleCopy(c) ? 1 : -1;
   const bool reads = c->singleCopy > 0;
-  auto inlined = [&](size_t bytes) { return !reads || bytes < kBoardSingleCopyBytes; };
+  auto inlined = [&](size_t bytes) { return !reads || bytes < kSingleCopyBytes; };
   bool byReference = false; // a peer reads a block of this rank's memory
   const size_t table = boardTableBytes(n);
   size_t total = table;

@@ -100,10 +100,7 @@ public:
   // Waits for rank r's input of this call (this rank's is there already)
   // and fails, naming both byte counts, if it is not the same all-reduce.
   const char* input(int r, uint64_t bytes, uint64_t totalBytes) {
-    BoardSlot& s = control(r)->slot[slot_];
-    if (r != c_->rank)
-      waitOnBoard(
-          c_, r, [&] { return s.seq.load(std::memory_order_acquire) == k_; }, "its input", algorithm_);
+    const BoardSlot& s = r != c_->rank ? peerInput(r) : control(r)->slot[slot_];
     if (s.bytes != bytes || s.totalBytes != totalBytes)
       fail(hetcclInvalidUsage, "rank " + std::to_string(r) + " all-reduces " + std::to_string(s.totalBytes) +
                                    " bytes where this rank has " + std::to_string(totalBytes) +
