@@ -512,6 +512,43 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                          *shape, 0, 1, o.getPaddingIdx().value_or(-1)));
         return success();
       })
+      // Mixture of experts.
+      .Case([&](MoERouterOp o) {
+        MoERouting<T> routing = moeRouter(floats(o.getLogits()), o.getTopK(), o.getNormalize());
+        set(o.getWeights(), std::move(routing.weights));
+        setInt(o.getIndices(), std::move(routing.indices));
+        return success();
+      })
+      .Case([&](MoERouterGradOp o) {
+        set(o.getResult(), moeRouterGrad(floats(o.getGradWeights()), floats(o.getLogits()),
+                                         integers(o.getIndices()), o.getNormalize()));
+        return success();
+      })
+      .Case([&](MoEDispatchOp o) -> LogicalResult {
+        auto shape = staticShape(op, o.getResult());
+        if (failed(shape))
+          return failure();
+        set(o.getResult(), moeDispatch(floats(o.getInput()), integers(o.getIndices()),
+                                       optionalFloats(o.getWeights()), *shape));
+        return success();
+      })
+      .Case([&](MoECombineOp o) {
+        set(o.getResult(), moeCombine(floats(o.getExpertOutput()), integers(o.getIndices()),
+                                      optionalFloats(o.getWeights())));
+        return success();
+      })
+      .Case([&](MoESlotGradOp o) {
+        set(o.getResult(), moeSlotGrad(floats(o.getTokens()), floats(o.getExpertRows()),
+                                       integers(o.getIndices())));
+        return success();
+      })
+      .Case([&](MoEExpertFractionOp o) -> LogicalResult {
+        auto shape = staticShape(op, o.getResult());
+        if (failed(shape))
+          return failure();
+        set(o.getResult(), moeExpertFraction<T>(integers(o.getIndices()), (*shape)[0]));
+        return success();
+      })
       // Reductions and layout.
       .template Case<ReduceSumOp, ReduceMeanOp>([&](auto o) {
         std::vector<int64_t> axes(o.getAxes().begin(), o.getAxes().end());

@@ -139,6 +139,35 @@ Tensor<T> embeddingGrad(const Tensor<T> &dy, const Tensor<int64_t> &indices,
                         const Shape &tableShape, int64_t member = 0, int64_t members = 1,
                         int64_t paddingIdx = -1);
 
+// Mixture of experts (MoEKernels.cpp) ----------------------------------------
+/// het.moe_router: the top `k` softmax probabilities of each row of
+/// `logits` [T, E] (descending, lower expert first on ties), renormalized to
+/// sum 1 when `normalize`; and their experts.
+template <typename T> struct MoERouting {
+  Tensor<T> weights;
+  Tensor<int64_t> indices;
+};
+template <typename T> MoERouting<T> moeRouter(const Tensor<T> &logits, int64_t k, bool normalize);
+template <typename T>
+Tensor<T> moeRouterGrad(const Tensor<T> &dweights, const Tensor<T> &logits,
+                        const Tensor<int64_t> &indices, bool normalize);
+/// The row of its expert each choice of `indices` [T, k] takes (slot order
+/// (j, t)), or -1 where the expert's `capacity` rows are taken; throws
+/// KernelError for an expert outside [0, experts).
+std::vector<int64_t> moeSlotRows(const Tensor<int64_t> &indices, int64_t experts,
+                                 int64_t capacity);
+template <typename T>
+Tensor<T> moeDispatch(const Tensor<T> &x, const Tensor<int64_t> &indices, const Tensor<T> *weights,
+                      const Shape &resultShape);
+template <typename T>
+Tensor<T> moeCombine(const Tensor<T> &expertOutput, const Tensor<int64_t> &indices,
+                     const Tensor<T> *weights);
+template <typename T>
+Tensor<T> moeSlotGrad(const Tensor<T> &tokens, const Tensor<T> &expertRows,
+                      const Tensor<int64_t> &indices);
+template <typename T>
+Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts);
+
 // Reductions and layout (LayoutKernels.cpp) ---------------------------------
 template <typename T>
 Tensor<T> reduceSum(const Tensor<T> &x, const std::vector<int64_t> &axes, bool keepDims,

@@ -3,7 +3,8 @@
 // Every library-backed op has a reference implementation: the evaluator's
 // kernels (lib/Eval/*Kernels.cpp, which define the ops' semantics), run on
 // copies of the buffers. Used for ops oneDNN has no primitive for and that
-// are not linalg code yet (batch norm inference, embeddings; pooling has
+// are not linalg code yet (batch norm inference, embeddings, the
+// mixture-of-experts ops; pooling has
 // its own file, PoolingKernels.cpp) and, with
 // `het-compile --library=reference`, for all of them. Value errors (a label
 // out of range) end the process with the kernel's message.
@@ -131,6 +132,36 @@ HETRT_REF(embedding_grad) {
   int64_t members = c.attribute(0), member = members > 1 ? hetrtTensorParallelRank() : 0;
   store(c, 0, embeddingGrad(floats(c, 0), integers(c, 1), c.resultShape(0), member, members,
                             c.attribute(1)));
+}
+
+// Mixture of experts. Words: the router's top_k and normalize; the
+// router gradient's normalize. Capacities and expert counts come from the
+// buffers' shapes.
+HETRT_REF(moe_router) {
+  MoERouting<float> routing = moeRouter(floats(c, 0), c.attribute(0), c.attribute(1) != 0);
+  store(c, 0, routing.weights);
+  std::memcpy(c.result(1), routing.indices.data.data(),
+              routing.indices.data.size() * sizeof(int64_t));
+}
+HETRT_REF(moe_router_grad) {
+  store(c, 0, moeRouterGrad(floats(c, 0), floats(c, 1), integers(c, 2), c.attribute(0) != 0));
+}
+HETRT_REF(moe_dispatch) {
+  Tensor<float> weights;
+  if (c.numOperands == 3)
+    weights = floats(c, 2);
+  store(c, 0, moeDispatch(floats(c, 0), integers(c, 1), c.numOperands == 3 ? &weights : nullptr,
+                          c.resultShape(0)));
+}
+HETRT_REF(moe_combine) {
+  Tensor<float> weights;
+  if (c.numOperands == 3)
+    weights = floats(c, 2);
+  store(c, 0, moeCombine(floats(c, 0), integers(c, 1), c.numOperands == 3 ? &weights : nullptr));
+}
+HETRT_REF(moe_slot_grad) { store(c, 0, moeSlotGrad(floats(c, 0), floats(c, 1), integers(c, 2))); }
+HETRT_REF(moe_expert_fraction) {
+  store(c, 0, moeExpertFraction<float>(integers(c, 0), c.resultShape(0)[0]));
 }
 
 // The step and sample position come from the driver running the step

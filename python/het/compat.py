@@ -58,7 +58,22 @@ GPT-2 and BERT export, and the exported program equals the eager model).
    pytorch/pytorch#136543). The fix decomposes into the same ops
    (`_scaled_dot_product_attention_math`, a permute, a copy, a permute)
    with the query's layout: same values, different strides.
+
+4. Sparse mixture-of-experts blocks (transformers' MixtralSparseMoeBlock
+   and Qwen2MoeSparseMoeBlock). Their forward picks each expert's tokens
+   with `nonzero`/`torch.where` and loops over the experts that got any,
+   which torch.export cannot capture ("Could not extract specialized
+   integer from data-dependent expression"). While capturing, the blocks
+   run het's fixed-shape form instead (`het.moe`: router, dispatch into
+   [E, C, D], the experts as three batched matmuls over stacked weights,
+   combine), and the models' `load_balancing_loss_func` is the same loss
+   built from the router ops. With the default capacity (C = T) nothing is
+   dropped and the values are the blocks' own (test_moe.py compares them);
+   `moe_capacity_factor` sets GShard's capacity instead. Router jitter
+   (Mixtral's `router_jitter_noise` in training) is refused: its noise
+   comes from torch's generator.
 """
+
 
 import contextlib
 import os
@@ -169,23 +184,171 @@ def _sdpa_decomposition_layout():
         decomposition_table[op] = saved
 
 
+# transformers' sparse MoE blocks: (module, block class, expert projection
+# names gate/up/down, loss function's module attribute)
+_MOE_BLOCKS = (("mixtral", "MixtralSparseMoeBlock", ("w1", "w3", "w2")),
+               ("qwen2_moe", "Qwen2MoeSparseMoeBlock", ("gate_proj", "up_proj", "down_proj")))
+
+
+def _moe_forward(projections, capacity_factor, recorded):
+    """The forward of a transformers sparse MoE block in het's fixed-shape
+    form; appends its router logits to `recorded`."""
+    import torch
+
+    from . import moe  # noqa: F401  (defines torch.ops.het.moe_*)
+
+    if capacity_factor is not None and not capacity_factor > 0:
+        from .errors import HetImportError
+
+        raise HetImportError(f"moe_capacity_factor must be positive, got {capacity_factor}")
+    gate_name, up_name, down_name = projections
+
+    def forward(self, hidden_states):
+        from .errors import HetImportError
+
+        if self.training and getattr(self, "jitter_noise", 0) > 0:
+            raise HetImportError(f"{type(self).__name__}: router jitter noise "
+                                 f"(router_jitter_noise = {self.jitter_noise}) draws from torch's "
+                                 f"generator, which het cannot reproduce; set it to 0")
+        batch, sequence, width = hidden_states.shape
+        x = hidden_states.reshape(-1, width)
+        logits = self.gate(x)
+        experts = len(self.experts)
+        # Mixtral always renormalizes the chosen probabilities; Qwen2-MoE
+        # when norm_topk_prob says so.
+        normalize = bool(getattr(self, "norm_topk_prob", True))
+        weights, indices = torch.ops.het.moe_router(logits, self.top_k, normalize)
+        buffer = torch.ops.het.moe_dispatch(x, indices, experts, float(capacity_factor or 0.0))
+
+        def stacked(name):  # [E, out, in]: one batched contraction for all experts
+            return torch.stack([getattr(e, name).weight for e in self.experts])
+
+        act = self.experts[0].act_fn
+        hidden = act(torch.bmm(buffer, stacked(gate_name).transpose(1, 2))) * \
+            torch.bmm(buffer, stacked(up_name).transpose(1, 2))
+        out = torch.bmm(hidden, stacked(down_name).transpose(1, 2))
+        y = torch.ops.het.moe_combine(out, indices, weights.to(x.dtype))
+        shared = getattr(self, "shared_expert", None)
+        if shared is not None:  # Qwen2-MoE: a dense expert every token takes, gated
+            y = y + torch.sigmoid(self.shared_expert_gate(x)) * shared(x)
+        recorded.append(logits)
+        return y.reshape(batch, sequence, width), logits
+
+    return forward
+
+
+def _load_balancing_loss(recorded, blocks):
+    """transformers' load_balancing_loss_func (Switch Transformer's loss over
+    all layers' router logits) from het's router ops: E * sum_e f_e * P_e
+    with f_e the share of choices expert e got and P_e its mean probability.
+    The logits are the last ones the model's `blocks` MoE blocks recorded
+    (`recorded`, emptied here): transformers' own recording replaces each
+    block's forward inside the traced call, which torch.export cannot trace."""
+
+    def loss(gate_logits, num_experts=None, top_k=2, attention_mask=None):
+        if len(recorded) < blocks:
+            return 0
+        gate_logits = tuple(recorded[-blocks:])
+        recorded.clear()
+        return _balance(gate_logits, num_experts, top_k, attention_mask)
+
+    return loss
+
+
+def _balance(gate_logits, num_experts, top_k, attention_mask):
+    import torch
+
+    from .errors import HetImportError
+
+    if attention_mask is not None:
+        raise HetImportError("the load-balancing loss with an attention mask (padding tokens "
+                             "left out) has no het mapping yet; call the model without one")
+    fractions, probabilities = [], []
+    for logits in gate_logits:  # every layer routes the same tokens: means of means
+        _, indices = torch.ops.het.moe_router(logits, top_k, False)
+        p = torch.softmax(logits, dim=-1)
+        fractions.append(torch.ops.het.moe_expert_fraction(indices, num_experts, p.dtype))
+        probabilities.append(p.mean(dim=0))
+    layers = len(gate_logits)
+    f = torch.stack(fractions).sum(dim=0) / layers
+    P = torch.stack(probabilities).sum(dim=0) / layers
+    return (f * P).sum() * num_experts
+
+
+def _moe_patchable(module):
+    """(module object, block class, projections) of each transformers sparse
+    MoE block class used in `module`."""
+    used = {type(m) for m in module.modules()}
+    found = []
+    for family, block, projections in _MOE_BLOCKS:
+        models = sys.modules.get(f"transformers.models.{family}.modeling_{family}")
+        cls = getattr(models, block, None) if models else None
+        if cls is not None and cls in used:
+            found.append((models, cls, projections))
+    return found
+
+
 @contextlib.contextmanager
-def exportable(module):
+def _moe_blocks(module, capacity_factor):
+    saved, registry_saved = [], {}
+    recorded = []  # the router logits of the forward being traced, in layer order
+    try:
+        patchable = _moe_patchable(module)
+        blocks = sum(isinstance(m, tuple(cls for _, cls, _ in patchable)) for m in module.modules())
+        for models, cls, projections in patchable:
+            saved.append((cls, "forward", cls.forward))
+            cls.forward = _moe_forward(projections, capacity_factor, recorded)
+            if hasattr(models, "load_balancing_loss_func"):
+                saved.append((models, "load_balancing_loss_func", models.load_balancing_loss_func))
+                models.load_balancing_loss_func = _load_balancing_loss(recorded, blocks)
+        for m in module.modules():
+            # transformers' recording (below) leaves the block's original
+            # forward behind as an instance attribute after a call, which
+            # would hide the class's patched one.
+            if isinstance(m, tuple(cls for _, cls, _ in patchable)) and "forward" in m.__dict__:
+                saved.append((m, "forward", m.__dict__.pop("forward")))
+        if patchable:
+            # transformers records `router_logits` by assigning each block's
+            # forward inside the model's call (utils/generic.py,
+            # check_model_inputs), which dynamo cannot trace; the blocks
+            # record their own logits instead.
+            from transformers.utils import generic
+
+            registry = getattr(generic, "_CAN_RECORD_REGISTRY", {})
+            for key, flags in list(registry.items()):
+                if isinstance(flags, dict) and "router_logits" in flags:
+                    registry_saved[key] = flags
+                    registry[key] = {k: v for k, v in flags.items() if k != "router_logits"}
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+        if registry_saved:
+            from transformers.utils import generic
+
+            generic._CAN_RECORD_REGISTRY.update(registry_saved)
+
+
+@contextlib.contextmanager
+def exportable(module, moe_capacity_factor=None):
     """Context in which `torch.export.export(module, ...)` and then
     `run_decompositions()` can capture `module` (see the module docstring).
 
-    Fixes 1 and 2 apply only to modules built from transformers classes; fix 3
-    to every module. All are undone on exit, on success and on error alike."""
+    Fixes 1, 2 and 4 apply only to modules built from transformers classes;
+    fix 3 to every module. All are undone on exit, on success and on error
+    alike. `moe_capacity_factor`: rows per expert of fix 4 (None: every
+    token, nothing dropped)."""
     with contextlib.ExitStack() as stack:
         if uses_transformers(module):
             if _transformers_fixable():
                 stack.enter_context(_transformers_masks())
             stack.enter_context(_no_kv_cache(module))
+            stack.enter_context(_moe_blocks(module, moe_capacity_factor))
         stack.enter_context(_sdpa_decomposition_layout())
         yield
 
 
-def capture(module, example_inputs, training: bool = True):
+def capture(module, example_inputs, training: bool = True, moe_capacity_factor=None):
     """The decomposed `ExportedProgram` that `het.from_torch` maps.
 
     The same steps as from_torch: `torch.export.export` in training mode (or
@@ -203,7 +366,7 @@ def capture(module, example_inputs, training: bool = True):
     was_training = module.training
     module.train(training)
     try:
-        with exportable(module):
+        with exportable(module, moe_capacity_factor):
             try:
                 ep = torch.export.export(module, tuple(example_inputs))
             except Exception as e:  # torch's own message says what it could not trace

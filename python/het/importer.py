@@ -312,15 +312,17 @@ class _Importer:
         self.ctx.lines[at:at] = [f"    {t}" for t in texts]
 
     def op(self, node, name: str, operands: List[Value], attrs: Dict[str, str],
-           result_shapes, result_elem=None, hint=None, type_style="in_out"):
-        """Prints one het op in its custom assembly form."""
+           result_shapes, result_elem=None, hint=None, type_style="in_out", result_elems=None):
+        """Prints one het op in its custom assembly form (`result_elems`: an
+        element type per result, where they differ)."""
         attrs = dict(attrs)
         attrs["het.layer"] = f"{self.layer(node)} : i64"
         attr_text = "{" + ", ".join(f"{k} = {v}" if v is not None else k
                                      for k, v in attrs.items()) + "}"
         elem = result_elem or (operands[0].elem if operands else "f32")
         hint = hint or node.name
-        results = [Value(self.fresh(hint if i == 0 else f"{hint}_{i}"), tuple(s), elem)
+        elems = result_elems or [elem] * len(result_shapes)
+        results = [Value(self.fresh(hint if i == 0 else f"{hint}_{i}"), tuple(s), elems[i])
                    for i, s in enumerate(result_shapes)]
         ins = ", ".join(v.ref for v in operands)
         if type_style == "same":  # `: type($input)`
@@ -580,7 +582,7 @@ def _setup_handlers():
     def ov(packet, name):
         return getattr(packet, name, None)
 
-    from .aten import attention, conv, dense, losses, norm, pointwise, reduce as reductions, shape
+    from .aten import attention, conv, dense, losses, moe, norm, pointwise, reduce as reductions, shape
 
     pointwise_ops = pointwise.register(reg, aten)
     shape_ops = shape.register(reg, aten)
@@ -769,6 +771,7 @@ def _setup_handlers():
     conv.register(reg, aten)
     reductions.register_mean_sum(reg, aten)
     norm.register_batch_and_layer_norm(reg, aten)
+    moe.register(reg, torch)
 
 
 
@@ -839,7 +842,7 @@ def _check_batch_norms(module):
 def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                function: str = "forward", params_path=None, input_names=None,
                dropout_seed: int = 0, dropout: bool = True, training: bool = True,
-               precision: Optional[str] = None) -> HetProgram:
+               precision: Optional[str] = None, moe_capacity_factor=None) -> HetProgram:
     """Imports a PyTorch module as a het training graph.
 
     module          a torch.nn.Module; traced in training mode (BatchNorm uses
@@ -869,6 +872,12 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
                     `torch.autocast` imports as f32 (its values exactly)
                     and states that format; "fp32" states none.
 
+    moe_capacity_factor
+                    rows per expert of a sparse mixture-of-experts block
+                    (transformers' Mixtral, Qwen2-MoE): ceil(factor * T * k / E)
+                    as GShard sizes them, choices past it dropped. Default
+                    None: T rows, nothing dropped (the blocks' own values)
+
     Returns a HetProgram (the MLIR text, with .params, .constants, .save()).
     Raises HetImportError, listing every unsupported op with its source line.
     """
@@ -895,7 +904,7 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
     if training:
         _check_batch_norms(module)
     # training mode, het.compat's fixes for third-party models, core ATen
-    ep = capture(module, example_inputs, training=training)
+    ep = capture(module, example_inputs, training=training, moe_capacity_factor=moe_capacity_factor)
 
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
     if input_names is None:

@@ -1,6 +1,7 @@
 """The models users bring, through the command line alone
 (`python -m het.export ... --train-steps 20 --check`): tiny Hugging Face
-LlamaForCausalLM / GPT2LMHeadModel / BertForSequenceClassification, torchvision
+LlamaForCausalLM / GPT2LMHeadModel / BertForSequenceClassification /
+MixtralForCausalLM / Qwen2MoeForCausalLM (with their load-balancing loss), torchvision
 resnet18 / mobilenet_v2 / densenet121 at 3x32x32, and the hand-written
 LLaMA-style decoder and DenseNet+SE classifier of examples/torch/. Each
 matches PyTorch within 1e-4 over 20 steps; with dropout (p = 0.1) each
@@ -46,6 +47,12 @@ def max_difference(stdout):
     ("hf_tiny.py:llama", TOKENS, ["het.embedding", "het.softmax"]),
     ("hf_tiny.py:gpt2", TOKENS, ["het.layer_norm", "het.elementwise"]),
     ("hf_tiny.py:bert", TOKENS, ["het.layer_norm", "het.slice"]),
+    # mixture of experts (het.compat fix 4): cross-entropy plus the
+    # load-balancing loss; input ids and labels
+    ("hf_tiny.py:mixtral", TOKENS + TOKENS + ["--loss", "none"],
+     ["het.moe_router", "het.moe_dispatch", "het.moe_combine", "het.moe_expert_fraction"]),
+    ("hf_tiny.py:qwen2_moe", TOKENS + TOKENS + ["--loss", "none"],
+     ["het.moe_router", "het.moe_dispatch", "het.moe_combine", "het.moe_expert_fraction"]),
     ("llama_style.py:decoder", TOKENS, ["het.concat", "het.slice"]),
     ("densenet_se.py:classifier", IMAGES_F64, ["het.concat", "het.batch_norm"]),
     ("vision_tiny.py:resnet18", IMAGES_F64 + ["--lr", "0.01"], ["het.conv2d", "het.max_pool2d"]),

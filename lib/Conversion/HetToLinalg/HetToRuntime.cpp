@@ -1,8 +1,8 @@
 //===- HetToRuntime.cpp - het library ops to calls into libhetrt -----------===//
 //
 // Matmul, linear layers, convolution, batch normalization, pooling,
-// embeddings and dropout (its Philox draws, which the evaluator's code
-// defines bit for bit) become one call each:
+// embeddings, dropout (its Philox draws, which the evaluator's code
+// defines bit for bit) and the mixture-of-experts ops become one call each:
 //
 //   void hetrt_<library>_<op>(const int64_t *meta, void *const *buffers);
 //
@@ -92,6 +92,11 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(bitsOf(o.getScale().convertToDouble()));
         words.push_back(o.getCausal());
       })
+      .Case([&](MoERouterOp o) {
+        words.push_back(o.getTopK());
+        words.push_back(o.getNormalize());
+      })
+      .Case([&](MoERouterGradOp o) { words.push_back(o.getNormalize()); })
       .Case([&](DropoutOp o) {
         words.push_back(bitsOf(o.getP().convertToDouble()));
         words.push_back(o.getSeed());
@@ -190,7 +195,8 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
-             EmbeddingOp, EmbeddingGradOp, DropoutOp, AttentionOp, AttentionGradOp>(op);
+             EmbeddingOp, EmbeddingGradOp, DropoutOp, AttentionOp, AttentionGradOp, MoERouterOp,
+             MoERouterGradOp, MoEDispatchOp, MoECombineOp, MoESlotGradOp, MoEExpertFractionOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,

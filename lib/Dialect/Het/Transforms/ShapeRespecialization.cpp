@@ -151,6 +151,21 @@ FailureOr<SmallVector<Type>> newResultTypes(Operation *op,
     }
     return SmallVector<Type>{RankedTensorType::get(shape, result0().getElementType())};
   }
+  if (auto dispatch = dyn_cast<MoEDispatchOp>(op)) {
+    // Experts and width stay; the capacity follows the new token count.
+    auto input = cast<RankedTensorType>(dispatch.getInput().getType());
+    auto indices = cast<RankedTensorType>(dispatch.getIndices().getType());
+    RankedTensorType out = result0();
+    std::optional<double> factor;
+    if (auto attr = dispatch.getCapacityFactorAttr())
+      factor = attr.getValueAsDouble();
+    int64_t rows = MoEDispatchOp::capacityFor(input.getDimSize(0), indices.getDimSize(1),
+                                              out.getDimSize(0), factor);
+    return SmallVector<Type>{RankedTensorType::get(
+        {out.getDimSize(0), rows, input.getDimSize(1)}, out.getElementType())};
+  }
+  if (isa<MoEExpertFractionOp>(op))
+    return SmallVector<Type>{result0()}; // one share per expert, whatever the token count
   if (isa<AllGatherOp, ReduceScatterOp>(op)) {
     int64_t axis = isa<AllGatherOp>(op) ? cast<AllGatherOp>(op).getAxis()
                                         : cast<ReduceScatterOp>(op).getAxis();

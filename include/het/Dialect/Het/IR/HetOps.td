@@ -10,6 +10,7 @@
 
 include "het/Dialect/Het/IR/HetComputeOps.td"
 include "het/Dialect/Het/IR/HetLayoutOps.td"
+include "het/Dialect/Het/IR/HetMoEOps.td"
 include "het/Dialect/Het/IR/HetRandomOps.td"
 include "het/Dialect/Het/IR/HetStructureOps.td"
 include "het/Dialect/Het/IR/HetCollectiveOps.td"

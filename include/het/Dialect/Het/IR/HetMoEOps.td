@@ -1,0 +1,178 @@
+//===- HetMoEOps.td - mixture of experts -------------------*- tablegen -*-===//
+//
+// A mixture-of-experts layer (Mixtral, Qwen2-MoE, Switch/GShard) as het
+// sees it: a router picks `k` of `E` experts per token and weighs them;
+// `het.moe_dispatch` gathers each expert's tokens into a fixed-size
+// `[E, C, D]` buffer (C, the capacity, from its result type); the experts
+// run as batched contractions over that buffer (`het.matmul` with an
+// expert axis: one contraction for all experts, shapes known at compile
+// time); `het.moe_combine` scatters the outputs back, weighted. The
+// load-balancing loss is built from `het.moe_expert_fraction` and the
+// router's probabilities with ordinary ops.
+//
+// Slot order. Token `t`'s choice `j` (`indices[t, j]`) takes the next free
+// row of its expert in the order (j, t): every token's first choice before
+// any second choice, as GShard and DeepSpeed's top-2 gating do, so a full
+// expert drops second choices first. A choice whose row would be `C` or
+// more is dropped: it reads and writes nothing. `C = T` (a token picks an
+// expert at most once) drops nothing: the dropless reference of
+// Hugging Face's Mixtral. dispatch, combine and moe_slot_grad recompute
+// the rows from `indices` the same way, so no position tensor is stored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HET_DIALECT_HET_IR_HETMOEOPS_TD
+#define HET_DIALECT_HET_IR_HETMOEOPS_TD
+
+include "het/Dialect/Het/IR/HetComputeOps.td"
+
+def Het_MoERouterOp : Het_InferredComputeOp<"moe_router", [Differentiable]> {
+  let summary = "mixture-of-experts router: softmax, top-k, optional renormalization";
+  let description = [{
+    `logits` is `[T, E]`. Each row's softmax `p` is computed in the logits'
+    format; its `top_k` largest entries (descending; on a tie the lower
+    expert first) give `indices` `[T, k]` (i64) and `weights` `[T, k]`:
+    the probabilities themselves, or with `normalize` divided by their sum
+    (Mixtral; Qwen2-MoE's `norm_topk_prob`). The gradient flows to the
+    logits through the weights; the choice itself has none.
+
+    ```mlir
+    %w, %i = het.moe_router %logits {top_k = 2 : i64, normalize}
+        : tensor<32x4xf32> -> tensor<32x2xf32>, tensor<32x2xi64>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$logits, Het_I64Attr:$top_k, UnitAttr:$normalize);
+  let results = (outs Het_FloatTensor:$weights, Het_IndexTensor:$indices);
+  let assemblyFormat = [{
+    $logits attr-dict `:` type($logits) `->` type($weights) `,` type($indices)
+  }];
+}
+
+def Het_MoERouterGradOp : Het_InferredComputeOp<"moe_router_grad"> {
+  let summary = "gradient of het.moe_router's weights with respect to its logits";
+  let description = [{
+    Recomputes the softmax `p` of `logits` and, for the chosen `indices`,
+    the weights' gradient `g` back through the renormalization (with
+    `normalize`: `ds_j = (g_j - sum_i g_i w_i) / sum_i p_i`) and the softmax
+    (`dl = p * (dp - sum(dp * p))`, `dp` zero off the chosen experts).
+
+    ```mlir
+    %dl = het.moe_router_grad %dw, %logits, %i {normalize}
+        : tensor<32x2xf32>, tensor<32x4xf32>, tensor<32x2xi64> -> tensor<32x4xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$grad_weights, Het_FloatTensor:$logits,
+                       Het_IndexTensor:$indices, UnitAttr:$normalize);
+  let results = (outs Het_FloatTensor:$grad_logits);
+  let assemblyFormat = [{
+    $grad_weights `,` $logits `,` $indices attr-dict `:` type($grad_weights) `,`
+    type($logits) `,` type($indices) `->` type($grad_logits)
+  }];
+}
+
+def Het_MoEDispatchOp : Het_ComputeOp<"moe_dispatch", [Differentiable]> {
+  let summary = "gather each expert's tokens into an [E, C, D] buffer";
+  let description = [{
+    `input` is `[T, D]`, `indices` `[T, k]` (experts in `[0, E)`); the
+    result `[E, C, D]` (E experts from its type) holds in row `r` of
+    expert `e` the token whose choice took that row (slot order: the
+    file's header), times `weights[t, j]` when `weights` is given; rows no
+    choice took are zero. An expert index outside `[0, E)` is a run-time
+    error. The gradient of the input is `het.moe_combine` of the result's
+    gradient with the same weights; of the weights, `het.moe_slot_grad`.
+
+    The capacity C is `T` (nothing dropped) or, with `capacity_factor` f,
+    `min(T, max(1, ceil(f * T * k / E)))` as GShard sizes it; the verifier
+    holds the result type to it, so a stage that takes a share of the
+    batch (fewer tokens) recomputes C from its own T.
+
+    ```mlir
+    %buf = het.moe_dispatch %x, %i : tensor<32x16xf32>, tensor<32x2xi64> -> tensor<4x32x16xf32>
+    %capped = het.moe_dispatch %x, %i {capacity_factor = 1.25 : f64}
+        : tensor<32x16xf32>, tensor<32x2xi64> -> tensor<4x20x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$input, Het_IndexTensor:$indices,
+                       Optional<Het_FloatTensor>:$weights,
+                       OptionalAttr<F64Attr>:$capacity_factor);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices (`,` $weights^)? attr-dict `:` type($input) `,` type($indices)
+    (`,` type($weights)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rows per expert for `tokens` tokens of `topK` choices over `experts`.
+    static int64_t capacityFor(int64_t tokens, int64_t topK, int64_t experts,
+                               std::optional<double> factor);
+  }];
+}
+
+def Het_MoECombineOp : Het_InferredComputeOp<"moe_combine", [Differentiable]> {
+  let summary = "the experts' outputs back to their tokens, weighted and summed";
+  let description = [{
+    `expert_output` is `[E, C, D]`, `indices` `[T, k]`; the result `[T, D]`
+    is, for each token, the sum over its choices `j` that were not dropped
+    of `weights[t, j]` (1 without `weights`) times the row its choice took
+    (slot order: the file's header). Dropped choices add nothing; a token
+    whose every choice was dropped gets zeros (the residual connection
+    around the layer carries it on, as in Switch Transformer).
+
+    ```mlir
+    %y = het.moe_combine %out, %i, %w
+        : tensor<4x32x16xf32>, tensor<32x2xi64>, tensor<32x2xf32> -> tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$expert_output, Het_IndexTensor:$indices,
+                       Optional<Het_FloatTensor>:$weights);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $expert_output `,` $indices (`,` $weights^)? attr-dict `:` type($expert_output) `,`
+    type($indices) (`,` type($weights)^)? `->` type($result)
+  }];
+}
+
+def Het_MoESlotGradOp : Het_InferredComputeOp<"moe_slot_grad"> {
+  let summary = "gradient of the per-choice weights of het.moe_dispatch / het.moe_combine";
+  let description = [{
+    For each token `t` and choice `j` not dropped, the dot product of
+    `tokens[t]` (`[T, D]`) with the row of `expert_rows` (`[E, C, D]`) the
+    choice took; zero for dropped choices. For combine, `tokens` is the
+    result's gradient and `expert_rows` the experts' output; for dispatch,
+    `tokens` is the input and `expert_rows` the result's gradient.
+
+    ```mlir
+    %dw = het.moe_slot_grad %dy, %out, %i
+        : tensor<32x16xf32>, tensor<4x32x16xf32>, tensor<32x2xi64> -> tensor<32x2xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$tokens, Het_FloatTensor:$expert_rows,
+                       Het_IndexTensor:$indices);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tokens `,` $expert_rows `,` $indices attr-dict `:` type($tokens) `,`
+    type($expert_rows) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Het_MoEExpertFractionOp : Het_ComputeOp<"moe_expert_fraction", [Differentiable]> {
+  let summary = "the share of routed choices each expert received";
+  let description = [{
+    `indices` is `[T, k]`; the result `[E]` (E from its type) counts the
+    choices of expert `e` over all tokens and slots, divided by `T`: the
+    `f_e` of the Switch Transformer / Mixtral load-balancing loss
+    `E * sum_e f_e * P_e` (`P_e` the mean router probability), which
+    het builds from this op, het.softmax, het.reduce_mean and het.mul.
+    Counting has no gradient.
+
+    ```mlir
+    %f = het.moe_expert_fraction %i : tensor<32x2xi64> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Het_IndexTensor:$indices);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // HET_DIALECT_HET_IR_HETMOEOPS_TD

@@ -1,0 +1,21 @@
+// RUN: het-opt %s | het-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @moe_block
+// CHECK: het.moe_router %{{.*}} {normalize, top_k = 2 : i64} : tensor<8x4xf32> -> tensor<8x2xf32>, tensor<8x2xi64>
+// CHECK: het.moe_dispatch %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
+// CHECK: het.moe_dispatch %{{.*}}, %{{.*}} {capacity_factor = 1.250000e+00 : f64} : tensor<8x16xf32>, tensor<8x2xi64> -> tensor<4x5x16xf32>
+// CHECK: het.moe_combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8x16xf32>, tensor<8x2xi64>, tensor<8x2xf32> -> tensor<8x16xf32>
+// CHECK: het.moe_slot_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<8x2xf32>
+// CHECK: het.moe_router_grad %{{.*}}, %{{.*}}, %{{.*}} {normalize} : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi64> -> tensor<8x4xf32>
+// CHECK: het.moe_expert_fraction %{{.*}} : tensor<8x2xi64> -> tensor<4xf32>
+func.func @moe_block(%x: tensor<8x16xf32>, %logits: tensor<8x4xf32>) {
+  %w, %i = het.moe_router %logits {top_k = 2 : i64, normalize} : tensor<8x4xf32> -> tensor<8x2xf32>, tensor<8x2xi64>
+  %buf = het.moe_dispatch %x, %i : tensor<8x16xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
+  // ceil(1.25 * 8 * 2 / 4) = 5 rows per expert
+  %capped = het.moe_dispatch %x, %i {capacity_factor = 1.25 : f64} : tensor<8x16xf32>, tensor<8x2xi64> -> tensor<4x5x16xf32>
+  %y = het.moe_combine %buf, %i, %w : tensor<4x8x16xf32>, tensor<8x2xi64>, tensor<8x2xf32> -> tensor<8x16xf32>
+  %dw = het.moe_slot_grad %y, %buf, %i : tensor<8x16xf32>, tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<8x2xf32>
+  %dl = het.moe_router_grad %dw, %logits, %i {normalize} : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi64> -> tensor<8x4xf32>
+  %f = het.moe_expert_fraction %i : tensor<8x2xi64> -> tensor<4xf32>
+  return
+}
