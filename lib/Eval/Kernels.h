@@ -156,9 +156,10 @@ Tensor<T> moeRouterGrad(const Tensor<T> &dweights, const Tensor<T> &logits,
 /// KernelError for an expert outside [0, experts).
 std::vector<int64_t> moeSlotRows(const Tensor<int64_t> &indices, int64_t experts,
                                  int64_t capacity);
+/// `dropped`, when given, gets the number of choices past the capacity.
 template <typename T>
 Tensor<T> moeDispatch(const Tensor<T> &x, const Tensor<int64_t> &indices, const Tensor<T> *weights,
-                      const Shape &resultShape);
+                      const Shape &resultShape, int64_t *dropped = nullptr);
 template <typename T>
 Tensor<T> moeCombine(const Tensor<T> &expertOutput, const Tensor<int64_t> &indices,
                      const Tensor<T> *weights);

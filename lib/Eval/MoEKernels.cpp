@@ -106,10 +106,12 @@ std::vector<int64_t> moeSlotRows(const Tensor<int64_t> &indices, int64_t experts
 
 template <typename T>
 Tensor<T> moeDispatch(const Tensor<T> &x, const Tensor<int64_t> &indices, const Tensor<T> *weights,
-                      const Shape &resultShape) {
+                      const Shape &resultShape, int64_t *dropped) {
   int64_t experts = resultShape[0], capacity = resultShape[1], D = resultShape[2];
   int64_t k = indices.dim(1);
   std::vector<int64_t> rows = moeSlotRows(indices, experts, capacity);
+  if (dropped)
+    *dropped = std::count(rows.begin(), rows.end(), int64_t{-1});
   Tensor<T> buffer(resultShape, T(0));
   for (int64_t c = 0; c < indices.size(); ++c) {
     if (rows[c] < 0)
@@ -185,7 +187,7 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
   template Tensor<T> moeRouterGrad(const Tensor<T> &, const Tensor<T> &,                   \
                                    const Tensor<int64_t> &, bool);                         \
   template Tensor<T> moeDispatch(const Tensor<T> &, const Tensor<int64_t> &, const Tensor<T> *, \
-                                 const Shape &);                                           \
+                                 const Shape &, int64_t *);                                \
   template Tensor<T> moeCombine(const Tensor<T> &, const Tensor<int64_t> &, const Tensor<T> *); \
   template Tensor<T> moeSlotGrad(const Tensor<T> &, const Tensor<T> &, const Tensor<int64_t> &); \
   template Tensor<T> moeExpertFraction(const Tensor<int64_t> &, int64_t);

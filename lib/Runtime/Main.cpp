@@ -16,6 +16,7 @@
 #include "SampleShards.h"
 #include "TokenData.h"
 #include "MemoryReport.h"
+#include "MoEReport.h"
 #include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
 #include "RandomState.h"
@@ -481,6 +482,8 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
                 static_cast<long long>(batch), timed, seconds);
   if (o.steps > 0)
     std::printf("memory: %s\n", memoryReport().c_str());
+  if (std::string moe = moeReport(); o.steps > 0 && !moe.empty())
+    std::printf("moe: %s\n", moe.c_str());
   if (o.steps > 0 && o.profileMemory)
     std::printf("memory: %s\n", memoryProfile().c_str());
   if (evalTokens)

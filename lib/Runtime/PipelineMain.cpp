@@ -36,6 +36,7 @@
 #include "Gpu/GpuDriver.h"
 #include "ModelInfo.h"
 #include "MemoryReport.h"
+#include "MoEReport.h"
 #include "PipelineComm.h"
 #include "PipelineRank.h"
 #include "RandomState.h"
@@ -972,6 +973,8 @@ int PipelineRank::run() {
   }
   if (!stepSeconds.empty())
     std::printf("rank %d: memory: %s\n", comm.rank, memoryReport().c_str());
+  if (std::string moe = moeReport(); !stepSeconds.empty() && !moe.empty())
+    std::printf("rank %d: moe: %s\n", comm.rank, moe.c_str());
   if (!stepSeconds.empty() && o_.profileMemory)
     std::printf("rank %d: memory: %s\n", comm.rank, memoryProfile().c_str());
   if (stoppedAt >= 0)

@@ -16,6 +16,7 @@
 #include "het-c/hetrt.h"
 
 #include "Kernels.h"
+#include "MoEReport.h"
 #include "RandomState.h"
 
 #include <cstdio>
@@ -146,12 +147,17 @@ HETRT_REF(moe_router) {
 HETRT_REF(moe_router_grad) {
   store(c, 0, moeRouterGrad(floats(c, 0), floats(c, 1), integers(c, 2), c.attribute(0) != 0));
 }
+// Word: whether this dispatch is a forward one, whose dropped choices the
+// run reports (MoEReport.h).
 HETRT_REF(moe_dispatch) {
   Tensor<float> weights;
   if (c.numOperands == 3)
     weights = floats(c, 2);
+  int64_t dropped = 0;
   store(c, 0, moeDispatch(floats(c, 0), integers(c, 1), c.numOperands == 3 ? &weights : nullptr,
-                          c.resultShape(0)));
+                          c.resultShape(0), &dropped));
+  if (c.attribute(0))
+    het::rt::countExpertChoices(het::rt::product(c.operandShape(1)), dropped);
 }
 HETRT_REF(moe_combine) {
   Tensor<float> weights;

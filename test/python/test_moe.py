@@ -117,6 +117,34 @@ def test_a_capacity_factor_imports_and_trains_as_pytorch_with_it(tmp_path):
     assert max(abs(a - b) / abs(b) for a, b in zip(losses, expected)) <= 1e-4
 
 
+def test_executables_report_the_dropped_choices(tmp_path):
+    """The compiled step counts what each forward dispatch drops (not the
+    gradient's dispatches again): one step's count equals the eager ops'
+    on the same routing; without a capacity nothing is dropped."""
+    need_tool("het-compile")
+    model = hf_tiny.mixtral()
+    routed_logits = []
+    hooks = [b.register_forward_hook(lambda m, i, out: routed_logits.append(out[1]))
+             for b in blocks(model)]
+    with torch.no_grad(), compat.exportable(model, moe_capacity_factor=1.0):
+        model(IDS, LABELS)
+    for h in hooks:
+        h.remove()
+    capacity = moe.expert_capacity(64, 2, 4, 1.0)
+    expected = sum(int((moe.moe_rows(torch.ops.het.moe_router(l, 2, True)[1], 4, capacity) < 0).sum())
+                   for l in routed_logits)
+    assert expected > 0
+    for factor, dropped in ((1.0, expected), (None, 0)):
+        prog = het.from_torch(model, (IDS, LABELS), loss="none", input_names=["input", "labels"],
+                              moe_capacity_factor=factor)
+        feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
+        feed["input"], feed["labels"] = IDS.numpy(), LABELS.numpy()
+        mlir = tmp_path / "model.mlir"
+        prog.save(str(mlir))
+        run = tools.run_compiled(str(mlir), feed, None, steps=1, compile_args=["--lr", "0.1"])
+        assert f"moe: {dropped} of 256 expert choices dropped by capacity" in run.stdout, run.stdout
+
+
 def test_compiled_and_distributed_runs_match_one_rank(tmp_path):
     compile_tool, run_tool = need_tool("het-compile"), need_tool("het-run")
     model = hf_tiny.mixtral()

@@ -97,6 +97,8 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(o.getNormalize());
       })
       .Case([&](MoERouterGradOp o) { words.push_back(o.getNormalize()); })
+      // A forward dispatch counts the choices it drops (1), a gradient's not.
+      .Case([&](MoEDispatchOp o) { words.push_back(!o.getGradient()); })
       .Case([&](DropoutOp o) {
         words.push_back(bitsOf(o.getP().convertToDouble()));
         words.push_back(o.getSeed());

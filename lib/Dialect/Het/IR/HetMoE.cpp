@@ -216,7 +216,7 @@ LogicalResult MoECombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
       if (dispatch.getType() == getExpertOutput().getType())
         factor = dispatch.getCapacityFactorAttr();
   dxs.push_back(b.create<MoEDispatchOp>(getLoc(), getExpertOutput().getType(), dy, getIndices(),
-                                        getWeights(), factor));
+                                        getWeights(), factor, /*gradient=*/b.getUnitAttr()));
   dxs.push_back(Value()); // expert choices are integers
   if (getWeights())
     dxs.push_back(b.create<MoESlotGradOp>(getLoc(), dy, getExpertOutput(), getIndices()));

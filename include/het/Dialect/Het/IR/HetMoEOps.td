@@ -86,6 +86,10 @@ def Het_MoEDispatchOp : Het_ComputeOp<"moe_dispatch", [Differentiable]> {
     holds the result type to it, so a stage that takes a share of the
     batch (fewer tokens) recomputes C from its own T.
 
+    `gradient` marks the dispatch het-autodiff builds for het.moe_combine's
+    gradient: executables count the choices each forward dispatch drops
+    and report them at the end of a run; a gradient's are the same ones.
+
     ```mlir
     %buf = het.moe_dispatch %x, %i : tensor<32x16xf32>, tensor<32x2xi64> -> tensor<4x32x16xf32>
     %capped = het.moe_dispatch %x, %i {capacity_factor = 1.25 : f64}
@@ -94,7 +98,7 @@ def Het_MoEDispatchOp : Het_ComputeOp<"moe_dispatch", [Differentiable]> {
   }];
   let arguments = (ins Het_FloatTensor:$input, Het_IndexTensor:$indices,
                        Optional<Het_FloatTensor>:$weights,
-                       OptionalAttr<F64Attr>:$capacity_factor);
+                       OptionalAttr<F64Attr>:$capacity_factor, UnitAttr:$gradient);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $indices (`,` $weights^)? attr-dict `:` type($input) `,` type($indices)
