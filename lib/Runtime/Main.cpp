@@ -224,10 +224,10 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
   if (lossOutput < 0)
     die("the compiled step has no result named 'loss'");
 
-  // The batch size: the leading size of the first data (else label)
-  // argument.
+  // The batch size: the leading size of the first data (else label, else
+  // token id) argument.
   int64_t batch = -1;
-  for (const char *role : {"data", "label"})
+  for (const char *role : {"data", "label", "index"})
     for (const TensorInfo &t : info.inputs)
       if (batch < 0 && t.role == role)
         batch = t.shape.empty() ? 1 : t.shape[0];
