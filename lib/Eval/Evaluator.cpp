@@ -542,6 +542,16 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                        integers(o.getIndices())));
         return success();
       })
+      .Case([&](MoEExpertMatmulOp o) {
+        set(o.getResult(), moeExpertMatmul(floats(o.getRows()), floats(o.getWeight()),
+                                           integers(o.getIndices()), o.getTransposeRhs()));
+        return success();
+      })
+      .Case([&](MoEExpertWeightGradOp o) {
+        set(o.getResult(), moeExpertWeightGrad(floats(o.getRows()), floats(o.getGradOutput()),
+                                               integers(o.getIndices()), o.getTransposeResult()));
+        return success();
+      })
       .Case([&](MoEExpertFractionOp o) -> LogicalResult {
         auto shape = staticShape(op, o.getResult());
         if (failed(shape))

@@ -168,6 +168,17 @@ Tensor<T> moeSlotGrad(const Tensor<T> &tokens, const Tensor<T> &expertRows,
                       const Tensor<int64_t> &indices);
 template <typename T>
 Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts);
+/// Each expert's filled rows: its choices in `indices` that a capacity of
+/// `capacity` keeps (min(count, capacity)).
+std::vector<int64_t> moeFilledRows(const Tensor<int64_t> &indices, int64_t experts,
+                                   int64_t capacity);
+template <typename T>
+Tensor<T> moeExpertMatmul(const Tensor<T> &rows, const Tensor<T> &weight,
+                          const Tensor<int64_t> &indices, bool transposeRhs);
+template <typename T>
+Tensor<T> moeExpertWeightGrad(const Tensor<T> &rows, const Tensor<T> &dy,
+                              const Tensor<int64_t> &indices, bool transposeResult);
+
 
 // Reductions and layout (LayoutKernels.cpp) ---------------------------------
 template <typename T>

@@ -182,6 +182,55 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
   return fraction;
 }
 
+std::vector<int64_t> moeFilledRows(const Tensor<int64_t> &indices, int64_t experts,
+                                   int64_t capacity) {
+  std::vector<int64_t> filled(experts, 0);
+  for (int64_t c = 0; c < indices.size(); ++c) {
+    int64_t e = indices[c];
+    if (e < 0 || e >= experts)
+      throw KernelError("expert " + std::to_string(e) + " at position " + std::to_string(c) +
+                        " is outside [0, " + std::to_string(experts) + ")");
+    filled[e] = std::min(capacity, filled[e] + 1);
+  }
+  return filled;
+}
+
+template <typename T>
+Tensor<T> moeExpertMatmul(const Tensor<T> &rows, const Tensor<T> &weight,
+                          const Tensor<int64_t> &indices, bool transposeRhs) {
+  int64_t E = rows.dim(0), C = rows.dim(1), K = rows.dim(2);
+  int64_t N = transposeRhs ? weight.dim(1) : weight.dim(2);
+  std::vector<int64_t> filled = moeFilledRows(indices, E, C);
+  Tensor<T> y({E, C, N}, T(0));
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t r = 0; r < filled[e]; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        T sum = 0;
+        for (int64_t k = 0; k < K; ++k)
+          sum += rows[(e * C + r) * K + k] *
+                 (transposeRhs ? weight[(e * N + n) * K + k] : weight[(e * K + k) * N + n]);
+        y[(e * C + r) * N + n] = sum;
+      }
+  return y;
+}
+
+template <typename T>
+Tensor<T> moeExpertWeightGrad(const Tensor<T> &rows, const Tensor<T> &dy,
+                              const Tensor<int64_t> &indices, bool transposeResult) {
+  int64_t E = rows.dim(0), C = rows.dim(1), K = rows.dim(2), N = dy.dim(2);
+  std::vector<int64_t> filled = moeFilledRows(indices, E, C);
+  Tensor<T> dw(transposeResult ? Shape{E, N, K} : Shape{E, K, N}, T(0));
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) {
+        T sum = 0;
+        for (int64_t r = 0; r < filled[e]; ++r)
+          sum += rows[(e * C + r) * K + k] * dy[(e * C + r) * N + n];
+        dw[transposeResult ? (e * N + n) * K + k : (e * K + k) * N + n] = sum;
+      }
+  return dw;
+}
+
 #define HET_INSTANTIATE(T)                                                                 \
   template MoERouting<T> moeRouter(const Tensor<T> &, int64_t, bool);                      \
   template Tensor<T> moeRouterGrad(const Tensor<T> &, const Tensor<T> &,                   \
@@ -190,7 +239,11 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
                                  const Shape &, int64_t *);                                \
   template Tensor<T> moeCombine(const Tensor<T> &, const Tensor<int64_t> &, const Tensor<T> *); \
   template Tensor<T> moeSlotGrad(const Tensor<T> &, const Tensor<T> &, const Tensor<int64_t> &); \
-  template Tensor<T> moeExpertFraction(const Tensor<int64_t> &, int64_t);
+  template Tensor<T> moeExpertFraction(const Tensor<int64_t> &, int64_t);                  \
+  template Tensor<T> moeExpertMatmul(const Tensor<T> &, const Tensor<T> &,                  \
+                                     const Tensor<int64_t> &, bool);                        \
+  template Tensor<T> moeExpertWeightGrad(const Tensor<T> &, const Tensor<T> &,              \
+                                         const Tensor<int64_t> &, bool);
 HET_INSTANTIATE(float)
 HET_INSTANTIATE(double)
 HET_INSTANTIATE(long double)

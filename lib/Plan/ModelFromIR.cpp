@@ -91,6 +91,23 @@ double forwardFlops(mlir::Operation *op) {
       k = lhs.getDimSize(lhs.getRank() - 2);
     return 2 * out * k;
   }
+  if ((name == "het.moe_expert_matmul" || name == "het.moe_expert_weight_grad") &&
+      op->getNumOperands() == 3) {
+    // A grouped product over the rows the tokens fill: T k / E per expert
+    // on average (at most the capacity C), times K and N.
+    auto rows = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(0).getType());
+    auto other = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(1).getType());
+    auto choices = llvm::dyn_cast<mlir::ShapedType>(op->getOperand(2).getType());
+    if (!rows || !other || !choices || !rows.hasStaticShape() || !other.hasStaticShape() ||
+        !choices.hasStaticShape() || rows.getRank() != 3 || other.getRank() != 3)
+      return 0;
+    double experts = rows.getDimSize(0), capacity = rows.getDimSize(1), k = rows.getDimSize(2);
+    double filled = std::min(capacity, double(choices.getNumElements()) / experts);
+    double n = name == "het.moe_expert_weight_grad"
+                   ? other.getDimSize(2)
+                   : double(other.getNumElements()) / (experts * k);
+    return 2 * experts * filled * k * n;
+  }
   if (name == "het.attention" && op->getNumOperands() == 3) {
     // q k^T and p v (2 flops per multiply-add) and the softmax between them
     // (5 per score), over every key: what the three ops it fused count.

@@ -166,6 +166,13 @@ HETRT_REF(moe_combine) {
   store(c, 0, moeCombine(floats(c, 0), integers(c, 1), c.numOperands == 3 ? &weights : nullptr));
 }
 HETRT_REF(moe_slot_grad) { store(c, 0, moeSlotGrad(floats(c, 0), floats(c, 1), integers(c, 2))); }
+HETRT_REF(moe_expert_matmul) {
+  store(c, 0, moeExpertMatmul(floats(c, 0), floats(c, 1), integers(c, 2), c.attribute(0) != 0));
+}
+HETRT_REF(moe_expert_weight_grad) {
+  store(c, 0,
+        moeExpertWeightGrad(floats(c, 0), floats(c, 1), integers(c, 2), c.attribute(0) != 0));
+}
 HETRT_REF(moe_expert_fraction) {
   store(c, 0, moeExpertFraction<float>(integers(c, 0), c.resultShape(0)[0]));
 }

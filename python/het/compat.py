@@ -65,8 +65,9 @@ GPT-2 and BERT export, and the exported program equals the eager model).
    which torch.export cannot capture ("Could not extract specialized
    integer from data-dependent expression"). While capturing, the blocks
    run het's fixed-shape form instead (`het.moe`: router, dispatch into
-   [E, C, D], the experts as three batched matmuls over stacked weights,
-   combine), and the models' `load_balancing_loss_func` is the same loss
+   [E, C, D], the experts as three grouped matmuls over stacked weights
+   and the rows the tokens filled, combine), and the models'
+   `load_balancing_loss_func` is the same loss
    built from the router ops. With the default capacity (C = T) nothing is
    dropped and the values are the blocks' own (test_moe.py compares them);
    `moe_capacity_factor` sets GShard's capacity instead. Router jitter
@@ -223,10 +224,12 @@ def _moe_forward(projections, capacity_factor, recorded):
         def stacked(name):  # [E, out, in]: one batched contraction for all experts
             return torch.stack([getattr(e, name).weight for e in self.experts])
 
+        def experts_matmul(rows, name):  # only the rows the tokens filled
+            return torch.ops.het.moe_expert_matmul(rows, stacked(name), indices, True)
+
         act = self.experts[0].act_fn
-        hidden = act(torch.bmm(buffer, stacked(gate_name).transpose(1, 2))) * \
-            torch.bmm(buffer, stacked(up_name).transpose(1, 2))
-        out = torch.bmm(hidden, stacked(down_name).transpose(1, 2))
+        hidden = act(experts_matmul(buffer, gate_name)) * experts_matmul(buffer, up_name)
+        out = experts_matmul(hidden, down_name)
         y = torch.ops.het.moe_combine(out, indices, weights.to(x.dtype))
         shared = getattr(self, "shared_expert", None)
         if shared is not None:  # Qwen2-MoE: a dense expert every token takes, gated

@@ -9,7 +9,7 @@ instead writes the block as fixed-shape steps, as GShard and Switch do:
 
     weights, indices = torch.ops.het.moe_router(logits, k, normalize)
     buffer = torch.ops.het.moe_dispatch(x, indices, E, 0.0)  # [E, C = T, D]
-    out = experts(buffer)                                   # batched matmuls
+    out = experts(buffer)     # moe_expert_matmul: each expert's filled rows
     y = torch.ops.het.moe_combine(out, indices, weights)    # [T, D]
 
 With the capacity `C = T` no choice is dropped and `y` equals the dropless
@@ -110,6 +110,29 @@ def _(expert_output, indices, weights):
     return expert_output.new_empty((indices.shape[0], expert_output.shape[2]))
 
 
+def filled_rows(indices: torch.Tensor, experts: int, capacity: int):
+    """Each expert's rows its tokens filled: min(choices, capacity)."""
+    counts = torch.bincount(indices.reshape(-1), minlength=experts)
+    return [min(int(c), capacity) for c in counts[:experts]]
+
+
+@torch.library.custom_op("het::moe_expert_matmul", mutates_args=())
+def moe_expert_matmul(rows: torch.Tensor, weight: torch.Tensor, indices: torch.Tensor,
+                      transpose_rhs: bool) -> torch.Tensor:
+    """[E, C, K] x [E, K, N] (or [E, N, K] transposed) over each expert's filled rows."""
+    experts, capacity, _ = rows.shape
+    w = weight.transpose(1, 2) if transpose_rhs else weight
+    y = rows.new_zeros((experts, capacity, w.shape[2]))
+    for e, n in enumerate(filled_rows(indices, experts, capacity)):
+        y[e, :n] = rows[e, :n] @ w[e]
+    return y
+
+
+@moe_expert_matmul.register_fake
+def _(rows, weight, indices, transpose_rhs):
+    return rows.new_empty((rows.shape[0], rows.shape[1], weight.shape[1 if transpose_rhs else 2]))
+
+
 @torch.library.custom_op("het::moe_expert_fraction", mutates_args=())
 def moe_expert_fraction(indices: torch.Tensor, experts: int, dtype: torch.dtype) -> torch.Tensor:
     counts = torch.bincount(indices.reshape(-1), minlength=experts).to(dtype)
@@ -170,6 +193,23 @@ def _combine_backward(ctx, grad_y):
     return grad_output, None, grad_weights
 
 
+def _expert_matmul_setup(ctx, inputs, output):
+    rows, weight, indices, transpose_rhs = inputs
+    ctx.save_for_backward(rows, weight, indices)
+    ctx.transpose_rhs = transpose_rhs
+
+
+def _expert_matmul_backward(ctx, grad_y):
+    rows, weight, indices = ctx.saved_tensors
+    grad_rows = moe_expert_matmul(grad_y, weight, indices, not ctx.transpose_rhs)
+    grad_weight = torch.zeros_like(weight)
+    for e, n in enumerate(filled_rows(indices, rows.shape[0], rows.shape[1])):
+        g = rows[e, :n].T @ grad_y[e, :n]  # [K, N]
+        grad_weight[e] = g.T if ctx.transpose_rhs else g
+    return grad_rows, grad_weight, None, None
+
+
 moe_router.register_autograd(_router_backward, setup_context=_router_setup)
+moe_expert_matmul.register_autograd(_expert_matmul_backward, setup_context=_expert_matmul_setup)
 moe_dispatch.register_autograd(_dispatch_backward, setup_context=_dispatch_setup)
 moe_combine.register_autograd(_combine_backward, setup_context=_combine_setup)

@@ -61,3 +61,22 @@ func.func @load_balancing(%logits: tensor<6x3xf64> {het.param}) -> tensor<f64> {
   %loss = het.reduce_sum %fp {axes = array<i64: 0>} : tensor<3xf64> -> tensor<f64>
   return %loss : tensor<f64>
 }
+
+// The experts as grouped products over the rows the tokens filled (the
+// first weight stacked as nn.Linear keeps it, [E, out, in]; the second
+// [E, in, out]), with a capacity that drops choices, so the filled rows
+// differ by expert; gelu(0) = 0 keeps nothing in the rows left out.
+// CHECK: gradcheck @grouped_experts: {{.*}} PASS
+func.func @grouped_experts(%x: tensor<6x4xf64> {het.param}, %logits: tensor<6x3xf64> {het.param},
+                           %w1: tensor<3x5x4xf64> {het.param}, %w2: tensor<3x5x4xf64> {het.param},
+                           %r: tensor<6x4xf64>) -> tensor<f64> {
+  %weights, %experts = het.moe_router %logits {top_k = 2 : i64, normalize} : tensor<6x3xf64> -> tensor<6x2xf64>, tensor<6x2xi64>
+  %buffer = het.moe_dispatch %x, %experts {capacity_factor = 0.75 : f64} : tensor<6x4xf64>, tensor<6x2xi64> -> tensor<3x3x4xf64>
+  %h = het.moe_expert_matmul %buffer, %w1, %experts {transpose_rhs} : tensor<3x3x4xf64>, tensor<3x5x4xf64>, tensor<6x2xi64> -> tensor<3x3x5xf64>
+  %g = het.gelu %h : tensor<3x3x5xf64>
+  %out = het.moe_expert_matmul %g, %w2, %experts : tensor<3x3x5xf64>, tensor<3x5x4xf64>, tensor<6x2xi64> -> tensor<3x3x4xf64>
+  %y = het.moe_combine %out, %experts, %weights : tensor<3x3x4xf64>, tensor<6x2xi64>, tensor<6x2xf64> -> tensor<6x4xf64>
+  %weighted = het.mul %y, %r : tensor<6x4xf64>, tensor<6x4xf64> -> tensor<6x4xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<6x4xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}

@@ -99,6 +99,8 @@ SmallVector<int64_t> attributeWords(Operation *op) {
       .Case([&](MoERouterGradOp o) { words.push_back(o.getNormalize()); })
       // A forward dispatch counts the choices it drops (1), a gradient's not.
       .Case([&](MoEDispatchOp o) { words.push_back(!o.getGradient()); })
+      .Case([&](MoEExpertMatmulOp o) { words.push_back(o.getTransposeRhs()); })
+      .Case([&](MoEExpertWeightGradOp o) { words.push_back(o.getTransposeResult()); })
       .Case([&](DropoutOp o) {
         words.push_back(bitsOf(o.getP().convertToDouble()));
         words.push_back(o.getSeed());
@@ -112,7 +114,7 @@ SmallVector<int64_t> attributeWords(Operation *op) {
 bool hasDnnlKernel(Operation *op) {
   return isa<MatmulOp, LinearOp, LinearGradOp, Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp,
              BatchNormOp, BatchNormReluOp, BatchNormGradOp, BatchNormReluGradOp, AttentionOp,
-             AttentionGradOp>(op);
+             AttentionGradOp, MoEExpertMatmulOp, MoEExpertWeightGradOp>(op);
 }
 
 MemRefType contiguous(Type tensorType) {
@@ -198,7 +200,8 @@ bool mlir::het::isLoweredToRuntimeCall(Operation *op) {
              MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
              BatchNormReluOp, BatchNormInferenceOp, BatchNormGradOp, BatchNormReluGradOp,
              EmbeddingOp, EmbeddingGradOp, DropoutOp, AttentionOp, AttentionGradOp, MoERouterOp,
-             MoERouterGradOp, MoEDispatchOp, MoECombineOp, MoESlotGradOp, MoEExpertFractionOp>(op);
+             MoERouterGradOp, MoEDispatchOp, MoECombineOp, MoESlotGradOp, MoEExpertFractionOp,
+             MoEExpertMatmulOp, MoEExpertWeightGradOp>(op);
 }
 
 FailureOr<SmallVector<Value>> mlir::het::lowerToRuntimeCall(OpBuilder &b, ModuleOp module,

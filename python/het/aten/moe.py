@@ -28,6 +28,11 @@ def register(reg, torch):
         out, indices, weights = (im.tensor(a) for a in node.args[:3])
         return im.op(node, "moe_combine", [out, indices, weights], {}, [im.shape_of(node)])
 
+    def expert_matmul(im, node):
+        rows, weight, indices = (im.tensor(a) for a in node.args[:3])
+        attrs = {"transpose_rhs": None} if node.args[3] else {}
+        return im.op(node, "moe_expert_matmul", [rows, weight, indices], attrs, [im.shape_of(node)])
+
     def expert_fraction(im, node):
         indices = im.tensor(node.args[0])
         return im.op(node, "moe_expert_fraction", [indices], {}, [im.shape_of(node)],
@@ -36,4 +41,5 @@ def register(reg, torch):
     reg([ops.moe_router.default], router)
     reg([ops.moe_dispatch.default], dispatch)
     reg([ops.moe_combine.default], combine)
+    reg([ops.moe_expert_matmul.default], expert_matmul)
     reg([ops.moe_expert_fraction.default], expert_fraction)

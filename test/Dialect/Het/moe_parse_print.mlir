@@ -8,7 +8,9 @@
 // CHECK: het.moe_slot_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<8x2xf32>
 // CHECK: het.moe_router_grad %{{.*}}, %{{.*}}, %{{.*}} {normalize} : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi64> -> tensor<8x4xf32>
 // CHECK: het.moe_expert_fraction %{{.*}} : tensor<8x2xi64> -> tensor<4xf32>
-func.func @moe_block(%x: tensor<8x16xf32>, %logits: tensor<8x4xf32>) {
+// CHECK: het.moe_expert_matmul %{{.*}}, %{{.*}}, %{{.*}} {transpose_rhs} : tensor<4x8x16xf32>, tensor<4x32x16xf32>, tensor<8x2xi64> -> tensor<4x8x32xf32>
+// CHECK: het.moe_expert_weight_grad %{{.*}}, %{{.*}}, %{{.*}} {transpose_result} : tensor<4x8x16xf32>, tensor<4x8x32xf32>, tensor<8x2xi64> -> tensor<4x32x16xf32>
+func.func @moe_block(%x: tensor<8x16xf32>, %logits: tensor<8x4xf32>, %we: tensor<4x32x16xf32>) {
   %w, %i = het.moe_router %logits {top_k = 2 : i64, normalize} : tensor<8x4xf32> -> tensor<8x2xf32>, tensor<8x2xi64>
   %buf = het.moe_dispatch %x, %i : tensor<8x16xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
   // ceil(1.25 * 8 * 2 / 4) = 5 rows per expert
@@ -17,5 +19,7 @@ func.func @moe_block(%x: tensor<8x16xf32>, %logits: tensor<8x4xf32>) {
   %dw = het.moe_slot_grad %y, %buf, %i : tensor<8x16xf32>, tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<8x2xf32>
   %dl = het.moe_router_grad %dw, %logits, %i {normalize} : tensor<8x2xf32>, tensor<8x4xf32>, tensor<8x2xi64> -> tensor<8x4xf32>
   %f = het.moe_expert_fraction %i : tensor<8x2xi64> -> tensor<4xf32>
+  %h = het.moe_expert_matmul %buf, %we, %i {transpose_rhs} : tensor<4x8x16xf32>, tensor<4x32x16xf32>, tensor<8x2xi64> -> tensor<4x8x32xf32>
+  %dwe = het.moe_expert_weight_grad %buf, %h, %i {transpose_result} : tensor<4x8x16xf32>, tensor<4x8x32xf32>, tensor<8x2xi64> -> tensor<4x32x16xf32>
   return
 }

@@ -73,3 +73,12 @@ func.func @fraction_result(%i: tensor<8x2xi64>) {
   %f = het.moe_expert_fraction %i : tensor<8x2xi64> -> tensor<4x2xf32>
   return
 }
+
+// -----
+
+func.func @expert_matmul_contraction(%buf: tensor<4x8x16xf32>, %w: tensor<4x32x16xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+2 {{moe_expert_matmul: rows [4, 8, 16] do not contract with weight [4, 32, 16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %h = het.moe_expert_matmul %buf, %w, %i : tensor<4x8x16xf32>, tensor<4x32x16xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
+  return
+}

@@ -169,6 +169,45 @@ LogicalResult MoESlotGradOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   return success();
 }
 
+LogicalResult MoEExpertMatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> rows = shapeOf(adaptor.getRows()), weight = shapeOf(adaptor.getWeight());
+  if (rows.size() != 3 || weight.size() != 3)
+    return emitOptionalError(loc, "moe_expert_matmul: rows [E, C, K] and weight [E, K, N] (or "
+                                  "[E, N, K] with transpose_rhs) must be 3-D, got ",
+                             shapeString(rows), " and ", shapeString(weight));
+  bool transposed = adaptor.getTransposeRhs();
+  int64_t k = transposed ? weight[2] : weight[1], n = transposed ? weight[1] : weight[2];
+  if (!compatible(rows[0], weight[0]) || !compatible(rows[2], k))
+    return emitOptionalError(loc, "moe_expert_matmul: rows ", shapeString(rows),
+                             " do not contract with weight ", shapeString(weight),
+                             transposed ? " (transposed)" : "");
+  if (elementOf(adaptor.getRows()) != elementOf(adaptor.getWeight()))
+    return emitOptionalError(loc, "moe_expert_matmul: rows and weight must have the same "
+                                  "element type");
+  if (failed(checkChoices(loc, "moe_expert_matmul", adaptor.getIndices(), kDynamic)))
+    return failure();
+  types.push_back(withShape({rows[0], rows[1], n}, elementOf(adaptor.getRows())));
+  return success();
+}
+
+LogicalResult MoEExpertWeightGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> rows = shapeOf(adaptor.getRows()), dy = shapeOf(adaptor.getGradOutput());
+  if (rows.size() != 3 || dy.size() != 3 || !compatible(rows[0], dy[0]) ||
+      !compatible(rows[1], dy[1]))
+    return emitOptionalError(loc, "moe_expert_weight_grad: rows [E, C, K] and grad_output "
+                                  "[E, C, N] must agree in E and C, got ",
+                             shapeString(rows), " and ", shapeString(dy));
+  if (failed(checkChoices(loc, "moe_expert_weight_grad", adaptor.getIndices(), kDynamic)))
+    return failure();
+  Shape result = adaptor.getTransposeResult() ? Shape{rows[0], dy[2], rows[2]}
+                                              : Shape{rows[0], rows[2], dy[2]};
+  types.push_back(withShape(result, elementOf(adaptor.getRows())));
+  return success();
+}
+
 LogicalResult MoEExpertFractionOp::verify() {
   if (failed(checkChoices(getLoc(), "moe_expert_fraction", getIndices(), kDynamic)))
     return failure();
@@ -220,6 +259,19 @@ LogicalResult MoECombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   dxs.push_back(Value()); // expert choices are integers
   if (getWeights())
     dxs.push_back(b.create<MoESlotGradOp>(getLoc(), dy, getExpertOutput(), getIndices()));
+  return success();
+}
+
+LogicalResult MoEExpertMatmulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                SmallVectorImpl<Value> &dxs) {
+  Value dy = dys[0];
+  // y = x w (w [E, K, N]): dx = dy w^T; y = x w^T (w [E, N, K]): dx = dy w.
+  bool transposed = getTransposeRhs();
+  dxs.push_back(b.create<MoEExpertMatmulOp>(getLoc(), dy, getWeight(), getIndices(),
+                                            transposed ? UnitAttr() : b.getUnitAttr()));
+  dxs.push_back(b.create<MoEExpertWeightGradOp>(getLoc(), getRows(), dy, getIndices(),
+                                                transposed ? b.getUnitAttr() : UnitAttr()));
+  dxs.push_back(Value()); // expert choices are integers
   return success();
 }
 

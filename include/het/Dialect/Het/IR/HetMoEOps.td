@@ -4,9 +4,10 @@
 // sees it: a router picks `k` of `E` experts per token and weighs them;
 // `het.moe_dispatch` gathers each expert's tokens into a fixed-size
 // `[E, C, D]` buffer (C, the capacity, from its result type); the experts
-// run as batched contractions over that buffer (`het.matmul` with an
-// expert axis: one contraction for all experts, shapes known at compile
-// time); `het.moe_combine` scatters the outputs back, weighted. The
+// run as contractions over that buffer (`het.moe_expert_matmul`: one op
+// for all experts, shapes known at compile time, computing only the rows
+// the tokens filled; a batched `het.matmul` also works, padded rows and
+// all); `het.moe_combine` scatters the outputs back, weighted. The
 // load-balancing loss is built from `het.moe_expert_fraction` and the
 // router's probabilities with ordinary ops.
 //
@@ -156,6 +157,58 @@ def Het_MoESlotGradOp : Het_InferredComputeOp<"moe_slot_grad"> {
   let assemblyFormat = [{
     $tokens `,` $expert_rows `,` $indices attr-dict `:` type($tokens) `,`
     type($expert_rows) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Het_MoEExpertMatmulOp : Het_InferredComputeOp<"moe_expert_matmul", [Differentiable]> {
+  let summary = "the experts' contraction over the rows their tokens filled";
+  let description = [{
+    `rows` is a dispatch buffer `[E, C, K]`, `weight` `[E, K, N]` (or
+    `[E, N, K]` with `transpose_rhs`: stacked `nn.Linear` weights);
+    `indices` `[T, k]` is the routing that filled `rows`. For each expert
+    `e`, with `n_e` its choices that were not dropped (slot order: the
+    file's header), `result[e, :n_e] = rows[e, :n_e] op(weight[e])` and
+    `result[e, n_e:] = 0`: the rows no token took are neither read nor
+    computed. Without a capacity (`C = T`) an expert gets `T k / E` rows on
+    average, so a padded batched `het.matmul` would do `E / k` times the
+    work; this op does what the tokens need (a grouped GEMM, as MegaBlocks
+    and Megatron's grouped experts do). The gradient of `rows` is this op
+    again (with the weight transposed the other way), of `weight`
+    `het.moe_expert_weight_grad`.
+
+    ```mlir
+    %h = het.moe_expert_matmul %buf, %w1, %i {transpose_rhs}
+        : tensor<4x32x16xf32>, tensor<4x64x16xf32>, tensor<32x2xi64> -> tensor<4x32x64xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$rows, Het_FloatTensor:$weight, Het_IndexTensor:$indices,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $weight `,` $indices attr-dict `:` type($rows) `,` type($weight) `,`
+    type($indices) `->` type($result)
+  }];
+}
+
+def Het_MoEExpertWeightGradOp : Het_InferredComputeOp<"moe_expert_weight_grad"> {
+  let summary = "gradient of het.moe_expert_matmul with respect to its weight";
+  let description = [{
+    `rows` `[E, C, K]` and `grad_output` `[E, C, N]`; per expert, over its
+    `n_e` filled rows only: `rows[e, :n_e]^T grad_output[e, :n_e]`, `[E, K,
+    N]`, or its transpose `[E, N, K]` with `transpose_result` (the layout of
+    a `transpose_rhs` weight).
+
+    ```mlir
+    %dw1 = het.moe_expert_weight_grad %buf, %dh, %i {transpose_result}
+        : tensor<4x32x16xf32>, tensor<4x32x64xf32>, tensor<32x2xi64> -> tensor<4x64x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$rows, Het_FloatTensor:$grad_output,
+                       Het_IndexTensor:$indices, UnitAttr:$transpose_result);
+  let results = (outs Het_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $grad_output `,` $indices attr-dict `:` type($rows) `,` type($grad_output) `,`
+    type($indices) `->` type($result)
   }];
 }
 
