@@ -5,6 +5,7 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/IR/IntegerInputs.h"
 
 #include <cmath>
 #include <random>
@@ -13,21 +14,6 @@ using namespace mlir;
 using namespace mlir::het;
 
 namespace het::eval {
-
-namespace {
-
-/// Exclusive upper bound for an integer argument, from the ops that read it.
-int64_t integerBound(Value argument) {
-  for (Operation *user : argument.getUsers()) {
-    if (auto loss = dyn_cast<CrossEntropyOp>(user))
-      return cast<RankedTensorType>(loss.getLogits().getType()).getShape().back();
-    if (auto lookup = dyn_cast<EmbeddingOp>(user))
-      return cast<RankedTensorType>(lookup.getTable().getType()).getShape().front();
-  }
-  return 2;
-}
-
-} // namespace
 
 HostArray randomArgument(func::FuncOp function, unsigned index, uint64_t seed) {
   Value argument = function.getArgument(index);
@@ -45,7 +31,7 @@ HostArray randomArgument(func::FuncOp function, unsigned index, uint64_t seed) {
     array.kind = ElementKind::I64;
     array.integers.assign(count, 0);
     if (!isState) {
-      std::uniform_int_distribution<int64_t> pick(0, integerBound(argument) - 1);
+      std::uniform_int_distribution<int64_t> pick(0, integerInput(argument).bound - 1);
       for (int64_t &value : array.integers)
         value = pick(generator);
     }

@@ -225,11 +225,12 @@ extern "C" int hetrt_main(int argc, char **argv, const char *modelInfo, hetrt_en
     die("the compiled step has no result named 'loss'");
 
   // The batch size: the leading size of the first data (else label, else
-  // token id) argument.
+  // [batch, ...] token id) argument; a 1-D index input is a position
+  // table, not a batch.
   int64_t batch = -1;
   for (const char *role : {"data", "label", "index"})
     for (const TensorInfo &t : info.inputs)
-      if (batch < 0 && t.role == role)
+      if (batch < 0 && t.role == role && !(t.role == std::string("index") && t.shape.size() < 2))
         batch = t.shape.empty() ? 1 : t.shape[0];
   if (o.batch > 0 && batch > 0 && o.batch != batch)
     die("--batch " + std::to_string(o.batch) + " does not match the model's batch size " +

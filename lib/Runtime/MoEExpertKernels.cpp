@@ -9,9 +9,10 @@
 // GemmEngines' cached primitives. Row counts change every step, and a
 // oneDNN primitive is created per shape (about a millisecond): the products
 // take row counts in steps of kRowStep (the forward computes up to the next
-// step and zeroes what it should not have; the weight gradient adds a
-// multiple of kRowStep rows and then the rest), so a run creates at most
-// C / kRowStep + kRowStep shapes per product, whatever the routing.
+// step, reading at most kRowStep - 1 rows past the filled ones, and zeroes
+// those results; the weight gradient adds a multiple of kRowStep rows and
+// then the rest), so a run creates about C / kRowStep + 2 kRowStep shapes
+// per product at most, whatever the routing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,8 @@
 #include "Kernels.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -29,6 +32,17 @@ namespace {
 
 constexpr int64_t kRowStep = 16;
 
+/// Runs `body`, turning a kernel's value error (an expert out of range)
+/// into the reference kernels' clean exit.
+template <typename F> void guarded(const char *op, F body) {
+  try {
+    body();
+  } catch (const het::eval::KernelError &error) {
+    std::fprintf(stderr, "error: het.%s: %s\n", op, error.what());
+    std::exit(1);
+  }
+}
+
 std::vector<int64_t> filledRows(const KernelCall &c, int indicesOperand, int64_t experts,
                                 int64_t capacity) {
   het::eval::Tensor<int64_t> indices(c.operandShape(indicesOperand));
@@ -37,13 +51,27 @@ std::vector<int64_t> filledRows(const KernelCall &c, int indicesOperand, int64_t
   return het::eval::moeFilledRows(indices, experts, capacity);
 }
 
+void expertMatmul(const KernelCall &c);
+void expertWeightGrad(const KernelCall &c);
+
 } // namespace
 
 extern "C" {
 
 /// y[e, :n_e] = x[e, :n_e] op(w[e]); the other rows zero. Word: transpose_rhs.
 void hetrt_dnnl_moe_expert_matmul(const int64_t *meta, void *const *buffers) {
-  KernelCall c(meta, buffers);
+  guarded("moe_expert_matmul", [&] { expertMatmul(KernelCall(meta, buffers)); });
+}
+
+void hetrt_dnnl_moe_expert_weight_grad(const int64_t *meta, void *const *buffers) {
+  guarded("moe_expert_weight_grad", [&] { expertWeightGrad(KernelCall(meta, buffers)); });
+}
+
+} // extern "C"
+
+namespace {
+
+void expertMatmul(const KernelCall &c) {
   const auto &x = c.operandShape(0), &w = c.operandShape(1);
   bool transposed = c.attribute(0) != 0;
   int64_t E = x[0], C = x[1], K = x[2], N = transposed ? w[1] : w[2];
@@ -63,8 +91,7 @@ void hetrt_dnnl_moe_expert_matmul(const int64_t *meta, void *const *buffers) {
 
 /// dw[e] = x[e, :n_e]^T dy[e, :n_e] ([K, N], or [N, K] = dy^T x with
 /// transpose_result). Word: transpose_result.
-void hetrt_dnnl_moe_expert_weight_grad(const int64_t *meta, void *const *buffers) {
-  KernelCall c(meta, buffers);
+void expertWeightGrad(const KernelCall &c) {
   const auto &x = c.operandShape(0), &dy = c.operandShape(1);
   bool transposed = c.attribute(0) != 0;
   int64_t E = x[0], C = x[1], K = x[2], N = dy[2];
@@ -95,4 +122,5 @@ void hetrt_dnnl_moe_expert_weight_grad(const int64_t *meta, void *const *buffers
   }
 }
 
-} // extern "C"
+} // namespace
+

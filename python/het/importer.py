@@ -905,6 +905,11 @@ def from_torch(module, example_inputs, loss: str = "cross_entropy", target=None,
         _check_batch_norms(module)
     # training mode, het.compat's fixes for third-party models, core ATen
     ep = capture(module, example_inputs, training=training, moe_capacity_factor=moe_capacity_factor)
+    if moe_capacity_factor is not None and not any(
+            str(n.target) == "het.moe_dispatch.default" for n in ep.graph.nodes):
+        raise HetImportError(f"moe_capacity_factor={moe_capacity_factor} given, but the model has no "
+                             f"mixture-of-experts block het imports (transformers' Mixtral or "
+                             f"Qwen2-MoE sparse blocks, or torch.ops.het.moe_dispatch)")
 
     user_specs = [s for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
     if input_names is None:

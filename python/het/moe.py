@@ -40,7 +40,7 @@ def expert_capacity(tokens: int, top_k: int, experts: int, capacity_factor=None)
         raise ValueError(f"capacity factor must be positive, got {capacity_factor}")
     import math
 
-    return max(1, min(tokens, math.ceil(capacity_factor * tokens * top_k / experts)))
+    return min(tokens, max(1, math.ceil(capacity_factor * tokens * top_k / experts)))
 
 
 def moe_rows(indices: torch.Tensor, experts: int, capacity: int) -> torch.Tensor:
@@ -62,11 +62,13 @@ def moe_rows(indices: torch.Tensor, experts: int, capacity: int) -> torch.Tensor
 
 @torch.library.custom_op("het::moe_router", mutates_args=())
 def moe_router(logits: torch.Tensor, top_k: int, normalize: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    p = torch.softmax(logits, dim=-1)
+    # In f32 at least, as Mixtral and Qwen2-MoE route (softmax with
+    # dtype=torch.float), then in the logits' format, as they cast back.
+    p = torch.softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
     weights, indices = torch.topk(p, top_k, dim=-1)
     if normalize:
         weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, indices
+    return weights.to(logits.dtype), indices
 
 
 @moe_router.register_fake
@@ -112,8 +114,11 @@ def _(expert_output, indices, weights):
 
 def filled_rows(indices: torch.Tensor, experts: int, capacity: int):
     """Each expert's rows its tokens filled: min(choices, capacity)."""
-    counts = torch.bincount(indices.reshape(-1), minlength=experts)
-    return [min(int(c), capacity) for c in counts[:experts]]
+    flat = indices.reshape(-1)
+    if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= experts):
+        raise ValueError(f"expert indices must be in [0, {experts}), got {flat.min()}..{flat.max()}")
+    counts = torch.bincount(flat, minlength=experts)
+    return [min(int(c), capacity) for c in counts]
 
 
 @torch.library.custom_op("het::moe_expert_matmul", mutates_args=())

@@ -134,15 +134,23 @@ def test_executables_report_the_dropped_choices(tmp_path):
     expected = sum(int((moe.moe_rows(torch.ops.het.moe_router(l, 2, True)[1], 4, capacity) < 0).sum())
                    for l in routed_logits)
     assert expected > 0
-    for factor, dropped in ((1.0, expected), (None, 0)):
+    # het-recompute clones the forward dispatch into the backward: the
+    # clone does not count again
+    for factor, dropped, args in ((1.0, expected, []), (1.0, expected, ["--recompute", "full"]),
+                                  (None, 0, [])):
         prog = het.from_torch(model, (IDS, LABELS), loss="none", input_names=["input", "labels"],
                               moe_capacity_factor=factor)
         feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
         feed["input"], feed["labels"] = IDS.numpy(), LABELS.numpy()
         mlir = tmp_path / "model.mlir"
         prog.save(str(mlir))
-        run = tools.run_compiled(str(mlir), feed, None, steps=1, compile_args=["--lr", "0.1"])
+        run = tools.run_compiled(str(mlir), feed, None, steps=1, compile_args=["--lr", "0.1"] + args)
         assert f"moe: {dropped} of 256 expert choices dropped by capacity" in run.stdout, run.stdout
+
+
+def test_a_capacity_factor_without_experts_is_an_error():
+    with pytest.raises(het.HetImportError, match="no mixture-of-experts block"):
+        het.from_torch(hf_tiny.llama(), (IDS,), target=LABELS, moe_capacity_factor=1.0)
 
 
 def test_compiled_and_distributed_runs_match_one_rank(tmp_path):

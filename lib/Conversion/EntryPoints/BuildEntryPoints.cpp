@@ -14,6 +14,7 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/IR/IntegerInputs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -79,23 +80,9 @@ std::string roleAndInit(func::FuncOp step, unsigned i) {
   if (StringRef(argumentName(step, i)).starts_with("const."))
     return "const zeros";
   if (isa<IntegerType>(type.getElementType())) {
-    // Labels and token ids, also flattened first (a language model's
-    // loss over [B * T] labels).
-    SmallVector<Value> values{argument};
-    while (!values.empty()) {
-      Value value = values.pop_back_val();
-      for (Operation *user : value.getUsers()) {
-        if (auto loss = dyn_cast<CrossEntropyOp>(user))
-          return llvm::formatv("label randint {0}",
-                               cast<RankedTensorType>(loss.getLogits().getType()).getShape().back());
-        if (auto lookup = dyn_cast<EmbeddingOp>(user))
-          return llvm::formatv("index randint {0}",
-                               cast<RankedTensorType>(lookup.getTable().getType()).getShape().front());
-        if (isa<ReshapeOp>(user))
-          values.push_back(user->getResult(0));
-      }
-    }
-    return "index randint 2";
+    IntegerInput use = integerInput(argument);
+    return llvm::formatv("{0} randint {1}", use.kind == IntegerInput::Kind::Label ? "label" : "index",
+                         use.bound);
   }
   if (step.getArgAttr(i, HetDialect::getParamAttrName())) {
     if (type.getRank() >= 2) {

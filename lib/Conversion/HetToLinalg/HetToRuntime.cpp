@@ -97,8 +97,11 @@ SmallVector<int64_t> attributeWords(Operation *op) {
         words.push_back(o.getNormalize());
       })
       .Case([&](MoERouterGradOp o) { words.push_back(o.getNormalize()); })
-      // A forward dispatch counts the choices it drops (1), a gradient's not.
-      .Case([&](MoEDispatchOp o) { words.push_back(!o.getGradient()); })
+      // A forward dispatch counts the choices it drops (1); a gradient's
+      // and het-recompute's clone of a forward one do not.
+      .Case([&](MoEDispatchOp o) {
+        words.push_back(!o.getGradient() && !o->hasAttr(HetDialect::getRecomputedAttrName()));
+      })
       .Case([&](MoEExpertMatmulOp o) { words.push_back(o.getTransposeRhs()); })
       .Case([&](MoEExpertWeightGradOp o) { words.push_back(o.getTransposeResult()); })
       .Case([&](DropoutOp o) {

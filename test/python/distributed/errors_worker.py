@@ -40,17 +40,19 @@ if mode == "shape":
     dist.init_process_group("hetccl", timeout=datetime.timedelta(seconds=20))
     t = torch.ones(10 if rank == 0 else 12)
     expect_error("mismatch", lambda: dist.all_reduce(t))
-    dist.destroy_process_group()
     # Split sizes the two ranks disagree on: rank 1 sends rank 0 two rows
     # that rank 0 does not expect, and expects two that rank 0 does not
     # send. all_to_all_single (hetcclAllToAllV) fails both at once, not
-    # after the timeout.
-    dist.init_process_group("hetccl", timeout=datetime.timedelta(seconds=20))
+    # after the timeout. On a new group (its own communicator and store
+    # keys): a second init_process_group in the same processes could read
+    # the first group's addresses from a store not yet torn down.
+    group = dist.new_group([0, 1])
     out = torch.empty(1 if rank == 0 else 3)
     inp = torch.ones(1 if rank == 0 else 3)
     splits_out = [1, 0] if rank == 0 else [2, 1]  # rows from rank 0, from rank 1
     splits_in = [1, 0] if rank == 0 else [2, 1]   # rows to rank 0, to rank 1
-    expect_error("split_mismatch", lambda: dist.all_to_all_single(out, inp, splits_out, splits_in))
+    expect_error("split_mismatch",
+                 lambda: dist.all_to_all_single(out, inp, splits_out, splits_in, group=group))
 
 elif mode == "local":
     dist.init_process_group("hetccl")

@@ -77,7 +77,10 @@ LogicalResult MoERouterOp::inferReturnTypes(MLIRContext *context, std::optional<
     return emitOptionalError(loc, "moe_router: logits must be 2-D [T, E], got ",
                              shapeString(logits));
   int64_t k = adaptor.getTopK();
-  if (k < 1 || (logits[1] != kDynamic && k > logits[1]))
+  if (logits[1] == kDynamic)
+    return emitOptionalError(loc, "moe_router: the number of experts must be static, got ",
+                             shapeString(logits));
+  if (k < 1 || k > logits[1])
     return emitOptionalError(loc, "moe_router: top_k must be in [1, E = ", logits[1], "], got ",
                              k);
   types.push_back(withShape({logits[0], k}, elementOf(adaptor.getLogits())));
@@ -103,8 +106,9 @@ int64_t MoEDispatchOp::capacityFor(int64_t tokens, int64_t topK, int64_t experts
                                    std::optional<double> factor) {
   if (!factor)
     return tokens;
+  // In double until it is known to fit (a huge factor: every token).
   double rows = std::ceil(*factor * double(tokens) * double(topK) / double(experts));
-  return std::min(tokens, std::max<int64_t>(1, static_cast<int64_t>(rows)));
+  return std::min(tokens, static_cast<int64_t>(std::max(1.0, std::min(rows, double(tokens)))));
 }
 
 LogicalResult MoEDispatchOp::verify() {
@@ -145,6 +149,8 @@ LogicalResult MoECombineOp::inferReturnTypes(MLIRContext *, std::optional<Locati
                              shapeString(buffer));
   ArrayRef<int64_t> indices = shapeOf(adaptor.getIndices());
   if (failed(checkChoices(loc, "moe_combine", adaptor.getIndices(), kDynamic)) ||
+      failed(checkExpertBuffer(loc, "moe_combine", "expert_output", adaptor.getExpertOutput(),
+                               kDynamic)) ||
       failed(checkWeights(loc, "moe_combine", adaptor.getWeights(), adaptor.getIndices(),
                           elementOf(adaptor.getExpertOutput()))))
     return failure();
@@ -202,6 +208,9 @@ LogicalResult MoEExpertWeightGradOp::inferReturnTypes(MLIRContext *, std::option
                              shapeString(rows), " and ", shapeString(dy));
   if (failed(checkChoices(loc, "moe_expert_weight_grad", adaptor.getIndices(), kDynamic)))
     return failure();
+  if (elementOf(adaptor.getRows()) != elementOf(adaptor.getGradOutput()))
+    return emitOptionalError(loc, "moe_expert_weight_grad: rows and grad_output must have the "
+                                  "same element type");
   Shape result = adaptor.getTransposeResult() ? Shape{rows[0], dy[2], rows[2]}
                                               : Shape{rows[0], rows[2], dy[2]};
   types.push_back(withShape(result, elementOf(adaptor.getRows())));
@@ -247,13 +256,25 @@ LogicalResult MoEDispatchOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult MoECombineOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                            SmallVectorImpl<Value> &dxs) {
   Value dy = dys[0];
-  // The dispatch of the same routing that filled expert_output sized it;
-  // the gradient's dispatch takes its capacity rule.
+  // The dispatch of the same routing that filled the experts' rows sized
+  // them (same experts and capacity; the experts may change the width and
+  // the format); the gradient's dispatch takes its capacity rule.
+  ArrayRef<int64_t> buffer = shapeOf(getExpertOutput());
   FloatAttr factor;
+  bool found = false;
   for (Operation *user : getIndices().getUsers())
     if (auto dispatch = dyn_cast<MoEDispatchOp>(user))
-      if (dispatch.getType() == getExpertOutput().getType())
+      if (!dispatch.getGradient() && shapeOf(dispatch.getResult()).take_front(2) ==
+                                         buffer.take_front(2)) {
         factor = dispatch.getCapacityFactorAttr();
+        found = true;
+      }
+  int64_t tokens = shapeOf(getIndices())[0];
+  if (!found && buffer[1] != tokens)
+    return emitOpError("combines ")
+           << buffer[1] << " rows per expert for " << tokens
+           << " tokens, but no het.moe_dispatch of the same routing says how they were sized; "
+              "its gradient cannot be built";
   dxs.push_back(b.create<MoEDispatchOp>(getLoc(), getExpertOutput().getType(), dy, getIndices(),
                                         getWeights(), factor, /*gradient=*/b.getUnitAttr()));
   dxs.push_back(Value()); // expert choices are integers

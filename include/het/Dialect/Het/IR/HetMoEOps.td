@@ -168,8 +168,8 @@ def Het_MoEExpertMatmulOp : Het_InferredComputeOp<"moe_expert_matmul", [Differen
     `indices` `[T, k]` is the routing that filled `rows`. For each expert
     `e`, with `n_e` its choices that were not dropped (slot order: the
     file's header), `result[e, :n_e] = rows[e, :n_e] op(weight[e])` and
-    `result[e, n_e:] = 0`: the rows no token took are neither read nor
-    computed. Without a capacity (`C = T`) an expert gets `T k / E` rows on
+    `result[e, n_e:] = 0`: the rows no token took do not affect the result
+    (kernels may compute a few of them, and then zero them). Without a capacity (`C = T`) an expert gets `T k / E` rows on
     average, so a padded batched `het.matmul` would do `E / k` times the
     work; this op does what the tokens need (a grouped GEMM, as MegaBlocks
     and Megatron's grouped experts do). The gradient of `rows` is this op
