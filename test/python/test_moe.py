@@ -91,14 +91,15 @@ def test_capacity_drops_the_choices_past_each_experts_rows():
 
 
 def test_a_capacity_factor_imports_and_trains_as_pytorch_with_it(tmp_path):
-    """The capped model (factor 1.0: choices dropped at this size) in
+    """The capped model (factor 0.5: a quarter of the choices dropped) in
     het-eval against the same fixed-shape model run by PyTorch (the eager
-    het ops, which drop the same choices), 5 steps of SGD."""
+    het ops, which drop the same choices in the same slot order), 5 steps
+    of SGD."""
     model = hf_tiny.mixtral()
     prog = het.from_torch(model, (IDS, LABELS), loss="none", input_names=["input", "labels"],
-                          moe_capacity_factor=1.0)
-    assert "capacity_factor = 1.0" in str(prog)
-    assert re.search(r"-> tensor<4x32x32xf32>", str(prog))  # ceil(64 * 2 / 4) = 32 rows
+                          moe_capacity_factor=0.5)
+    assert "capacity_factor = 5.0e-01" in str(prog) or "capacity_factor = 0.5" in str(prog)
+    assert re.search(r"-> tensor<4x16x32xf32>", str(prog))  # ceil(0.5 * 64 * 2 / 4) = 16 rows
     feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
     feed["input"], feed["labels"] = IDS.numpy(), LABELS.numpy()
     mlir = tmp_path / "capped.mlir"
@@ -107,14 +108,14 @@ def test_a_capacity_factor_imports_and_trains_as_pytorch_with_it(tmp_path):
 
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     expected = []
-    with compat.exportable(model, moe_capacity_factor=1.0):
+    with compat.exportable(model, moe_capacity_factor=0.5):
         for _ in range(5):
             optimizer.zero_grad()
             loss = model(IDS, LABELS)
             expected.append(loss.item())
             loss.backward()  # through PyTorch's autograd of the eager het ops' compositions
             optimizer.step()
-    assert max(abs(a - b) / abs(b) for a, b in zip(losses, expected)) <= 1e-4
+    assert max(abs(a - b) / abs(b) for a, b in zip(losses, expected)) <= 1e-5
 
 
 def test_executables_report_the_dropped_choices(tmp_path):
