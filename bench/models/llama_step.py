@@ -21,15 +21,14 @@ import datetime
 import os
 import platform
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "torch"))
+sys.path.insert(0, HERE)
 
 
 def build(name):
@@ -71,7 +70,8 @@ def main():
     import numpy as np
     import torch
 
-    from het import from_torch, tools
+    from compiled_step import compile_and_train
+    from het import from_torch
 
     torch.set_num_threads(args.threads)
     model = build(args.model)
@@ -81,19 +81,9 @@ def main():
     initial = {k: v.clone() for k, v in model.state_dict().items()}
 
     prog = from_torch(model, (ids,), loss="cross_entropy", target=target)
-    with tempfile.TemporaryDirectory(prefix="het-bench-llama-") as tmp:
-        mlir = os.path.join(tmp, "llama.mlir")
-        prog.save(mlir)
-        feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
-        feed["input"], feed["target"] = ids.numpy(), target.numpy()
-        np.savez(os.path.join(tmp, "in.npz"), **feed)
-        exe = os.path.join(tmp, "llama")
-        start = time.perf_counter()
-        tools.run_tool("het-compile", [mlir, "-o", exe, "--lr", str(args.lr)], timeout=1800)
-        compile_s = time.perf_counter() - start
-        out = subprocess.run([exe, "--steps", str(args.steps), "--threads", str(args.threads),
-                              "--load", os.path.join(tmp, "in.npz")],
-                             check=True, capture_output=True, text=True).stdout
+    feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
+    feed["input"], feed["target"] = ids.numpy(), target.numpy()
+    out, compile_s = compile_and_train(prog, feed, args.steps, args.threads, args.lr, "llama")
     m = re.search(r"throughput (\S+) samples/s", out)
     het_sps = float(m.group(1))
     het_losses = [float(v) for v in re.findall(r"step \d+ loss (\S+)", out)]

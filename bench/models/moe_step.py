@@ -23,15 +23,14 @@ import datetime
 import os
 import platform
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "torch"))
+sys.path.insert(0, HERE)
 
 
 def main():
@@ -53,7 +52,8 @@ def main():
     from transformers import MixtralConfig, MixtralForCausalLM
 
     import hf_tiny
-    from het import from_torch, tools
+    from compiled_step import compile_and_train
+    from het import from_torch
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -70,19 +70,9 @@ def main():
 
     prog = from_torch(model, (ids, labels), loss="none", input_names=["input", "labels"],
                       moe_capacity_factor=args.capacity_factor)
-    with tempfile.TemporaryDirectory(prefix="het-bench-moe-") as tmp:
-        mlir = os.path.join(tmp, "moe.mlir")
-        prog.save(mlir)
-        feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
-        feed["input"], feed["labels"] = ids.numpy(), labels.numpy()
-        np.savez(os.path.join(tmp, "in.npz"), **feed)
-        exe = os.path.join(tmp, "moe")
-        start = time.perf_counter()
-        tools.run_tool("het-compile", [mlir, "-o", exe, "--lr", str(args.lr)], timeout=1800)
-        compile_s = time.perf_counter() - start
-        out = subprocess.run([exe, "--steps", str(args.steps), "--threads", str(args.threads),
-                              "--load", os.path.join(tmp, "in.npz")],
-                             check=True, capture_output=True, text=True).stdout
+    feed = {k: np.asarray(v) for k, v in prog.initial_values().items()}
+    feed["input"], feed["labels"] = ids.numpy(), labels.numpy()
+    out, compile_s = compile_and_train(prog, feed, args.steps, args.threads, args.lr, "moe")
     het_sps = float(re.search(r"throughput (\S+) samples/s", out).group(1))
     het_losses = [float(v) for v in re.findall(r"step \d+ loss (\S+)", out)]
     dropped = re.search(r"moe: (.*)", out)
