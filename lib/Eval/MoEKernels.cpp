@@ -30,6 +30,24 @@ template <typename T> void softmaxRow(const Tensor<T> &logits, int64_t t, std::v
     p[e] /= sum;
 }
 
+/// Choice `c` of `indices` [T, k], checked to name one of `experts`.
+int64_t checkedExpert(const Tensor<int64_t> &indices, int64_t c, int64_t experts) {
+  int64_t e = indices[c];
+  if (e < 0 || e >= experts)
+    throw KernelError("expert " + std::to_string(e) + " chosen by token " +
+                      std::to_string(c / indices.dim(1)) + " is outside [0, " +
+                      std::to_string(experts) + ")");
+  return e;
+}
+
+/// How many choices each expert got.
+std::vector<int64_t> expertCounts(const Tensor<int64_t> &indices, int64_t experts) {
+  std::vector<int64_t> counts(experts, 0);
+  for (int64_t c = 0; c < indices.size(); ++c)
+    ++counts[checkedExpert(indices, c, experts)];
+  return counts;
+}
+
 } // namespace
 
 template <typename T> MoERouting<T> moeRouter(const Tensor<T> &logits, int64_t k, bool normalize) {
@@ -63,13 +81,8 @@ Tensor<T> moeRouterGrad(const Tensor<T> &dweights, const Tensor<T> &logits,
     softmaxRow(logits, t, p);
     std::fill(dp.begin(), dp.end(), T(0));
     T chosen = 0, weighted = 0; // sum of chosen p; sum of g_j w_j
-    for (int64_t j = 0; j < k; ++j) {
-      int64_t e = indices[t * k + j];
-      if (e < 0 || e >= E)
-        throw KernelError("expert " + std::to_string(e) + " of token " + std::to_string(t) +
-                          " is outside [0, " + std::to_string(E) + ")");
-      chosen += p[e];
-    }
+    for (int64_t j = 0; j < k; ++j)
+      chosen += p[checkedExpert(indices, t * k + j, E)];
     for (int64_t j = 0; j < k; ++j)
       weighted += dweights[t * k + j] * p[indices[t * k + j]] / chosen;
     // w_j = p_j / S: dp_j = (g_j - sum_i g_i w_i) / S; without
@@ -93,11 +106,7 @@ std::vector<int64_t> moeSlotRows(const Tensor<int64_t> &indices, int64_t experts
   std::vector<int64_t> rows(indices.size(), -1), taken(experts, 0);
   for (int64_t j = 0; j < k; ++j)
     for (int64_t t = 0; t < tokens; ++t) {
-      int64_t e = indices[t * k + j];
-      if (e < 0 || e >= experts)
-        throw KernelError("expert " + std::to_string(e) + " chosen by token " +
-                          std::to_string(t) + " is outside [0, " + std::to_string(experts) +
-                          ")");
+      int64_t e = checkedExpert(indices, t * k + j, experts);
       if (taken[e] < capacity)
         rows[t * k + j] = taken[e]++;
     }
@@ -169,14 +178,7 @@ Tensor<T> moeSlotGrad(const Tensor<T> &tokens, const Tensor<T> &expertRows,
 template <typename T>
 Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
   Tensor<T> fraction({experts}, T(0));
-  std::vector<int64_t> counts(experts, 0);
-  for (int64_t c = 0; c < indices.size(); ++c) {
-    int64_t e = indices[c];
-    if (e < 0 || e >= experts)
-      throw KernelError("expert " + std::to_string(e) + " at position " + std::to_string(c) +
-                        " is outside [0, " + std::to_string(experts) + ")");
-    ++counts[e];
-  }
+  std::vector<int64_t> counts = expertCounts(indices, experts);
   for (int64_t e = 0; e < experts; ++e)
     fraction[e] = T(counts[e]) / T(indices.dim(0));
   return fraction;
@@ -184,14 +186,9 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
 
 std::vector<int64_t> moeFilledRows(const Tensor<int64_t> &indices, int64_t experts,
                                    int64_t capacity) {
-  std::vector<int64_t> filled(experts, 0);
-  for (int64_t c = 0; c < indices.size(); ++c) {
-    int64_t e = indices[c];
-    if (e < 0 || e >= experts)
-      throw KernelError("expert " + std::to_string(e) + " at position " + std::to_string(c) +
-                        " is outside [0, " + std::to_string(experts) + ")");
-    filled[e] = std::min(capacity, filled[e] + 1);
-  }
+  std::vector<int64_t> filled = expertCounts(indices, experts);
+  for (int64_t &rows : filled)
+    rows = std::min(rows, capacity);
   return filled;
 }
 

@@ -297,7 +297,8 @@ def _moe_blocks(module, capacity_factor):
     recorded = []  # the router logits of the forward being traced, in layer order
     try:
         patchable = _moe_patchable(module)
-        blocks = sum(isinstance(m, tuple(cls for _, cls, _ in patchable)) for m in module.modules())
+        classes = tuple(cls for _, cls, _ in patchable)
+        blocks = sum(isinstance(m, classes) for m in module.modules())
         for models, cls, projections in patchable:
             saved.append((cls, "forward", cls.forward))
             cls.forward = _moe_forward(projections, capacity_factor, recorded)
@@ -308,7 +309,7 @@ def _moe_blocks(module, capacity_factor):
             # transformers' recording (below) leaves the block's original
             # forward behind as an instance attribute after a call, which
             # would hide the class's patched one.
-            if isinstance(m, tuple(cls for _, cls, _ in patchable)) and "forward" in m.__dict__:
+            if isinstance(m, classes) and "forward" in m.__dict__:
                 saved.append((m, "forward", m.__dict__.pop("forward")))
         if patchable:
             # transformers records `router_logits` by assigning each block's

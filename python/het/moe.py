@@ -23,6 +23,7 @@ takes the next row of its expert in the order (j, t), every first choice
 before any second one; a choice past the capacity is dropped.
 """
 
+import math
 from typing import Tuple
 
 import torch
@@ -38,8 +39,6 @@ def expert_capacity(tokens: int, top_k: int, experts: int, capacity_factor=None)
         return tokens
     if capacity_factor <= 0:
         raise ValueError(f"capacity factor must be positive, got {capacity_factor}")
-    import math
-
     return min(tokens, max(1, math.ceil(capacity_factor * tokens * top_k / experts)))
 
 
