@@ -3,12 +3,15 @@ description of its stages, so a plan fits on one command line (tests,
 benchmarks, trying a split by hand).
 
 usage: make_plan.py CLUSTER.json OUT.plan.json --global-batch G --micro-batches M
-               --stage B:E=GROUP:REPLICAS[@SAMPLES][,GROUP:REPLICAS[@SAMPLES]...][/TP] ...
+               --stage B:E=GROUP:REPLICAS[@SAMPLES][xEXPERTS][,...][/TP] ...
 
   --stage 0:2=onednn:1              layers [0, 2) on one onednn replica
   --stage 2:3=mlir:2                two mlir replicas, even shares
   --stage 0:2=onednn:1@48,mlir:1@16 one replica of each kind, 48 and 16 samples
   --stage 0:3=onednn:1/2            one replica over 2 tensor-parallel devices
+  --stage 0:7=onednn:1x3,mlir:1x1   expert parallelism: the onednn replica holds 3
+                                    experts of each mixture-of-experts layer, the
+                                    mlir replica 1
 """
 import argparse
 import glob
@@ -61,12 +64,15 @@ def main():
         members = []
         for member in rest.split(","):
             group, _, count = member.partition(":")
+            count, _, experts = count.partition("x")
             count, _, samples = count.partition("@")
             m = {"group": group, "replicas": int(count)}
             if samples:
                 m["micro_batch_size"] = int(samples)
+            if experts:
+                m["experts"] = int(experts)
             members.append(m)
-        if len(members) == 1 and "micro_batch_size" not in members[0]:
+        if len(members) == 1 and "micro_batch_size" not in members[0] and "experts" not in members[0]:
             stage.update(members[0])
         else:
             stage["replica_groups"] = members

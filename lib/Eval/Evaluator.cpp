@@ -542,6 +542,30 @@ template <typename T> LogicalResult Interpreter<T>::executeHet(Operation *op) {
                                        integers(o.getIndices())));
         return success();
       })
+      // Expert parallelism: the evaluator is one process, so only a group
+      // of one member (every expert here) runs; more is a stage's ranks.
+      .Case([&](MoEToExpertsOp o) -> LogicalResult {
+        if (o.getExperts().size() != 1)
+          return o.emitOpError("exchanges rows between ")
+                 << o.getExperts().size()
+                 << " members; the evaluator runs a single process (evaluate the model "
+                    "before het-expert-parallel, or run the pipeline with het-run)";
+        auto [rows, counts] = moeToExpertsHere(floats(o.getRows()), integers(o.getIndices()),
+                                               o.getExpertRows().getType().getDimSize(1));
+        set(o.getExpertRows(), std::move(rows));
+        setInt(o.getCounts(), std::move(counts));
+        return success();
+      })
+      .Case([&](MoEFromExpertsOp o) -> LogicalResult {
+        if (o.getExperts().size() != 1)
+          return o.emitOpError("exchanges rows between ")
+                 << o.getExperts().size()
+                 << " members; the evaluator runs a single process (evaluate the model "
+                    "before het-expert-parallel, or run the pipeline with het-run)";
+        set(o.getRows(), moeFromExpertsHere(floats(o.getExpertRows()), integers(o.getIndices()),
+                                            o.getRows().getType().getDimSize(1)));
+        return success();
+      })
       .Case([&](MoEExpertMatmulOp o) {
         set(o.getResult(), moeExpertMatmul(floats(o.getRows()), floats(o.getWeight()),
                                            integers(o.getIndices()), o.getTransposeRhs()));

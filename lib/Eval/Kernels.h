@@ -172,6 +172,16 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts);
 /// `capacity` keeps (min(count, capacity)).
 std::vector<int64_t> moeFilledRows(const Tensor<int64_t> &indices, int64_t experts,
                                    int64_t capacity);
+/// het.moe_to_experts / het.moe_from_experts over a group of one member
+/// (every expert here): the filled rows of `rows` [E, C, X] into
+/// [E, capacity, X] with their counts, and back.
+template <typename T>
+std::pair<Tensor<T>, Tensor<int64_t>> moeToExpertsHere(const Tensor<T> &rows,
+                                                       const Tensor<int64_t> &indices,
+                                                       int64_t capacity);
+template <typename T>
+Tensor<T> moeFromExpertsHere(const Tensor<T> &expertRows, const Tensor<int64_t> &indices,
+                             int64_t capacity);
 template <typename T>
 Tensor<T> moeExpertMatmul(const Tensor<T> &rows, const Tensor<T> &weight,
                           const Tensor<int64_t> &indices, bool transposeRhs);

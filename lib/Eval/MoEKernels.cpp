@@ -186,6 +186,18 @@ Tensor<T> moeExpertFraction(const Tensor<int64_t> &indices, int64_t experts) {
 
 std::vector<int64_t> moeFilledRows(const Tensor<int64_t> &indices, int64_t experts,
                                    int64_t capacity) {
+  // [E] counts (after het.moe_to_experts): each expert's rows, as given.
+  if (indices.rank() == 1) {
+    if (indices.dim(0) != experts)
+      throw KernelError("counts of filled rows for " + std::to_string(indices.dim(0)) +
+                        " experts, the rows hold " + std::to_string(experts));
+    std::vector<int64_t> filled(indices.data.begin(), indices.data.end());
+    for (int64_t &rows : filled)
+      if (rows < 0 || rows > capacity)
+        throw KernelError("an expert's count of filled rows " + std::to_string(rows) +
+                          " is outside [0, " + std::to_string(capacity) + "]");
+    return filled;
+  }
   std::vector<int64_t> filled = expertCounts(indices, experts);
   for (int64_t &rows : filled)
     rows = std::min(rows, capacity);
@@ -228,6 +240,33 @@ Tensor<T> moeExpertWeightGrad(const Tensor<T> &rows, const Tensor<T> &dy,
   return dw;
 }
 
+template <typename T>
+std::pair<Tensor<T>, Tensor<int64_t>> moeToExpertsHere(const Tensor<T> &rows,
+                                                       const Tensor<int64_t> &indices,
+                                                       int64_t capacity) {
+  int64_t E = rows.dim(0), C = rows.dim(1), X = rows.dim(2);
+  std::vector<int64_t> filled = moeFilledRows(indices, E, C);
+  Tensor<T> out({E, capacity, X}, T(0));
+  Tensor<int64_t> counts({E});
+  for (int64_t e = 0; e < E; ++e) {
+    std::copy_n(rows.data.begin() + e * C * X, filled[e] * X, out.data.begin() + e * capacity * X);
+    counts[e] = filled[e];
+  }
+  return {std::move(out), std::move(counts)};
+}
+
+template <typename T>
+Tensor<T> moeFromExpertsHere(const Tensor<T> &expertRows, const Tensor<int64_t> &indices,
+                             int64_t capacity) {
+  int64_t E = expertRows.dim(0), R = expertRows.dim(1), X = expertRows.dim(2);
+  std::vector<int64_t> filled = moeFilledRows(indices, E, capacity);
+  Tensor<T> rows({E, capacity, X}, T(0));
+  for (int64_t e = 0; e < E; ++e)
+    std::copy_n(expertRows.data.begin() + e * R * X, filled[e] * X,
+                rows.data.begin() + e * capacity * X);
+  return rows;
+}
+
 #define HET_INSTANTIATE(T)                                                                 \
   template MoERouting<T> moeRouter(const Tensor<T> &, int64_t, bool);                      \
   template Tensor<T> moeRouterGrad(const Tensor<T> &, const Tensor<T> &,                   \
@@ -240,7 +279,10 @@ Tensor<T> moeExpertWeightGrad(const Tensor<T> &rows, const Tensor<T> &dy,
   template Tensor<T> moeExpertMatmul(const Tensor<T> &, const Tensor<T> &,                  \
                                      const Tensor<int64_t> &, bool);                        \
   template Tensor<T> moeExpertWeightGrad(const Tensor<T> &, const Tensor<T> &,              \
-                                         const Tensor<int64_t> &, bool);
+                                         const Tensor<int64_t> &, bool);                    \
+  template std::pair<Tensor<T>, Tensor<int64_t>> moeToExpertsHere(                          \
+      const Tensor<T> &, const Tensor<int64_t> &, int64_t);                                 \
+  template Tensor<T> moeFromExpertsHere(const Tensor<T> &, const Tensor<int64_t> &, int64_t);
 HET_INSTANTIATE(float)
 HET_INSTANTIATE(double)
 HET_INSTANTIATE(long double)

@@ -44,6 +44,21 @@ long layerOf(Operation *op) {
   return -1;
 }
 
+/// A gradient of expert weights spread over a stage's replicas (products
+/// whose routing is het.moe_to_experts's counts), a sum of such, or one
+/// expert's part of one.
+bool isExpertHeldGradient(Value gradient) {
+  Operation *def = gradient.getDefiningOp();
+  if (auto grad = dyn_cast_or_null<MoEExpertWeightGradOp>(def))
+    return cast<RankedTensorType>(grad.getIndices().getType()).getRank() == 1;
+  if (isa_and_nonnull<AddOp>(def))
+    return llvm::all_of(def->getOperands(), isExpertHeldGradient);
+  // One expert's own parameter: its slice of the joined weight's gradient.
+  if (isa_and_nonnull<ReshapeOp, SliceOp>(def))
+    return isExpertHeldGradient(def->getOperand(0));
+  return false;
+}
+
 // Symbol-safe: cluster names like "mixed-node" become mixed_node.
 std::string symbolName(const std::string &name) {
   std::string out;
@@ -324,9 +339,20 @@ void HetPartitionPass::runOnOperation() {
   // Weighted losses make each replica's gradient its share of the
   // micro-batch's: the replicas' sum is the whole.
   ReductionKind combine = lossWeighted ? ReductionKind::Sum : ReductionKind::Avg;
+  // An expert weight's gradient under expert parallelism is whole on the
+  // replica holding the expert: its rows came from every replica, each
+  // weighted by its share (het-expert-parallel).
+  bool expertParallel = false;
+  func.walk([&](MoEToExpertsOp) { expertParallel = true; });
+  if (expertParallel && !lossWeighted) {
+    module.emitError("het-partition: the step spreads experts over replicas "
+                     "(het.moe_to_experts), whose gradients are summed on the replica holding "
+                     "each expert: partition it with loss-weighted=true (het-compile does)");
+    return signalPassFailure();
+  }
   auto averaged = [&](int j, Value gradient, Location loc,
                       OpBuilder &ob) -> Value {
-    if (plan.stages[j].replicas() <= 1)
+    if (plan.stages[j].replicas() <= 1 || isExpertHeldGradient(gradient))
       return gradient;
     return ob.create<AllReduceOp>(loc, gradient.getType(), gradient,
                                   SymbolRefAttr::get(ctx, plan.stages[j].name),
@@ -390,6 +416,14 @@ void HetPartitionPass::runOnOperation() {
           g.replicas, g.samples));
     stages[j] = b.create<StageOp>(func.getLoc(), st.name, replicaGroups, st.layerBegin,
                                   st.layerEnd, st.tensorParallel, argTypes);
+    // Expert parallelism: each replica (a group of its own) holds its
+    // experts (convert-het-to-runtime keys its code by it).
+    if (st.expertParallel()) {
+      SmallVector<int64_t> counts;
+      for (const auto &g : st.replicaGroups)
+        counts.push_back(g.experts);
+      stages[j]->setAttr(kReplicaExpertsAttrName, b.getDenseI64ArrayAttr(counts));
+    }
     for (size_t i = 0; i < stageArgs[j].size(); ++i)
       maps[j].map(func.getArgument(stageArgs[j][i]),
                   stages[j].getBodyBlock().getArgument(i));
@@ -563,12 +597,18 @@ void HetPartitionPass::runOnOperation() {
       // Under tensor parallelism: the split parameters' gradients, then the
       // others (each device holds all of them).
       SmallVector<Value> split, whole;
+      // Expert weights spread over the replicas: each holds its own.
+      SmallVector<Value> expertHeld;
       // A tied parameter's whole gradient is held by each of the stages
       // holding a copy: each adds its share.
       std::map<size_t, SmallVector<Value>> tiedBy; // stages holding it -> gradients
       for (auto [gradient, position] : llvm::zip(gradients, positions)) {
         if (int tie = tied->tieOfGradient(clip.getGradients()[position]); tie >= 0) {
           tiedBy[tied->ties[tie].stages.size()].push_back(gradient);
+          continue;
+        }
+        if (isExpertHeldGradient(gradient)) {
+          expertHeld.push_back(gradient);
           continue;
         }
         if (devices == 1) {
@@ -596,6 +636,11 @@ void HetPartitionPass::runOnOperation() {
         if (!whole.empty()) {
           Value kept = ob.create<SquaredNormOp>(norm.getLoc(), scalar, whole,
                                                 ob.getF64FloatAttr(1.0 / (replicas * devices)));
+          local = local ? ob.create<AddOp>(norm.getLoc(), scalar, local, kept).getResult() : kept;
+        }
+        if (!expertHeld.empty()) {
+          Value kept = ob.create<SquaredNormOp>(norm.getLoc(), scalar, expertHeld,
+                                                ob.getF64FloatAttr(1.0));
           local = local ? ob.create<AddOp>(norm.getLoc(), scalar, local, kept).getResult() : kept;
         }
         for (const auto &[holders, tiedGradients] : tiedBy) {

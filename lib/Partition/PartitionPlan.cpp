@@ -200,7 +200,10 @@ void resolveShares(PartitionPlan &plan, long microBatchSamples) {
       std::vector<ReplicaGroupInfo> even;
       for (const ::het::plan::EvenShare &e : ::het::plan::evenShares(counts, microBatchSamples)) {
         const ReplicaGroupInfo &g = s.replicaGroups[e.group];
-        even.push_back({g.group, e.replicas, e.samples, g.precision, g.field});
+        ReplicaGroupInfo part = g;
+        part.replicas = e.replicas;
+        part.samples = e.samples;
+        even.push_back(part);
       }
       s.replicaGroups = even;
     } else {
@@ -216,6 +219,18 @@ void resolveShares(PartitionPlan &plan, long microBatchSamples) {
              "the shares add up to " + shares + " = " + std::to_string(total) +
                  " samples, but a micro-batch has " + std::to_string(microBatchSamples) +
                  " (global_batch / micro_batches)");
+    }
+    // Expert parallelism: each replica holds its own experts, so each is
+    // a replica group of its own (one compiled variant per replica).
+    if (s.expertParallel()) {
+      std::vector<ReplicaGroupInfo> single;
+      for (const ReplicaGroupInfo &g : s.replicaGroups)
+        for (long r = 0; r < g.replicas; ++r) {
+          ReplicaGroupInfo one = g;
+          one.replicas = 1;
+          single.push_back(one);
+        }
+      s.replicaGroups = single;
     }
     for (size_t k = 0; k < s.replicaGroups.size(); ++k) {
       const ReplicaGroupInfo &g = s.replicaGroups[k];

@@ -18,6 +18,10 @@ long StageSpec::replicas() const {
   return total;
 }
 
+bool StageSpec::expertParallel() const {
+  return !replicaGroups.empty() && replicaGroups.front().experts > 0;
+}
+
 bool StageSpec::evenShares() const {
   for (const Replicas &g : replicaGroups)
     if (g.samples != replicaGroups.front().samples)
@@ -114,6 +118,8 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
         g.replicas = integer(list[k], "replicas", file, gat, 1);
         g.precision = precisionOf(list[k], gat);
         g.field = gat;
+        if (list[k].contains("experts"))
+          g.experts = integer(list[k], "experts", file, gat, 1);
         if (list[k].contains("micro_batch_size")) {
           g.samples = integer(list[k], "micro_batch_size", file, gat, 1);
           ++withShare;
@@ -138,6 +144,8 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
       g.replicas = integer(st, "replicas", file, at, 1);
       g.precision = precisionOf(st, at);
       g.field = at;
+      if (st.contains("experts"))
+        g.experts = integer(st, "experts", file, at, 1);
       s.replicaGroups.push_back(g);
     }
     if (st.contains("tensor_parallel"))
@@ -165,6 +173,23 @@ std::vector<StageSpec> readStageSpecs(const json &j, const std::string &file,
         fail(file, join(at, "recompute"),
              "must be none, selective or full, got '" + s.recompute + "'");
     }
+    // Expert parallelism: every replica group says its experts, on
+    // replicas that are whole devices holding all of their other state.
+    size_t withExperts = 0;
+    for (const StageSpec::Replicas &g : s.replicaGroups)
+      withExperts += g.experts > 0;
+    if (withExperts != 0 && withExperts != s.replicaGroups.size())
+      fail(file, join(at, "replica_groups"),
+           "gives 'experts' to some replica groups but not to others; with expert parallelism "
+           "every replica holds a block of the experts");
+    if (withExperts != 0 && s.tensorParallel > 1)
+      fail(file, join(at, "tensor_parallel"),
+           "splits replicas over devices while they hold blocks of the experts ('experts'); "
+           "expert and tensor parallelism together are not supported yet");
+    if (withExperts != 0 && s.zero > 0)
+      fail(file, join(at, "zero"),
+           "shards the training state while the replicas hold blocks of the experts "
+           "('experts'); expert parallelism with ZeRO is not supported yet");
     out.push_back(s);
   }
   return out;

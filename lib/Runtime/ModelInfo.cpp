@@ -56,6 +56,21 @@ const ChannelInfo *ModelInfo::channel(int from, int to, int number) const {
   return nullptr;
 }
 
+bool ModelInfo::isExpertSharded(const std::string &name) const {
+  return std::find(expertSharded.begin(), expertSharded.end(), name) != expertSharded.end();
+}
+
+std::pair<int64_t, int64_t> ModelInfo::expertBlock(int stage, int replica) const {
+  int64_t first = 0, seen = 0;
+  for (const ReplicaGroupInfo &g : stages.at(stage).replicaGroups)
+    for (int r = 0; r < g.count; ++r, ++seen) {
+      if (seen == replica)
+        return {first, g.experts};
+      first += g.experts;
+    }
+  return {first, 0};
+}
+
 bool ModelInfo::isShareSharded(const std::string &name) const {
   return std::find(shareSharded.begin(), shareSharded.end(), name) != shareSharded.end();
 }
@@ -116,8 +131,8 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
       } else if (ok && keyword == "replicas") {
         ReplicaGroupInfo g;
         ok = static_cast<bool>(line >> g.group >> g.vendor >> g.arch >> g.library >> g.count >>
-                               g.samples >> g.variant) &&
-             g.count > 0 && g.samples >= 0;
+                               g.samples >> g.variant >> g.experts) &&
+             g.count > 0 && g.samples >= 0 && g.experts >= 0;
         st->replicaGroups.push_back(g);
       } else if (ok && keyword == "order") {
         std::string entry;
@@ -158,6 +173,10 @@ bool parseModelInfo(const char *text, ModelInfo &info, std::string &error) {
       std::string name;
       ok = static_cast<bool>(line >> name);
       info.shareSharded.push_back(name);
+    } else if (keyword == "expert_shard") {
+      std::string name;
+      ok = static_cast<bool>(line >> name);
+      info.expertSharded.push_back(name);
     } else if (keyword == "tied") {
       size_t k = 0;
       int stage = 0;

@@ -29,6 +29,7 @@
 //   channel <from> <to> <channel> <forward|backward> <rows-per-sample>
 //   shard <name> <axis> <parts>
 //   share_shard <name>           (state held in blocks of rows by batch share)
+//   expert_shard <name>          (experts held in blocks by expert-parallel replicas)
 // `sum`: each replica's loss is weighted by its share of the micro-batch,
 // so replicas' losses and gradients add up; `avg`: they are averaged.
 // Rows per sample of a channel: > 0 re-sharded by sample range, 0 the same
@@ -73,6 +74,7 @@ struct ReplicaGroupInfo {
   std::string group, vendor, arch, library, variant;
   int count = 1;
   int64_t samples = 0; // of every micro-batch, per replica
+  int64_t experts = 0; // expert parallelism: experts each replica holds (0: all)
 };
 
 /// The functions of a stage for one share of the micro-batch and kernel
@@ -136,6 +138,13 @@ struct ModelInfo {
   const ChannelInfo *channel(int from, int to, int channel) const;
   const ShardInfo *shard(const std::string &name) const;
   bool isShareSharded(const std::string &name) const;
+  /// Parameters (and optimizer state) whose experts (axis 0) an
+  /// expert-parallel stage's replicas hold in blocks (`expert_shard`).
+  std::vector<std::string> expertSharded;
+  bool isExpertSharded(const std::string &name) const;
+  /// The first expert and the count replica `replica` of stage `stage`
+  /// holds of an expert-sharded tensor.
+  std::pair<int64_t, int64_t> expertBlock(int stage, int replica) const;
 };
 
 /// Parses the embedded text; on failure returns false and sets `error`.

@@ -253,6 +253,14 @@ hetcclComm_t communicator(const PipelineComm &comm, int64_t word) {
   return word == 2 ? comm.job : word == 1 ? comm.tensor : comm.data;
 }
 
+} // namespace
+
+hetcclComm_t het::rt::PipelineComm::communicator(int64_t word) const {
+  return ::communicator(*this, word);
+}
+
+namespace {
+
 /// A gather or scatter's group and its size; null (and the input copied to
 /// the result) for a group of one.
 hetcclComm_t groupOf(const KernelCall &call, int64_t word, int &members) {

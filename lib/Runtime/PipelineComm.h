@@ -86,6 +86,10 @@ struct PipelineComm {
   /// World ranks of a collective's communicator (word: 0 this stage's
   /// replicas at this device, 1 this replica's tensor-parallel devices).
   std::vector<int> members(int64_t word) const;
+  /// The communicator of a collective's word (0 the stage's replicas, 1
+  /// this replica's tensor-parallel devices, 2 every working rank, 3 + k
+  /// tied group k); null for a group of one.
+  hetcclComm_t communicator(int64_t word) const;
   /// Sends every queued message and posts every queued receive (one group).
   void flush();
 };

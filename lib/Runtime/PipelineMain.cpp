@@ -270,7 +270,7 @@ void PipelineRank::setUp() {
       initialize(t, i, o_.seed, whole);
     TensorInfo local = t;
     local.shape = read[t.name]->shape;
-    if (info_.shard(t.name) || info_.isShareSharded(t.name))
+    if (info_.shard(t.name) || info_.isShareSharded(t.name) || info_.isExpertSharded(t.name))
       persistent_.emplace(t.name, placeState(t, whole, local));
     else if (local.shape != t.shape)
       die("internal error: stage input '" + t.name + "' is " + shapeText(local.shape) +

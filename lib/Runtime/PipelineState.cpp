@@ -95,6 +95,11 @@ Box PipelineRank::heldBox(const TensorInfo &whole, int stage, int replica, int t
     box.lo[shard->axis] = tp * size;
     box.hi[shard->axis] = box.lo[shard->axis] + size;
   }
+  if (info_.isExpertSharded(whole.name)) {
+    auto [first, count] = info_.expertBlock(stage, replica);
+    box.lo[0] = first;
+    box.hi[0] = first + count;
+  }
   if (blocks && info_.isShareSharded(whole.name)) {
     // Rows of the part (of the whole without tensor parallelism).
     het::ShareBlock mine = shareBlock(box.hi.at(0) - box.lo[0], stage, replica);
@@ -168,6 +173,11 @@ void PipelineRank::describeLayout() {
   // the same stages (a rank's directory no longer holds all it needs).
   if (!info_.shareSharded.empty())
     key += "share_sharded;";
+  // Experts held in blocks: which replica holds which is the layout too.
+  for (const StageInfo &st : info_.stages)
+    for (const ReplicaGroupInfo &g : st.replicaGroups)
+      if (g.experts > 0)
+        key += st.name + ".experts" + std::to_string(g.experts) + "x" + std::to_string(g.count) + ";";
   writers_.clear();
   for (int r = 0; r < comm.layout.ranks(); ++r) {
     const RankPlace &p = comm.layout.place(r);
@@ -299,7 +309,8 @@ int64_t PipelineRank::resume(const std::string &root) {
 
 /// Rank 0 gathers every stage's state (replica 0's parts of tensors split
 /// over tensor-parallel devices; each replica's block of those held by
-/// batch share) and writes one .npz.
+/// batch share or of stacked experts; an expert's own parameters from the
+/// replica holding them) and writes one .npz.
 void PipelineRank::saveAll(const std::string &path) {
   PipelineComm &comm = pipelineComm();
   eval::NamedArrays arrays;
@@ -336,17 +347,29 @@ void PipelineRank::saveAll(const std::string &path) {
   for (size_t j = 0; j < info_.stages.size(); ++j) {
     const StageInfo &st = info_.stages[j];
     const int stage = static_cast<int>(j);
-    const StageVariant *v = st.variant(st.replicaGroups.front().variant);
-    for (const TensorInfo *kept : v->keptOutputs()) {
+    // What the stage keeps, each with the first replica keeping it (with
+    // expert parallelism replicas keep different experts).
+    std::vector<std::pair<const TensorInfo *, int>> keptBy;
+    int firstReplica = 0;
+    for (const ReplicaGroupInfo &g : st.replicaGroups) {
+      for (const TensorInfo *kept : st.variant(g.variant)->keptOutputs())
+        if (std::none_of(keptBy.begin(), keptBy.end(),
+                         [&](const auto &k) { return k.first->name == kept->name; }))
+          keptBy.push_back({kept, firstReplica});
+      firstReplica += g.count;
+    }
+    for (const auto &[kept, keeper] : keptBy) {
       TensorInfo whole = wholeOf(kept->name);
       whole.name = kept->name;
       const ShardInfo *shard = info_.shard(kept->name);
       int parts = shard ? shard->parts : 1;
       bool blocks = info_.isShareSharded(kept->name);
-      int replicas = blocks ? comm.layout.replicas(stage) : 1;
+      bool everyReplica = blocks || info_.isExpertSharded(kept->name);
+      int from = everyReplica ? 0 : keeper;
+      int to = everyReplica ? comm.layout.replicas(stage) : keeper + 1;
       Buffer gathered(bytesOf(whole));
       for (int t = 0; t < parts; ++t)
-        for (int r = 0; r < replicas; ++r) {
+        for (int r = from; r < to; ++r) {
           // The owner's part is the first bytes of its buffer (a block's
           // padding rows come last).
           Box box = heldBox(whole, stage, r, t);

@@ -80,3 +80,22 @@ func.func @grouped_experts(%x: tensor<6x4xf64> {het.param}, %logits: tensor<6x3x
   %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<6x4xf64> -> tensor<f64>
   return %loss : tensor<f64>
 }
+
+// Expert parallelism over a group of one member (every expert here):
+// het.moe_to_experts hands the grouped products the filled rows with
+// their counts as routing, het.moe_from_experts brings them back (the
+// rows are given 8 of capacity, more than the 6 the dispatch fills).
+// CHECK: gradcheck @exchanged_experts: {{.*}} PASS
+func.func @exchanged_experts(%x: tensor<6x4xf64> {het.param}, %gate: tensor<3x4xf64> {het.param},
+                             %w: tensor<3x4x5xf64> {het.param}, %r: tensor<6x5xf64>) -> tensor<f64> {
+  %logits = het.matmul %x, %gate {transpose_rhs} : tensor<6x4xf64>, tensor<3x4xf64> -> tensor<6x3xf64>
+  %weights, %experts = het.moe_router %logits {top_k = 2 : i64, normalize} : tensor<6x3xf64> -> tensor<6x2xf64>, tensor<6x2xi64>
+  %buffer = het.moe_dispatch %x, %experts : tensor<6x4xf64>, tensor<6x2xi64> -> tensor<3x6x4xf64>
+  %rows, %counts = het.moe_to_experts %buffer, %experts over @s0 experts [3] : tensor<3x6x4xf64>, tensor<6x2xi64> -> tensor<3x8x4xf64>, tensor<3xi64>
+  %h = het.moe_expert_matmul %rows, %w, %counts : tensor<3x8x4xf64>, tensor<3x4x5xf64>, tensor<3xi64> -> tensor<3x8x5xf64>
+  %back = het.moe_from_experts %h, %experts over @s0 experts [3] : tensor<3x8x5xf64>, tensor<6x2xi64> -> tensor<3x6x5xf64>
+  %y = het.moe_combine %back, %experts, %weights : tensor<3x6x5xf64>, tensor<6x2xi64>, tensor<6x2xf64> -> tensor<6x5xf64>
+  %weighted = het.mul %y, %r : tensor<6x5xf64>, tensor<6x5xf64> -> tensor<6x5xf64>
+  %loss = het.reduce_sum %weighted {axes = array<i64: 0, 1>} : tensor<6x5xf64> -> tensor<f64>
+  return %loss : tensor<f64>
+}

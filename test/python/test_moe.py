@@ -11,7 +11,8 @@ trained with the load-balancing loss (examples/torch/hf_tiny.py):
 - het-compile's executable matches het-eval, and the same model as two
   data-parallel replicas and as two pipeline stages (cpu.onednn then
   cpu.mlir) matches one rank with the same tokens per micro-batch (20
-  steps within 1e-5).
+  steps within 1e-5); so do expert-parallel stages: the experts over 2
+  and 4 replicas and unevenly (3 + 1) over replicas of two kinds.
 The 20-step match with PyTorch itself is in test_models.py.
 """
 
@@ -185,7 +186,18 @@ def test_compiled_and_distributed_runs_match_one_rank(tmp_path):
              "one_by_sample": ([dict(onednn, replicas=1, layers=[0, end])], 4),
              "replicas": ([dict(onednn, replicas=2, layers=[0, end])], 2),
              "stages": ([dict(onednn, replicas=1, layers=[0, 3]),
-                         dict(mlir_kind, replicas=1, layers=[3, end])], 2)}
+                         dict(mlir_kind, replicas=1, layers=[3, end])], 2),
+             # Expert parallelism: the 4 experts over 2 replicas of a kind,
+             # over 4 replicas of two kinds, and unevenly (3 + 1) over one
+             # replica of each kind.
+             "experts_2": ([{"replica_groups": [{"group": "onednn", "replicas": 2, "experts": 2}],
+                             "layers": [0, end]}], 2),
+             "experts_4": ([{"replica_groups": [{"group": "onednn", "replicas": 2, "experts": 1},
+                                                {"group": "mlir", "replicas": 2, "experts": 1}],
+                             "layers": [0, end]}], 1),
+             "experts_uneven": ([{"replica_groups": [
+                 {"group": "onednn", "replicas": 1, "experts": 3},
+                 {"group": "mlir", "replicas": 1, "experts": 1}], "layers": [0, end]}], 2)}
     traces = {}
     for name, (stages, micro_batches) in plans.items():
         path = tmp_path / f"{name}.plan.json"
@@ -193,13 +205,16 @@ def test_compiled_and_distributed_runs_match_one_rank(tmp_path):
         exe = tmp_path / name
         subprocess.run([compile_tool, mlir, "--lr", "0.1", "--plan", path, "--micro-batches",
                         str(micro_batches), "-o", exe], check=True, timeout=1200)
-        ranks = sum(s["replicas"] for s in stages)
+        ranks = sum(s.get("replicas") or sum(g["replicas"] for g in s["replica_groups"])
+                    for s in stages)
         proc = subprocess.run([run_tool, "-n", str(ranks), "--timeout-ms", "300000", exe, "--steps", "20",
                                "--load", inputs], capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         traces[name] = [float(v) for v in re.findall(r"step \d+ loss (\S+)", proc.stdout)]
         assert len(traces[name]) == 20, proc.stdout
-    for name, peer in (("replicas", "one_by_sample"), ("stages", "one")):
+    for name, peer in (("replicas", "one_by_sample"), ("stages", "one"),
+                       ("experts_2", "one_by_sample"), ("experts_4", "one_by_sample"),
+                       ("experts_uneven", "one_by_sample")):
         assert max(abs(a - b) / abs(b) for a, b in zip(traces[name], traces[peer])) <= 1e-5, name
     # the whole batch at once (het-eval) differs only by the auxiliary
     # term's granularity: 0.02 x a few 1e-2

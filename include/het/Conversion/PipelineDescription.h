@@ -32,6 +32,8 @@ struct PipelineDescription {
     std::string key; // what tells variants apart: the library (and a GPU's arch)
     int64_t count = 1, samples = 0;           // samples 0: unknown (even)
     std::string variant;                      // key of its functions
+    int64_t experts = 0; // expert parallelism: experts per replica (0: all)
+    int64_t member = -1; // expert parallelism: the replica (a group of one)
   };
   struct Function {
     std::string phase, symbol; // forward | backward | update
@@ -77,6 +79,10 @@ struct PipelineDescription {
   std::vector<Stage> stages;
   std::vector<Channel> channels;
   std::vector<Shard> shards;
+  /// Parameters (and their optimizer state) whose experts (axis 0) the
+  /// replicas of an expert-parallel stage hold in blocks of `experts` each,
+  /// in replica order (het-expert-parallel).
+  std::vector<std::string> expertSharded;
   /// Optimizer state each replica of its stage holds a block of, by batch
   /// share (het-shard-optimizer, ShareBlocks.h).
   std::vector<std::string> shareSharded;

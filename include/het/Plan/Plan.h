@@ -86,6 +86,10 @@ struct StageSpec {
     long samples = 0; // per replica and micro-batch; 0: an even share
     std::string precision; // the number format it trains in; "": not stated
     std::string field;     // where it is in the file, for errors: stages[0].replica_groups[1]
+    /// Expert parallelism: the mixture-of-experts experts each replica holds
+    /// (the stage's replicas hold disjoint blocks, in order); 0: every
+    /// replica holds all of them.
+    long experts = 0;
   };
   std::string name;
   std::vector<Replicas> replicaGroups;
@@ -99,6 +103,8 @@ struct StageSpec {
   long replicas() const;
   /// Every replica takes the same number of samples.
   bool evenShares() const;
+  /// Its replicas hold blocks of the experts (`experts` per replica group).
+  bool expertParallel() const;
 };
 
 /// A stage's replica groups (`replicas[k]` replicas each) when a plan

@@ -308,8 +308,75 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                 options.planFile, share, modelBatch));
   }
 
+  // Expert parallelism: per stage, the experts of each replica (replica
+  // order; resolveShares made each replica a group of its own) and their
+  // shares. Each replica holds other experts, so each member index is a
+  // build of its own, as formats are.
+  std::vector<std::string> expertStages; // het-expert-parallel entries but MEMBER
+  int64_t members = 0;
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const auto &st = plan.stages[j];
+    if (!st.expertParallel())
+      continue;
+    if (givenStep)
+      return error(input, llvm::formatv("{0}: stages[{1}] ('{2}') spreads experts over its "
+                                        "replicas ('experts'), which needs the forward model; "
+                                        "the input is a training step",
+                                        options.planFile, j, st.name));
+    if (zeroLevels[j] > 0)
+      return error(input, llvm::formatv("{0}: stages[{1}] ('{2}') spreads experts over its "
+                                        "replicas ('experts') and shards its training state "
+                                        "(zero {3}); expert parallelism with ZeRO is not "
+                                        "supported yet",
+                                        options.planFile, j, st.name, zeroLevels[j]));
+    // Every mixture-of-experts layer of the stage has as many experts as
+    // its replicas hold.
+    int64_t held = 0, layers = 0;
+    for (const auto &g : st.replicaGroups)
+      held += g.experts;
+    std::string mismatch;
+    input.walk([&](MoEDispatchOp d) {
+      auto layer = d->getAttrOfType<IntegerAttr>(HetDialect::getLayerAttrName());
+      if (!layer || layer.getInt() < st.layerBegin || layer.getInt() >= st.layerEnd ||
+          d.getGradient())
+        return;
+      ++layers;
+      int64_t E = cast<RankedTensorType>(d.getType()).getDimSize(0);
+      if (E != held && mismatch.empty())
+        mismatch = llvm::formatv("the replicas hold {0} experts in all, but layer {1}'s "
+                                 "mixture of experts has {2}",
+                                 held, layer.getInt(), E);
+    });
+    if (layers == 0)
+      return error(input, llvm::formatv("{0}: stages[{1}] ('{2}').replica_groups: 'experts' "
+                                        "spreads experts over the replicas, but layers [{3}, "
+                                        "{4}) have no mixture-of-experts layer",
+                                        options.planFile, j, st.name, st.layerBegin,
+                                        st.layerEnd));
+    if (!mismatch.empty())
+      return error(input, llvm::formatv("{0}: stages[{1}] ('{2}').replica_groups: 'experts': "
+                                        "{3}",
+                                        options.planFile, j, st.name, mismatch));
+    std::vector<std::string> experts, samples;
+    for (const auto &g : st.replicaGroups) {
+      experts.push_back(std::to_string(g.experts));
+      samples.push_back(std::to_string(g.samples));
+    }
+    members = std::max<int64_t>(members, st.replicaGroups.size());
+    expertStages.push_back(llvm::formatv("{0}:{1}:{2}:{3}:{4}", st.name, st.layerBegin,
+                                         st.layerEnd, llvm::join(experts, "/"),
+                                         llvm::join(samples, "/")));
+  }
+  bool expertParallel = members > 0;
+  // Whether stage `st` has a member `m` taking `share` samples.
+  auto holds = [&](const ::het::partition::StageInfo &st, long share, int64_t m) {
+    return st.expertParallel() && m < int64_t(st.replicaGroups.size()) &&
+           st.replicaGroups[m].samples == share;
+  };
+
   PipelineDescription description;
   std::vector<PipelineDescription::Shard> shards;
+  std::vector<std::string> expertSharded;
   std::vector<std::string> sharded; // het-shard-optimizer's state, every variant's
   OwningOpRef<ModuleOp> merged;
   // Each channel's type at each share, to tell how it splits by sample.
@@ -333,11 +400,24 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                       "which needs the forward model; the input is a training "
                                       "step",
                                       options.planFile));
-  std::vector<std::pair<long, std::string>> variants;
+  struct VariantBuild {
+    long share;
+    std::string format;
+    int64_t member; // expert parallelism: the replica of each such stage built
+  };
+  std::vector<VariantBuild> variants;
   for (long share : shares)
     for (const std::string &build : builds)
-      variants.push_back({share, build});
-  for (const auto &[share, build] : variants) {
+      for (int64_t member = 0; member < std::max<int64_t>(members, 1); ++member) {
+        // A member index no stage's replicas of this share have builds
+        // nothing the other builds do not.
+        bool needed = member == 0 || llvm::any_of(plan.stages, [&](const auto &st) {
+                        return holds(st, share, member);
+                      });
+        if (needed)
+          variants.push_back({share, build, member});
+      }
+  for (const auto &[share, build, member] : variants) {
     bool firstBuild = build == builds.front();
     std::vector<std::string> layers = options.layerFormats;
     for (size_t j = 0; j < options.replicaFormats.size() && j < plan.stages.size(); ++j)
@@ -359,6 +439,20 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
         pipeline += ",het-tensor-parallel{layer-degrees=" + degrees + " layer-segments=" +
                     stages + "}";
       }
+      if (expertParallel) {
+        std::vector<std::string> entries;
+        size_t e = 0;
+        for (const auto &st : plan.stages) {
+          if (!st.expertParallel())
+            continue;
+          // A stage without this member (of this share) is built as its
+          // member 0 and kept from another build.
+          int64_t here = holds(st, share, member) ? member : 0;
+          entries.push_back(expertStages[e++] + ":" + std::to_string(here));
+        }
+        pipeline += llvm::formatv(",het-expert-parallel{{stages={0} samples={1}}",
+                                  llvm::join(entries, ","), share);
+      }
       pipeline += ",het-training-pipeline{" + trainingPipeline(layers) + "}";
     }
     if (!pipeline.empty() &&
@@ -368,6 +462,30 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                         "diagnostics above)",
                                         share));
     pm.clear();
+    // Which step arguments hold blocks of the experts: the split weights
+    // and their optimizer state (axis 0 shorter than the whole's).
+    if (expertParallel) {
+      func::FuncOp split = trainingStep(*variant);
+      std::set<std::string> batched;
+      for (unsigned i : batchedArgs)
+        batched.insert(argumentName(step, i));
+      for (unsigned i = 0; i < split.getNumArguments(); ++i) {
+        std::string name = argumentName(split, i);
+        if (batched.count(name) || llvm::is_contained(expertSharded, name))
+          continue;
+        auto now = cast<RankedTensorType>(split.getArgumentTypes()[i]);
+        for (unsigned k = 0; k < step.getNumArguments(); ++k) {
+          if (argumentName(step, k) != name)
+            continue;
+          auto whole = cast<RankedTensorType>(step.getArgumentTypes()[k]);
+          if (split.getArgAttr(i, kExpertParallelAttrName) ||
+              (whole.getRank() >= 1 && whole.getRank() == now.getRank() &&
+               whole.getDimSize(0) != now.getDimSize(0) &&
+               whole.getShape().drop_front() == now.getShape().drop_front()))
+            expertSharded.push_back(name);
+        }
+      }
+    }
     // Which step arguments the tensor-parallel split gave a shard's shape.
     if (tensorParallel && description.stages.empty()) {
       func::FuncOp split = trainingStep(*variant);
@@ -439,12 +557,30 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
         }
       }
     }
+    // Which replicas this build is for: an expert-parallel stage keeps
+    // its member of this build, the other stages are kept from member 0's
+    // build (-1: none here).
+    if (expertParallel) {
+      auto i64 = IntegerType::get(ctx, 64);
+      for (auto [j, stage] : llvm::enumerate(variant->getOps<StageOp>())) {
+        const auto &st = plan.stages[j];
+        if (st.expertParallel()) {
+          stage->setAttr(kBuiltMemberAttrName,
+                         IntegerAttr::get(i64, holds(st, share, member) ? member : -1));
+        } else if (member != 0) {
+          stage->setAttr(kBuiltMemberAttrName, IntegerAttr::get(i64, -1));
+        }
+      }
+    }
     if (options.stagesOutput) {
       *options.stagesOutput << "// replicas taking " << share
                             << " samples of each micro-batch"
                             << (build.empty() ? std::string()
                                               : ", the stages whose replicas differ in format "
                                                 "in " + build)
+                            << (expertParallel
+                                    ? llvm::formatv(", expert-parallel member {0}", member).str()
+                                    : std::string())
                             << "\n";
       variant->print(*options.stagesOutput);
       *options.stagesOutput << "\n";
@@ -509,6 +645,7 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
   }
   description.globalBatch = globalBatch;
   description.shards = shards;
+  description.expertSharded = expertSharded;
   description.shareSharded = sharded;
   description.microBatches = microBatches;
   description.predictedSeconds = options.predictedSeconds;

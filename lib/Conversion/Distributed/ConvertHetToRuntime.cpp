@@ -26,6 +26,8 @@
 //   hetrt_all_gather(meta, buffers)  axis, communicator, by share (0/1)
 //   hetrt_reduce_scatter(meta, ...)  reduction, axis, communicator, by share
 //   hetrt_shard(meta, buffers)       axis, communicator (no communication)
+//   hetrt_moe_to_experts(meta, ...)  communicator, each member's experts
+//   hetrt_moe_from_experts(meta, ...) the same (expert parallelism)
 //
 // in the KernelCall convention of the compute kernels. The communicator is
 // 0 for the stage's data-parallel replicas (a collective over the stage:
@@ -425,6 +427,20 @@ LogicalResult StageLowering::lower(const std::string &prefix, const KernelChoice
             {static_cast<int64_t>(scatter.getReduction()), scatter.getAxis(),
              communicatorOf(op, scatter.getGroup()), scatter.getByShare() ? 1 : 0});
         map.map(scatter.getResult(), r.front());
+      } else if (isa<MoEToExpertsOp, MoEFromExpertsOp>(op)) {
+        // Words: communicator, members, then each member's experts.
+        auto toExperts = dyn_cast<MoEToExpertsOp>(op);
+        auto fromExperts = dyn_cast<MoEFromExpertsOp>(op);
+        SymbolRefAttr group = toExperts ? toExperts.getGroupAttr() : fromExperts.getGroupAttr();
+        ArrayRef<int64_t> experts = toExperts ? toExperts.getExperts() : fromExperts.getExperts();
+        SmallVector<int64_t> words{communicatorOf(op, group), int64_t(experts.size())};
+        words.append(experts.begin(), experts.end());
+        SmallVector<Value> operands{map.lookup(op->getOperand(0)), map.lookup(op->getOperand(1))};
+        SmallVector<Value> r =
+            emitRuntimeCall(b, module, loc, toExperts ? "hetrt_moe_to_experts" : "hetrt_moe_from_experts",
+                            operands, op->getResultTypes(), words);
+        for (auto [from, to] : llvm::zip(op->getResults(), r))
+          map.map(from, to);
       } else if (isa<BroadcastOp, AllToAllOp>(op)) {
         return op->emitError("convert-het-to-runtime: ")
                << op->getName() << " inside a stage is not supported by the pipeline runtime";
@@ -513,6 +529,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     sum |= feedsUpdate(reduce) && communicatorOf(reduce, reduce.getGroup()) == 0 &&
            reduce.getReduction() == ReductionKind::Sum;
   });
+  // Expert parallelism needs weighted losses (het-partition checks it).
+  module.walk([&](MoEToExpertsOp) { sum = true; });
   // Sharded optimizer state reduce-scatters the gradients instead.
   module.walk([&](ReduceScatterOp scatter) {
     sum |= scatter.getByShare() && scatter.getReduction() == ReductionKind::Sum;
@@ -547,9 +565,18 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     // Variants: one per distinct (share, kernels, format) of its replicas.
     // A module built for one format of a stage whose replicas differ
     // (het.built_format) lowers only the replicas of that format.
-    std::map<std::pair<int64_t, std::string>, KernelChoice> keys;
+    // With expert parallelism each replica (a group of one) holds its own
+    // experts and has its own code: the member is part of the key; a
+    // module built for one member lowers only its group (het.built_member).
+    std::map<std::tuple<int64_t, std::string, int64_t>, KernelChoice> keys;
     auto formats = stage->getAttrOfType<ArrayAttr>(kReplicaFormatsAttrName);
     auto built = stage->getAttrOfType<StringAttr>(kBuiltFormatAttrName);
+    auto experts = stage->getAttrOfType<DenseI64ArrayAttr>(kReplicaExpertsAttrName);
+    auto builtMember = stage->getAttrOfType<IntegerAttr>(kBuiltMemberAttrName);
+    if (experts && experts.size() != int64_t(stage.getReplicaGroupList().size()))
+      return stage.emitError("convert-het-to-runtime: ")
+             << kReplicaExpertsAttrName << " names " << experts.size() << " counts for "
+             << stage.getReplicaGroupList().size() << " replica groups";
     if (formats && formats.size() != stage.getReplicaGroupList().size())
       return stage.emitError("convert-het-to-runtime: ")
              << kReplicaFormatsAttrName << " names " << formats.size()
@@ -565,7 +592,8 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
         return failure();
       if (formats)
         kernels->format = cast<StringAttr>(formats[i]).getValue().str();
-      keys.insert({{replicas.getSamples(), kernels->key()}, *kernels});
+      int64_t member = experts ? int64_t(i) : -1;
+      keys.insert({{replicas.getSamples(), kernels->key(), member}, *kernels});
       PipelineDescription::Replicas r;
       r.group = group.getSymName().str();
       r.vendor = stringifyDeviceVendor(group.getKind().getVendor()).str();
@@ -574,11 +602,19 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
       r.key = kernels->key();
       r.count = replicas.getReplicas();
       r.samples = replicas.getSamples();
+      r.experts = experts ? experts[i] : 0;
+      r.member = member;
       described.replicas.push_back(r);
     }
     bool single = keys.size() == 1;
+    auto variantKey = [&](int64_t samples, const std::string &key, int64_t member) {
+      if (single)
+        return std::string("-");
+      std::string text = llvm::formatv("{0}_{1}", samples, key).str();
+      return member >= 0 ? text + "_m" + std::to_string(member) : text;
+    };
     for (PipelineDescription::Replicas &r : described.replicas)
-      r.variant = single ? "-" : llvm::formatv("{0}_{1}", r.samples, r.key).str();
+      r.variant = variantKey(r.samples, r.key, r.member);
 
     // What it sends, at this module's shapes.
     for (auto send : stage.getBodyBlock().getOps<SendOp>()) {
@@ -598,13 +634,15 @@ FailureOr<PipelineDescription> mlir::het::lowerPipelineStages(ModuleOp module, i
     lowering.stage = stage;
     lowering.stageIndex = stageIndex;
     for (const auto &[key, kernels] : keys) {
-      int64_t share = key.first;
+      auto [share, kernelKey, member] = key;
       if (samples > 0 && share != samples)
         continue;
       if (built && built.getValue() != kernels.format)
         continue;
+      if (builtMember && builtMember.getInt() != member)
+        continue;
       PipelineDescription::Variant variant;
-      variant.key = single ? "-" : llvm::formatv("{0}_{1}", share, key.second).str();
+      variant.key = variantKey(share, kernelKey, member);
       std::string prefix =
           single ? described.name : described.name + "_" + sanitized(variant.key);
       if (failed(lowering.lower(prefix, kernels, variant)))
@@ -702,7 +740,8 @@ std::string PipelineDescription::text(const std::string &signature) const {
        << s.tensorParallel << ' ' << s.replicas.size() << '\n';
     for (const Replicas &r : s.replicas)
       os << "replicas " << j << ' ' << r.group << ' ' << r.vendor << ' ' << r.arch << ' '
-         << r.library << ' ' << r.count << ' ' << r.samples << ' ' << r.variant << '\n';
+         << r.library << ' ' << r.count << ' ' << r.samples << ' ' << r.variant << ' '
+         << r.experts << '\n';
     os << "order " << j;
     for (const std::string &entry : s.order)
       os << ' ' << entry;
@@ -724,6 +763,8 @@ std::string PipelineDescription::text(const std::string &signature) const {
     os << "shard " << s.name << ' ' << s.axis << ' ' << s.parts << '\n';
   for (const std::string &name : shareSharded)
     os << "share_shard " << name << '\n';
+  for (const std::string &name : expertSharded)
+    os << "expert_shard " << name << '\n';
   for (size_t k = 0; k < tiedGroups.size(); ++k) {
     os << "tied " << k;
     for (int64_t stage : tiedGroups[k])

@@ -74,6 +74,21 @@ LogicalResult HetDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue() << " on " << op->getName();
     return success();
   }
+  if (attr.getName() == kBuiltMemberAttrName) {
+    if (!isa<StageOp>(op) || !isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'" << kBuiltMemberAttrName
+                             << "' is an integer on het.stage, got " << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kReplicaExpertsAttrName) {
+    auto counts = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<StageOp>(op) || !counts ||
+        llvm::any_of(counts.asArrayRef(), [](int64_t n) { return n < 1; }))
+      return op->emitError() << "'" << kReplicaExpertsAttrName
+                             << "' is an array of positive counts on het.stage, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kBuiltFormatAttrName) {
     if (!isa<StageOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << kBuiltFormatAttrName
@@ -153,6 +168,13 @@ LogicalResult HetDialect::verifyRegionArgAttribute(Operation *op,
                                                    NamedAttribute attr) {
   if (attr.getName() == getNameAttrName())
     return verifyNameAttribute(op, attr, "argument", argIndex);
+  if (attr.getName() == kExpertParallelAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kExpertParallelAttrName
+                             << "' names a stage (a string), got " << attr.getValue()
+                             << " on argument #" << argIndex;
+    return success();
+  }
   if (attr.getName() != getParamAttrName() && attr.getName() != getStateAttrName())
     return op->emitError() << "unknown het argument attribute '"
                            << attr.getName().getValue() << "' on argument #" << argIndex;

@@ -64,6 +64,21 @@ LogicalResult checkExpertBuffer(std::optional<Location> loc, StringRef op, Strin
   return success();
 }
 
+/// The routing of a grouped product: the choices `[T, k]` that filled
+/// its `experts` experts' rows, or (after het.moe_to_experts) `[E]`
+/// counts of filled rows.
+LogicalResult checkRouting(std::optional<Location> loc, StringRef op, Value routing,
+                           int64_t experts) {
+  ArrayRef<int64_t> shape = shapeOf(routing);
+  if (shape.size() == 1) {
+    if (!compatible(shape[0], experts))
+      return emitOptionalError(loc, op, ": counts of filled rows must be [E] = [", experts,
+                               "], got ", shapeString(shape));
+    return success();
+  }
+  return checkChoices(loc, op, routing, kDynamic);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -191,7 +206,7 @@ LogicalResult MoEExpertMatmulOp::inferReturnTypes(MLIRContext *, std::optional<L
   if (elementOf(adaptor.getRows()) != elementOf(adaptor.getWeight()))
     return emitOptionalError(loc, "moe_expert_matmul: rows and weight must have the same "
                                   "element type");
-  if (failed(checkChoices(loc, "moe_expert_matmul", adaptor.getIndices(), kDynamic)))
+  if (failed(checkRouting(loc, "moe_expert_matmul", adaptor.getIndices(), rows[0])))
     return failure();
   types.push_back(withShape({rows[0], rows[1], n}, elementOf(adaptor.getRows())));
   return success();
@@ -206,7 +221,7 @@ LogicalResult MoEExpertWeightGradOp::inferReturnTypes(MLIRContext *, std::option
     return emitOptionalError(loc, "moe_expert_weight_grad: rows [E, C, K] and grad_output "
                                   "[E, C, N] must agree in E and C, got ",
                              shapeString(rows), " and ", shapeString(dy));
-  if (failed(checkChoices(loc, "moe_expert_weight_grad", adaptor.getIndices(), kDynamic)))
+  if (failed(checkRouting(loc, "moe_expert_weight_grad", adaptor.getIndices(), rows[0])))
     return failure();
   if (elementOf(adaptor.getRows()) != elementOf(adaptor.getGradOutput()))
     return emitOptionalError(loc, "moe_expert_weight_grad: rows and grad_output must have the "

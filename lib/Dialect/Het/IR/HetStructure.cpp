@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -99,7 +100,14 @@ LogicalResult StageOp::verify() {
   if (withShare != 0 && withShare != groups.size())
     return emitOpError("gives a share of the micro-batch ('samples') to some replica groups "
                        "but not to others; give all or none");
-  for (size_t i = 0; i < groups.size(); ++i)
+  // With expert parallelism every replica is a group of its own (each
+  // holds other experts), so a device group may repeat.
+  auto experts = (*this)->getAttrOfType<DenseI64ArrayAttr>(kReplicaExpertsAttrName);
+  if (experts && (experts.size() != int64_t(groups.size()) ||
+                  llvm::any_of(groups, [](ReplicaGroupAttr g) { return g.getReplicas() != 1; })))
+    return emitOpError("'") << kReplicaExpertsAttrName
+                            << "' needs one replica per group and a count of experts for each";
+  for (size_t i = 0; i < groups.size() && !experts; ++i)
     for (size_t j = 0; j < i; ++j)
       if (groups[i].getGroup() == groups[j].getGroup() &&
           groups[i].getSamples() == groups[j].getSamples())

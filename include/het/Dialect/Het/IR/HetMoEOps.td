@@ -26,6 +26,7 @@
 #define HET_DIALECT_HET_IR_HETMOEOPS_TD
 
 include "het/Dialect/Het/IR/HetComputeOps.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 def Het_MoERouterOp : Het_InferredComputeOp<"moe_router", [Differentiable]> {
   let summary = "mixture-of-experts router: softmax, top-k, optional renormalization";
@@ -165,7 +166,8 @@ def Het_MoEExpertMatmulOp : Het_InferredComputeOp<"moe_expert_matmul", [Differen
   let description = [{
     `rows` is a dispatch buffer `[E, C, K]`, `weight` `[E, K, N]` (or
     `[E, N, K]` with `transpose_rhs`: stacked `nn.Linear` weights);
-    `indices` `[T, k]` is the routing that filled `rows`. For each expert
+    `indices` `[T, k]` is the routing that filled `rows` (or, after
+    `het.moe_to_experts`, its `[E]` counts of filled rows). For each expert
     `e`, with `n_e` its choices that were not dropped (slot order: the
     file's header), `result[e, :n_e] = rows[e, :n_e] op(weight[e])` and
     `result[e, n_e:] = 0`: the rows no token took do not affect the result
@@ -229,6 +231,60 @@ def Het_MoEExpertFractionOp : Het_ComputeOp<"moe_expert_fraction", [Differentiab
   let arguments = (ins Het_IndexTensor:$indices);
   let results = (outs Het_FloatTensor:$result);
   let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Het_MoEToExpertsOp : Het_Op<"moe_to_experts", [Differentiable,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "expert parallelism: each member's dispatched rows to the members holding their experts";
+  let description = [{
+    `rows` is this member's dispatch buffer `[E, C, X]` (`indices` `[T, k]`
+    the routing that filled it); `group` is a stage whose replicas hold the
+    experts in order, `experts[m]` of them on member `m` (member 0 the
+    first `experts[0]`, ...; they sum to `E`). Each member sends each other
+    member the filled rows of that member's experts (and their counts) with
+    one all-to-all-v, and receives into `expert_rows` `[E_m, R, X]` (E_m its
+    own experts): for each of them the rows of member 0, then of member 1,
+    ..., then zeros; `R` is the sum of the members' capacities, known at
+    compile time from their shares. `counts` `[E_m]` (i64) says how many rows
+    each expert got: the routing of the grouped products that follow
+    (`het.moe_expert_matmul`). Its gradient is `het.moe_from_experts`.
+    ```mlir
+    %r, %n = het.moe_to_experts %buf, %i over @s0 experts [3, 1]
+        : tensor<4x32x16xf32>, tensor<32x2xi64> -> tensor<3x64x16xf32>, tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$rows, Het_IndexTensor:$indices, SymbolRefAttr:$group,
+                       DenseI64ArrayAttr:$experts);
+  let results = (outs Het_FloatTensor:$expert_rows, Het_IndexTensor:$counts);
+  let assemblyFormat = [{
+    $rows `,` $indices `over` $group `experts` $experts attr-dict `:` type($rows) `,`
+    type($indices) `->` type($expert_rows) `,` type($counts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Het_MoEFromExpertsOp : Het_Op<"moe_from_experts", [Differentiable,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "expert parallelism: the experts' output rows back to the members whose tokens they are";
+  let description = [{
+    The transpose of `het.moe_to_experts` with the same `indices`, `group`
+    and `experts`: `expert_rows` `[E_m, R, X]` laid out as that op leaves
+    them; each member gets back the rows its tokens filled, in its dispatch
+    buffer's layout `[E, C, X]` (rows no choice took zero), ready for
+    `het.moe_combine`. Its gradient is `het.moe_to_experts`.
+    ```mlir
+    %out = het.moe_from_experts %y, %i over @s0 experts [3, 1]
+        : tensor<3x64x16xf32>, tensor<32x2xi64> -> tensor<4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins Het_FloatTensor:$expert_rows, Het_IndexTensor:$indices,
+                       SymbolRefAttr:$group, DenseI64ArrayAttr:$experts);
+  let results = (outs Het_FloatTensor:$rows);
+  let assemblyFormat = [{
+    $expert_rows `,` $indices `over` $group `experts` $experts attr-dict `:`
+    type($expert_rows) `,` type($indices) `->` type($rows)
+  }];
   let hasVerifier = 1;
 }
 

@@ -42,6 +42,17 @@ constexpr llvm::StringLiteral kModelPrecisionAttrName = "het.precision";
 /// format its code computes in; the runtime lowering takes only the replica
 /// groups of that format ("-": none, built by another module).
 constexpr llvm::StringLiteral kBuiltFormatAttrName = "het.built_format";
+/// On a parameter of a forward model split by het-expert-parallel: the
+/// stage whose replicas hold its experts (axis 0) in blocks.
+constexpr llvm::StringLiteral kExpertParallelAttrName = "het.expert_parallel";
+/// On a het.stage of a module built for one replica of its expert-parallel
+/// stages (expert parallelism: each replica holds other experts, so each
+/// has its own code): that replica, whose group (of one) the runtime
+/// lowering takes (-1: none, built by another module).
+constexpr llvm::StringLiteral kBuiltMemberAttrName = "het.built_member";
+/// On a het.stage with expert parallelism: each replica group's experts
+/// (one replica per group), in the groups' order.
+constexpr llvm::StringLiteral kReplicaExpertsAttrName = "het.replica_experts";
 
 /// Whether runners start block argument `argument` at one rather than at
 /// random or zero: a normalization's scale (a parameter) and a running

@@ -64,6 +64,44 @@ def HetRebatch : Pass<"het-rebatch", "ModuleOp"> {
   let dependentDialects = ["::mlir::het::HetDialect", "::mlir::arith::ArithDialect"];
 }
 
+def HetExpertParallel : Pass<"het-expert-parallel", "ModuleOp"> {
+  let summary = "spread a stage's mixture-of-experts experts over its replicas";
+  let description = [{
+    For each entry of `stages` (`NAME:BEGIN:END:EXPERTS:SHARES:MEMBER`:
+    the stage `NAME` over layers [BEGIN, END); `EXPERTS` the experts each of
+    its replicas holds and `SHARES` the samples of each micro-batch it
+    takes, both `/`-separated in replica order; `MEMBER` the replica this
+    build is for), every mixture-of-experts layer there (`het.moe_dispatch`
+    ... `het.moe_combine`) runs its experts where they are held:
+    `het.moe_to_experts` after the dispatch, the experts' products on this
+    replica's experts (with the received counts as their routing),
+    `het.moe_from_experts` before the combine. An expert weight that is one
+    parameter of all experts (`[E, ...]`) takes this replica's block's shape
+    and is marked `het.expert_parallel` (the runtime places the block);
+    experts that are parameters of their own (PyTorch's per-expert
+    `nn.Linear`, joined by het.concat) are joined for this replica's
+    experts only, and the others' parameters leave its model. Run it on the
+    forward model after het-rebatch and before het-autodiff: the
+    exchanges' gradient rules give the backward pass its all-to-alls. The
+    ops between dispatch and combine must work expert by expert (the
+    grouped products and element-wise ops); anything else is an error
+    naming the op.
+
+    ```
+    het-opt --het-expert-parallel="stages=s0:0:2:3/1:4/4:0 samples=4" mixtral.mlir
+    ```
+  }];
+  let options = [
+    ListOption<"stages", "stages", "std::string",
+               "NAME:BEGIN:END:EXPERTS:SHARES:MEMBER per stage with expert parallelism">,
+    Option<"samples", "samples", "int64_t", "0",
+           "samples of each micro-batch the model takes (its batch after het-rebatch)">,
+    Option<"function", "function", "std::string", "\"\"",
+           "the forward model (default: the first function)">
+  ];
+  let dependentDialects = ["::mlir::het::HetDialect"];
+}
+
 def HetTensorParallel : Pass<"het-tensor-parallel", "ModuleOp"> {
   let summary = "split a model's matrices over the devices of a replica (Megatron-style)";
   let description = [{
