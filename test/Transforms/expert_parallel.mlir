@@ -4,6 +4,7 @@
 // RUN: not het-opt %s --het-expert-parallel="stages=s0:0:2:2/2:2/1:0 samples=2" 2>&1 | FileCheck %s --check-prefix=COUNT
 // RUN: not het-opt %s --het-expert-parallel="stages=s0:0:1:2/1:2/1:0 samples=2" 2>&1 | FileCheck %s --check-prefix=NOLAYER
 // RUN: not het-opt %s --het-expert-parallel="stages=s0:0:2:2/1 samples=2" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: het-opt %s --het-expert-parallel="stages=s0:0:2:2/1:2/1:1 samples=2 function=joined" | FileCheck %s --check-prefix=JOINED
 
 // Three experts (SwiGLU, as Mixtral's: silu(x w1) * x w3, then w2) over the two replicas of stage s0:
 // 2 on the first, 1 on the second; this replica takes 2 of the 3 samples
@@ -61,5 +62,28 @@ func.func @moe(%x: tensor<4x4xf32>, %gate: tensor<3x4xf32> {het.param},
   %out = het.moe_expert_matmul %h, %w2, %experts {het.layer = 1 : i64} : tensor<3x4x8xf32>, tensor<3x8x4xf32>, tensor<4x2xi64> -> tensor<3x4x4xf32>
   %y = het.moe_combine %out, %experts, %weights {het.layer = 1 : i64} : tensor<3x4x4xf32>, tensor<4x2xi64>, tensor<4x2xf32> -> tensor<4x4xf32>
   %loss = het.reduce_mean %y {axes = array<i64: 0, 1>, het.layer = 1 : i64} : tensor<4x4xf32> -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// Experts as parameters of their own (PyTorch's per-expert nn.Linear
+// weights, joined as the importer joins them): the second replica's model
+// joins only its expert's parameter, and the other experts' parameters
+// leave its model.
+// JOINED-LABEL: func.func @joined
+// JOINED-SAME: (%arg0: tensor<4x4xf32>, %arg1: tensor<3x4xf32> {het.param}, %arg2: tensor<8x4xf32> {het.param}) -> tensor<f32>
+// JOINED: %[[R:[a-z_0-9]+]], %[[N:[a-z_0-9]+]] = het.moe_to_experts
+// JOINED: %[[W:[0-9]+]] = het.reshape %arg2 {het.layer = 1 : i64} : tensor<8x4xf32> -> tensor<1x8x4xf32>
+// JOINED: het.moe_expert_matmul %[[R]], %[[W]], %[[N]] {het.layer = 1 : i64, transpose_rhs} : tensor<1x6x4xf32>, tensor<1x8x4xf32>, tensor<1xi64> -> tensor<1x6x8xf32>
+func.func @joined(%x: tensor<4x4xf32>, %gate: tensor<3x4xf32> {het.param},
+                  %e0: tensor<8x4xf32> {het.param}, %e1: tensor<8x4xf32> {het.param},
+                  %e2: tensor<8x4xf32> {het.param}) -> tensor<f32> {
+  %logits = het.matmul %x, %gate {transpose_rhs, het.layer = 0 : i64} : tensor<4x4xf32>, tensor<3x4xf32> -> tensor<4x3xf32>
+  %weights, %experts = het.moe_router %logits {top_k = 2 : i64, normalize, het.layer = 1 : i64} : tensor<4x3xf32> -> tensor<4x2xf32>, tensor<4x2xi64>
+  %buffer = het.moe_dispatch %x, %experts {het.layer = 1 : i64} : tensor<4x4xf32>, tensor<4x2xi64> -> tensor<3x4x4xf32>
+  %cat = het.concat %e0, %e1, %e2 {axis = 0 : i64, het.layer = 1 : i64} : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<24x4xf32>
+  %w = het.reshape %cat {het.layer = 1 : i64} : tensor<24x4xf32> -> tensor<3x8x4xf32>
+  %h = het.moe_expert_matmul %buffer, %w, %experts {transpose_rhs, het.layer = 1 : i64} : tensor<3x4x4xf32>, tensor<3x8x4xf32>, tensor<4x2xi64> -> tensor<3x4x8xf32>
+  %y8 = het.moe_combine %h, %experts, %weights {het.layer = 1 : i64} : tensor<3x4x8xf32>, tensor<4x2xi64>, tensor<4x2xf32> -> tensor<4x8xf32>
+  %loss = het.reduce_mean %y8 {axes = array<i64: 0, 1>, het.layer = 1 : i64} : tensor<4x8xf32> -> tensor<f32>
   return %loss : tensor<f32>
 }

@@ -23,3 +23,16 @@ func.func @moe_block(%x: tensor<8x16xf32>, %logits: tensor<8x4xf32>, %we: tensor
   %dwe = het.moe_expert_weight_grad %buf, %h, %i {transpose_result} : tensor<4x8x16xf32>, tensor<4x8x32xf32>, tensor<8x2xi64> -> tensor<4x32x16xf32>
   return
 }
+
+// Expert parallelism: the exchange over a stage's replicas and a grouped
+// product routed by the received counts.
+// CHECK-LABEL: func.func @exchange
+// CHECK: %[[R:.*]], %[[N:.*]] = het.moe_to_experts %{{.*}}, %{{.*}} over @s0 experts [3, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<3x16x16xf32>, tensor<3xi64>
+// CHECK: het.moe_expert_matmul %[[R]], %{{.*}}, %[[N]] : tensor<3x16x16xf32>, tensor<3x16x32xf32>, tensor<3xi64> -> tensor<3x16x32xf32>
+// CHECK: het.moe_from_experts %{{.*}}, %{{.*}} over @s0 experts [3, 1] : tensor<3x16x32xf32>, tensor<8x2xi64> -> tensor<4x8x32xf32>
+func.func @exchange(%buf: tensor<4x8x16xf32>, %i: tensor<8x2xi64>, %w: tensor<3x16x32xf32>) -> tensor<4x8x32xf32> {
+  %r, %n = het.moe_to_experts %buf, %i over @s0 experts [3, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<3x16x16xf32>, tensor<3xi64>
+  %h = het.moe_expert_matmul %r, %w, %n : tensor<3x16x16xf32>, tensor<3x16x32xf32>, tensor<3xi64> -> tensor<3x16x32xf32>
+  %b = het.moe_from_experts %h, %i over @s0 experts [3, 1] : tensor<3x16x32xf32>, tensor<8x2xi64> -> tensor<4x8x32xf32>
+  return %b : tensor<4x8x32xf32>
+}

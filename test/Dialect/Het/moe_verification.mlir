@@ -82,3 +82,52 @@ func.func @expert_matmul_contraction(%buf: tensor<4x8x16xf32>, %w: tensor<4x32x1
   %h = het.moe_expert_matmul %buf, %w, %i : tensor<4x8x16xf32>, tensor<4x32x16xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
   return
 }
+
+// -----
+
+func.func @exchange_experts_total(%buf: tensor<4x8x16xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+1 {{experts hold 3 experts in all; the dispatch buffer has 4}}
+  %r, %n = het.moe_to_experts %buf, %i over @s0 experts [2, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<2x16x16xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_experts_here(%buf: tensor<4x8x16xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+1 {{holds 2 experts here, which no member's count (3, 1) is}}
+  %r, %n = het.moe_to_experts %buf, %i over @s0 experts [3, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<2x16x16xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_rows(%buf: tensor<4x8x16xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+1 {{gives its experts 4 rows, fewer than this member's capacity 8}}
+  %r, %n = het.moe_to_experts %buf, %i over @s0 experts [3, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<3x4x16xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_counts(%buf: tensor<4x8x16xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+1 {{counts must be [E_m] = [3], got [4]}}
+  %r, %n = het.moe_to_experts %buf, %i over @s0 experts [3, 1] : tensor<4x8x16xf32>, tensor<8x2xi64> -> tensor<3x16x16xf32>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @exchange_back_width(%rows: tensor<3x16x8xf32>, %i: tensor<8x2xi64>) {
+  // expected-error @+1 {{moves rows of 16 features into rows of 8}}
+  %b = het.moe_from_experts %rows, %i over @s0 experts [3, 1] : tensor<3x16x8xf32>, tensor<8x2xi64> -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_product_counts(%rows: tensor<3x16x8xf32>, %w: tensor<3x8x4xf32>, %n: tensor<4xi64>) {
+  // expected-error @+2 {{moe_expert_matmul: counts of filled rows must be [E] = [3], got [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = het.moe_expert_matmul %rows, %w, %n : tensor<3x16x8xf32>, tensor<3x8x4xf32>, tensor<4xi64> -> tensor<3x16x4xf32>
+  return
+}
