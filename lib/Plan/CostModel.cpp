@@ -474,6 +474,76 @@ double CostModel::StageContext::fraction(size_t k) const {
   return double(members.at(k).mbs) / double(samples);
 }
 
+int CostModel::StageContext::expertsHeld() const {
+  int held = 0;
+  for (const Member &m : members)
+    held += m.experts * m.replicas;
+  return held;
+}
+
+double CostModel::StageContext::expertFraction(size_t k) const {
+  int held = expertsHeld();
+  return held > 0 ? double(members.at(k).experts) / double(held) : 1.0;
+}
+
+namespace {
+/// What expert parallelism divides in a stage over layers [b, e).
+struct ExpertShare {
+  double params = 0, fwdFlops = 0, bwdFlops = 0, allFwd = 0, allBwd = 0, exchangeBytes = 0;
+  int layers = 0;
+  ExpertShare(const ModelDesc &model, int b, int e) {
+    for (int i = b; i < e; ++i) {
+      const LayerDesc &l = model.layers[i];
+      params += l.experts.params;
+      fwdFlops += l.experts.fwdFlops;
+      bwdFlops += l.experts.bwdFlops;
+      allFwd += l.fwdFlops;
+      allBwd += l.bwdFlops;
+      exchangeBytes += l.experts.exchangeBytes;
+      layers += l.experts.count > 0;
+    }
+  }
+};
+} // namespace
+
+double CostModel::expertExchangeTime(const StageContext &ctx, int b, int e, size_t k) const {
+  ExpertShare share(modelDesc, b, e);
+  if (ctx.expertsHeld() == 0 || share.layers == 0)
+    return 0;
+  // Member k sends the rows of its tokens whose experts others hold and
+  // receives the others' rows of its own experts (balanced routing), over
+  // the slowest link among the stage's groups; each exchange is two
+  // all-to-alls (the counts, then the rows) per layer.
+  double held = ctx.expertFraction(k);
+  double mbs = ctx.members[k].mbs, samples = double(ctx.samples);
+  double out = share.exchangeBytes * mbs * (1 - held);
+  double in = share.exchangeBytes * std::max(0.0, samples - mbs) * held;
+  double bandwidth = INFINITY, latency = 0;
+  for (const Member &a : ctx.members)
+    for (const Member &c : ctx.members) {
+      const Link &l = clusterDesc.links[a.group][c.group];
+      bandwidth = std::min(bandwidth, l.bandwidthGbps * 1e9 / 8);
+      latency = std::max(latency, l.latencyUs * 1e-6);
+    }
+  double alpha = 2 * latency * share.layers, beta = std::max(out, in) / bandwidth;
+  // On one node measured collectives price the fixed costs better than
+  // the links' latency: an all-reduce of the counts per all-to-all, and
+  // one of the rows (a ring all-reduce moves about what an all-to-all
+  // does).
+  std::vector<int> groups;
+  for (const Member &m : ctx.members)
+    groups.push_back(m.group);
+  if (communication && communication->allReduce && oneNode(groups)) {
+    double counts = communication->allReduce(8.0 * ctx.expertsHeld(), ctx.replicas());
+    double rows = communication->allReduce(std::max({out, in, 4.0}), ctx.replicas());
+    if (counts >= 0 && rows >= 0) {
+      alpha = (counts + rows) * share.layers;
+      beta = 0;
+    }
+  }
+  return alpha + beta;
+}
+
 StageMemory LayerTable::memory(double params, double stash, double data, double working,
                                double largest, double largestLayer,
                                const MemoryPlace &at) const {
@@ -506,7 +576,10 @@ StageMemory CostModel::memory(const LayerTable &t, int b, int e, const StageCont
                              ctx.fraction(k)};
   // (A copy of a tied parameter whose first layer is in an earlier stage
   // is held here too, with its gradient and optimizer state.)
-  return t.memory(t.range(t.params, b, e) + modelDesc.tiedCopyElements(b, e), t.stashOf(b, e),
+  // Expert parallelism: the member holds its block of the experts.
+  double experts = ExpertShare(modelDesc, b, e).params * (1 - ctx.expertFraction(k));
+  return t.memory(t.range(t.params, b, e) - experts + modelDesc.tiedCopyElements(b, e),
+                  t.stashOf(b, e),
                   t.range(t.data, b, e),
                   t.workingSetPeak(b, e), t.largestTensorOf(b, e), t.largestLayerOf(b, e), at);
 }
@@ -521,11 +594,28 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
   for (size_t k = 0; k < ctx.members.size(); ++k) {
     const LayerTable &t = *tables[k];
     double fwd = t.stageFwd(b, e), bwd = t.stageCompute(b, e) - fwd;
+    double update = t.stageUpdate(b, e);
+    if (ctx.expertsHeld() > 0) {
+      // Expert parallelism: the member runs its experts over every
+      // replica's tokens routed to them (its fraction of the micro-batch's
+      // expert work, not of its share's), updates its experts only, and
+      // exchanges rows twice each way per micro-batch.
+      ExpertShare share(modelDesc, b, e);
+      double scale = ctx.expertFraction(k) / ctx.fraction(k);
+      double xf = share.allFwd > 0 ? share.fwdFlops / share.allFwd : 0;
+      double xb = share.allBwd > 0 ? share.bwdFlops / share.allBwd : 0;
+      double exchange = expertExchangeTime(ctx, b, e, k);
+      fwd = fwd * (1 - xf + xf * scale) + 2 * exchange;
+      bwd = bwd * (1 - xb + xb * scale) + 2 * exchange;
+      double params = t.range(t.params, b, e);
+      if (params > 0)
+        update *= 1 - share.params / params * (1 - ctx.expertFraction(k));
+    }
     if (fwd + bwd > c.fwd + c.bwd) {
       c.fwd = fwd;
       c.bwd = bwd;
     }
-    c.update = std::max(c.update, t.stageUpdate(b, e) + tiedCopyUpdate(t, b, e));
+    c.update = std::max(c.update, update + tiedCopyUpdate(t, b, e));
     StageMemory memory = this->memory(t, b, e, ctx, k);
     double capacity = capacityBytes(ctx.members[k].group);
     if (memory.peak() - capacity > worstExcess) {
@@ -575,7 +665,10 @@ double CostModel::stageSync(const std::vector<const LayerTable *> &tables,
                             const StageContext &ctx, int b, int e,
                             AllReduceAlgorithm *chosen) const {
   const LayerTable &first = *tables.front();
-  double params = first.range(first.params, b, e);
+  // Expert parallelism: the experts' gradients stay on their replicas.
+  const bool experts = ctx.expertsHeld() > 0;
+  double params =
+      first.range(first.params, b, e) - (experts ? ExpertShare(modelDesc, b, e).params : 0);
   AllReduceAlgorithm algorithm =
       ctx.bestAlgorithm ? bestAlgorithm(ctx.members, ctx.tp, params) : ctx.algorithm;
   if (chosen)
@@ -594,7 +687,7 @@ double CostModel::stageSync(const std::vector<const LayerTable *> &tables,
   double sync = (syncTime(ctx.members, ctx.tp, params, algorithm) + latency) *
                 zeroTraffic(ctx.zero, ctx.microBatches);
   if (communication && communication->allReduce && ctx.tp == 1 && ctx.replicas() > 1 &&
-      oneNode(ctx.groups())) {
+      oneNode(ctx.groups()) && !experts) {
     double measured = measuredSync(b, e, ctx.replicas());
     // The last stage also combines the step's loss over its replicas.
     double loss = ctx.nextGroups.empty() ? communication->allReduce(8, ctx.replicas()) : 0;
@@ -614,7 +707,8 @@ CostModel::StageContext CostModel::contextOf(const Plan &plan, int j) const {
         {g.group, g.replicas,
          g.samples > 0 ? g.samples
                        : microBatchPerReplica(plan.globalBatch, plan.microBatches,
-                                              s.replicas())});
+                                              s.replicas()),
+         g.experts});
   auto groupsOf = [](const StagePlan &st, std::vector<int> &groups, std::vector<int> &replicas) {
     for (const ReplicaGroupPlan &g : st.replicaGroups) {
       groups.push_back(g.group);
@@ -715,6 +809,33 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
                      ") that share a parameter (tied weights) with another stage's: the copies "
                      "of a tied parameter are kept whole; plan this stage without "
                      "tensor_parallel or with all of the tied layers");
+    if (s.expertParallel()) {
+      // What het-compile builds: every replica holds experts, of every
+      // mixture-of-experts layer of the stage, all of them.
+      int held = 0;
+      for (const ReplicaGroupPlan &m : s.replicaGroups) {
+        if (m.experts < 1)
+          return invalid(at + "experts: with expert parallelism every replica group holds "
+                              "experts");
+        held += m.experts * m.replicas;
+      }
+      if (s.tensorParallel > 1 || s.builtZero() > 0)
+        return invalid(at + "experts: expert parallelism with tensor parallelism or ZeRO is "
+                            "not supported yet");
+      int layers = 0;
+      for (int i = s.layerBegin; i < s.layerEnd; ++i) {
+        int count = modelDesc.layers[i].experts.count;
+        if (count == 0)
+          continue;
+        ++layers;
+        if (count != held)
+          return invalid(at + "experts: the replicas hold " + std::to_string(held) +
+                         " experts in all, but layer " + std::to_string(i) + " has " +
+                         std::to_string(count));
+      }
+      if (layers == 0)
+        return invalid(at + "experts: its layers have no mixture of experts");
+    }
     if (s.replicas() > samples)
       return invalid(at + std::to_string(s.replicas()) +
                      " replicas cannot each take a sample of a micro-batch of " +

@@ -47,6 +47,26 @@ double tensorBytes(mlir::Type type) {
   return double(shaped.getNumElements()) * std::max(1u, bits / 8);
 }
 
+/// A parameter only the experts' grouped products (and its update) read: directly (all
+/// experts stacked) or joined with the other experts' own parameters
+/// (het.concat, then het.reshape to [E, ...]).
+static bool isExpertWeight(mlir::Value param) {
+  auto product = [](mlir::Operation *user) { return mlir::isa<mlir::het::MoEExpertMatmulOp>(user); };
+  if (param.use_empty())
+    return false;
+  return llvm::all_of(param.getUsers(), [&](mlir::Operation *user) {
+    // (A training step's update reads every parameter.)
+    if (product(user) || mlir::isa<mlir::het::SGDOp, mlir::het::AdamOp>(user))
+      return true;
+    if (!mlir::isa<mlir::het::ConcatOp>(user))
+      return false;
+    return llvm::all_of(user->getUsers(), [&](mlir::Operation *join) {
+      return mlir::isa<mlir::het::ReshapeOp>(join) && !join->use_empty() &&
+             llvm::all_of(join->getUsers(), product);
+    });
+  });
+}
+
 static double lastDim(mlir::Type type) {
   auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
   if (!shaped || shaped.getRank() == 0 ||
@@ -253,6 +273,8 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     if (first >= 0) {
       m.layers[first].params += elements(func.getArgument(i).getType());
       m.layers[first].paramTensors.push_back(elements(func.getArgument(i).getType()));
+      if (isExpertWeight(func.getArgument(i)))
+        m.layers[first].experts.params += elements(func.getArgument(i).getType());
     }
   }
 
@@ -279,15 +301,37 @@ ModelDesc modelFromModule(mlir::ModuleOp module, const std::string &file,
     for (mlir::Value r : op->getResults())
       results += tensorBytes(r.getType());
     OpCost cost{f, (io + results) / batch, weights};
+    bool expertProduct =
+        mlir::isa<mlir::het::MoEExpertMatmulOp, mlir::het::MoEExpertWeightGradOp>(op);
     if (isGradient(op)) {
       d.bwdFlops += f;
       d.bwdOps.push_back(cost);
+      if (expertProduct)
+        d.experts.bwdFlops += f;
       return; // its activations are the forward's, already counted
     }
     d.fwdFlops += f;
     d.fwdOps.push_back(cost);
     if (!hasBackward)
       d.bwdFlops += 2 * f;
+    if (expertProduct) {
+      d.experts.fwdFlops += f;
+      if (!hasBackward)
+        d.experts.bwdFlops += 2 * f;
+    }
+    if (auto dispatch = mlir::dyn_cast<mlir::het::MoEDispatchOp>(op);
+        dispatch && !dispatch.getGradient()) {
+      auto choices = mlir::cast<mlir::ShapedType>(dispatch.getIndices().getType());
+      auto tokens = mlir::cast<mlir::ShapedType>(dispatch.getInput().getType());
+      if (choices.hasStaticShape() && tokens.hasStaticShape()) {
+        d.experts.count = std::max<int>(
+            d.experts.count,
+            int(mlir::cast<mlir::ShapedType>(dispatch.getType()).getDimSize(0)));
+        d.experts.exchangeBytes += double(choices.getNumElements()) *
+                                   double(tokens.getDimSize(tokens.getRank() - 1)) *
+                                   double(tokens.getElementTypeBitWidth() / 8) / batch;
+      }
+    }
     results = 0;
     for (mlir::Value r : op->getResults()) {
       results += tensorBytes(r.getType());

@@ -222,12 +222,15 @@ json planToJson(const Plan &plan, const Cluster &cluster,
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     const StagePlan &s = plan.stages[j];
     json stage = {{"name", "s" + std::to_string(j)}};
-    if (s.explicitShares()) {
+    if (s.explicitShares() || s.expertParallel()) {
       json members = json::array();
       for (const ReplicaGroupPlan &g : s.replicaGroups) {
-        json member = {{"group", cluster.groups[g.group].name},
-                       {"replicas", g.replicas},
-                       {"micro_batch_size", g.samples}};
+        json member = {{"group", cluster.groups[g.group].name}, {"replicas", g.replicas}};
+        // (An even split with experts: no shares, as the first form.)
+        if (s.explicitShares())
+          member["micro_batch_size"] = g.samples;
+        if (g.experts > 0)
+          member["experts"] = g.experts;
         if (!formatOf(g.group).empty())
           member["precision"] = formatOf(g.group);
         members.push_back(member);
@@ -280,7 +283,7 @@ Plan planFromJson(const json &j, const std::string &file,
     for (size_t k = 0; k < spec.replicaGroups.size(); ++k) {
       const StageSpec::Replicas &g = spec.replicaGroups[k];
       int index = int(std::find(names.begin(), names.end(), g.group) - names.begin());
-      st.replicaGroups.push_back({index, int(g.replicas), int(g.samples)});
+      st.replicaGroups.push_back({index, int(g.replicas), int(g.samples), int(g.experts)});
       if (g.precision.empty())
         continue;
       // One group trains in one format, and only in one its kind has.

@@ -8,6 +8,7 @@
 #include "het/Plan/Error.h"
 #include "het/Plan/Explain.h"
 #include "het/Plan/MeasuredPlans.h"
+#include "het/Plan/ExpertPlacement.h"
 #include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Plan.h"
@@ -161,6 +162,10 @@ llvm::Expected<AutoPlanResult> planForCluster(mlir::ModuleOp module, mlir::func:
                                     : std::string());
       }
     }
+    // Experts spread over replicas where that plans better (ExpertPlacement.h).
+    if (int stages = placeExperts(cost, options, planned.plans); stages > 0)
+      report << "expert parallelism: in " << stages
+             << " stage(s) of the planned plans, where it plans better\n";
     if (planned.plans.empty())
       return error(llvm::formatv("the planner found no plan for {0} at a global batch of {1}{2}",
                                  request.clusterFile, options.globalBatch,

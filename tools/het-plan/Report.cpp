@@ -143,6 +143,17 @@ void printPlan(std::ostream &os, const CostModel &cost, const Plan &plan,
     }
     os << "\n";
   }
+  // Expert parallelism: the experts each replica of a group holds.
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const StagePlan &s = plan.stages[j];
+    if (!s.expertParallel())
+      continue;
+    os << "  expert parallelism in s" << j << ":";
+    for (const ReplicaGroupPlan &m : s.replicaGroups)
+      os << " " << c.groups[m.group].name << " " << m.replicas << " x " << m.experts
+         << " experts";
+    os << "\n";
+  }
 }
 
 void printBreakdown(std::ostream &os, const IterationBreakdown &breakdown) {

@@ -16,6 +16,7 @@
 #include "het/Plan/DeviceCatalog.h"
 #include "het/Plan/Error.h"
 #include "het/Plan/GanttSvg.h"
+#include "het/Plan/ExpertPlacement.h"
 #include "het/Plan/MemorySavers.h"
 #include "het/Plan/ModelFromIR.h"
 #include "het/Plan/Planner.h"
@@ -139,7 +140,7 @@ int main(int argc, char **argv) {
        noMixed = false, equalReplicas = false;
   double exhaustiveLimit = 2e5;
   std::string precisionName = "auto", objectiveName = "time", recomputeName = "auto",
-              zeroName = "auto";
+              zeroName = "auto", expertsName = "auto";
   double deadline = 0, budget = 0, maxSlowdown = 0.01, throughput = 0;
   std::string inventoryPath, writeClusterPath;
   het::sim::FailureAssumptions failureAssumptions;
@@ -196,6 +197,11 @@ int main(int argc, char **argv) {
                  "then the fastest mode that fits, and the plan file says so per stage for "
                  "het-compile --plan)")
       ->check(CLI::IsMember({"auto", "none", "selective", "full"}));
+  app.add_option("--expert-parallel", expertsName,
+                 "spread the experts of mixture-of-experts layers over a stage's replicas "
+                 "(docs/moe.md): auto (default: in each stage of several replicas where some "
+                 "number of experts per kind makes the plan better by the objective) or off")
+      ->check(CLI::IsMember({"auto", "off"}));
   app.add_option("--zero", zeroName,
                  "sharded data parallelism (docs/memory.md) of every stage of several "
                  "replicas: 0, 1 (optimizer state in blocks by batch share), 2 (and "
@@ -489,6 +495,8 @@ int main(int argc, char **argv) {
           zeroReason = "no plan fits in device memory without it";
       }
     }
+    // Experts spread over replicas where that plans better (ExpertPlacement.h).
+    int expertStages = expertsName == "auto" ? placeExperts(cost, options, best.plans) : 0;
     // Nothing meets the deadline or budget: the fastest plan says how far off.
     PlanResult fastest;
     if (best.plans.empty() && best.constraintMisses > 0) {
@@ -639,6 +647,10 @@ int main(int argc, char **argv) {
                   << (zeroChosen ? "the stages of several replicas that need it"
                                  : "every stage of several replicas")
                   << " (" << zeroReason << ")\n";
+      if (expertStages > 0)
+        std::cout << "expert parallelism: in " << expertStages
+                  << " stage(s) of the listed plans, experts per replica group as each plan "
+                     "says (it plans better than every replica holding every expert)\n";
       if (objective.kind != ObjectiveKind::Time || objective.constrained()) {
         std::cout << "objective: least " << toString(objective.kind) << " per iteration";
         if (deadline > 0)

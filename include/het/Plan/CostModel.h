@@ -237,6 +237,7 @@ public:
   /// a micro-batch.
   struct Member {
     int group = 0, replicas = 1, mbs = 1;
+    int experts = 0; // expert parallelism: experts each replica holds (0: all)
   };
 
   /// Time to send one micro-batch's activations across boundary `layer`
@@ -298,6 +299,11 @@ public:
     AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
     int replicas() const;
     std::vector<int> groups() const;
+    /// Expert parallelism: the experts all replicas hold (0: none).
+    int expertsHeld() const;
+    /// Member k's part of the experts' state and work (1 without expert
+    /// parallelism).
+    double expertFraction(size_t k) const;
     /// Member k's share of the micro-batch (1 for one replica).
     double fraction(size_t k) const;
   };
@@ -307,6 +313,10 @@ public:
   /// under 1F1B, the largest working set of one layer for a micro-batch
   /// (LayerTable::workingSet), and the rest of StageMemory.
   StageMemory memory(const LayerTable &t, int b, int e, const StageContext &ctx, size_t k) const;
+  /// Expert parallelism: one exchange of member k's rows (het.moe_to_experts
+  /// or moe_from_experts, every mixture-of-experts layer of [b, e)) per
+  /// micro-batch; 0 without it.
+  double expertExchangeTime(const StageContext &ctx, int b, int e, size_t k) const;
   double memoryBytes(const LayerTable &t, int b, int e, const StageContext &ctx, size_t k) const {
     return memory(t, b, e, ctx, k).peak();
   }

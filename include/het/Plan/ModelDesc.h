@@ -72,6 +72,16 @@ struct LayerDesc {
   /// sample (IR models): not in stashBytes, because what a kind holds of
   /// them depends on how its kernels run attention (CostModel::table).
   double attentionProbabilityBytes = 0;
+  /// A mixture-of-experts layer (IR models): what expert parallelism
+  /// divides among a stage's replicas and what it moves between them.
+  struct Experts {
+    int count = 0;             // E; 0: no mixture of experts here
+    double params = 0;         // elements of the experts' weights
+    double fwdFlops = 0, bwdFlops = 0; // the experts' products, per sample
+    /// Bytes of one exchange (het.moe_to_experts or moe_from_experts) of
+    /// one sample's filled rows: tokens x top-k x features x element.
+    double exchangeBytes = 0;
+  } experts;
   bool tensorParallel = true; // whether its matrices split over a TP group
   /// When known (from IR, het-tensor-parallel's analysis), how the layer
   /// fares at each degree > 1: 's' its matrices split, 'r' nothing of it

@@ -28,6 +28,9 @@ struct ReplicaGroupPlan {
   int group = 0;    // index into Cluster::groups
   int replicas = 1; // data-parallel copies on this group
   int samples = 0;  // per replica and micro-batch; 0: an even share
+  /// Expert parallelism: the experts of each mixture-of-experts layer each
+  /// replica holds (the stage's replicas hold disjoint blocks); 0: all.
+  int experts = 0;
 };
 
 /// One pipeline stage: a contiguous layer range run by data-parallel
@@ -64,6 +67,8 @@ struct StagePlan {
   /// shard over (with tensor parallelism, over the replicas holding the
   /// same part), else 0.
   int builtZero() const { return replicas() > 1 ? zero : 0; }
+  /// Its replicas hold blocks of the experts (`experts`).
+  bool expertParallel() const { return replicaGroups.front().experts > 0; }
 };
 
 struct Plan {
