@@ -321,7 +321,8 @@ Plan planFromJson(const json &j, const std::string &file,
         counts.push_back(g.replicas);
       std::vector<ReplicaGroupPlan> even;
       for (const EvenShare &e : evenShares(counts, plan.globalBatch / plan.microBatches))
-        even.push_back({st.replicaGroups[e.group].group, int(e.replicas), int(e.samples)});
+        even.push_back({st.replicaGroups[e.group].group, int(e.replicas), int(e.samples),
+                        st.replicaGroups[e.group].experts});
       st.replicaGroups = even;
     }
     if (spec.explicitShares) {

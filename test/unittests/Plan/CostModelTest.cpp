@@ -354,6 +354,43 @@ TEST_F(Fixture, TensorParallelSplitsComputeAndAddsAllReduces) {
               one.range(one.compute, 0, 1) / 2 + 4 * ar, 1e-12);
 }
 
+// Expert parallelism: each of two replicas holds half of layer 1's 4
+// experts, so its experts' weights (8e5 of the layer's 1e6 parameters),
+// gradients and Adam moments are half; their gradients leave the stage's
+// all-reduce; each replica does the same expert work (half the experts
+// over all tokens instead of all experts over half) and exchanges rows.
+TEST_F(Fixture, ExpertParallelismDividesTheExpertsStateNotTheirWork) {
+  model.layers[1].experts.count = 4;
+  model.layers[1].experts.params = 8e5;
+  model.layers[1].experts.fwdFlops = 8e11;
+  model.layers[1].experts.bwdFlops = 1.6e12;
+  model.layers[1].experts.exchangeBytes = 1e5;
+  CostModel cost(model, cluster, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 1;
+  plan.stages = {{0, 1, 2, 0, 2, AllReduceAlgorithm::Ring}};
+  Evaluation whole = cost.evaluate(plan);
+  plan.stages[0].replicaGroups[0].experts = 2;
+  Evaluation split = cost.evaluate(plan);
+  ASSERT_EQ(split.problem, "");
+  EXPECT_DOUBLE_EQ(whole.stages[0].memory.parameters - split.stages[0].memory.parameters,
+                   4e5 * 4);
+  EXPECT_DOUBLE_EQ(whole.stages[0].memory.optimizerState -
+                       split.stages[0].memory.optimizerState,
+                   4e5 * 8);
+  EXPECT_LT(split.stages[0].sync, whole.stages[0].sync);
+  // The same compute, plus two exchanges each way.
+  CostModel::StageContext ctx = cost.contextOf(plan, 0);
+  double exchange = cost.expertExchangeTime(ctx, 0, 2, 0);
+  EXPECT_GT(exchange, 0);
+  EXPECT_NEAR(split.stages[0].fwd, whole.stages[0].fwd + 2 * exchange, 1e-12);
+  // Counts that are not the layer's experts are refused.
+  plan.stages[0].replicaGroups[0].experts = 3;
+  EXPECT_EQ(cost.evaluate(plan).problem,
+            "stage 0: experts: the replicas hold 6 experts in all, but layer 1 has 4");
+}
+
 TEST_F(Fixture, InvalidPlansSayWhy) {
   CostModel cost(model, cluster, nullptr);
   Plan plan;
