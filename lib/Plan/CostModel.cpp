@@ -576,8 +576,12 @@ StageMemory CostModel::memory(const LayerTable &t, int b, int e, const StageCont
                              ctx.fraction(k)};
   // (A copy of a tied parameter whose first layer is in an earlier stage
   // is held here too, with its gradient and optimizer state.)
-  // Expert parallelism: the member holds its block of the experts.
-  double experts = ExpertShare(modelDesc, b, e).params * (1 - ctx.expertFraction(k));
+  // Expert parallelism: the member holds its block of the experts. (The
+  // planner's search calls this for every candidate: the layers are read
+  // only for stages that have it.)
+  double experts = ctx.expertsHeld() > 0
+                       ? ExpertShare(modelDesc, b, e).params * (1 - ctx.expertFraction(k))
+                       : 0;
   return t.memory(t.range(t.params, b, e) - experts + modelDesc.tiedCopyElements(b, e),
                   t.stashOf(b, e),
                   t.range(t.data, b, e),
@@ -809,6 +813,18 @@ Evaluation CostModel::evaluate(const Plan &plan) const {
                      ") that share a parameter (tied weights) with another stage's: the copies "
                      "of a tied parameter are kept whole; plan this stage without "
                      "tensor_parallel or with all of the tied layers");
+    // Mixture-of-experts layers run on CPU kinds only (their kernels are
+    // libhetrt's and oneDNN's; a GPU build refuses them).
+    for (const ReplicaGroupPlan &m : s.replicaGroups) {
+      const DeviceGroup &g = clusterDesc.groups[m.group];
+      if (g.spec->vendor == "cpu")
+        continue;
+      for (int i = s.layerBegin; i < s.layerEnd && i < L; ++i)
+        if (modelDesc.layers[i].experts.count > 0)
+          return invalid(at + "layer " + std::to_string(i) +
+                         " is a mixture of experts, which has no GPU kernels yet; group '" +
+                         g.name + "' (" + g.kind + ") cannot run it");
+    }
     if (s.expertParallel()) {
       // What het-compile builds: every replica holds experts, of every
       // mixture-of-experts layer of the stage, all of them.

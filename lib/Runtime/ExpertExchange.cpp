@@ -23,6 +23,7 @@
 
 #include "Kernels.h" // het::eval (lib/Eval)
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -145,6 +146,10 @@ void toExperts(const int64_t *meta, void *const *buffers) {
     for (int s = 0; s < x.members; ++s)
       offset[e] += x.from(s, e);
   for (int64_t e = 0; e < x.held(); ++e) {
+    // (Profiling a stage apart, the other members' rows are this one's
+    // again, up to what the experts can take.)
+    if (!x.group)
+      offset[e] = std::min(offset[e], R);
     if (offset[e] > R)
       throw std::runtime_error("expert " + std::to_string(x.first[x.me] + e) + " got " +
                                std::to_string(offset[e]) + " rows, more than the " +

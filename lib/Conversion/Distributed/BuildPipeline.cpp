@@ -94,6 +94,31 @@ LogicalResult applyCompression(ModuleOp module, const std::string &compression) 
   return success();
 }
 
+/// Calls `f(name, whole, now, marked)` for each argument of `split` (a
+/// variant's training step) that is not batched and whose type differs
+/// from the same argument of `step` (the whole model's); `marked`: it
+/// carries het.expert_parallel.
+void forEachResizedArgument(
+    func::FuncOp step, func::FuncOp split, ArrayRef<unsigned> batchedArgs,
+    llvm::function_ref<void(const std::string &, RankedTensorType, RankedTensorType, bool)> f) {
+  std::set<std::string> batched;
+  for (unsigned i : batchedArgs)
+    batched.insert(argumentName(step, i));
+  for (unsigned i = 0; i < split.getNumArguments(); ++i) {
+    std::string name = argumentName(split, i);
+    if (batched.count(name))
+      continue;
+    auto now = cast<RankedTensorType>(split.getArgumentTypes()[i]);
+    for (unsigned k = 0; k < step.getNumArguments(); ++k) {
+      if (argumentName(step, k) != name)
+        continue;
+      auto whole = cast<RankedTensorType>(step.getArgumentTypes()[k]);
+      if (whole != now && whole.getRank() == now.getRank())
+        f(name, whole, now, static_cast<bool>(split.getArgAttr(i, kExpertParallelAttrName)));
+    }
+  }
+}
+
 /// "f32 2 32 64" -> {32, 64}.
 std::vector<int64_t> shapeOf(const std::string &type) {
   std::istringstream in(type);
@@ -462,51 +487,28 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::het::buildPipeline(ModuleOp input,
                                         "diagnostics above)",
                                         share));
     pm.clear();
-    // Which step arguments hold blocks of the experts: the split weights
-    // and their optimizer state (axis 0 shorter than the whole's).
-    if (expertParallel) {
-      func::FuncOp split = trainingStep(*variant);
-      std::set<std::string> batched;
-      for (unsigned i : batchedArgs)
-        batched.insert(argumentName(step, i));
-      for (unsigned i = 0; i < split.getNumArguments(); ++i) {
-        std::string name = argumentName(split, i);
-        if (batched.count(name) || llvm::is_contained(expertSharded, name))
-          continue;
-        auto now = cast<RankedTensorType>(split.getArgumentTypes()[i]);
-        for (unsigned k = 0; k < step.getNumArguments(); ++k) {
-          if (argumentName(step, k) != name)
-            continue;
-          auto whole = cast<RankedTensorType>(step.getArgumentTypes()[k]);
-          if (split.getArgAttr(i, kExpertParallelAttrName) ||
-              (whole.getRank() >= 1 && whole.getRank() == now.getRank() &&
-               whole.getDimSize(0) != now.getDimSize(0) &&
-               whole.getShape().drop_front() == now.getShape().drop_front()))
-            expertSharded.push_back(name);
-        }
-      }
-    }
-    // Which step arguments the tensor-parallel split gave a shard's shape.
-    if (tensorParallel && description.stages.empty()) {
-      func::FuncOp split = trainingStep(*variant);
-      std::set<std::string> batched;
-      for (unsigned i : batchedArgs)
-        batched.insert(argumentName(step, i));
-      for (unsigned i = 0; i < split.getNumArguments(); ++i) {
-        std::string name = argumentName(split, i);
-        if (batched.count(name))
-          continue;
-        auto now = cast<RankedTensorType>(split.getArgumentTypes()[i]);
-        for (unsigned k = 0; k < step.getNumArguments(); ++k) {
-          if (argumentName(step, k) != name)
-            continue;
-          auto whole = cast<RankedTensorType>(step.getArgumentTypes()[k]);
-          for (int64_t axis = 0; axis < whole.getRank(); ++axis)
-            if (whole.getDimSize(axis) != now.getDimSize(axis))
-              shards.push_back({name, axis, whole.getDimSize(axis) / now.getDimSize(axis)});
-        }
-      }
-    }
+    // Which step arguments the variant gave another shape than the whole
+    // step's: blocks of the experts (the split weights and their optimizer
+    // state: axis 0 shorter), else tensor-parallel shards.
+    if (expertParallel || (tensorParallel && description.stages.empty()))
+      forEachResizedArgument(
+          step, trainingStep(*variant), batchedArgs,
+          [&](const std::string &name, RankedTensorType whole, RankedTensorType now,
+              bool marked) {
+            if (llvm::is_contained(expertSharded, name))
+              return;
+            if (expertParallel &&
+                (marked || (whole.getDimSize(0) != now.getDimSize(0) &&
+                            whole.getShape().drop_front() == now.getShape().drop_front()))) {
+              expertSharded.push_back(name);
+              return;
+            }
+            if (!tensorParallel || !description.stages.empty())
+              return;
+            for (int64_t axis = 0; axis < whole.getRank(); ++axis)
+              if (whole.getDimSize(axis) != now.getDimSize(axis))
+                shards.push_back({name, axis, whole.getDimSize(axis) / now.getDimSize(axis)});
+          });
     // Options set in code, not parsed from text: paths may hold any character.
     HetPartitionOptions partition;
     partition.planFile = options.planFile;

@@ -391,6 +391,40 @@ TEST_F(Fixture, ExpertParallelismDividesTheExpertsStateNotTheirWork) {
             "stage 0: experts: the replicas hold 6 experts in all, but layer 1 has 4");
 }
 
+// The mixture-of-experts ops have no GPU kernels: no plan puts such a
+// layer on a GPU kind (het-compile would refuse it).
+TEST_F(Fixture, MixturesOfExpertsStayOnCpuKinds) {
+  model.layers[1].experts.count = 4;
+  DeviceSpec gpu = roundDevice(10);
+  gpu.name = "round-gpu";
+  gpu.vendor = "nvidia";
+  gpu.arch = "sm_90";
+  catalog.add(gpu);
+  nlohmann::json spec = {
+      {"name", "c"},
+      {"nodes",
+       {{{"name", "n"},
+         {"count", 1},
+         {"devices", {{{"group", "gpu"}, {"kind", "round-gpu"}, {"count", 1}}}},
+         {"links",
+          {{{"between", {"gpu", "gpu"}},
+            {"type", "x"},
+            {"bandwidth_gbps", 800.0},
+            {"latency_us", 1.0}}}}}}}};
+  Cluster gpus = parseCluster(spec, "c.json", catalog);
+  CostModel cost(model, gpus, nullptr);
+  Plan plan;
+  plan.globalBatch = 8;
+  plan.microBatches = 1;
+  plan.stages = {{0, 1, 1, 0, 2, AllReduceAlgorithm::Ring}};
+  EXPECT_EQ(cost.evaluate(plan).problem,
+            "stage 0: layer 1 is a mixture of experts, which has no GPU kernels yet; group "
+            "'gpu' (round-gpu) cannot run it");
+  plan.stages = {{0, 1, 1, 0, 1, AllReduceAlgorithm::Ring}};
+  model.layers.resize(1);
+  EXPECT_EQ(CostModel(model, gpus, nullptr).evaluate(plan).problem, "");
+}
+
 TEST_F(Fixture, InvalidPlansSayWhy) {
   CostModel cost(model, cluster, nullptr);
   Plan plan;
