@@ -73,9 +73,11 @@ int placeExperts(const CostModel &cost, const PlannerOptions &options,
       placed += improved;
     }
   }
-  std::stable_sort(plans.begin(), plans.end(), [](const RankedPlan &a, const RankedPlan &b) {
-    return a.economics.objective < b.economics.objective;
-  });
+  // (Plans no stage of which changed keep the planner's order.)
+  if (placed > 0)
+    std::stable_sort(plans.begin(), plans.end(), [](const RankedPlan &a, const RankedPlan &b) {
+      return a.economics.objective < b.economics.objective;
+    });
   return placed;
 }
 

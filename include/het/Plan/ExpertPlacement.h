@@ -24,7 +24,8 @@ namespace het::plan {
 /// of experts in all of them), two or more replicas, no tensor parallelism
 /// and no ZeRO: the best assignment of experts to its replica groups, kept
 /// where the whole plan fits and is better by `options.objective`. Plans
-/// are sorted again. Returns how many stages took expert parallelism.
+/// are sorted again where any changed. Returns how many stages took expert
+/// parallelism.
 int placeExperts(const CostModel &cost, const PlannerOptions &options,
                  std::vector<RankedPlan> &plans);
 
