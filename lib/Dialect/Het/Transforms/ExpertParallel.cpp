@@ -17,6 +17,7 @@
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetNames.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/ModelFunction.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -336,17 +337,9 @@ struct HetExpertParallelPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp model;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && (function.empty() || f.getName() == function)) {
-        model = f;
-        break;
-      }
-    if (!model) {
-      module.emitError("het-expert-parallel: no function ")
-          << (function.empty() ? "" : "named '" + function + "'");
+    func::FuncOp model = modelFunction(module, function, "het-expert-parallel");
+    if (!model)
       return signalPassFailure();
-    }
     ExpertParallelRewrite rewrite(model, samples);
     for (const std::string &text : stages) {
       FailureOr<ExpertStage> stage = parseStage(text);

@@ -14,6 +14,7 @@
 
 #include "het/Dialect/Het/IR/HetDialect.h"
 #include "het/Dialect/Het/IR/HetOps.h"
+#include "het/Dialect/Het/Transforms/ModelFunction.h"
 #include "het/Dialect/Het/Transforms/Passes.h"
 #include "het/Dialect/Het/Transforms/ShapeRespecialization.h"
 
@@ -465,17 +466,9 @@ struct HetTensorParallelPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp model;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal() && (function.empty() || f.getName() == function)) {
-        model = f;
-        break;
-      }
-    if (!model) {
-      module.emitError("het-tensor-parallel: no function ")
-          << (function.empty() ? "" : "named '" + function + "'");
+    func::FuncOp model = modelFunction(module, function, "het-tensor-parallel");
+    if (!model)
       return signalPassFailure();
-    }
     std::vector<int64_t> perLayer(layerDegrees.begin(), layerDegrees.end());
     std::vector<int64_t> segments(layerSegments.begin(), layerSegments.end());
     int64_t uniform = degree;
