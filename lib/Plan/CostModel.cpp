@@ -595,16 +595,17 @@ StageCost CostModel::stageCost(const std::vector<const LayerTable *> &tables,
   // Replicas work in parallel: the slowest member sets the stage's time,
   // and each must fit in its own device's memory.
   double worstExcess = -INFINITY;
+  const bool experts = ctx.expertsHeld() > 0;
+  const ExpertShare share = experts ? ExpertShare(modelDesc, b, e) : ExpertShare(modelDesc, b, b);
   for (size_t k = 0; k < ctx.members.size(); ++k) {
     const LayerTable &t = *tables[k];
     double fwd = t.stageFwd(b, e), bwd = t.stageCompute(b, e) - fwd;
     double update = t.stageUpdate(b, e);
-    if (ctx.expertsHeld() > 0) {
+    if (experts) {
       // Expert parallelism: the member runs its experts over every
       // replica's tokens routed to them (its fraction of the micro-batch's
       // expert work, not of its share's), updates its experts only, and
       // exchanges rows twice each way per micro-batch.
-      ExpertShare share(modelDesc, b, e);
       double scale = ctx.expertFraction(k) / ctx.fraction(k);
       double xf = share.allFwd > 0 ? share.fwdFlops / share.allFwd : 0;
       double xb = share.allBwd > 0 ? share.bwdFlops / share.allBwd : 0;

@@ -124,6 +124,10 @@ public:
     return success();
   }
 
+  /// Parameters of experts other members hold (argument numbers): unused
+  /// here once every layer is rewritten.
+  std::set<unsigned> others;
+
 private:
   func::FuncOp f;
   int64_t samples;
@@ -210,12 +214,6 @@ private:
     return local.getResult();
   }
 
-public:
-  /// Parameters of experts other members hold (argument numbers): unused
-  /// here once every layer is rewritten.
-  std::set<unsigned> others;
-
-private:
   LogicalResult layer(const ExpertStage &stage, MoEDispatchOp dispatch) {
     auto buffer = cast<RankedTensorType>(dispatch.getType());
     auto indicesType = cast<RankedTensorType>(dispatch.getIndices().getType());
